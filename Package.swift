@@ -1,0 +1,43 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "storefs",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "storefs", targets: ["storefs"]),
+        .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .target(name: "FuseKit", dependencies: ["CFuse", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "ObjectGraph", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "SQLiteStore",
+            dependencies: [
+                "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "StoreFS",
+            dependencies: ["ObjectGraph", "FuseKit", .product(name: "Logging", package: "swift-log")]),
+        .executableTarget(
+            name: "storefs",
+            dependencies: [
+                "ObjectGraph", "SQLiteStore", "StoreFS", "FuseKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
+        .testTarget(
+            name: "SQLiteStoreTests",
+            dependencies: ["SQLiteStore", "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

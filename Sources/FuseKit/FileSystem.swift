@@ -1,0 +1,132 @@
+import Foundation
+
+/// A filesystem FuseKit serves: the operations of libfuse's low-level API as Swift calls that
+/// return values or throw an errno.
+///
+/// Threading: every method may be called concurrently from libfuse worker threads (plain
+/// pthreads). Methods may block (on a database, say) but must not wait for Swift concurrency.
+/// FuseKit makes exactly one reply per request from what a method returns or throws.
+///
+/// Every method has a default: reads of unknown things fail with ENOENT/ENODATA, changes with
+/// EROFS or ENOTSUP, so a read-only filesystem implements only what it shows.
+public protocol FileSystem: AnyObject, Sendable {
+    /// The session is mounted; `invalidator` lets the filesystem drop kernel caches of things that
+    /// changed behind the kernel's back.
+    func didMount(invalidator: any KernelCacheInvalidator)
+    /// The session is unmounting (called once, before the mount goes away): commit and release.
+    func willUnmount()
+
+    func lookup(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) -> Entry
+    /// The kernel dropped `count` lookups of `inode`.
+    func forget(_ inode: InodeNumber, count: UInt64)
+    /// Attributes of `inode` and how long the kernel may cache them.
+    func attributes(of inode: InodeNumber, handle: FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double)
+    func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FileHandle?, context: RequestContext)
+        throws(FileSystemError) -> (FileAttributes, timeout: Double)
+    func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String
+
+    func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult
+    /// Lists `inode` from `offset` (0 or a cookie an earlier entry gave). `add` returns false when
+    /// the reply is full; the entry it refused is not part of this reply.
+    func readDirectory(
+        _ inode: InodeNumber, handle: FileHandle, offset: UInt64, plus: Bool,
+        add: (DirectoryEntry) -> Bool
+    ) throws(FileSystemError)
+    func releaseDirectory(_ inode: InodeNumber, handle: FileHandle)
+
+    func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult
+    func read(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data
+    /// Writes `data` at `offset`; returns the number of bytes taken.
+    func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int
+    func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
+    func release(_ inode: InodeNumber, handle: FileHandle, flags: Int32) throws(FileSystemError)
+    func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
+    func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
+
+    func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+        throws(FileSystemError) -> (Entry, OpenResult)
+    func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    func makeNode(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    func unlink(parent: InodeNumber, name: String) throws(FileSystemError)
+    func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError)
+    /// Renames; `flags` are renameat2's (RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2).
+    func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+        throws(FileSystemError)
+
+    /// The value of extended attribute `name`; ENODATA when it has none.
+    func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data
+    func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String]
+    /// `flags` are setxattr's (XATTR_CREATE = 1, XATTR_REPLACE = 2).
+    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError)
+    func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError)
+
+    func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics
+}
+
+/// Drops kernel caches. Calls are queued and made from a thread of FuseKit's own, never inline in
+/// a request (libfuse deadlocks otherwise), so they may be made from anywhere, even while handling
+/// a request.
+public protocol KernelCacheInvalidator: Sendable {
+    /// Forget the name `name` in directory `parent`.
+    func invalidateEntry(parent: InodeNumber, name: String)
+    /// Forget the attributes and cached data of `inode` (a directory's cached listing too).
+    func invalidateInode(_ inode: InodeNumber)
+    /// Tell the kernel (and inotify watchers) that `child` named `name` in `parent` was deleted.
+    func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String)
+}
+
+extension FileSystem {
+    public func didMount(invalidator: any KernelCacheInvalidator) {}
+    public func willUnmount() {}
+    public func forget(_ inode: InodeNumber, count: UInt64) {}
+    public func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FileHandle?, context: RequestContext)
+        throws(FileSystemError) -> (FileAttributes, timeout: Double)
+    { throw .readOnly }
+    public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String { throw .invalid }
+    public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult { OpenResult() }
+    public func releaseDirectory(_ inode: InodeNumber, handle: FileHandle) {}
+    public func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult {
+        OpenResult()
+    }
+    public func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
+        throw .readOnly
+    }
+    public func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
+    public func release(_ inode: InodeNumber, handle: FileHandle, flags: Int32) throws(FileSystemError) {}
+    public func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
+    public func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
+    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+        throws(FileSystemError) -> (Entry, OpenResult)
+    { throw .readOnly }
+    public func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    { throw .readOnly }
+    public func makeNode(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    { throw .readOnly }
+    public func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    { throw .readOnly }
+    public func unlink(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
+    public func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
+    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+        throws(FileSystemError)
+    { throw .readOnly }
+    public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
+        throw .noAttribute
+    }
+    public func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String] { [] }
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+        throw .notSupported
+    }
+    public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {
+        throw .notSupported
+    }
+    public func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics {
+        FileSystemStatistics()
+    }
+}

@@ -1,0 +1,43 @@
+/// An error of the engine or of a store: what kind of failure, and a message for the user.
+///
+/// The message says what was wrong and, where there is one, what to do; the filesystem maps the
+/// code to an errno in one place.
+public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A model file or model definition is malformed or inconsistent.
+        public static let invalidModel = Code(rawValue: "invalid model")
+        /// A value does not fit its attribute or relationship (type, range, optionality, count).
+        public static let validation = Code(rawValue: "validation failed")
+        /// The record changed in the store since this context read it (optimistic locking).
+        public static let conflict = Code(rawValue: "conflict")
+        /// A Deny delete rule refused a delete.
+        public static let deleteDenied = Code(rawValue: "delete denied")
+        /// An object, entity or property that does not exist.
+        public static let notFound = Code(rawValue: "not found")
+        /// A store file that cannot be read as its type: truncated, corrupt, not a store.
+        public static let corruptStore = Code(rawValue: "corrupt store")
+        /// An operation the store or engine does not support.
+        public static let unsupported = Code(rawValue: "unsupported")
+        /// The store is read-only.
+        public static let readOnly = Code(rawValue: "read-only")
+        /// An input/output failure below the store (disk full, permission denied).
+        public static let io = Code(rawValue: "i/o error")
+        /// An object or key that already exists.
+        public static let exists = Code(rawValue: "already exists")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A persistent store: one store type's way of keeping objects, as the engine sees it.
+///
+/// Every method that reads answers in a bounded number of store requests, whatever the number of
+/// objects asked for (one query per call, or per batch inside the call), and counts each request
+/// in ``requestCount``; tests hold the engine's batching to that count.
+///
+/// Threading: implementations are safe to call from several threads at once; calls may block on
+/// I/O, so they are made from plain threads (FUSE workers, the CLI), never from a Swift
+/// concurrency pool thread.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// The type name Core Data records in metadata: "SQLite", "XML", "Binary", "InMemory".
+    var storeType: String { get }
+    /// Where the store lives; nil for an in-memory store.
+    var url: URL? { get }
+    /// The model the store was opened with (or inferred from its file).
+    var model: ManagedObjectModel { get }
+    var isReadOnly: Bool { get }
+    /// Store requests made so far (queries, for SQLite).
+    var requestCount: Int { get }
+
+    /// The store's metadata, including `NSStoreType` and `NSStoreUUID`.
+    func metadata() throws(ObjectGraphError) -> StoreMetadata
+
+    /// The IDs of the objects whose entity is exactly `entity` (not its subentities), by key.
+    func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID]
+
+    /// The number of objects whose entity is exactly `entity`.
+    func count(of entity: EntityID) throws(ObjectGraphError) -> Int
+
+    /// The snapshots of the given objects, in one store request per call. Objects that do not
+    /// exist are left out of the result.
+    func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot]
+
+    /// The destinations of to-many `relationship` (declared on `entity` or an ancestor) for each of
+    /// `sources`, in one store request per call; ordered relationships in their order. Every source
+    /// has an entry, empty when it has no destinations.
+    func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
+        throws(ObjectGraphError) -> [ObjectID: [ObjectID]]
+
+    /// Reserves `count` new primary keys in the tree of root entity `root` (Core Data's Z_MAX).
+    func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey]
+
+    /// Claims a specific key in the tree of `root` when no object has it and it was never handed
+    /// out; returns false otherwise.
+    func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool
+
+    /// Applies a save as one transaction.
+    func save(_ request: SaveRequest) throws(ObjectGraphError)
+
+    /// A token that changes whenever another process commits to the store; nil where the store
+    /// type cannot tell.
+    func externalChangeToken() throws(ObjectGraphError) -> Int64?
+
+    /// Releases the store's files and connections. Later calls fail.
+    func close()
+}
+
+/// Options for opening a store.
+public struct StoreOptions: Sendable, Hashable {
+    /// Open read-only: saves fail with ``ObjectGraphError/Code/readOnly`` and the file is never
+    /// written.
+    public var readOnly: Bool
+    /// Create the store when the file does not exist (needs a model).
+    public var createIfMissing: Bool
+
+    public init(readOnly: Bool = false, createIfMissing: Bool = false) {
+        self.readOnly = readOnly
+        self.createIfMissing = createIfMissing
+    }
+}
+
+/// A store type: how to recognise, open and create its files.
+public protocol PersistentStoreType: Sendable {
+    /// The type name recorded in metadata ("SQLite").
+    var name: String { get }
+    /// File suffixes this type claims, without the dot ("sqlite").
+    var fileExtensions: [String] { get }
+
+    /// Reads the metadata of the store at `url` without opening the whole store.
+    func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata
+
+    /// Opens the store at `url`. With a nil model the store uses a model it can read from its own
+    /// file (inferred from the schema, where the type allows it), or fails.
+    /// `initialMetadata` is written when the store is created.
+    func open(
+        at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
+    ) throws(ObjectGraphError) -> any PersistentStore
+}
