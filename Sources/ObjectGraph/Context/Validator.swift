@@ -1,0 +1,94 @@
+import Foundation
+
+/// The checks Core Data makes on values before it saves them: type, optionality, range, length,
+/// relationship counts. Messages name the object, the property and what was wrong.
+enum Validator {
+    static func check(
+        _ value: AttributeValue?, for attribute: AttributeDescription, in entity: EntityDescription,
+        object: String? = nil
+    ) throws(ObjectGraphError) {
+        let subject = "\(object ?? entity.name).\(attribute.name)"
+        guard let value else {
+            if !attribute.isOptional && !attribute.isTransient {
+                throw ObjectGraphError(.validation, "\(subject) is not optional and cannot be nil")
+            }
+            return
+        }
+        guard value.matches(attribute.type) else {
+            throw ObjectGraphError(.validation, "\(subject) holds \(attribute.type.rawValue) values, not \(value)")
+        }
+        if case .integer(let i) = value, let range = attribute.type.integerRange, !range.contains(i) {
+            throw ObjectGraphError(
+                .validation, "\(subject) is an \(attribute.type.rawValue) attribute: \(i) is outside "
+                    + "\(range.lowerBound)...\(range.upperBound)")
+        }
+        if let min = attribute.minValue, let order = compare(value, min), order < 0 {
+            throw ObjectGraphError(.validation, "\(subject): \(describe(value)) is below the minimum \(describe(min))")
+        }
+        if let max = attribute.maxValue, let order = compare(value, max), order > 0 {
+            throw ObjectGraphError(.validation, "\(subject): \(describe(value)) is above the maximum \(describe(max))")
+        }
+    }
+
+    static func check(count: Int, for relationship: RelationshipDescription, object: String) throws(ObjectGraphError) {
+        if count == 0 {
+            if !relationship.isOptional {
+                throw ObjectGraphError(.validation, "\(object).\(relationship.name) is not optional and cannot be empty")
+            }
+            return
+        }
+        if relationship.isToMany {
+            if relationship.minCount > 0 && count < relationship.minCount {
+                throw ObjectGraphError(
+                    .validation, "\(object).\(relationship.name) needs at least \(relationship.minCount) objects, has \(count)")
+            }
+            if relationship.maxCount > 0 && count > relationship.maxCount {
+                throw ObjectGraphError(
+                    .validation, "\(object).\(relationship.name) holds at most \(relationship.maxCount) objects, has \(count)")
+            }
+        }
+    }
+
+    /// Compares a value with a bound: numbers and dates by value, strings by length in characters
+    /// and binary data by length in bytes (Core Data's min/max length). nil when incomparable.
+    private static func compare(_ value: AttributeValue, _ bound: AttributeValue) -> Int? {
+        func sign<T: Comparable>(_ a: T, _ b: T) -> Int { a < b ? -1 : (a > b ? 1 : 0) }
+        let boundNumber: Double? =
+            switch bound {
+            case .integer(let b): Double(b)
+            case .double(let b): b
+            case .float(let b): Double(b)
+            case .decimal(let b): NSDecimalNumber(decimal: b).doubleValue
+            case .string(let b): Double(b)
+            default: nil
+            }
+        switch value {
+        case .integer(let v): return boundNumber.map { sign(Double(v), $0) }
+        case .double(let v): return boundNumber.map { sign(v, $0) }
+        case .float(let v): return boundNumber.map { sign(Double(v), $0) }
+        case .decimal(let v):
+            if case .decimal(let b) = bound { return sign(v, b) }
+            return boundNumber.map { sign(NSDecimalNumber(decimal: v).doubleValue, $0) }
+        case .string(let s): return boundNumber.map { sign(Double(s.count), $0) }
+        case .data(let d): return boundNumber.map { sign(Double(d.count), $0) }
+        case .date(let d):
+            if case .date(let b) = bound { return sign(d, b) }
+            return boundNumber.map { sign(d.timeIntervalSinceReferenceDate, $0) }
+        default: return nil
+        }
+    }
+
+    private static func describe(_ value: AttributeValue) -> String {
+        switch value {
+        case .integer(let v): "\(v)"
+        case .double(let v): "\(v)"
+        case .float(let v): "\(v)"
+        case .decimal(let v): "\(v)"
+        case .string(let s): "a string of \(s.count) characters"
+        case .data(let d): "\(d.count) bytes"
+        case .date(let d): "\(d)"
+        case .boolean(let b): "\(b)"
+        case .uuid(let u): u.uuidString
+        }
+    }
+}
