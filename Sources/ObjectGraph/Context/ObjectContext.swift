@@ -99,6 +99,23 @@ public final class ObjectContext: Sendable {
         }
     }
 
+    /// The object with primary key `key` among the objects of `entity` and its subentities, or nil.
+    /// Costs at most one store request (keys are unique in an inheritance tree).
+    public func objectID(forKey key: PrimaryKey, in entity: EntityID) throws(ObjectGraphError) -> ObjectID? {
+        let candidates = model.entityAndSubentities(of: entity).map { ObjectID(entity: $0, key: key) }
+        return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID? in
+            if let found = candidates.first(where: { state.pending[$0] != nil }) { return found }
+            let live = candidates.filter { state.deleted[$0] == nil }
+            if let found = live.first(where: { cache.contains($0) }) { return found }
+            guard !live.isEmpty else { return nil }
+            let snapshots = try store.snapshots(for: live)
+            guard let found = snapshots.first(where: { live.contains($0.objectID) }) else { return nil }
+            state.faultsFired += 1
+            cache.store([found])
+            return found.objectID
+        }
+    }
+
     /// The number of objects of exactly `entity`.
     public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
         try state.withLock { (state) throws(ObjectGraphError) -> Int in
