@@ -24,18 +24,21 @@ let package = Package(
                 "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .target(name: "XMLStore", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BinaryStore", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "StoreFS",
             dependencies: ["ObjectGraph", "FuseKit", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "storefs",
             dependencies: [
-                "ObjectGraph", "SQLiteStore", "StoreFS", "FuseKit",
+                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "StoreFS", "FuseKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit"]),
+        .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "XMLStore", "BinaryStore", "SQLiteStore"]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift")]),
