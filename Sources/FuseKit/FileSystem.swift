@@ -28,6 +28,12 @@ public protocol FileSystem: AnyObject, Sendable {
     func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult
     /// Lists `inode` from `offset` (0 or a cookie an earlier entry gave). `add` returns false when
     /// the reply is full; the entry it refused is not part of this reply.
+    ///
+    /// The filesystem lists `.` and `..` itself (FuseKit adds none; `ls -a` shows what is listed).
+    /// With `plus`, the kernel takes one lookup of every entry `add` accepted except `.` and `..`:
+    /// count a lookup only when `add` returns true (FuseKit calls ``forget(_:count:)`` for them if
+    /// the reply then fails). An error thrown after entries were accepted is not reported: those
+    /// entries are sent and the next call, from the last cookie, meets the error again.
     func readDirectory(
         _ inode: InodeNumber, handle: FileHandle, offset: UInt64, plus: Bool,
         add: (DirectoryEntry) -> Bool

@@ -1,0 +1,76 @@
+import CFuse
+import Dispatch
+import Logging
+import Synchronization
+
+/// The ``KernelCacheInvalidator`` a ``FuseSession`` hands to its filesystem: it queues each
+/// request and sends the `fuse_lowlevel_notify_*` call from one serial dispatch queue.
+///
+/// Notifications are never sent inline: libfuse deadlocks when one is sent while a related request
+/// is being handled ("these asynchronous operations SHALL NOT be performed while executing other
+/// FUSE requests", doc/README.notifications). So the methods may be called from anywhere, even
+/// from inside a request handler; they return at once and the kernel forgets a moment later.
+///
+/// Threading: all methods are safe from any thread. After ``close(waitingUpTo:)`` requests are
+/// dropped (the kernel's caches die with the mount anyway).
+final class KernelInvalidationQueue: KernelCacheInvalidator {
+    private let session: SessionHandle
+    private let counters: OperationCounters
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "storefs.fusekit.invalidation")
+    private let closed = Atomic<Bool>(false)
+
+    init(session: SessionHandle, counters: OperationCounters, logger: Logger) {
+        self.session = session
+        self.counters = counters
+        self.logger = logger
+    }
+
+    func invalidateEntry(parent: InodeNumber, name: String) {
+        enqueue("inval_entry \(parent) \(name)") { session in
+            name.withCString { fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, name.utf8.count) }
+        }
+    }
+
+    func invalidateInode(_ inode: InodeNumber) {
+        // off 0, len 0: drop attributes and all cached data (a directory's cached listing too).
+        enqueue("inval_inode \(inode)") { session in
+            fuse_lowlevel_notify_inval_inode(session, inode.rawValue, 0, 0)
+        }
+    }
+
+    func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
+        enqueue("delete \(parent) \(name) \(child)") { session in
+            name.withCString {
+                fuse_lowlevel_notify_delete(session, parent.rawValue, child.rawValue, $0, name.utf8.count)
+            }
+        }
+    }
+
+    /// Stops sending: queued requests are dropped, and this waits (at most `timeout` seconds)
+    /// for a notification already in the kernel. Returns false if that one is still in flight,
+    /// in which case the session must not be destroyed.
+    ///
+    /// A notification can block in the kernel on a directory lock held by a request the stopped
+    /// loop will never answer; unmounting releases it, hence the bounded wait.
+    func close(waitingUpTo timeout: Double) -> Bool {
+        closed.store(true, ordering: .sequentiallyConsistent)
+        let drained = DispatchSemaphore(value: 0)
+        queue.async { drained.signal() }
+        return drained.wait(timeout: .now() + timeout) == .success
+    }
+
+    private func enqueue(_ what: String, _ notify: @escaping @Sendable (OpaquePointer) -> Int32) {
+        guard !closed.load(ordering: .relaxed) else { return }
+        queue.async { [self] in
+            guard !closed.load(ordering: .sequentiallyConsistent) else { return }
+            let result = notify(session.raw)
+            counters.record(.invalidations)
+            if result != 0 {
+                // -ENOENT only means the kernel had nothing cached: not an error.
+                counters.record(.invalidationFailures)
+                logger.debug("notify \(what) returned \(result)")
+            }
+        }
+    }
+}

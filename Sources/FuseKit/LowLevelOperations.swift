@@ -1,0 +1,465 @@
+import CFuse
+import Foundation
+
+// The one adapter between libfuse's low-level operations table and ``FileSystem``: every request
+// is counted here, answered here exactly once (``send(_:to:_:)`` or the error path of
+// ``serve(_:_:_:)``), and every errno goes out through one `fuse_reply_err`.
+//
+// libfuse slots are `@convention(c)`: the closures below capture nothing and call file-scope
+// functions (a static method would capture the metatype).
+
+/// The table handed to `fuse_session_new`. Slots left nil (link, access, locks, ioctl, …) make
+/// libfuse answer ENOSYS.
+func makeLowLevelOperations() -> fuse_lowlevel_ops {
+    var ops = fuse_lowlevel_ops()
+    ops.`init` = { userData, connection in
+        guard let connection else { return }
+        configure(connection, SessionContext.fromUserData(userData))
+    }
+    ops.lookup = { request, parent, name in
+        serve(request, .lookup) { context throws(FileSystemError) in
+            .entry(try context.fileSystem.lookup(
+                parent: InodeNumber(parent), name: String(cString: name!), context: requester(request)))
+        }
+    }
+    ops.forget = { request, inode, count in
+        let context = SessionContext.of(request)
+        context.counters.record(.forget)
+        context.fileSystem.forget(InodeNumber(inode), count: count)
+        fuse_reply_none(request)
+    }
+    ops.forget_multi = { request, count, forgets in
+        let context = SessionContext.of(request)
+        context.counters.record(.batchForget)
+        for item in UnsafeBufferPointer(start: forgets, count: count) {
+            context.fileSystem.forget(InodeNumber(item.ino), count: item.nlookup)
+        }
+        fuse_reply_none(request)
+    }
+    ops.getattr = { request, inode, info in
+        serve(request, .getattr) { context throws(FileSystemError) in
+            let (attributes, timeout) = try context.fileSystem.attributes(
+                of: InodeNumber(inode), handle: info.map { FileHandle($0.pointee.fh) })
+            return .attributes(attributes, timeout: timeout)
+        }
+    }
+    ops.setattr = { request, inode, attributes, toSet, info in
+        serve(request, .setattr) { context throws(FileSystemError) in
+            let (result, timeout) = try context.fileSystem.setAttributes(
+                of: InodeNumber(inode), attributeChanges(attributes!.pointee, toSet),
+                handle: info.map { FileHandle($0.pointee.fh) }, context: requester(request))
+            return .attributes(result, timeout: timeout)
+        }
+    }
+    ops.readlink = { request, inode in
+        serve(request, .readlink) { context throws(FileSystemError) in
+            .link(try context.fileSystem.readLink(InodeNumber(inode)))
+        }
+    }
+    ops.mknod = { request, parent, name, mode, _ in
+        serve(request, .mknod) { context throws(FileSystemError) in
+            // Only regular files: devices, FIFOs and sockets have no place in an object graph.
+            guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else { throw .notPermitted }
+            return .entry(try context.fileSystem.makeNode(
+                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
+                context: requester(request)))
+        }
+    }
+    ops.mkdir = { request, parent, name, mode in
+        serve(request, .mkdir) { context throws(FileSystemError) in
+            .entry(try context.fileSystem.makeDirectory(
+                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
+                context: requester(request)))
+        }
+    }
+    ops.unlink = { request, parent, name in
+        serve(request, .unlink) { context throws(FileSystemError) in
+            try context.fileSystem.unlink(parent: InodeNumber(parent), name: String(cString: name!))
+            return .ok
+        }
+    }
+    ops.rmdir = { request, parent, name in
+        serve(request, .rmdir) { context throws(FileSystemError) in
+            try context.fileSystem.removeDirectory(parent: InodeNumber(parent), name: String(cString: name!))
+            return .ok
+        }
+    }
+    ops.symlink = { request, target, parent, name in
+        serve(request, .symlink) { context throws(FileSystemError) in
+            .entry(try context.fileSystem.makeSymbolicLink(
+                parent: InodeNumber(parent), name: String(cString: name!), target: String(cString: target!),
+                context: requester(request)))
+        }
+    }
+    ops.rename = { request, parent, name, newParent, newName, flags in
+        serve(request, .rename) { context throws(FileSystemError) in
+            try context.fileSystem.rename(
+                parent: InodeNumber(parent), name: String(cString: name!), newParent: InodeNumber(newParent),
+                newName: String(cString: newName!), flags: flags)
+            return .ok
+        }
+    }
+    ops.open = { request, inode, info in
+        serve(request, .open) { context throws(FileSystemError) in
+            let result = try context.fileSystem.open(
+                InodeNumber(inode), flags: info!.pointee.flags, context: requester(request))
+            return .open(result, info!)
+        }
+    }
+    ops.read = { request, inode, size, offset, info in
+        serve(request, .read) { context throws(FileSystemError) in
+            .data(try context.fileSystem.read(
+                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), size: size))
+        }
+    }
+    ops.write = { request, inode, bytes, size, offset, info in
+        serve(request, .write) { context throws(FileSystemError) in
+            let data = Data(bytes: bytes!, count: size)
+            return .written(try context.fileSystem.write(
+                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), data: data))
+        }
+    }
+    ops.flush = { request, inode, info in
+        serve(request, .flush) { context throws(FileSystemError) in
+            try context.fileSystem.flush(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
+            return .ok
+        }
+    }
+    ops.release = { request, inode, info in
+        serve(request, .release) { context throws(FileSystemError) in
+            try context.fileSystem.release(
+                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), flags: info!.pointee.flags)
+            return .ok
+        }
+    }
+    ops.fsync = { request, inode, dataOnly, info in
+        serve(request, .fsync) { context throws(FileSystemError) in
+            try context.fileSystem.fsync(
+                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), dataOnly: dataOnly != 0)
+            return .ok
+        }
+    }
+    ops.opendir = { request, inode, info in
+        serve(request, .opendir) { context throws(FileSystemError) in
+            .open(try context.fileSystem.openDirectory(InodeNumber(inode), flags: info!.pointee.flags), info!)
+        }
+    }
+    ops.readdir = { request, inode, size, offset, info in
+        listDirectory(request, inode, size, offset, info, plus: false)
+    }
+    ops.readdirplus = { request, inode, size, offset, info in
+        listDirectory(request, inode, size, offset, info, plus: true)
+    }
+    ops.releasedir = { request, inode, info in
+        serve(request, .releasedir) { context throws(FileSystemError) in
+            context.fileSystem.releaseDirectory(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
+            return .ok
+        }
+    }
+    ops.fsyncdir = { request, inode, dataOnly, info in
+        serve(request, .fsyncdir) { context throws(FileSystemError) in
+            try context.fileSystem.fsyncDirectory(
+                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), dataOnly: dataOnly != 0)
+            return .ok
+        }
+    }
+    ops.statfs = { request, inode in
+        serve(request, .statfs) { context throws(FileSystemError) in
+            .statistics(try context.fileSystem.statistics(of: InodeNumber(inode)))
+        }
+    }
+    ops.setxattr = { request, inode, name, value, size, flags in
+        serve(request, .setxattr) { context throws(FileSystemError) in
+            let data = size == 0 ? Data() : Data(bytes: value!, count: size)
+            try context.fileSystem.setExtendedAttribute(
+                String(cString: name!), of: InodeNumber(inode), value: data, flags: flags)
+            return .ok
+        }
+    }
+    ops.getxattr = { request, inode, name, size in
+        serve(request, .getxattr) { context throws(FileSystemError) in
+            let value = try context.fileSystem.extendedAttribute(String(cString: name!), of: InodeNumber(inode))
+            return try sized(value, for: size)
+        }
+    }
+    ops.listxattr = { request, inode, size in
+        serve(request, .listxattr) { context throws(FileSystemError) in
+            var list = Data()
+            for name in try context.fileSystem.extendedAttributeNames(of: InodeNumber(inode)) {
+                list.append(contentsOf: Array(name.utf8))
+                list.append(0)
+            }
+            return try sized(list, for: size)
+        }
+    }
+    ops.removexattr = { request, inode, name in
+        serve(request, .removexattr) { context throws(FileSystemError) in
+            try context.fileSystem.removeExtendedAttribute(String(cString: name!), of: InodeNumber(inode))
+            return .ok
+        }
+    }
+    ops.create = { request, parent, name, mode, info in
+        serve(request, .create) { context throws(FileSystemError) in
+            let (entry, result) = try context.fileSystem.create(
+                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
+                flags: info!.pointee.flags, context: requester(request))
+            return .create(entry, result, info!)
+        }
+    }
+    return ops
+}
+
+// MARK: - Replies
+
+/// What a handler answers with; ``send(_:to:_:)`` turns it into libfuse's one reply.
+private enum Reply {
+    case entry(Entry)
+    case attributes(FileAttributes, timeout: Double)
+    case link(String)
+    case open(OpenResult, UnsafeMutablePointer<fuse_file_info>)
+    case create(Entry, OpenResult, UnsafeMutablePointer<fuse_file_info>)
+    case data(Data)
+    /// A filled directory buffer; `lookedUp` are the readdirplus entries that took a lookup.
+    case directory([UInt8], lookedUp: [InodeNumber])
+    case written(Int)
+    case attributeSize(Int)
+    case statistics(FileSystemStatistics)
+    case ok
+}
+
+/// Counts `request`, runs `body` and answers with what it returns, or with its errno.
+private func serve(
+    _ request: fuse_req_t?, _ operation: OperationCounters.Operation,
+    _ body: (SessionContext) throws(FileSystemError) -> Reply
+) {
+    let context = SessionContext.of(request)
+    context.counters.record(operation)
+    let reply: Reply
+    do throws(FileSystemError) {
+        reply = try body(context)
+    } catch {
+        context.counters.record(.errors)
+        fuse_reply_err(request, error.rawValue)
+        return
+    }
+    send(reply, to: request, context)
+}
+
+private func send(_ reply: Reply, to request: fuse_req_t?, _ context: SessionContext) {
+    switch reply {
+    case .entry(let entry):
+        var parameters = entryParameters(entry)
+        if fuse_reply_entry(request, &parameters) != 0 {
+            undoLookup(entry, context)
+        }
+    case .attributes(let attributes, let timeout):
+        var status = fileStatus(attributes)
+        fuse_reply_attr(request, &status, timeout)
+    case .link(let target):
+        fuse_reply_readlink(request, target)
+    case .open(let result, let info):
+        apply(result, to: info)
+        fuse_reply_open(request, info)
+    case .create(let entry, let result, let info):
+        apply(result, to: info)
+        var parameters = entryParameters(entry)
+        if fuse_reply_create(request, &parameters, info) != 0 {
+            undoLookup(entry, context)
+        }
+    case .data(let data):
+        data.withUnsafeBytes { _ = fuse_reply_buf(request, $0.baseAddress, $0.count) }
+    case .directory(let buffer, let lookedUp):
+        let sent = buffer.withUnsafeBytes { fuse_reply_buf(request, $0.baseAddress, $0.count) }
+        if sent != 0 {
+            // The kernel never saw these entries, so it will never forget them.
+            for inode in lookedUp { context.fileSystem.forget(inode, count: 1) }
+        }
+    case .written(let count):
+        fuse_reply_write(request, count)
+    case .attributeSize(let size):
+        fuse_reply_xattr(request, size)
+    case .statistics(let statistics):
+        var result = statvfs()
+        result.f_bsize = UInt(statistics.blockSize)
+        result.f_frsize = UInt(statistics.blockSize)
+        result.f_blocks = fsblkcnt_t(statistics.blocks)
+        result.f_bfree = fsblkcnt_t(statistics.freeBlocks)
+        result.f_bavail = fsblkcnt_t(statistics.freeBlocks)
+        result.f_files = fsfilcnt_t(statistics.files)
+        result.f_ffree = fsfilcnt_t(statistics.freeFiles)
+        result.f_favail = fsfilcnt_t(statistics.freeFiles)
+        result.f_namemax = UInt(statistics.maximumNameLength)
+        fuse_reply_statfs(request, &result)
+    case .ok:
+        fuse_reply_err(request, 0)
+    }
+}
+
+/// A successful entry reply the kernel did not receive (the request was interrupted) took no
+/// lookup, so the one the filesystem counted is given back.
+private func undoLookup(_ entry: Entry, _ context: SessionContext) {
+    guard entry.attributes.inode.rawValue != 0 else { return }
+    context.fileSystem.forget(entry.attributes.inode, count: 1)
+}
+
+/// The getxattr/listxattr size protocol: size 0 asks for the length; a smaller buffer is ERANGE.
+private func sized(_ value: Data, for size: Int) throws(FileSystemError) -> Reply {
+    if size == 0 { return .attributeSize(value.count) }
+    guard value.count <= size else { throw .range }
+    return .data(value)
+}
+
+// MARK: - Directories
+
+/// readdir and readdirplus: fills a buffer of the requested size with `fuse_add_direntry(_plus)`
+/// until the filesystem's `add` is refused.
+///
+/// The contract with ``FileSystem/readDirectory(_:handle:offset:plus:add:)``: FuseKit adds no
+/// `.` and `..` (the filesystem lists them, so `ls -a` shows them). `add` returns false when the
+/// entry does not fit; that entry is not in the reply and the filesystem must stop. With `plus`,
+/// the kernel takes one lookup for every *accepted* entry except `.` and `..`, so the filesystem
+/// counts a lookup only when `add` returns true. If the reply then fails, FuseKit calls
+/// ``FileSystem/forget(_:count:)`` for each of those. An error thrown after some entries were
+/// accepted is not reported: the entries so far are sent (an error reply would leave the lookup
+/// counts wrong), and the next readdir from the last offset meets the error again.
+private func listDirectory(
+    _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool
+) {
+    serve(request, plus ? .readdirplus : .readdir) { context throws(FileSystemError) in
+        var buffer = [UInt8](repeating: 0, count: size)
+        var used = 0
+        var lookedUp: [InodeNumber] = []
+        var failure: FileSystemError?
+        buffer.withUnsafeMutableBufferPointer { storage in
+            let base = UnsafeMutableRawPointer(storage.baseAddress!).assumingMemoryBound(to: CChar.self)
+            do throws(FileSystemError) {
+                try context.fileSystem.readDirectory(
+                    InodeNumber(inode), handle: FileHandle(info?.pointee.fh ?? 0),
+                    offset: UInt64(bitPattern: Int64(offset)), plus: plus
+                ) { item in
+                    let remaining = size - used
+                    let needed = item.name.withCString { name in
+                        if plus {
+                            var parameters = entryParameters(item.entry)
+                            return fuse_add_direntry_plus(
+                                request, base + used, remaining, name, &parameters, off_t(Int64(bitPattern: item.nextOffset)))
+                        } else {
+                            var status = fileStatus(item.entry.attributes)
+                            return fuse_add_direntry(
+                                request, base + used, remaining, name, &status, off_t(Int64(bitPattern: item.nextOffset)))
+                        }
+                    }
+                    guard needed <= remaining else { return false }
+                    used += needed
+                    if plus && item.name != "." && item.name != ".." && item.entry.attributes.inode.rawValue != 0 {
+                        lookedUp.append(item.entry.attributes.inode)
+                    }
+                    return true
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure, used == 0 { throw failure }
+        buffer.removeSubrange(used...)
+        return .directory(buffer, lookedUp: lookedUp)
+    }
+}
+
+// MARK: - Conversions
+
+private func requester(_ request: fuse_req_t?) -> RequestContext {
+    let caller = fuse_req_ctx(request)!.pointee
+    return RequestContext(uid: caller.uid, gid: caller.gid, pid: caller.pid)
+}
+
+private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ context: SessionContext) {
+    // Attributes come with the names (one batched query), so every listing is a READDIRPLUS:
+    // `ls -l` then needs no LOOKUP per entry.
+    connection.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
+    connection.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+    // Splice only helps payloads above a page or two; the writeback cache would make the kernel
+    // authoritative for size and mtime. Neither fits small object-graph files. ASYNC_READ,
+    // PARALLEL_DIROPS and AUTO_INVAL_DATA keep libfuse's defaults.
+    connection.pointee.want &= ~UInt32(
+        FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_WRITEBACK_CACHE)
+    // Without atomic O_TRUNC the kernel truncates with a SETATTR(size 0) before OPEN, so a
+    // filesystem sees every truncation in setAttributes and needs no O_TRUNC case in open.
+    connection.pointee.want &= ~UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
+    if context.wantsPOSIXACL && connection.pointee.capable & UInt32(FUSE_CAP_POSIX_ACL) != 0 {
+        connection.pointee.want |= UInt32(FUSE_CAP_POSIX_ACL)
+    }
+}
+
+private func apply(_ result: OpenResult, to info: UnsafeMutablePointer<fuse_file_info>) {
+    info.pointee.fh = result.handle.rawValue
+    info.pointee.keep_cache = result.keepCache ? 1 : 0
+    info.pointee.direct_io = result.directIO ? 1 : 0
+    info.pointee.cache_readdir = result.cacheDirectory ? 1 : 0
+}
+
+private func entryParameters(_ entry: Entry) -> fuse_entry_param {
+    var parameters = fuse_entry_param()
+    parameters.ino = fuse_ino_t(entry.attributes.inode.rawValue)
+    parameters.generation = entry.generation
+    parameters.attr = fileStatus(entry.attributes)
+    parameters.attr_timeout = entry.attributeTimeout
+    parameters.entry_timeout = entry.entryTimeout
+    return parameters
+}
+
+/// `struct stat` for `attributes`: kind bits | permissions, 512-byte blocks, 4 KiB I/O size.
+private func fileStatus(_ attributes: FileAttributes) -> stat {
+    var status = stat()
+    status.st_ino = numericCast(attributes.inode.rawValue)
+    let kindBits: mode_t
+    switch attributes.kind {
+    case .directory: kindBits = S_IFDIR
+    case .regularFile: kindBits = S_IFREG
+    case .symbolicLink: kindBits = S_IFLNK
+    }
+    status.st_mode = kindBits | mode_t(attributes.permissions & 0o7777)
+    status.st_nlink = numericCast(attributes.linkCount)
+    status.st_size = off_t(clamping: attributes.size)
+    status.st_blocks = blkcnt_t(clamping: (attributes.size + 511) / 512)
+    status.st_blksize = 4096
+    status.st_uid = attributes.uid
+    status.st_gid = attributes.gid
+    status.st_atim = timeSpec(attributes.accessTime)
+    status.st_mtim = timeSpec(attributes.modificationTime)
+    status.st_ctim = timeSpec(attributes.changeTime)
+    return status
+}
+
+private func timeSpec(_ date: Date) -> timespec {
+    let interval = date.timeIntervalSince1970
+    let seconds = interval.rounded(.down)
+    let nanoseconds = min(999_999_999, max(0, Int(((interval - seconds) * 1e9).rounded())))
+    return timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
+}
+
+private func date(_ time: timespec) -> Date {
+    Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9)
+}
+
+/// The FUSE_SET_ATTR_* bits of a setattr as ``AttributeChanges``; the *_NOW bits (utimensat's
+/// UTIME_NOW, `touch`) become the current time.
+private func attributeChanges(_ attributes: stat, _ toSet: Int32) -> AttributeChanges {
+    var changes = AttributeChanges()
+    if toSet & FUSE_SET_ATTR_MODE != 0 { changes.permissions = UInt32(attributes.st_mode) & 0o7777 }
+    if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attributes.st_uid }
+    if toSet & FUSE_SET_ATTR_GID != 0 { changes.gid = attributes.st_gid }
+    if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = UInt64(max(0, attributes.st_size)) }
+    if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
+        changes.accessTime = Date()
+    } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
+        changes.accessTime = date(attributes.st_atim)
+    }
+    if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
+        changes.modificationTime = Date()
+    } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
+        changes.modificationTime = date(attributes.st_mtim)
+    }
+    return changes
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// How a ``FuseSession`` mounts: the libfuse command-line and `-o` options, each default with the
+/// reason it was chosen.
+///
+/// Cache lifetimes (entry and attribute timeouts) are not here: the filesystem returns them with
+/// every reply (``Entry``, ``FileSystem/attributes(of:handle:)``).
+///
+/// ```swift
+/// var options = MountOptions(readOnly: true)
+/// options.fsName = "Notes.sqlite"
+/// ```
+public struct MountOptions: Sendable, Hashable {
+    /// Mount read-only (`-o ro`). Default `false`: storefs mounts are writable unless asked.
+    /// A read-only mount is also faster: a rw mount drops cached atime after every read, so the
+    /// next fstat costs a GETATTR round trip (measured, FUSE_PERFORMANCE.md §10).
+    public var readOnly: Bool
+    /// Let other users than the mounting one see the mount (`-o allow_other`). Default `false`:
+    /// a store holds one user's data; non-root use also needs `user_allow_other` in /etc/fuse.conf.
+    public var allowOther: Bool
+    /// Have `fusermount3` unmount when the process dies (`-o auto_unmount`). Default `true`: a
+    /// crashed daemon otherwise leaves a mount answering "Transport endpoint is not connected".
+    public var autoUnmount: Bool
+    /// Let the kernel check permission bits (`-o default_permissions`). Default `true`: the
+    /// filesystem then needs no `access` handler and the kernel sends no ACCESS requests.
+    public var defaultPermissions: Bool
+    /// The source shown by `mount` and `df` (`-o fsname=`). Default "storefs".
+    public var fsName: String
+    /// The type shown as `fuse.<subtype>` (`-o subtype=`). Default "storefs", so
+    /// `findmnt -t fuse.storefs` finds every storefs mount.
+    public var subtype: String
+    /// The most libfuse worker threads (`max_threads`). Default 8: about the size of the SQLite
+    /// reader pool; more threads would only wait for a connection. Idle threads are never torn
+    /// down (`max_idle_threads` -1), because creating threads is expensive.
+    public var maxThreads: Int
+    /// Extra `-o` options passed through unchanged, e.g. `["max_read=131072"]`. Default none.
+    /// libfuse rejects unknown ones, so ``FuseSession/init(fileSystem:mountPoint:options:counters:)``
+    /// throws for them.
+    public var extraOptions: [String]
+    /// Let the kernel enforce POSIX ACLs and cache their absence (FUSE_CAP_POSIX_ACL). Default
+    /// `false`: it changes permission semantics (the filesystem must then store
+    /// `system.posix_acl_*` attributes faithfully), though it saves the GETXATTR of
+    /// `system.posix_acl_access` that `ls -l` sends for every entry.
+    public var posixACL: Bool
+    /// Install libfuse's handlers so SIGINT, SIGTERM and SIGHUP end ``FuseSession/run()``.
+    /// Default `true`. libfuse keeps one process-wide session for its handlers, so a process that
+    /// runs several sessions at once (tests) should set it on at most one of them.
+    public var handlesSignals: Bool
+    /// Print every request and reply to stderr (libfuse `-d`). Default `false`: very verbose.
+    public var debug: Bool
+
+    public init(
+        readOnly: Bool = false, allowOther: Bool = false, autoUnmount: Bool = true,
+        defaultPermissions: Bool = true, fsName: String = "storefs", subtype: String = "storefs",
+        maxThreads: Int = 8, extraOptions: [String] = [], posixACL: Bool = false,
+        handlesSignals: Bool = true, debug: Bool = false
+    ) {
+        self.readOnly = readOnly
+        self.allowOther = allowOther
+        self.autoUnmount = autoUnmount
+        self.defaultPermissions = defaultPermissions
+        self.fsName = fsName
+        self.subtype = subtype
+        self.maxThreads = maxThreads
+        self.extraOptions = extraOptions
+        self.posixACL = posixACL
+        self.handlesSignals = handlesSignals
+        self.debug = debug
+    }
+
+    /// The argument vector handed to `fuse_session_new`.
+    var arguments: [String] {
+        var mountOptions: [String] = []
+        if readOnly { mountOptions.append("ro") }
+        if allowOther { mountOptions.append("allow_other") }
+        if autoUnmount { mountOptions.append("auto_unmount") }
+        if defaultPermissions { mountOptions.append("default_permissions") }
+        mountOptions.append("fsname=" + Self.escaped(fsName))
+        mountOptions.append("subtype=" + Self.escaped(subtype))
+        mountOptions += extraOptions
+        var arguments = ["storefs", "-o", mountOptions.joined(separator: ",")]
+        if debug { arguments.append("-d") }
+        return arguments
+    }
+
+    /// Escapes what fuse_opt treats specially inside one `-o` value (commas and backslashes).
+    private static func escaped(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
+    }
+}
