@@ -1,1 +1,43 @@
+import Foundation
+import GRDB
+import Logging
 import ObjectGraph
+
+/// Core Data's SQLite store type (`NSSQLiteStoreType`): recognises, opens and creates `.sqlite`
+/// files in the schema Core Data writes.
+public struct SQLiteStoreType: PersistentStoreType {
+    static let typeName = "SQLite"
+
+    public var name: String { Self.typeName }
+    public var fileExtensions: [String] { ["sqlite"] }
+
+    public init() {}
+
+    /// Reads Z_METADATA on a read-only connection; the file is never modified.
+    public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
+        try FileCheck.check(url)
+        var configuration = Configuration()
+        configuration.readonly = true
+        let row: Row?
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            defer { try? queue.close() }
+            row = try queue.read { db -> Row? in
+                guard try db.tableExists("Z_METADATA") else { return nil }
+                return try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1")
+            }
+        } catch {
+            throw SQLiteStore.mapError(error, file: url.path)
+        }
+        guard let row else {
+            throw ObjectGraphError(.corruptStore, "\(url.path) is an SQLite file but not a Core Data store: it has no Z_METADATA table")
+        }
+        return try MetadataCoding.decode(uuid: row[0], plist: row[1], file: url.path)
+    }
+
+    public func open(
+        at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
+    ) throws(ObjectGraphError) -> any PersistentStore {
+        try SQLiteStore(url: url, model: model, options: options, initialMetadata: initialMetadata)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import ObjectGraph
+
+/// Z_METADATA's plist and the keys Core Data writes into a new store's metadata.
+enum MetadataCoding {
+    /// The NSPersistenceFrameworkVersion storefs writes: the value of current stores (cdp2/cdp3).
+    static let frameworkVersion: Int64 = 1344
+
+    static func decode(uuid: String?, plist: Data?, file: String) throws(ObjectGraphError) -> StoreMetadata {
+        var metadata = StoreMetadata()
+        if let plist, !plist.isEmpty {
+            let object: Any
+            do {
+                object = try PropertyListSerialization.propertyList(from: plist, options: [], format: nil)
+            } catch {
+                throw ObjectGraphError(.corruptStore, "\(file): Z_METADATA.Z_PLIST is not a property list (\(error))")
+            }
+            guard case .dictionary(let values) = try MetadataValue(propertyList: object) else {
+                throw ObjectGraphError(.corruptStore, "\(file): Z_METADATA.Z_PLIST is not a dictionary")
+            }
+            metadata.values = values
+        }
+        if let uuid { metadata.storeUUID = uuid }
+        if metadata.storeType == nil { metadata.storeType = SQLiteStoreType.typeName }
+        return metadata
+    }
+
+    /// The plist bytes for `metadata`; NSStoreUUID is left out (it lives in Z_UUID).
+    static func encode(_ metadata: StoreMetadata) throws(ObjectGraphError) -> Data {
+        var values = metadata.values
+        values[StoreMetadata.storeUUIDKey] = nil
+        do {
+            return try PropertyListSerialization.data(
+                fromPropertyList: MetadataValue.dictionary(values).propertyList, format: .binary, options: 0)
+        } catch {
+            throw ObjectGraphError(.validation, "metadata cannot be written as a property list: \(error)")
+        }
+    }
+
+    /// The metadata of a new store: `initial` plus Core Data's bookkeeping keys.
+    static func initial(_ initial: StoreMetadata, model: ManagedObjectModel) -> StoreMetadata {
+        var metadata = initial
+        metadata.storeType = SQLiteStoreType.typeName
+        metadata.storeUUID = initial.storeUUID ?? StoreMetadata.newStoreUUID()
+        metadata["NSStoreModelVersionHashesVersion"] = .integer(3)
+        metadata["_NSAutoVacuumLevel"] = .string("2")
+        metadata["NSPersistenceFrameworkVersion"] = .integer(frameworkVersion)
+        metadata["NSStoreModelVersionIdentifiers"] = .array([.string(model.versionIdentifier ?? "")])
+        metadata["NSStoreModelVersionHashes"] = .dictionary(
+            Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, .data(versionHash(of: $0, in: model))) }))
+        return metadata
+    }
+
+    /// A 32-byte version hash for `entity`.
+    ///
+    /// Apple's algorithm is private (COREDATA_FORMATS.md §5), so these are SHA-256 of a canonical
+    /// description of the inputs Apple documents (name, parent, abstractness, properties with
+    /// their type, optionality, transience, destination, inverse, counts, hash modifiers). They
+    /// are written only into stores storefs creates; a store that is opened keeps whatever hashes
+    /// it already has, since metadata is only rewritten from what was read.
+    static func versionHash(of entity: EntityDescription, in model: ManagedObjectModel) -> Data {
+        var text = "entity:\(entity.name);parent:\(entity.parentName ?? "");abstract:\(entity.isAbstract);"
+        text += "modifier:\(entity.versionHashModifier ?? "");"
+        for attribute in entity.allAttributes.sorted(by: { $0.name < $1.name }) {
+            text += "attribute:\(attribute.name),\(attribute.type.coreDataCode),\(attribute.isOptional),"
+            text += "\(attribute.isTransient),\(attribute.versionHashModifier ?? "");"
+        }
+        for relationship in entity.allRelationships.sorted(by: { $0.name < $1.name }) {
+            text += "relationship:\(relationship.name),\(relationship.destinationEntityName),"
+            text += "\(relationship.inverseName ?? ""),\(relationship.minCount),\(relationship.maxCount),"
+            text += "\(relationship.isOptional),\(relationship.isTransient),\(relationship.isOrdered),"
+            text += "\(relationship.versionHashModifier ?? "");"
+        }
+        return SHA256.hash(Data(text.utf8))
+    }
+}

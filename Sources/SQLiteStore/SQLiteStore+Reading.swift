@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+import ObjectGraph
+
+extension SQLiteStore {
+    public func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
+        let entityLayout = try entityLayout(entity)
+        guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
+        return try read { db in
+            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? ORDER BY Z_PK", [zent]).map {
+                ObjectID(entity: entity, key: PrimaryKey($0[0]))
+            }
+        }
+    }
+
+    public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
+        let entityLayout = try entityLayout(entity)
+        guard let table = entityLayout.table, let zent = entityLayout.zent else { return 0 }
+        return try read { db in
+            try rows(db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ?", [zent]).first?[0] ?? 0
+        }
+    }
+
+    /// One `SELECT ... WHERE Z_PK IN (...)` per root table involved. Keys are written into the SQL
+    /// as integer literals rather than bound, so no variable limit applies and no chunking is needed.
+    public func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
+        var byTable: [String: (root: EntityID, ids: [PrimaryKey: ObjectID])] = [:]
+        for id in ids {
+            guard id.entity.rawValue >= 1, id.entity.rawValue <= layout.entities.count else { continue }
+            let entityLayout = layout[id.entity]
+            guard let table = entityLayout.table, entityLayout.zent != nil else { continue }
+            byTable[table, default: (entityLayout.rootID, [:])].ids[id.key] = id
+        }
+        guard !byTable.isEmpty else { return [] }
+        var found: [ObjectID: Snapshot] = [:]
+        try read { db throws in
+            for (table, group) in byTable.sorted(by: { $0.key < $1.key }) {
+                try readSnapshots(db, table: table, root: group.root, ids: group.ids, into: &found)
+            }
+        }
+        return ids.compactMap { found[$0] }
+    }
+
+    private func readSnapshots(
+        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: ObjectID], into found: inout [ObjectID: Snapshot]
+    ) throws(ObjectGraphError) {
+        // Every column any entity of the tree maps, each selected once.
+        var columns: [String] = []
+        var index: [String: Int] = [:]
+        var expressions: [String] = []
+        func add(_ column: String?, text: Bool = false) {
+            guard let column, index[column] == nil else { return }
+            index[column] = columns.count + 3
+            columns.append(column)
+            // GRDB reads TEXT as a C string, which would cut a string at an embedded NUL; as a
+            // BLOB every byte arrives (and is decoded as UTF-8).
+            expressions.append(text ? "CAST(\(column.quotedDatabaseIdentifier) AS BLOB)" : column.quotedDatabaseIdentifier)
+        }
+        for id in model.entityAndSubentities(of: root) {
+            for attribute in layout[id].attributes {
+                add(attribute.column, text: attribute.attribute.type == .string || attribute.attribute.type == .uri)
+            }
+            for toOne in layout[id].toOne {
+                add(toOne.column)
+                add(toOne.entityColumn)
+            }
+        }
+        let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
+        let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
+        let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
+        let fetched: [Row]
+        do {
+            requests.add(1, ordering: .relaxed)
+            fetched = try Row.fetchAll(db, sql: sql)
+        } catch {
+            throw Self.mapError(error, file: path)
+        }
+        for row in fetched {
+            let key = PrimaryKey(row[0])
+            guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent], let id = ids[key], id.entity == entity
+            else { continue }
+            let entityLayout = layout[entity]
+            var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)
+            for attribute in entityLayout.attributes {
+                guard let column = attribute.column, let i = index[column] else { continue }
+                let place = ValueCoding.Place(entity: entityLayout.name, attribute: attribute.attribute.name, key: key.rawValue)
+                if let value = try ValueCoding.decode(row[i] as DatabaseValue, as: attribute.attribute.type, at: place) {
+                    snapshot.attributes[attribute.attribute.name] = value
+                }
+            }
+            for toOne in entityLayout.toOne {
+                guard let column = toOne.column, let i = index[column] else { continue }
+                let value: DatabaseValue = row[i]
+                guard case .int64(let destinationKey) = value.storage else {
+                    if !value.isNull {
+                        throw ObjectGraphError(
+                            .corruptStore,
+                            "\(entityLayout.name).\(toOne.name) of object p\(key.rawValue) holds \(ValueCoding.describe(value)), "
+                                + "not the key of a \(model[toOne.destination].name)")
+                    }
+                    continue
+                }
+                var destination = toOne.destination
+                if let entityColumn = toOne.entityColumn, let j = index[entityColumn], let actual = row[j] as Int64? {
+                    guard let mapped = layout.entityByZent[actual] else {
+                        logger.warning("\(entityLayout.name).\(toOne.name) of p\(key.rawValue) names unknown Z_ENT \(actual)")
+                        continue
+                    }
+                    destination = mapped
+                }
+                snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
+            }
+            found[id] = snapshot
+        }
+    }
+
+    public func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
+        throws(ObjectGraphError) -> [ObjectID: [ObjectID]]
+    {
+        let entityLayout = try entityLayout(entity)
+        guard let mapping = entityLayout.toMany[relationship] else {
+            throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no to-many relationship \(relationship)")
+        }
+        var result: [ObjectID: [ObjectID]] = [:]
+        var sourcesByKey: [Int64: [ObjectID]] = [:]
+        for source in sources {
+            result[source] = []
+            sourcesByKey[source.key.rawValue, default: []].append(source)
+        }
+        guard !sources.isEmpty else { return result }
+        let keys = sourcesByKey.keys.map(String.init).joined(separator: ",")
+        let sql: String
+        switch mapping {
+        case .missing:
+            return result
+        case .foreignKey(let table, let column, let orderColumn, _):
+            let c = column.quotedDatabaseIdentifier
+            let order = orderColumn.map { "\($0.quotedDatabaseIdentifier), " } ?? ""
+            sql = "SELECT \(c), Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(c) IN (\(keys)) ORDER BY \(c), \(order)Z_PK"
+        case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
+            let s = "j." + sourceColumn.quotedDatabaseIdentifier
+            let d = "j." + destinationColumn.quotedDatabaseIdentifier
+            let order = orderColumn.map { "j.\($0.quotedDatabaseIdentifier), " } ?? ""
+            sql =
+                "SELECT \(s), \(d), t.Z_ENT FROM \(table.quotedDatabaseIdentifier) j JOIN \(destinationTable.quotedDatabaseIdentifier) t "
+                + "ON t.Z_PK = \(d) WHERE \(s) IN (\(keys)) ORDER BY \(s), \(order)\(d)"
+        }
+        let fetched = try read { db in try rows(db, sql) }
+        for row in fetched {
+            guard let sourceKey = row[0] as Int64?, let key = row[1] as Int64?, let zent = row[2] as Int64? else { continue }
+            guard let destination = layout.entityByZent[zent] else {
+                logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
+                continue
+            }
+            for source in sourcesByKey[sourceKey] ?? [] {
+                result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import GRDB
+import ObjectGraph
+import SQLiteStore
+
+/// Shared fixtures: a model covering every attribute type and relationship kind, temp folders,
+/// and the `sqlite3` command-line tool as an independent reader.
+enum Fixtures {
+    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let corpus = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+
+    /// Item(1) ← SpecialItem(2); Owner(3); Tag(4).
+    /// Item.owner ↔ Owner.items (ordered one-to-many), Item.tags ↔ Tag.items (many-to-many,
+    /// ordered on Tag's side), Owner.favorite → Item (a to-one whose destination has subentities).
+    static func model() throws -> ManagedObjectModel {
+        let attributes = AttributeType.allCases.filter { $0 != .objectID && $0 != .undefined }.map {
+            AttributeDescription(name: attributeName($0), type: $0)
+        }
+        return try ManagedObjectModel(
+            entities: [
+                EntityDescription(
+                    name: "Item",
+                    attributes: attributes + [AttributeDescription(name: "scratch", type: .string, isTransient: true)],
+                    relationships: [
+                        RelationshipDescription(name: "owner", destinationEntityName: "Owner", inverseName: "items"),
+                        RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "items", isToMany: true),
+                    ]),
+                EntityDescription(
+                    name: "SpecialItem", parentName: "Item", attributes: [AttributeDescription(name: "extra", type: .string)]),
+                EntityDescription(
+                    name: "Owner", attributes: [AttributeDescription(name: "name", type: .string)],
+                    relationships: [
+                        RelationshipDescription(
+                            name: "items", destinationEntityName: "Item", inverseName: "owner", isToMany: true, isOrdered: true),
+                        RelationshipDescription(name: "favorite", destinationEntityName: "Item"),
+                    ]),
+                EntityDescription(
+                    name: "Tag", attributes: [AttributeDescription(name: "label", type: .string)],
+                    relationships: [
+                        RelationshipDescription(
+                            name: "items", destinationEntityName: "Item", inverseName: "tags", isToMany: true, isOrdered: true)
+                    ]),
+            ], versionIdentifier: "7")
+    }
+
+    static func attributeName(_ type: AttributeType) -> String {
+        "v" + type.rawValue.replacingOccurrences(of: " ", with: "")
+    }
+
+    static let item = EntityID(1), special = EntityID(2), owner = EntityID(3), tag = EntityID(4)
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sqlitestore-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func newStore(_ metadata: StoreMetadata = StoreMetadata()) throws -> (SQLiteStore, URL) {
+        let url = try temporaryDirectory().appendingPathComponent("Test.sqlite")
+        let store = try SQLiteStoreType().open(
+            at: url, model: model(), options: StoreOptions(createIfMissing: true), initialMetadata: metadata)
+        return (store as! SQLiteStore, url)
+    }
+
+    static func open(_ url: URL, model: ManagedObjectModel? = nil, readOnly: Bool = false) throws -> SQLiteStore {
+        try SQLiteStoreType().open(at: url, model: model, options: StoreOptions(readOnly: readOnly), initialMetadata: StoreMetadata())
+            as! SQLiteStore
+    }
+
+    /// Runs `sqlite3 -batch FILE SQL` and returns its output lines.
+    static func sqlite3(_ file: URL, _ sql: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = ["-batch", "-readonly", file.path, sql]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Copies a corpus store (with its -wal) into a fresh temp folder.
+    static func corpusCopy(_ name: String) throws -> URL {
+        let directory = try temporaryDirectory()
+        let source = corpus.appendingPathComponent("sqlite/\(name)")
+        for suffix in ["", "-wal"] {
+            let from = URL(fileURLWithPath: source.path + suffix)
+            guard FileManager.default.fileExists(atPath: from.path) else { continue }
+            let to = directory.appendingPathComponent(name + suffix)
+            try FileManager.default.copyItem(at: from, to: to)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: to.path)
+        }
+        return directory.appendingPathComponent(name)
+    }
+}
