@@ -1,1 +1,274 @@
+import Foundation
+import FuseKit
+import Logging
 import ObjectGraph
+import Synchronization
+
+/// The mapping of DESIGN.md: a store's entities as directories, objects as folders, attributes as
+/// files, relationships as symlinks and folders of symlinks, metadata as extended attributes.
+///
+/// It asks the engine for objects in batches and answers with values; FuseKit talks to the
+/// kernel. Inode numbers encode what they name (``Node``), so there is no inode table.
+///
+/// Threading: every method may be called concurrently from FUSE worker threads and blocks on the
+/// store where it must. State is in the engine's context (its own lock) and in small
+/// `Mutex`-guarded tables here.
+public final class StoreFileSystem: FileSystem {
+    public let coordinator: PersistentStoreCoordinator
+    public let context: ObjectContext
+    public let configuration: StoreFSConfiguration
+    let counters: OperationCounters?
+    let logger: Logger
+    let mountTime = Date()
+    let directories = DirectoryHandles()
+    let writes: WriteState
+    let invalidator = Mutex<(any KernelCacheInvalidator)?>(nil)
+    let commitLock = Mutex(())
+    let background = BackgroundWork()
+    let storeToken = Mutex<Int64?>(nil)
+    let lastPoll = Mutex(Date())
+
+    public var model: ManagedObjectModel { coordinator.model }
+
+    public init(
+        coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration = StoreFSConfiguration(),
+        counters: OperationCounters? = nil, logger: Logger = Logger(label: "storefs")
+    ) {
+        self.coordinator = coordinator
+        self.context = coordinator.newContext()
+        self.configuration = configuration
+        self.counters = counters
+        self.logger = logger
+        self.writes = WriteState()
+    }
+
+    public func didMount(invalidator: any KernelCacheInvalidator) {
+        self.invalidator.withLock { $0 = invalidator }
+        startBackgroundWork()
+    }
+
+    public func willUnmount() {
+        stopBackgroundWork()
+        commitPendingChanges(reason: "unmount")
+    }
+
+    // MARK: - Names
+
+    public func lookup(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) -> Entry {
+        let node = try child(named: name, in: try node(parent))
+        return try entry(for: node)
+    }
+
+    /// The node called `name` in directory `parent`.
+    func child(named name: String, in parent: Node) throws(FileSystemError) -> Node {
+        switch parent {
+        case .root:
+            guard let id = model.entityID(named: name) else { throw .notFound }
+            return .entity(id)
+        case .entity(let entity):
+            guard let key = PrimaryKey(reference: name), let object = try engine({ () throws(ObjectGraphError) in
+                try context.objectID(forKey: key, in: entity)
+            }, "lookup \(model[entity].name)/\(name)") else { throw .notFound }
+            guard Node.fits(object) else { throw .notFound }
+            return object.entity == entity ? .object(object) : .subentityLink(object)
+        case .object(let object):
+            if let scratch = writes.scratchFile(named: name, in: object) { return .scratch(scratch) }
+            if writes.isHidden(name, in: object) { throw .notFound }
+            let entity = model[object.entity]
+            let snapshot = try snapshot(of: object)
+            if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
+                guard snapshot.attributes[name] != nil else { throw .notFound }
+                return .attribute(object, index)
+            }
+            if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
+                if entity.allRelationships[index].isToMany { return .toMany(object, index) }
+                guard snapshot.toOne[name] != nil else { throw .notFound }
+                return .toOne(object, index)
+            }
+            throw .notFound
+        case .toMany(let object, let index):
+            guard let key = PrimaryKey(reference: name) else { throw .notFound }
+            let relationship = model[object.entity].allRelationships[index]
+            let members = try engine({ () throws(ObjectGraphError) in
+                try context.destinations(of: relationship.name, for: object)
+            }, "lookup \(name)")
+            guard let member = members.first(where: { $0.key == key }), Node.fits(member) else { throw .notFound }
+            return .member(member)
+        case .attribute, .toOne, .member, .subentityLink, .scratch:
+            throw .notDirectory
+        }
+    }
+
+    /// The directory that holds `node` (for `..`).
+    func parent(of node: Node) -> Node {
+        switch node {
+        case .root, .entity: .root
+        case .object(let o): .entity(o.entity)
+        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _): .object(o)
+        case .member, .subentityLink, .scratch: .root
+        }
+    }
+
+    // MARK: - Attributes
+
+    public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
+        (try attributes(of: try node(inode)), configuration.attributeTimeout)
+    }
+
+    func entry(for node: Node) throws(FileSystemError) -> Entry {
+        Entry(
+            attributes: try attributes(of: node), entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
+    }
+
+    func attributes(of node: Node) throws(FileSystemError) -> FileAttributes {
+        let directoryMode: UInt32 = configuration.readOnly ? 0o555 : 0o755
+        let fileMode: UInt32 = configuration.readOnly ? 0o444 : 0o644
+        func make(_ kind: NodeKind, _ permissions: UInt32, size: Int = 0, time: Date? = nil) -> FileAttributes {
+            FileAttributes(
+                inode: node.inode, kind: kind, permissions: permissions, size: UInt64(size),
+                linkCount: kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid,
+                modificationTime: time ?? mountTime)
+        }
+        switch node {
+        case .root:
+            return make(.directory, directoryMode)
+        case .entity(let entity):
+            guard entity.rawValue >= 1 && entity.rawValue <= model.entities.count else { throw .notFound }
+            return make(.directory, directoryMode)
+        case .object(let object):
+            _ = try snapshot(of: object)
+            return make(.directory, directoryMode, time: writes.modificationTime(of: object))
+        case .attribute(let object, let index):
+            if let content = writes.dirtyContent(of: node) {
+                return make(.regularFile, fileMode, size: content.count, time: writes.modificationTime(of: object))
+            }
+            let (attribute, value) = try attributeValue(object, index)
+            return make(
+                .regularFile, fileMode, size: ValueText.content(of: value, type: attribute.type).count,
+                time: writes.modificationTime(of: object))
+        case .toOne(let object, let index):
+            return make(.symbolicLink, 0o777, size: try linkTarget(of: .toOne(object, index)).utf8.count)
+        case .toMany(let object, let index):
+            guard index < model[object.entity].allRelationships.count else { throw .notFound }
+            _ = try snapshot(of: object)
+            return make(.directory, directoryMode, time: writes.modificationTime(of: object))
+        case .member, .subentityLink:
+            return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
+        case .scratch(let serial):
+            guard let size = writes.scratchSize(serial) else { throw .notFound }
+            return make(.regularFile, fileMode, size: size, time: writes.scratchTime(serial))
+        }
+    }
+
+    // MARK: - Links
+
+    public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String {
+        try linkTarget(of: try node(inode))
+    }
+
+    func linkTarget(of node: Node) throws(FileSystemError) -> String {
+        switch node {
+        case .toOne(let object, let index):
+            let relationships = model[object.entity].allRelationships
+            guard index < relationships.count else { throw .notFound }
+            guard let destination = try snapshot(of: object).toOne[relationships[index].name] else { throw .notFound }
+            return "../../\(model[destination.entity].name)/\(destination.key)"
+        case .member(let destination):
+            guard destination.entity.rawValue >= 1 && destination.entity.rawValue <= model.entities.count else {
+                throw .notFound
+            }
+            return "../../../\(model[destination.entity].name)/\(destination.key)"
+        case .subentityLink(let object):
+            guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else {
+                throw .notFound
+            }
+            return "../\(model[object.entity].name)/\(object.key)"
+        default:
+            throw .invalid
+        }
+    }
+
+    // MARK: - Reading files
+
+    public func open(_ inode: InodeNumber, flags: Int32, context request: RequestContext) throws(FileSystemError) -> OpenResult {
+        let node = try node(inode)
+        switch node {
+        case .attribute, .scratch:
+            return try openFile(node, flags: flags)
+        case .root, .entity, .object, .toMany:
+            throw .isDirectory
+        default:
+            throw .invalid
+        }
+    }
+
+    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
+        let content = try currentContent(of: try node(inode), handle: handle)
+        guard offset < UInt64(content.count) else { return Data() }
+        let start = content.startIndex + Int(offset)
+        return content[start..<min(start + size, content.endIndex)]
+    }
+
+    /// What reading `node` gives now: the value's text, or a handle's buffered new content.
+    func currentContent(of node: Node, handle: FuseKit.FileHandle) throws(FileSystemError) -> Data {
+        if let buffered = writes.bufferedContent(handle) { return buffered }
+        switch node {
+        case .attribute(let object, let index):
+            let (attribute, value) = try attributeValue(object, index)
+            return ValueText.content(of: value, type: attribute.type)
+        case .scratch(let serial):
+            guard let content = writes.scratchContent(serial) else { throw .notFound }
+            return content
+        default:
+            throw .isDirectory
+        }
+    }
+
+    // MARK: - Statistics
+
+    public func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics {
+        var statistics = FileSystemStatistics()
+        statistics.blocks = 1 << 20
+        statistics.freeBlocks = configuration.readOnly ? 0 : 1 << 19
+        statistics.files = UInt64(coordinator.rowCache.statistics.snapshots)
+        statistics.freeFiles = configuration.readOnly ? 0 : 1 << 30
+        return statistics
+    }
+
+    // MARK: - Helpers
+
+    func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {
+        guard let node = Node(inode) else { throw .notFound }
+        return node
+    }
+
+    func snapshot(of object: ObjectID) throws(FileSystemError) -> Snapshot {
+        guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else { throw .notFound }
+        guard let snapshot = try engine({ () throws(ObjectGraphError) in try context.snapshot(of: object) }, "read \(object)")
+        else { throw .notFound }
+        return snapshot
+    }
+
+    func attributeValue(_ object: ObjectID, _ index: Int) throws(FileSystemError) -> (AttributeDescription, AttributeValue) {
+        let attributes = model[object.entity].allAttributes
+        guard index < attributes.count else { throw .notFound }
+        guard let value = try snapshot(of: object).attributes[attributes[index].name] else { throw .notFound }
+        return (attributes[index], value)
+    }
+
+    /// Runs an engine call, mapping its error to an errno (and the log) in one place.
+    func engine<T>(_ body: () throws(ObjectGraphError) -> T, _ operation: @autoclosure () -> String) throws(FileSystemError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw fileSystemError(error, operation(), logger: logger)
+        }
+    }
+
+    /// The object a folder name in an entity directory names, for messages.
+    func describe(_ object: ObjectID) -> String {
+        guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else { return "\(object)" }
+        return "\(model[object.entity].name)/\(object.key)"
+    }
+}

@@ -112,6 +112,16 @@ public final class RowCache: Sendable {
         }
     }
 
+    /// The IDs of every cached snapshot with its version (to find what another process changed).
+    public func cachedVersions() -> [ObjectID: Int64] {
+        state.withLock { state in
+            var result: [ObjectID: Int64] = [:]
+            for (id, s) in state.old.snapshots { result[id] = s.version }
+            for (id, s) in state.young.snapshots { result[id] = s.version }
+            return result
+        }
+    }
+
     /// Figures for `user.storefs.stats` and benchmarks.
     public var statistics: (snapshots: Int, bytes: Int, hits: Int, misses: Int, evictions: Int) {
         state.withLock {

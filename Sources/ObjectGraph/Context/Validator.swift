@@ -58,7 +58,7 @@ enum Validator {
             case .integer(let b): Double(b)
             case .double(let b): b
             case .float(let b): Double(b)
-            case .decimal(let b): NSDecimalNumber(decimal: b).doubleValue
+            case .decimal(let b): (Double(b.description) ?? 0)
             case .string(let b): Double(b)
             default: nil
             }
@@ -68,7 +68,7 @@ enum Validator {
         case .float(let v): return boundNumber.map { sign(Double(v), $0) }
         case .decimal(let v):
             if case .decimal(let b) = bound { return sign(v, b) }
-            return boundNumber.map { sign(NSDecimalNumber(decimal: v).doubleValue, $0) }
+            return boundNumber.map { sign((Double(v.description) ?? 0), $0) }
         case .string(let s): return boundNumber.map { sign(Double(s.count), $0) }
         case .data(let d): return boundNumber.map { sign(Double(d.count), $0) }
         case .date(let d):

@@ -54,7 +54,7 @@ public struct SampleGenerator: Sendable {
                     try context.setValue(.string(Self.titles[Int(random.next() % UInt64(Self.titles.count))]), of: "title", for: m)
                     try context.setDestination(d, of: "department", for: m)
                 }
-                try context.setDestination(d, of: "head", for: unitManagers[0])
+                try context.setDestination(unitManagers[0], of: "head", for: d)
                 for m in unitManagers.dropFirst() {
                     try context.setDestination(unitManagers[0], of: "manager", for: m)
                 }

@@ -1,0 +1,27 @@
+import FuseKit
+import Logging
+import ObjectGraph
+
+/// Maps engine errors to the errno a user sees, and logs the reason: the one place where that
+/// happens (STYLE.md), so `dmesg`-less users find out why in the log.
+func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Logger) -> FileSystemError {
+    let errno: FileSystemError =
+        switch error.code {
+        case .notFound: .notFound
+        case .validation: .invalid
+        case .conflict: .busy
+        case .deleteDenied: .notPermitted
+        case .readOnly: .readOnly
+        case .exists: .exists
+        case .unsupported: .notSupported
+        case .io: .io
+        case .corruptStore, .invalidModel: .io
+        default: .io
+        }
+    if error.code == .notFound {
+        logger.debug("\(operation): \(error.message)")
+    } else {
+        logger.error("\(operation): \(error.message)")
+    }
+    return errno
+}

@@ -1,0 +1,88 @@
+import FuseKit
+import ObjectGraph
+
+/// What an inode names. The inode number encodes it completely, so storefs keeps no inode table
+/// and numbers survive the kernel's forgets: kind in bits 60–63, entity in 48–59, property index
+/// in 36–47, primary key in 0–35.
+///
+/// Limits that follow: 4,095 entities, 4,095 properties per entity, keys below 2^36 (68 billion).
+/// Property indexes are positions in `allAttributes` / `allRelationships`, where inherited
+/// properties come first, so a subentity's inherited property has its parent's index.
+enum Node: Hashable, Sendable {
+    case root
+    /// An entity's directory.
+    case entity(EntityID)
+    /// An object's folder, in its own entity's directory.
+    case object(ObjectID)
+    /// An attribute file in an object folder.
+    case attribute(ObjectID, Int)
+    /// A to-one relationship's symlink in an object folder.
+    case toOne(ObjectID, Int)
+    /// A to-many relationship's folder in an object folder.
+    case toMany(ObjectID, Int)
+    /// A symlink inside a to-many folder, pointing at this object; its target depends only on the
+    /// object, so one inode serves every folder the object is listed in.
+    case member(ObjectID)
+    /// A symlink in an ancestor entity's directory to a subentity object's folder.
+    case subentityLink(ObjectID)
+    /// A scratch file in an object folder (an editor's temporary file), by serial number.
+    case scratch(UInt64)
+
+    private static let keyBits: UInt64 = 36
+    private static let propertyBits: UInt64 = 12
+    private static let entityBits: UInt64 = 12
+    static let maximumKey: Int64 = (1 << 36) - 1
+
+    private enum Kind: UInt64 {
+        case entity = 1, object, attribute, toOne, toMany, member, subentityLink, scratch
+    }
+
+    var inode: InodeNumber {
+        switch self {
+        case .root: return .root
+        case .entity(let e): return Self.encode(.entity, e.rawValue, 0, 0)
+        case .object(let o): return Self.encode(.object, o.entity.rawValue, 0, o.key.rawValue)
+        case .attribute(let o, let i): return Self.encode(.attribute, o.entity.rawValue, i, o.key.rawValue)
+        case .toOne(let o, let i): return Self.encode(.toOne, o.entity.rawValue, i, o.key.rawValue)
+        case .toMany(let o, let i): return Self.encode(.toMany, o.entity.rawValue, i, o.key.rawValue)
+        case .member(let o): return Self.encode(.member, o.entity.rawValue, 0, o.key.rawValue)
+        case .subentityLink(let o): return Self.encode(.subentityLink, o.entity.rawValue, 0, o.key.rawValue)
+        case .scratch(let n): return InodeNumber((Kind.scratch.rawValue << 60) | (n & ((1 << 60) - 1)))
+        }
+    }
+
+    init?(_ inode: InodeNumber) {
+        let raw = inode.rawValue
+        if inode == .root {
+            self = .root
+            return
+        }
+        guard let kind = Kind(rawValue: raw >> 60) else { return nil }
+        let entity = EntityID(Int((raw >> 48) & ((1 << Self.entityBits) - 1)))
+        let property = Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1))
+        let key = PrimaryKey(Int64(raw & ((1 << Self.keyBits) - 1)))
+        let object = ObjectID(entity: entity, key: key)
+        switch kind {
+        case .entity: self = .entity(entity)
+        case .object: self = .object(object)
+        case .attribute: self = .attribute(object, property)
+        case .toOne: self = .toOne(object, property)
+        case .toMany: self = .toMany(object, property)
+        case .member: self = .member(object)
+        case .subentityLink: self = .subentityLink(object)
+        case .scratch: self = .scratch(raw & ((1 << 60) - 1))
+        }
+    }
+
+    /// Whether the node's numbers fit the encoding (keys below 2^36, few enough entities and
+    /// properties).
+    static func fits(_ id: ObjectID, property: Int = 0) -> Bool {
+        id.key.rawValue >= 0 && id.key.rawValue <= maximumKey && id.entity.rawValue < (1 << entityBits)
+            && property < (1 << propertyBits)
+    }
+
+    private static func encode(_ kind: Kind, _ entity: Int, _ property: Int, _ key: Int64) -> InodeNumber {
+        InodeNumber(
+            (kind.rawValue << 60) | (UInt64(entity) << 48) | (UInt64(property) << keyBits) | UInt64(key))
+    }
+}

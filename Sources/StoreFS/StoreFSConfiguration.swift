@@ -1,0 +1,27 @@
+import Foundation
+
+/// Tunables of the filesystem layer, each default with its reason.
+public struct StoreFSConfiguration: Sendable, Hashable {
+    /// Mount read-only: every change fails with EROFS and the store is never written.
+    public var readOnly = false
+    /// Seconds the kernel may cache names and attributes. Long, because every change made through
+    /// the mount invalidates what it touches, and changes made by other processes are detected and
+    /// invalidated too (go-fuse and passthrough_hp use a day; short TTLs cost a round trip per
+    /// `stat`).
+    public var entryTimeout: Double = 3600
+    public var attributeTimeout: Double = 3600
+    /// Seconds of quiet after the last change before pending changes commit as one transaction.
+    /// Short enough that another process sees an edit at once, long enough that `cp -a` of many
+    /// files commits in few transactions.
+    public var commitDelay: Double = 0.2
+    /// Seconds between checks for changes committed to the store by other processes.
+    public var changePollInterval: Double = 1.0
+    /// Owner of every node (the user who mounted, by default).
+    public var uid: UInt32 = UInt32(getuid())
+    public var gid: UInt32 = UInt32(getgid())
+
+    /// Where the store is mounted, so absolute link targets inside the mount resolve.
+    public var mountPoint: String?
+
+    public init() {}
+}

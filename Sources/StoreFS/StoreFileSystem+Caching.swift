@@ -1,0 +1,107 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+import Synchronization
+
+/// Keeping the kernel's caches true: what storefs's own changes touch is invalidated at once,
+/// and changes other processes commit to the store are detected by polling and invalidated.
+extension StoreFileSystem {
+    func startBackgroundWork() {
+        rememberStoreToken()
+        background.start(interval: 0.05) { [self] in
+            if !configuration.readOnly && writes.isDueForCommit(after: configuration.commitDelay) {
+                commitPendingChanges(reason: "idle")
+            }
+            if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
+                lastPoll.withLock { $0 = Date() }
+                checkForExternalChanges()
+            }
+        }
+    }
+
+    func stopBackgroundWork() {
+        background.stop()
+    }
+
+    /// Records the store's change token after our own commit, so it is not taken for another
+    /// process's.
+    func rememberStoreToken() {
+        let token = try? coordinator.store.externalChangeToken()
+        storeToken.withLock { $0 = token ?? nil }
+    }
+
+    /// Compares the store's change token with the last one seen; when another process committed,
+    /// re-reads the cached rows and invalidates what changed.
+    func checkForExternalChanges() {
+        guard let token = try? coordinator.store.externalChangeToken() else { return }
+        let changed = storeToken.withLock { old in
+            defer { old = token }
+            return old != nil && old != token
+        }
+        guard changed else { return }
+        logger.info("the store changed outside this mount; refreshing")
+        let cached = coordinator.rowCache.cachedVersions()
+        coordinator.dropCaches()
+        var stale: [ObjectID] = []
+        let ids = Array(cached.keys)
+        var start = 0
+        while start < ids.count {
+            let batch = Array(ids[start..<min(start + coordinator.configuration.batchSize, ids.count)])
+            let fresh = (try? coordinator.store.snapshots(for: batch)) ?? []
+            var seen: Set<ObjectID> = []
+            for s in fresh {
+                seen.insert(s.objectID)
+                if cached[s.objectID] != s.version { stale.append(s.objectID) }
+            }
+            stale += batch.filter { !seen.contains($0) }
+            coordinator.rowCache.store(fresh)
+            start += batch.count
+        }
+        invalidateEverythingCached(including: stale)
+    }
+
+    /// Invalidates the root, every entity directory and everything about `objects`.
+    func invalidateEverythingCached(including objects: [ObjectID]) {
+        invalidate(.root)
+        for entity in model.entities { invalidate(.entity(entity.id)) }
+        invalidateRelated(objects)
+    }
+
+    /// Drops the kernel's cached attributes and data of `node`.
+    func invalidate(_ node: Node) {
+        invalidator.withLock { $0 }?.invalidateInode(node.inode)
+    }
+
+    func invalidateEntry(parent: Node, name: String) {
+        invalidator.withLock { $0 }?.invalidateEntry(parent: parent.inode, name: name)
+    }
+
+    /// Invalidates everything the folders of `objects` show: the folder, its files and links, its
+    /// to-many folders and their names.
+    func invalidateRelated(_ objects: [ObjectID]) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        for object in Set(objects) where object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count {
+            let entity = model[object.entity]
+            invalidator.invalidateInode(Node.object(object).inode)
+            for (index, attribute) in entity.allAttributes.enumerated() {
+                invalidator.invalidateInode(Node.attribute(object, index).inode)
+                invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name)
+            }
+            for (index, relationship) in entity.allRelationships.enumerated() {
+                let node: Node = relationship.isToMany ? .toMany(object, index) : .toOne(object, index)
+                invalidator.invalidateInode(node.inode)
+                invalidator.invalidateEntry(parent: Node.object(object).inode, name: relationship.name)
+            }
+        }
+    }
+
+    /// Invalidates the listings that show `object`: its entity's directory and its ancestors'.
+    func invalidateAncestorDirectories(of object: ObjectID) {
+        var entity: EntityID? = object.entity
+        while let e = entity {
+            invalidate(.entity(e))
+            invalidateEntry(parent: .entity(e), name: object.key.description)
+            entity = model[e].parentID
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import FuseKit
+import ObjectGraph
+
+extension StoreFileSystem {
+    public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult {
+        let node = try node(inode)
+        switch node {
+        case .root, .entity, .object, .toMany: _ = try attributes(of: node)
+        default: throw .notDirectory
+        }
+        // The kernel may keep listings (cache_readdir) because storefs invalidates a directory
+        // whenever its own changes touch it, and on changes it detects from other processes.
+        return OpenResult(handle: directories.open(), keepCache: true, cacheDirectory: true)
+    }
+
+    public func releaseDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle) {
+        directories.close(handle)
+    }
+
+    /// Lists a directory: `.` and `..`, then its entries. Entity directories resume by primary key
+    /// (the cookie after the object with key k is k + 3), others by position, so a listing that
+    /// changes between calls neither repeats nor skips what stayed.
+    public func readDirectory(
+        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
+    ) throws(FileSystemError) {
+        let directory = try node(inode)
+        if offset == 0 {
+            guard add(DirectoryEntry(name: ".", entry: try entry(for: directory), nextOffset: 1)) else { return }
+        }
+        if offset <= 1 {
+            guard add(DirectoryEntry(name: "..", entry: try entry(for: parent(of: directory)), nextOffset: 2)) else {
+                return
+            }
+        }
+        if directories.listing(handle) == nil || offset == 0 {
+            directories.setListing(try listing(of: directory), for: handle)
+        }
+        switch directories.listing(handle) {
+        case .objects(let ids, let prefetched)?:
+            let start = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
+            var fetchedUpTo = prefetched
+            var index = start
+            while index < ids.count {
+                if index >= fetchedUpTo {
+                    // Fire the faults of the next batch in one query, so the cat or stat that
+                    // follows the listing is served from memory.
+                    let end = min(ids.count, index + coordinator.configuration.batchSize)
+                    try prefetch(Array(ids[index..<end]))
+                    fetchedUpTo = end
+                    directories.setListing(.objects(ids, prefetched: end), for: handle)
+                }
+                let id = ids[index]
+                let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)
+                guard let e = try? entry(for: node) else {
+                    index += 1
+                    continue
+                }
+                guard add(DirectoryEntry(name: id.key.description, entry: e, nextOffset: UInt64(id.key.rawValue) + 3))
+                else { return }
+                index += 1
+            }
+        case .names(let names)?:
+            var index = offset <= 2 ? 0 : Int(offset) - 2
+            while index < names.count {
+                let (name, node) = names[index]
+                if let e = try? entry(for: node) {
+                    guard add(DirectoryEntry(name: name, entry: e, nextOffset: UInt64(index) + 3)) else { return }
+                }
+                index += 1
+            }
+        case nil:
+            return
+        }
+    }
+
+    /// The entries of a directory other than `.` and `..`.
+    func listing(of directory: Node) throws(FileSystemError) -> DirectoryHandles.Listing {
+        switch directory {
+        case .root:
+            return .names(model.entities.sorted { $0.name < $1.name }.map { ($0.name, Node.entity($0.id)) })
+        case .entity(let entity):
+            let ids = try engine({ () throws(ObjectGraphError) in
+                try context.objectIDs(of: entity, includingSubentities: true)
+            }, "list \(model[entity].name)")
+            return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
+        case .object(let object):
+            return .names(try entries(of: object))
+        case .toMany(let object, let index):
+            let relationship = model[object.entity].allRelationships[index]
+            let members = try engine({ () throws(ObjectGraphError) in
+                try context.destinations(of: relationship.name, for: object)
+            }, "list \(describe(object))/\(relationship.name)")
+            return .names(members.filter { Node.fits($0) }.map { ($0.key.description, Node.member($0)) })
+        default:
+            throw .notDirectory
+        }
+    }
+
+    /// An object folder's entries: each non-nil attribute, each set to-one, each to-many, and the
+    /// scratch files an editor left there.
+    func entries(of object: ObjectID) throws(FileSystemError) -> [(String, Node)] {
+        let entity = model[object.entity]
+        let snapshot = try snapshot(of: object)
+        var result: [(String, Node)] = []
+        for (index, attribute) in entity.allAttributes.enumerated() where snapshot.attributes[attribute.name] != nil {
+            result.append((attribute.name, .attribute(object, index)))
+        }
+        for (index, relationship) in entity.allRelationships.enumerated() {
+            if relationship.isToMany {
+                result.append((relationship.name, .toMany(object, index)))
+            } else if snapshot.toOne[relationship.name] != nil {
+                result.append((relationship.name, .toOne(object, index)))
+            }
+        }
+        result.removeAll { writes.isHidden($0.0, in: object) }
+        result += writes.scratchFiles(in: object).map { ($0.name, Node.scratch($0.serial)) }
+        return result
+    }
+
+    /// Fires the row faults and the to-many faults of `ids` as one batch per relationship.
+    func prefetch(_ ids: [ObjectID]) throws(FileSystemError) {
+        try engine({ () throws(ObjectGraphError) in
+            try context.prefetch(ids)
+            var byEntity: [EntityID: [ObjectID]] = [:]
+            for id in ids { byEntity[id.entity, default: []].append(id) }
+            for (entity, members) in byEntity {
+                for relationship in model[entity].persistentRelationships where relationship.isToMany {
+                    try context.prefetch(relationship.name, for: members)
+                }
+            }
+        }, "prefetch")
+    }
+
+    private func entityOf(_ directory: Node) -> EntityID? {
+        if case .entity(let e) = directory { return e }
+        return nil
+    }
+
+    private func firstIndex(in ids: [ObjectID], afterKey key: Int64) -> Int {
+        var low = 0
+        var high = ids.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ids[mid].key.rawValue <= key { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}

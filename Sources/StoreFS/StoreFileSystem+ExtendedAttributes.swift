@@ -1,0 +1,192 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// Extended attributes, all in the `user.` namespace: store metadata on the mount root (Core Data's
+/// metadata dictionary; `setfattr` there is setMetadata), descriptions on entities, objects,
+/// attribute files and relationships, and `user.storefs.stats` on the root.
+extension StoreFileSystem {
+    static let statsName = "user.storefs.stats"
+    static let orderName = "user.order"
+
+    public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
+        // The kernel asks for security.* and system.posix_acl_* on every `ls -l`: answer from
+        // memory, without touching the store.
+        guard name.hasPrefix("user.") else { throw .noAttribute }
+        let node = try node(inode)
+        if node == .root && name == Self.statsName { return Data(statisticsJSON().utf8) }
+        guard let value = try extendedAttributes(of: node)[name] else { throw .noAttribute }
+        return value
+    }
+
+    public func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String] {
+        let node = try node(inode)
+        var names = try extendedAttributes(of: node).keys.sorted()
+        if node == .root {
+            // The model storefs keeps in the store is long and for storefs itself: readable by
+            // name (getfattr -n user.StoreFSModel), left out of listings (getfattr -d).
+            names.removeAll { $0 == "user." + StoreMetadata.modelKey }
+            names.append(Self.statsName)
+        }
+        return names
+    }
+
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        guard !configuration.readOnly else { throw .readOnly }
+        let node = try node(inode)
+        switch node {
+        case .root:
+            let key = String(name.dropFirst("user.".count))
+            guard name != Self.statsName else { throw .notPermitted }
+            let current = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]
+            if flags == 1 && current != nil { throw .exists }  // XATTR_CREATE
+            if flags == 2 && current == nil { throw .noAttribute }  // XATTR_REPLACE
+            let newValue = Self.metadataValue(from: value, like: current)
+            try engine({ () throws(ObjectGraphError) in try context.setMetadata(newValue, for: key) }, "setfattr \(name)")
+            changed()
+        case .toMany(let object, let index) where name == Self.orderName:
+            try setOrder(value, of: object, index)
+        default:
+            throw .notPermitted
+        }
+    }
+
+    public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        guard !configuration.readOnly else { throw .readOnly }
+        guard try node(inode) == .root, name != Self.statsName else { throw .notPermitted }
+        let key = String(name.dropFirst("user.".count))
+        guard try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key] != nil else {
+            throw .noAttribute
+        }
+        try engine({ () throws(ObjectGraphError) in try context.setMetadata(nil, for: key) }, "setfattr -x \(name)")
+        changed()
+    }
+
+    /// Every `user.` attribute of `node` with its value.
+    func extendedAttributes(of node: Node) throws(FileSystemError) -> [String: Data] {
+        func text(_ s: String) -> Data { Data(s.utf8) }
+        switch node {
+        case .root:
+            let metadata = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")
+            var result: [String: Data] = [:]
+            for (key, value) in metadata.values { result["user." + key] = Self.data(of: value) }
+            return result
+        case .entity(let id):
+            guard id.rawValue >= 1 && id.rawValue <= model.entities.count else { throw .notFound }
+            let entity = model[id]
+            var result = [
+                "user.entity.abstract": text(entity.isAbstract ? "true" : "false"),
+                "user.entity.count": text(String(try engine({ () throws(ObjectGraphError) in try context.count(of: id) }, "count"))),
+            ]
+            if let parent = entity.parentName { result["user.entity.parent"] = text(parent) }
+            if !entity.subentityIDs.isEmpty {
+                result["user.entity.subentities"] = text(entity.subentityIDs.map { model[$0].name }.joined(separator: ","))
+            }
+            if let className = entity.representedClassName { result["user.entity.class"] = text(className) }
+            return result
+        case .object(let object):
+            let version = try engine({ () throws(ObjectGraphError) in try context.version(of: object) }, "version")
+            let uuid = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata").storeUUID ?? ""
+            return [
+                "user.object.uri": text(ObjectURI(storeUUID: uuid, entityName: model[object.entity].name, key: object.key).description),
+                "user.object.version": text(String(version)),
+                "user.object.entity": text(model[object.entity].name),
+            ]
+        case .attribute(let object, let index):
+            let (attribute, _) = try attributeValue(object, index)
+            var result = [
+                "user.attribute.type": text(attribute.type.rawValue),
+                "user.attribute.optional": text(attribute.isOptional ? "true" : "false"),
+            ]
+            if let transformer = attribute.valueTransformerName { result["user.attribute.transformer"] = text(transformer) }
+            return result
+        case .toOne(let object, let index), .toMany(let object, let index):
+            _ = try attributes(of: node)
+            let relationship = model[object.entity].allRelationships[index]
+            var result = [
+                "user.relationship.destination": text(relationship.destinationEntityName),
+                "user.relationship.toMany": text(relationship.isToMany ? "true" : "false"),
+                "user.relationship.deleteRule": text(relationship.deleteRule.rawValue),
+                "user.relationship.ordered": text(relationship.isOrdered ? "true" : "false"),
+            ]
+            if let inverse = relationship.inverseName { result["user.relationship.inverse"] = text(inverse) }
+            if relationship.isToMany && relationship.isOrdered {
+                let members = try engine({ () throws(ObjectGraphError) in
+                    try context.destinations(of: relationship.name, for: object)
+                }, "order")
+                result[Self.orderName] = text(members.map(\.key.description).joined(separator: " "))
+            }
+            return result
+        case .member, .subentityLink:
+            return [:]
+        case .scratch:
+            _ = try attributes(of: node)
+            return [:]
+        }
+    }
+
+    /// The counters tests and benchmarks read: store requests, faults fired, cache size, FUSE
+    /// operations by kind.
+    func statisticsJSON() -> String {
+        let cache = coordinator.rowCache.statistics
+        var object: [String: Any] = [
+            "storeRequests": coordinator.store.requestCount,
+            "faultsFired": context.faultsFired,
+            "cachedObjects": cache.snapshots,
+            "cacheBytes": cache.bytes,
+            "cacheHits": cache.hits,
+            "cacheMisses": cache.misses,
+            "commits": writes.commitCount,
+        ]
+        if let counters { object["fuse"] = counters.snapshot() }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    // MARK: - Metadata values as bytes
+
+    static func data(of value: MetadataValue) -> Data {
+        switch value {
+        case .string(let s): return Data(s.utf8)
+        case .integer(let i): return Data(String(i).utf8)
+        case .real(let d): return Data(d.description.utf8)
+        case .boolean(let b): return Data((b ? "true" : "false").utf8)
+        case .date(let d): return Data(ValueText.format(d).utf8)
+        case .data(let d): return d
+        case .array, .dictionary:
+            let json = try? JSONSerialization.data(withJSONObject: jsonObject(value), options: [.sortedKeys])
+            return json ?? Data()
+        }
+    }
+
+    private static func jsonObject(_ value: MetadataValue) -> Any {
+        switch value {
+        case .string(let s): s
+        case .integer(let i): i
+        case .real(let d): d
+        case .boolean(let b): b
+        case .date(let d): ValueText.format(d)
+        case .data(let d): d.base64EncodedString()
+        case .array(let a): a.map(jsonObject)
+        case .dictionary(let d): d.mapValues(jsonObject)
+        }
+    }
+
+    /// The metadata value for bytes a user set: the existing key's type where the text parses as
+    /// it, else a string (or data, when the bytes are not UTF-8).
+    static func metadataValue(from bytes: Data, like current: MetadataValue?) -> MetadataValue {
+        guard let text = String(data: bytes, encoding: .utf8) else { return .data(bytes) }
+        switch current {
+        case .integer?: if let i = Int64(text) { return .integer(i) }
+        case .real?: if let d = Double(text) { return .real(d) }
+        case .boolean?:
+            if text == "true" || text == "false" { return .boolean(text == "true") }
+        case .date?: if let d = ValueText.parseDate(text) { return .date(d) }
+        case .data?: return .data(bytes)
+        default: break
+        }
+        return .string(text)
+    }
+}

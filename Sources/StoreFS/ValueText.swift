@@ -1,0 +1,226 @@
+import Foundation
+import ObjectGraph
+
+/// The text forms of attribute values in files (DESIGN.md): what `cat` shows and what a write
+/// must hold.
+///
+/// Strings as UTF-8; integers and decimals in decimal; doubles and floats in the shortest form that
+/// reads back to the same value; booleans `true`/`false` (1/0, yes/no accepted); dates in ISO 8601,
+/// UTC, with as many fractional digits as it takes to read back the same value; UUIDs canonical
+/// (lower-case); binary and transformable values raw. Text types get one trailing newline when
+/// read, and a write strips exactly one.
+enum ValueText {
+    /// Whether files of this type are text (a trailing newline) rather than raw bytes.
+    static func isText(_ type: AttributeType) -> Bool {
+        type != .binaryData && type != .transformable
+    }
+
+    /// The file content for `value` of an attribute of `type`.
+    static func content(of value: AttributeValue, type: AttributeType) -> Data {
+        if case .data(let bytes) = value { return bytes }
+        return Data((text(of: value) + "\n").utf8)
+    }
+
+    static func text(of value: AttributeValue) -> String {
+        switch value {
+        case .integer(let v): return String(v)
+        case .decimal(let v): return v.description
+        case .double(let v): return v.description
+        case .float(let v): return v.description
+        case .string(let v): return v
+        case .boolean(let v): return v ? "true" : "false"
+        case .date(let v): return format(v)
+        case .uuid(let v): return v.uuidString.lowercased()
+        case .data(let v): return String(decoding: v, as: UTF8.self)
+        }
+    }
+
+    /// Parses file content written for an attribute of `type`.
+    ///
+    /// - Throws: a message saying what the text should look like.
+    static func value(from content: Data, type: AttributeType) throws(ValueTextError) -> AttributeValue {
+        if !isText(type) { return .data(content) }
+        guard var text = String(data: content, encoding: .utf8) else {
+            throw ValueTextError("the text is not valid UTF-8")
+        }
+        if text.hasSuffix("\n") { text.removeLast() }
+        switch type {
+        case .string, .uri:
+            return .string(text)
+        case .integer16, .integer32, .integer64:
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard let v = Int64(trimmed) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not an integer")
+            }
+            return .integer(v)
+        case .decimal:
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard isDecimalLiteral(trimmed), let v = Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not a decimal number")
+            }
+            return .decimal(v)
+        case .double:
+            guard let v = Double(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not a number")
+            }
+            return .double(v)
+        case .float:
+            guard let v = Float(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not a number")
+            }
+            return .float(v)
+        case .boolean:
+            switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true", "1", "yes": return .boolean(true)
+            case "false", "0", "no": return .boolean(false)
+            default: throw ValueTextError("\"\(excerpt(text))\" is not a boolean (true/false, 1/0, yes/no)")
+            }
+        case .date:
+            guard let date = parseDate(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValueTextError(
+                    "\"\(excerpt(text))\" is not an ISO 8601 date such as 2024-05-01T12:30:00Z or 2024-05-01T12:30:00.25+02:00")
+            }
+            return .date(date)
+        case .uuid:
+            guard let uuid = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not a UUID")
+            }
+            return .uuid(uuid)
+        case .binaryData, .transformable:
+            return .data(content)
+        case .objectID, .undefined:
+            throw ValueTextError("attributes of this type cannot be written")
+        }
+    }
+
+    private static func isDecimalLiteral(_ text: String) -> Bool {
+        var digits = 0
+        var dots = 0
+        for (i, c) in text.enumerated() {
+            if c.isASCII && c.isNumber { digits += 1 } else if c == "." { dots += 1 } else if (c == "-" || c == "+") && i == 0 {
+            } else { return false }
+        }
+        return digits > 0 && dots <= 1
+    }
+
+    private static func excerpt(_ text: String) -> String {
+        text.count > 40 ? String(text.prefix(40)) + "…" : text
+    }
+
+    // MARK: - Dates
+
+    private static let utc = TimeZone(identifier: "UTC")!
+
+    private static var calendar: Calendar {
+        var c = Calendar(identifier: .gregorian)
+        c.timeZone = utc
+        return c
+    }
+
+    /// ISO 8601 in UTC with the fewest fractional digits that read back to the same Double.
+    static func format(_ date: Date) -> String {
+        let t = date.timeIntervalSinceReferenceDate
+        guard t.isFinite else { return t.description }
+        let whole = t.rounded(.down)
+        let fraction = t - whole  // exact: both are close doubles
+        let parts = calendar.dateComponents(
+            [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSinceReferenceDate: whole))
+        let base = String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.year!, parts.month!, parts.day!, parts.hour!,
+            parts.minute!, parts.second!)
+        if fraction == 0 { return base + "Z" }
+        for digits in 1...30 {
+            var decimals = String(format: "%.\(digits)f", fraction)
+            if decimals.hasPrefix("1") { continue }  // rounded up to 1.0: needs more digits
+            decimals.removeFirst()  // "0.xxx" → ".xxx"
+            let candidate = base + decimals + "Z"
+            if let back = parseDate(candidate), back.timeIntervalSinceReferenceDate.bitPattern == t.bitPattern {
+                return candidate
+            }
+        }
+        return base + String(format: "%.30f", fraction).dropFirst() + "Z"
+    }
+
+    /// Parses `YYYY-MM-DD[THH:MM[:SS[.fraction]]][Z|±HH:MM]` (a space may stand for the T).
+    static func parseDate(_ text: String) -> Date? {
+        let scalars = Array(text.utf8)
+        var i = 0
+        func number(_ count: Int) -> Int? {
+            guard i + count <= scalars.count else { return nil }
+            var v = 0
+            for c in scalars[i..<(i + count)] {
+                guard c >= 48 && c <= 57 else { return nil }
+                v = v * 10 + Int(c - 48)
+            }
+            i += count
+            return v
+        }
+        func expect(_ c: UInt8) -> Bool {
+            guard i < scalars.count, scalars[i] == c else { return false }
+            i += 1
+            return true
+        }
+        var negativeYear = false
+        if i < scalars.count, scalars[i] == UInt8(ascii: "-") {
+            negativeYear = true
+            i += 1
+        }
+        guard let y = number(4), expect(UInt8(ascii: "-")), let mo = number(2), expect(UInt8(ascii: "-")),
+            let d = number(2)
+        else { return nil }
+        var h = 0
+        var mi = 0
+        var s = 0
+        var fraction = 0.0
+        var offset = 0
+        if i < scalars.count, scalars[i] == UInt8(ascii: "T") || scalars[i] == UInt8(ascii: " ") {
+            i += 1
+            guard let hh = number(2), expect(UInt8(ascii: ":")), let mm = number(2) else { return nil }
+            h = hh
+            mi = mm
+            if expect(UInt8(ascii: ":")) {
+                guard let ss = number(2) else { return nil }
+                s = ss
+                if i < scalars.count, scalars[i] == UInt8(ascii: ".") {
+                    let start = i
+                    i += 1
+                    while i < scalars.count, scalars[i] >= 48 && scalars[i] <= 57 { i += 1 }
+                    guard i > start + 1, let f = Double("0" + String(decoding: scalars[start..<i], as: UTF8.self)) else {
+                        return nil
+                    }
+                    fraction = f
+                }
+            }
+            if expect(UInt8(ascii: "Z")) {
+            } else if i < scalars.count, scalars[i] == UInt8(ascii: "+") || scalars[i] == UInt8(ascii: "-") {
+                let sign = scalars[i] == UInt8(ascii: "-") ? -1 : 1
+                i += 1
+                guard let oh = number(2) else { return nil }
+                _ = expect(UInt8(ascii: ":"))
+                guard let om = number(2), oh < 24, om < 60 else { return nil }
+                offset = sign * (oh * 3600 + om * 60)
+            }
+        }
+        guard i == scalars.count, (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else {
+            return nil
+        }
+        var parts = DateComponents()
+        parts.year = negativeYear ? -y : y
+        parts.month = mo
+        parts.day = d
+        parts.hour = h
+        parts.minute = mi
+        parts.second = s
+        guard let whole = calendar.date(from: parts),
+            calendar.component(.day, from: whole) == d
+        else { return nil }
+        let seconds = whole.timeIntervalSinceReferenceDate - Double(offset)
+        return Date(timeIntervalSinceReferenceDate: seconds + fraction)
+    }
+}
+
+/// Why a file's text is not a value of its attribute's type.
+struct ValueTextError: Error, Sendable {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

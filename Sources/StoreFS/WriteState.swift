@@ -1,0 +1,186 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+import Synchronization
+
+/// What the write path keeps between requests: open files' buffers, editors' scratch files,
+/// removals that `rmdir` of their object may still take back, and modification times.
+///
+/// Threading: one lock; never calls out while holding it.
+final class WriteState: Sendable {
+    /// An open attribute or scratch file with the content it will have when flushed.
+    struct OpenFile {
+        var node: Node
+        /// The new content, once the file was written or truncated through this handle.
+        var buffer: Data?
+        var dirty = false
+    }
+
+    struct ScratchFile {
+        var object: ObjectID
+        var name: String
+        var content: Data
+        var modified: Date
+    }
+
+    /// A change a removal inside an object folder made, kept until the next commit so that
+    /// `rmdir` of the object (what `rm -r` does last) can take it back and delete the object by
+    /// its delete rules instead.
+    enum Removal: Sendable {
+        case attribute(String, AttributeValue)
+        /// A non-optional attribute or to-one: hidden, not changed; refused (shown again) at the
+        /// next commit.
+        case hiddenProperty(String)
+        case toOne(String, ObjectID)
+        case member(String, ObjectID, index: Int)
+        /// An emptied to-many folder that `rm -r` removed: hidden until the next commit.
+        case hiddenFolder(String)
+    }
+
+    private struct State {
+        var nextHandle: UInt64 = 1
+        var nextScratch: UInt64 = 1
+        var open: [UInt64: OpenFile] = [:]
+        var scratch: [UInt64: ScratchFile] = [:]
+        var removals: [ObjectID: [Removal]] = [:]
+        var modified: [ObjectID: Date] = [:]
+        var commits = 0
+        var dirty = false
+        var lastChange = Date.distantPast
+    }
+
+    private let state = Mutex(State())
+
+    // MARK: - Open files
+
+    func open(_ node: Node, buffer: Data?) -> FuseKit.FileHandle {
+        state.withLock { state in
+            let handle = state.nextHandle
+            state.nextHandle += 1
+            state.open[handle] = OpenFile(node: node, buffer: buffer, dirty: buffer != nil)
+            return FuseKit.FileHandle(handle)
+        }
+    }
+
+    func openFile(_ handle: FuseKit.FileHandle) -> OpenFile? { state.withLock { $0.open[handle.rawValue] } }
+
+    func update(_ handle: FuseKit.FileHandle, _ change: (inout OpenFile) -> Void) {
+        state.withLock { state in
+            if state.open[handle.rawValue] != nil { change(&state.open[handle.rawValue]!) }
+        }
+    }
+
+    func close(_ handle: FuseKit.FileHandle) { _ = state.withLock { $0.open.removeValue(forKey: handle.rawValue) } }
+
+    func bufferedContent(_ handle: FuseKit.FileHandle) -> Data? { state.withLock { $0.open[handle.rawValue]?.buffer } }
+
+    /// The buffered content of `node` in some open handle, if one has written to it: what `stat`
+    /// reports while an editor has the file open.
+    func dirtyContent(of node: Node) -> Data? {
+        state.withLock { state in state.open.values.first { $0.node == node && $0.dirty }?.buffer }
+    }
+
+    // MARK: - Scratch files
+
+    func scratchFile(named name: String, in object: ObjectID) -> UInt64? {
+        state.withLock { state in state.scratch.first { $0.value.object == object && $0.value.name == name }?.key }
+    }
+
+    func scratchFiles(in object: ObjectID) -> [(name: String, serial: UInt64)] {
+        state.withLock { state in
+            state.scratch.filter { $0.value.object == object }.map { ($0.value.name, $0.key) }.sorted { $0.name < $1.name }
+        }
+    }
+
+    func createScratch(named name: String, in object: ObjectID, content: Data = Data()) -> UInt64 {
+        state.withLock { state in
+            let serial = state.nextScratch
+            state.nextScratch += 1
+            state.scratch[serial] = ScratchFile(object: object, name: name, content: content, modified: Date())
+            return serial
+        }
+    }
+
+    func scratch(_ serial: UInt64) -> ScratchFile? { state.withLock { $0.scratch[serial] } }
+    func scratchContent(_ serial: UInt64) -> Data? { scratch(serial)?.content }
+    func scratchSize(_ serial: UInt64) -> Int? { scratch(serial)?.content.count }
+    func scratchTime(_ serial: UInt64) -> Date? { scratch(serial)?.modified }
+
+    func setScratch(_ serial: UInt64, content: Data) {
+        state.withLock { state in
+            state.scratch[serial]?.content = content
+            state.scratch[serial]?.modified = Date()
+        }
+    }
+
+    func renameScratch(_ serial: UInt64, to name: String, in object: ObjectID) {
+        state.withLock { state in
+            state.scratch[serial]?.name = name
+            state.scratch[serial]?.object = object
+        }
+    }
+
+    @discardableResult
+    func removeScratch(_ serial: UInt64) -> ScratchFile? { state.withLock { $0.scratch.removeValue(forKey: serial) } }
+
+    func removeScratchFiles(in object: ObjectID) {
+        state.withLock { state in state.scratch = state.scratch.filter { $0.value.object != object } }
+    }
+
+    // MARK: - Removals
+
+    func recordRemoval(_ removal: Removal, in object: ObjectID) {
+        state.withLock { $0.removals[object, default: []].append(removal) }
+    }
+
+    func takeRemovals(in object: ObjectID) -> [Removal] {
+        state.withLock { $0.removals.removeValue(forKey: object) ?? [] }
+    }
+
+    func takeAllRemovals() -> [ObjectID: [Removal]] {
+        state.withLock { state in
+            defer { state.removals = [:] }
+            return state.removals
+        }
+    }
+
+    /// Whether `name` in `object`'s folder is hidden by a removal not yet committed.
+    func isHidden(_ name: String, in object: ObjectID) -> Bool {
+        state.withLock { state in
+            (state.removals[object] ?? []).contains {
+                switch $0 {
+                case .hiddenProperty(let n), .hiddenFolder(let n): n == name
+                default: false
+                }
+            }
+        }
+    }
+
+    // MARK: - Changes and commits
+
+    /// Notes a change through the mount: the object's folder shows a new modification time, and
+    /// the commit timer restarts.
+    func noteChange(_ object: ObjectID?) {
+        state.withLock { state in
+            if let object { state.modified[object] = Date() }
+            state.dirty = true
+            state.lastChange = Date()
+        }
+    }
+
+    func modificationTime(of object: ObjectID) -> Date? { state.withLock { $0.modified[object] } }
+
+    /// Whether changes are pending and quiet for `delay` seconds.
+    func isDueForCommit(after delay: Double) -> Bool {
+        state.withLock { $0.dirty && Date().timeIntervalSince($0.lastChange) >= delay }
+    }
+
+    func markCommitted() {
+        state.withLock { state in
+            state.dirty = false
+            state.commits += 1
+        }
+    }
+
+    var commitCount: Int { state.withLock { $0.commits } }
+}

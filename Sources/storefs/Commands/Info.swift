@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+
+struct Info: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a store's type, UUID, metadata and object counts per entity.")
+
+    @Option(name: .long, help: "The model, when the store holds none (Core Data SQLite stores can do without).")
+    var model: String?
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    @Argument(help: "The store file.")
+    var store: String
+
+    @OptionGroup var log: LogOptions
+
+    func run() throws {
+        _ = log.bootstrap()
+        let url = URL(fileURLWithPath: store)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ValidationError("\(store) does not exist")
+        }
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model), options: StoreOptions(readOnly: true))
+        defer { coordinator.store.close() }
+        let metadata = try coordinator.store.metadata()
+        var counts: [(String, Int)] = []
+        for entity in coordinator.model.entities.sorted(by: { $0.name < $1.name }) {
+            counts.append((entity.name, try coordinator.store.count(of: entity.id)))
+        }
+        let custom = metadata.values.filter { $0.key != StoreMetadata.modelKey }
+        if json {
+            var object: [String: Any] = [
+                "path": url.path, "type": metadata.storeType ?? coordinator.store.storeType,
+                "uuid": metadata.storeUUID ?? "",
+                "entities": Dictionary(uniqueKeysWithValues: counts),
+                "objects": counts.reduce(0) { $0 + $1.1 },
+                "metadata": custom.mapValues(Self.jsonValue),
+                "hasEmbeddedModel": metadata.embeddedModel != nil,
+            ]
+            object["metadata"] = custom.mapValues(Self.jsonValue)
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print("store:    \(url.path)")
+        print("type:     \(metadata.storeType ?? coordinator.store.storeType)")
+        print("uuid:     \(metadata.storeUUID ?? "")")
+        print("model:    \(metadata.embeddedModel != nil ? "kept in the store" : (model ?? "inferred from the store"))")
+        print("metadata:")
+        for (key, value) in custom.sorted(by: { $0.key < $1.key }) {
+            print("  \(key) = \(Self.text(value))")
+        }
+        print("objects:  \(counts.reduce(0) { $0 + $1.1 })")
+        let width = counts.map(\.0.count).max() ?? 0
+        for (name, count) in counts {
+            print("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
+        }
+    }
+
+    static func text(_ value: MetadataValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .integer(let i): return String(i)
+        case .real(let d): return d.description
+        case .boolean(let b): return b ? "true" : "false"
+        case .date(let d): return d.description
+        case .data(let d): return "<\(d.count) bytes>"
+        case .array(let a): return "[" + a.map(text).joined(separator: ", ") + "]"
+        case .dictionary(let d): return "{\(d.count) keys}"
+        }
+    }
+
+    static func jsonValue(_ value: MetadataValue) -> Any {
+        switch value {
+        case .string(let s): return s
+        case .integer(let i): return i
+        case .real(let d): return d
+        case .boolean(let b): return b
+        case .date(let d): return d.timeIntervalSinceReferenceDate
+        case .data(let d): return d.base64EncodedString()
+        case .array(let a): return a.map(jsonValue)
+        case .dictionary(let d): return d.mapValues(jsonValue)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import FuseKit
+import ObjectGraph
+import StoreFS
+
+/// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
+///
+/// storefs's: `ro`/`rw`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
+/// `batch_size=N`, `allow_other`, `auto_unmount`/`noauto_unmount`. mount(8)'s own (`defaults`,
+/// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else
+/// goes to libfuse.
+struct MountConfiguration {
+    var mount = MountOptions()
+    var fileSystem = StoreFSConfiguration()
+    var engine = EngineConfiguration()
+    var model: String?
+
+    init(options: [String]) throws {
+        for option in options.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
+            let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
+            let name = parts[0]
+            let value = parts.count > 1 ? parts[1] : nil
+            switch name {
+            case "ro": mount.readOnly = true
+            case "rw": mount.readOnly = false
+            case "allow_other": mount.allowOther = true
+            case "auto_unmount": mount.autoUnmount = true
+            case "noauto_unmount": mount.autoUnmount = false
+            case "model": model = try Self.required(value, name)
+            case "commit_delay":
+                guard let seconds = Double(try Self.required(value, name)), seconds >= 0 else {
+                    throw MountOptionError("commit_delay needs a number of seconds, e.g. commit_delay=0.5")
+                }
+                fileSystem.commitDelay = seconds
+            case "cache_size":
+                guard let mib = Int(try Self.required(value, name)), mib > 0 else {
+                    throw MountOptionError("cache_size needs a size in MiB, e.g. cache_size=256")
+                }
+                engine.rowCacheLimit = mib << 20
+            case "batch_size":
+                guard let n = Int(try Self.required(value, name)), n > 0 else {
+                    throw MountOptionError("batch_size needs a positive number")
+                }
+                engine.batchSize = n
+            case "defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "exec", "noexec",
+                "suid", "nosuid", "dev", "nodev", "atime", "noatime", "relatime", "sync", "async":
+                continue
+            default:
+                if name.hasPrefix("x-") || name.hasPrefix("comment=") || name == "comment" { continue }
+                mount.extraOptions.append(option)
+            }
+        }
+        fileSystem.readOnly = mount.readOnly
+    }
+
+    private static func required(_ value: String?, _ name: String) throws -> String {
+        guard let value, !value.isEmpty else { throw MountOptionError("-o \(name) needs a value: \(name)=...") }
+        return value
+    }
+}
+
+struct MountOptionError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

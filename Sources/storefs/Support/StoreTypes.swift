@@ -1,0 +1,14 @@
+import Foundation
+import ObjectGraph
+import SQLiteStore
+
+/// The store types the CLI knows, by file suffix.
+enum StoreTypes {
+    static let all: [any PersistentStoreType] = [SQLiteStoreType()]
+
+    /// The model at `path` (.xcdatamodeld, .xcdatamodel or a contents file), or nil for no path.
+    static func model(at path: String?) throws -> ManagedObjectModel? {
+        guard let path else { return nil }
+        return try XcodeModelLoader.load(from: URL(fileURLWithPath: path))
+    }
+}
