@@ -38,6 +38,13 @@ let package = Package(
             ]),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit"]),
+        .testTarget(
+            name: "MountTests",
+            dependencies: [
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore"]),
         .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "XMLStore", "BinaryStore", "SQLiteStore"]),
         .testTarget(
             name: "SQLiteStoreTests",
