@@ -40,6 +40,8 @@ public protocol FileSystem: AnyObject, Sendable {
     ) throws(FileSystemError)
     func releaseDirectory(_ inode: InodeNumber, handle: FileHandle)
 
+    /// Opens a file. `flags` carry O_TRUNC when the file is to be truncated (FuseKit asks the
+    /// kernel for atomic O_TRUNC, so truncation on open arrives here, not as a SETATTR).
     func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult
     func read(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data
     /// Writes `data` at `offset`; returns the number of bytes taken.

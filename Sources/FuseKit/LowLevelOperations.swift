@@ -384,9 +384,12 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     // PARALLEL_DIROPS and AUTO_INVAL_DATA keep libfuse's defaults.
     connection.pointee.want &= ~UInt32(
         FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_WRITEBACK_CACHE)
-    // Without atomic O_TRUNC the kernel truncates with a SETATTR(size 0) before OPEN, so a
-    // filesystem sees every truncation in setAttributes and needs no O_TRUNC case in open.
-    connection.pointee.want &= ~UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
+    // Atomic O_TRUNC: open() gets O_TRUNC in its flags and truncates there. Without it the kernel
+    // sends SETATTR(size 0) *without* the file handle (fuse_setattr drops it for ATTR_OPEN), so a
+    // filesystem that buffers writes per handle could not tell `> file` from `truncate -s 0 file`.
+    if connection.pointee.capable & UInt32(FUSE_CAP_ATOMIC_O_TRUNC) != 0 {
+        connection.pointee.want |= UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
+    }
     if context.wantsPOSIXACL && connection.pointee.capable & UInt32(FUSE_CAP_POSIX_ACL) != 0 {
         connection.pointee.want |= UInt32(FUSE_CAP_POSIX_ACL)
     }

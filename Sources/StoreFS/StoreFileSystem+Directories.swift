@@ -117,18 +117,10 @@ extension StoreFileSystem {
         return result
     }
 
-    /// Fires the row faults and the to-many faults of `ids` as one batch per relationship.
+    /// Fires the row faults of `ids` in one store request; their to-many faults then fire per
+    /// batch too, when the first of them is read (the engine remembers the batch).
     func prefetch(_ ids: [ObjectID]) throws(FileSystemError) {
-        try engine({ () throws(ObjectGraphError) in
-            try context.prefetch(ids)
-            var byEntity: [EntityID: [ObjectID]] = [:]
-            for id in ids { byEntity[id.entity, default: []].append(id) }
-            for (entity, members) in byEntity {
-                for relationship in model[entity].persistentRelationships where relationship.isToMany {
-                    try context.prefetch(relationship.name, for: members)
-                }
-            }
-        }, "prefetch")
+        try engine({ () throws(ObjectGraphError) in try context.prefetch(ids) }, "prefetch")
     }
 
     private func entityOf(_ directory: Node) -> EntityID? {

@@ -38,7 +38,10 @@ extension StoreFileSystem {
         switch node {
         case .root:
             let key = String(name.dropFirst("user.".count))
-            guard name != Self.statsName else { throw .notPermitted }
+            guard name != Self.statsName, !StoreMetadata.managedKeys.contains(key) else {
+                logger.error("setfattr \(name): the store manages this key; it cannot be set")
+                throw .notPermitted
+            }
             let current = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]
             if flags == 1 && current != nil { throw .exists }  // XATTR_CREATE
             if flags == 2 && current == nil { throw .noAttribute }  // XATTR_REPLACE
@@ -55,8 +58,11 @@ extension StoreFileSystem {
     public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {
         guard name.hasPrefix("user.") else { throw .notSupported }
         guard !configuration.readOnly else { throw .readOnly }
-        guard try node(inode) == .root, name != Self.statsName else { throw .notPermitted }
         let key = String(name.dropFirst("user.".count))
+        guard try node(inode) == .root, name != Self.statsName, !StoreMetadata.managedKeys.contains(key) else {
+            logger.error("setfattr -x \(name): only custom metadata keys of the mount root can be removed")
+            throw .notPermitted
+        }
         guard try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key] != nil else {
             throw .noAttribute
         }

@@ -38,12 +38,14 @@ extension StoreFileSystem {
             writes.update(handle) {
                 $0.buffer = updated
                 $0.dirty = true
+                $0.written = true
             }
         }
         return data.count
     }
 
     public func flush(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
+        guard writes.openFile(handle)?.written == true else { return }
         try commitBuffer(handle)
     }
 
@@ -102,6 +104,7 @@ extension StoreFileSystem {
         guard let file = writes.openFile(handle), file.dirty, let content = file.buffer else { return }
         writes.update(handle) {
             $0.dirty = false
+            $0.written = false
             $0.buffer = nil
         }
         try setContent(content, of: file.node)

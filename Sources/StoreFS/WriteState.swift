@@ -14,6 +14,10 @@ final class WriteState: Sendable {
         /// The new content, once the file was written or truncated through this handle.
         var buffer: Data?
         var dirty = false
+        /// Whether data was written through this handle (not only truncated): a flush of a merely
+        /// truncated buffer waits for the writes or the release (the shell's `>` closes a
+        /// duplicate descriptor before it writes anything).
+        var written = false
     }
 
     struct ScratchFile {

@@ -152,7 +152,11 @@ final class MemoryFileSystem: FileSystem {
     }
 
     func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult {
-        OpenResult(keepCache: true)
+        // FuseKit asks for atomic O_TRUNC: truncation on open arrives here, not as a SETATTR.
+        if flags & O_TRUNC != 0 {
+            state.withLock { state in state.nodes[inode]?.content = Data() }
+        }
+        return OpenResult(keepCache: true)
     }
 
     func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {

@@ -1,1 +1,208 @@
+import Foundation
+import ObjectGraph
+import SQLiteStore
+@testable import StoreFS
 import Testing
+
+/// Reading a mounted sample store with the ordinary tools, checked against what the engine holds.
+@Suite(.serialized) struct ReadPathTests {
+    @Test func lsShowsEntitiesAndTheirObjects() throws {
+        let mount = try MountedStore(objects: 1_000)
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        #expect(try run("ls", [mount.path]).lines == engine.model.entities.map(\.name).sorted())
+        for entity in engine.model.entities {
+            let expected = try context.objectIDs(of: entity.id, includingSubentities: true).map(\.key.description).sorted()
+            let listed = try run("ls", [mount.path + "/" + entity.name]).lines
+            #expect(listed == expected, "ls \(entity.name)")
+        }
+    }
+
+    @Test func catAndStatGiveTheValuesTheStoreHolds() throws {
+        let mount = try MountedStore(objects: 500)
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        let employees = try context.objectIDs(of: model.entityID(named: "Employee")!)
+        for id in employees.prefix(12) {
+            let folder = "\(mount.path)/Employee/\(id.key)"
+            let snapshot = try #require(try context.snapshot(of: id))
+            let files = try run("find", [folder, "-maxdepth", "1", "-type", "f", "-printf", "%f\n"]).lines.sorted()
+            #expect(files == snapshot.attributes.keys.sorted(), "the files are the non-nil attributes of \(id)")
+            for attribute in model[id.entity].persistentAttributes {
+                guard let value = snapshot.attributes[attribute.name] else { continue }
+                let expected = ValueText.content(of: value, type: attribute.type)
+                let path = "\(folder)/\(attribute.name)"
+                let content = try Data(contentsOf: URL(fileURLWithPath: path))
+                #expect(content == expected, "\(path)")
+                let size = try run("stat", ["-c", "%s", path]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(size == String(expected.count), "stat size of \(path)")
+                if ValueText.isText(attribute.type) {
+                    #expect(try run("cat", [path]).output == ValueText.text(of: value) + "\n")
+                }
+            }
+        }
+    }
+
+    @Test func relationshipsAreLinksAndFoldersOfLinks() throws {
+        let mount = try MountedStore(objects: 500)
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        let employee = try context.objectIDs(of: model.entityID(named: "Employee")!)[3]
+        let department = try #require(try context.destination(of: "department", for: employee))
+        let link = try run("readlink", ["\(mount.path)/Employee/\(employee.key)/department"])
+        #expect(link.output == "../../Department/\(department.key)\n")
+        #expect(try run("cat", ["\(mount.path)/Employee/\(employee.key)/department/name"]).output
+            == ValueText.text(of: try #require(try context.value(of: "name", for: department))) + "\n")
+
+        let members = try context.destinations(of: "employees", for: department)
+        let listed = try run("ls", ["\(mount.path)/Department/\(department.key)/employees"]).lines
+        #expect(listed == members.map(\.key.description).sorted())
+        let target = try run("readlink", ["\(mount.path)/Department/\(department.key)/employees/\(members[0].key)"]).output
+        #expect(target == "../../../\(model[members[0].entity].name)/\(members[0].key)\n")
+
+        // An ordered relationship lists in its order (ls -U keeps the directory order) and says it in user.order.
+        let manager = try context.objectIDs(of: model.entityID(named: "Manager")!)[1]
+        let reports = try context.destinations(of: "directReports", for: manager).map(\.key.description)
+        #expect(reports.count > 1)
+        #expect(try run("ls", ["-U", "\(mount.path)/Manager/\(manager.key)/directReports"]).lines == reports)
+        let order = try run("getfattr", ["--only-values", "-n", "user.order", "\(mount.path)/Manager/\(manager.key)/directReports"])
+        #expect(order.output == reports.joined(separator: " "))
+    }
+
+    @Test func subentityObjectsAppearOnceAsFoldersAndAsLinksInAncestors() throws {
+        let mount = try MountedStore(objects: 500)
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        let managers = try context.objectIDs(of: model.entityID(named: "Manager")!)
+        let employees = try context.objectIDs(of: model.entityID(named: "Employee")!)
+        let manager = managers[0]
+        let folders = try run("find", [mount.path, "-type", "d", "-name", manager.key.description]).lines
+        #expect(folders == ["\(mount.path)/Manager/\(manager.key)"], "one folder for the object")
+        for ancestor in ["Employee", "Person"] {
+            #expect(try run("readlink", ["\(mount.path)/\(ancestor)/\(manager.key)"]).output == "../Manager/\(manager.key)\n")
+        }
+        let personLinks = try run("find", ["\(mount.path)/Person", "-maxdepth", "1", "-type", "l"]).lines.count
+        #expect(personLinks == managers.count + employees.count)
+        #expect(try run("find", ["\(mount.path)/Employee", "-maxdepth", "1", "-type", "l"]).lines.count == managers.count)
+    }
+
+    @Test func findGrepDuAndGetfattrWork() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        var folders = 0
+        for entity in model.entities { folders += try context.count(of: entity.id) }
+        #expect(try run("find", [mount.path, "-mindepth", "2", "-maxdepth", "2", "-type", "d"]).lines.count == folders)
+        let lovelaces = try context.objectIDs(of: model.entityID(named: "Employee")!, includingSubentities: true).filter {
+            try context.value(of: "lastName", for: $0) == .string("Lovelace")
+        }
+        #expect(!lovelaces.isEmpty)
+        let grep = try run("grep", ["-rlx", "Lovelace", "\(mount.path)/Employee", "\(mount.path)/Manager"]).lines
+        #expect(Set(grep) == Set(lovelaces.map { "\(mount.path)/\(model[$0.entity].name)/\($0.key)/lastName" }))
+        #expect(try run("du", ["-s", mount.path]).status == 0)
+        let metadata = try engine.store.metadata()
+        let root = try run("getfattr", ["-d", "--absolute-names", mount.path]).output
+        #expect(root.contains("user.NSStoreType=\"SQLite\""))
+        #expect(root.contains("user.NSStoreUUID=\"\(metadata.storeUUID!)\""))
+        let object = try run("getfattr", ["-d", "--absolute-names", "\(mount.path)/Department/p1"]).output
+        #expect(object.contains("user.object.uri=\"x-coredata://\(metadata.storeUUID!)/Department/p1\""))
+        #expect(object.contains("user.object.version=\"1\""))
+        let entity = try run("getfattr", ["-d", "--absolute-names", "\(mount.path)/Manager"]).output
+        #expect(entity.contains("user.entity.parent=\"Employee\""))
+        #expect(entity.contains("user.entity.count=\"\(try context.count(of: model.entityID(named: "Manager")!))\""))
+        let attribute = try run("getfattr", ["--only-values", "-n", "user.attribute.type", "\(mount.path)/Department/p1/budget"])
+        #expect(attribute.output == "Decimal")
+        let unknown = try run("getfattr", ["-n", "user.no.such.name", mount.path])
+        #expect(unknown.status != 0 && unknown.error.contains("No such attribute"))
+    }
+
+    @Test func listingAndReadingEveryObjectCostsOneQueryPerBatch() throws {
+        let mount = try MountedStore(objects: 2_000)
+        defer { try? mount.unmount() }
+        let before = try mount.storeRequests()
+        let count = try run("ls", ["-l", "\(mount.path)/Employee"]).lines.count - 1
+        #expect(count == 1_700)
+        let cat = try sh("cat \(mount.path)/Employee/*/lastName | wc -l")
+        #expect(cat.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1700")
+        let requests = try mount.storeRequests() - before
+        let batch = EngineConfiguration().batchSize
+        #expect(requests <= (count + batch - 1) / batch + 4, "\(requests) store requests for listing and reading \(count) objects")
+        #expect(try mount.fuseCount("lookup") < 200, "readdirplus spared the per-entry lookups")
+    }
+
+    @Test func missingNamesAreENOENT() throws {
+        let mount = try MountedStore(objects: 200)
+        defer { try? mount.unmount() }
+        for path in ["NoSuchEntity", "Employee/p999999", "Employee/x1", "Employee/p6/noSuchAttribute", "Department/p1/employees/p999999"] {
+            let result = try run("stat", ["\(mount.path)/\(path)"])
+            #expect(result.status != 0 && result.error.contains("No such file or directory"), "\(path): \(result.error)")
+        }
+    }
+
+    @Test func readOnlyMountsRefuseWritesAndLeaveTheFileAsItWas() throws {
+        let mount = try MountedStore(objects: 300, mount: false)
+        let before = try run("sha256sum", [mount.store.path]).output.prefix(64)
+        try mount.mount(options: ["ro"])
+        defer { try? mount.unmount() }
+        _ = try run("find", [mount.path])
+        _ = try sh("cat \(mount.path)/Employee/*/lastName > /dev/null")
+        let attempts = [
+            "echo x > \(mount.path)/Department/p1/name",
+            "mkdir \(mount.path)/Department/p900",
+            "rm \(mount.path)/Department/p1/code",
+            "rm -r \(mount.path)/Milestone/p1",
+            "ln -s ../../Department/p2 \(mount.path)/Project/p1/department",
+            "setfattr -n user.note -v hi \(mount.path)",
+            "touch \(mount.path)/Department/p1/newfile",
+            "truncate -s 0 \(mount.path)/Department/p1/name",
+        ]
+        for command in attempts {
+            let result = try sh(command)
+            #expect(result.status != 0 && result.error.contains("Read-only file system"), "\(command): \(result.error)")
+        }
+        try mount.unmount()
+        #expect(try run("sha256sum", [mount.store.path]).output.prefix(64) == before)
+    }
+
+    @Test func storesFromTheCorpusMountReadOnlyAndWalkEntirely() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        let stores = try FileManager.default.contentsOfDirectory(atPath: corpus.appendingPathComponent("sqlite").path)
+            .filter { $0.hasSuffix(".sqlite") }.sorted()
+        #expect(stores.count >= 9)
+        let wibosco = "wibosco_CoreDataMigration-Example_CoreDataMigration_Example"
+        let models: [String: String] = [
+            "alemar11_CoreDataPlus_SampleModel_V1.sqlite": "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel",
+            "alemar11_CoreDataPlus_SampleModel_V2.sqlite": "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel",
+            "alemar11_CoreDataPlus_SampleModel3_V1.sqlite": "alemar11_CoreDataPlus_SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel",
+            "\(wibosco)_1.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example.xcdatamodel",
+            "\(wibosco)_2.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 2.xcdatamodel",
+            "\(wibosco)_3.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel",
+            "\(wibosco)_WAL.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 4.xcdatamodel",
+        ]
+        for name in stores {
+            let withModel = models[name].map { [corpus.appendingPathComponent("models/\($0)").path] } ?? []
+            for model in [nil] + withModel {
+                let mount = try MountedStore(copying: corpus.appendingPathComponent("sqlite/\(name)"), mount: false)
+                try mount.mount(options: ["ro"], model: model)
+                defer { try? mount.unmount() }
+                let engine = try mount.engine(model: model.map { try XcodeModelLoader.load(from: URL(fileURLWithPath: $0)) })
+                var objects = 0
+                for entity in engine.model.entities { objects += try engine.store.count(of: entity.id) }
+                let folders = try run("find", [mount.path, "-mindepth", "2", "-maxdepth", "2", "-type", "d"]).lines.count
+                #expect(folders == objects, "\(name) with model \(model ?? "none")")
+                let walk = try sh("find \(mount.path) -type f -print0 | xargs -0 -r cat > /dev/null")
+                #expect(walk.status == 0, "\(name): \(walk.error)\n\(mount.logText.suffix(2000))")
+            }
+        }
+    }
+}

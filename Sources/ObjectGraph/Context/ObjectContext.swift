@@ -27,7 +27,15 @@ public final class ObjectContext: Sendable {
         var deleted: [ObjectID: Int64] = [:]
         var metadata: StoreMetadata?
         var faultsFired = 0
+        /// The batch each recently prefetched object was fetched in, so that the first to-many
+        /// fault of one object fires for the whole batch (the rest of a listing follows).
+        var batchOf: [ObjectID: Int] = [:]
+        var batches: [Int: [ObjectID]] = [:]
+        var nextBatch = 0
     }
+
+    /// Batches remembered for to-many batch faulting: enough for the listings in use at once.
+    private static let rememberedBatches = 64
 
     final class WeakObject {
         weak var object: ManagedObject?
@@ -139,6 +147,7 @@ public final class ObjectContext: Sendable {
                 let snapshots = try store.snapshots(for: batch)
                 cache.store(snapshots)
                 state.faultsFired += snapshots.count
+                remember(batch, &state)
                 start += batchSize
             }
         }
@@ -231,9 +240,28 @@ public final class ObjectContext: Sendable {
             if pending.isInserted { return [] }
         }
         if let cached = cache.toManyDestinations(of: name, for: id) { return cached }
-        let found = try store.toManyDestinations(of: name, in: id.entity, for: [id])[id] ?? []
-        cache.storeToMany(found, of: name, for: id)
-        return found
+        // Fire the same fault for the rest of the batch this object was prefetched with.
+        var sources = [id]
+        if let batch = state.batchOf[id].flatMap({ state.batches[$0] }) {
+            for peer in batch where peer != id && peer.entity == id.entity && state.pending[peer] == nil
+                && state.deleted[peer] == nil && cache.toManyDestinations(of: name, for: peer) == nil
+            {
+                sources.append(peer)
+            }
+        }
+        let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
+        for source in sources { cache.storeToMany(found[source] ?? [], of: name, for: source) }
+        return found[id] ?? []
+    }
+
+    private func remember(_ batch: [ObjectID], _ state: inout State) {
+        let number = state.nextBatch
+        state.nextBatch += 1
+        state.batches[number] = batch
+        for id in batch { state.batchOf[id] = number }
+        if let old = state.batches.removeValue(forKey: number - Self.rememberedBatches) {
+            for id in old where state.batchOf[id] == number - Self.rememberedBatches { state.batchOf[id] = nil }
+        }
     }
 
     /// The version (`Z_OPT`) of `id` as last read or saved.

@@ -204,7 +204,8 @@ public struct PredicateEvaluator: Sendable {
                 return fetchedProperty.userInfo[path[1]].map(Value.string) ?? .null
             default:
                 throw ObjectGraphError(
-                    .unsupported, "\(written): only $FETCHED_PROPERTY.userInfo.<key> and $FETCHED_PROPERTY.name are supported")
+                    .unsupported,
+                    "\(written): only $FETCHED_PROPERTY.userInfo.<key> and $FETCHED_PROPERTY.name are supported")
             }
         default:
             guard let bound = variables[name] else {
@@ -235,7 +236,8 @@ public struct PredicateEvaluator: Sendable {
                     for element in current.elements {
                         values += try resolve(rest, from: element, path: path).elements
                     }
-                    return try aggregate(key.lowercased(), values.filter { if case .null = $0 { false } else { true } }, path)
+                    let present = values.filter { if case .null = $0 { false } else { true } }
+                    return try aggregate(key.lowercased(), present, path)
                 default:
                     throw ObjectGraphError(
                         .unsupported, "key path \(path.joined(separator: ".")): \(key) is not supported "

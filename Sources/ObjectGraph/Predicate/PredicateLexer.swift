@@ -65,7 +65,8 @@ struct PredicateLexer {
 
         if c == "\"" || c == "'" { return try string(quote: c, start: start) }
         if c.isNumber && c.isASCII { return try number(start: start) }
-        if c == "-" || c == "+" || c == ".", index + 1 < chars.count, chars[index + 1].isASCII, chars[index + 1].isNumber
+        if c == "-" || c == "+" || c == ".", index + 1 < chars.count, chars[index + 1].isASCII,
+            chars[index + 1].isNumber
         {
             return try number(start: start)
         }

@@ -14,7 +14,8 @@ public enum PredicateParser {
         var state = State(text: text, tokens: try PredicateLexer.tokens(of: text))
         let predicate = try state.orPredicate()
         guard state.peek.kind == .end else {
-            throw state.error(at: state.peek, "expected AND, OR or the end of the predicate, not \(state.quoted(state.peek))")
+            throw state.error(
+                at: state.peek, "expected AND, OR or the end of the predicate, not \(state.quoted(state.peek))")
         }
         return predicate
     }
@@ -216,7 +217,8 @@ public enum PredicateParser {
                     case "SUBQUERY", "FUNCTION":
                         throw error(at: token, "expected a key path or a value; \(w.uppercased()) is not supported")
                     case let k where PredicateLexer.reservedWords.contains(k):
-                        throw error(at: token, "expected \(context), found the keyword \(w) (write #\(w) for a key named so)")
+                        throw error(
+                            at: token, "expected \(context), found the keyword \(w) (write #\(w) for a key named so)")
                     default: break
                     }
                 }
@@ -274,7 +276,8 @@ public enum PredicateParser {
             switch peek.kind {
             case .integer(let i): seconds = Double(i)
             case .double(let d): seconds = d
-            default: throw error(at: peek, "expected a number of seconds since 2001 in CAST at position \(word.position)")
+            default:
+                throw error(at: peek, "expected a number of seconds since 2001 in CAST at position \(word.position)")
             }
             _ = advance()
             guard isSymbol(",") else { throw error(at: peek, "expected \",\" in CAST at position \(word.position)") }
@@ -283,7 +286,9 @@ public enum PredicateParser {
                 throw error(at: peek, "expected \"NSDate\" (the only CAST supported) at position \(peek.position)")
             }
             _ = advance()
-            guard isSymbol(")") else { throw error(at: peek, "expected \")\" to close CAST at position \(word.position)") }
+            guard isSymbol(")") else {
+                throw error(at: peek, "expected \")\" to close CAST at position \(word.position)")
+            }
             _ = advance()
             return .constant(.date(seconds))
         }
