@@ -1,1 +1,77 @@
+import Foundation
 import ObjectGraph
+
+/// storefs's binary store type: files ending in `.binary`, in the format of docs/BINARY_FORMAT.md.
+///
+/// An atomic store like Core Data's binary store (whose format is private): the whole file is read
+/// at open and written at every save; fast to load, versioned, checksummed. The model is read from
+/// the metadata key ``StoreMetadata/modelKey`` when none is given. Stateless; safe from any thread.
+public struct BinaryStoreType: PersistentStoreType {
+    public static let typeName = "Binary"
+
+    public var name: String { Self.typeName }
+    public var fileExtensions: [String] { ["binary"] }
+
+    public init() {}
+
+    /// Reads the header and the metadata section only.
+    public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
+        let path = url.path
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            if !FileManager.default.fileExists(atPath: path) { throw ObjectGraphError(.notFound, "\(path) does not exist") }
+            throw ObjectGraphError(.io, "\(path): could not open the store for reading")
+        }
+        defer { try? handle.close() }
+        let size: Int
+        let head: Data
+        let body: Data
+        do {
+            size = Int(try handle.seekToEnd())
+            try handle.seek(toOffset: 0)
+            head = try handle.read(upToCount: BinaryStoreFormat.headerSize) ?? Data()
+        } catch {
+            throw ObjectGraphError(.io, "\(path): could not read the store: \(error)")
+        }
+        let header = try head.withBytes { (b) throws(ObjectGraphError) in
+            try BinaryStoreFormat.header(b, fileSize: size, path: path)
+        }
+        do {
+            body = try handle.read(upToCount: header.metadataLength) ?? Data()
+        } catch {
+            throw ObjectGraphError(.io, "\(path): could not read the store: \(error)")
+        }
+        guard body.count == header.metadataLength else {
+            throw ObjectGraphError(.corruptStore, "\(path): truncated metadata section")
+        }
+        var metadata = try body.withBytes { (b) throws(ObjectGraphError) in
+            try BinaryStoreFormat.decodeMetadata(b, expectedCRC: header.metadataCRC, path: path)
+        }
+        metadata.storeType = Self.typeName
+        return metadata
+    }
+
+    public func open(
+        at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
+    ) throws(ObjectGraphError) -> any PersistentStore {
+        let path = url.path
+        if !FileManager.default.fileExists(atPath: path) {
+            guard options.createIfMissing else { throw ObjectGraphError(.notFound, "\(path) does not exist") }
+            guard !options.readOnly else {
+                throw ObjectGraphError(.notFound, "\(path) does not exist, and a read-only store cannot be created")
+            }
+            guard let model else { throw ObjectGraphError(.invalidModel, "creating \(path) needs a model") }
+            var metadata = initialMetadata
+            metadata.storeType = Self.typeName
+            if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
+            if metadata[StoreMetadata.modelKey] == nil {
+                metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
+            }
+            let graph = AtomicGraph(metadata: metadata)
+            try AtomicFile.write(try BinaryStoreFormat.encode(graph, model: model), to: url)
+            return BinaryStore(model: model, url: url, readOnly: false, graph: graph)
+        }
+        let data = try AtomicFile.read(url)
+        let (resolved, graph) = try BinaryStoreFormat.decode(data, model: model, path: path)
+        return BinaryStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+    }
+}

@@ -1,1 +1,62 @@
+import Foundation
 import ObjectGraph
+
+/// Core Data's XML store type (`NSXMLStoreType`): files ending in `.xml`.
+///
+/// An atomic store: the whole file is read at open and written at every save. The format follows
+/// notes/COREDATA_FORMATS.md section 2; storefs's own choices (ids and keys, escapes, the spelling
+/// of types Core Data's files do not show) are documented on ``XMLStoreReader``,
+/// ``XMLStoreWriter`` and ``XMLValueFormat``. Stateless; safe from any thread.
+public struct XMLStoreType: PersistentStoreType {
+    public static let typeName = "XML"
+
+    public var name: String { Self.typeName }
+    public var fileExtensions: [String] { ["xml"] }
+
+    public init() {}
+
+    /// Reads `<databaseInfo>` only (a byte scan, not a parse of the objects).
+    public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
+        let data = try AtomicFile.read(url)
+        let doc = try XMLStoreReader.header(of: data, path: url.path)
+        var metadata = StoreMetadata(doc.metadata)
+        metadata[XMLStoreWriter.keysKey] = nil
+        metadata.storeType = Self.typeName
+        if let uuid = doc.uuid, !uuid.isEmpty { metadata.storeUUID = uuid }
+        return metadata
+    }
+
+    public func open(
+        at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
+    ) throws(ObjectGraphError) -> any PersistentStore {
+        let path = url.path
+        if !FileManager.default.fileExists(atPath: path) {
+            guard options.createIfMissing else { throw ObjectGraphError(.notFound, "\(path) does not exist") }
+            guard !options.readOnly else {
+                throw ObjectGraphError(.notFound, "\(path) does not exist, and a read-only store cannot be created")
+            }
+            guard let model else { throw ObjectGraphError(.invalidModel, "creating \(path) needs a model") }
+            var metadata = initialMetadata
+            metadata.storeType = Self.typeName
+            if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
+            if metadata[StoreMetadata.modelKey] == nil {
+                metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
+            }
+            let graph = AtomicGraph(metadata: metadata)
+            try AtomicFile.write(try XMLStoreWriter.encode(graph, model: model), to: url)
+            return XMLStore(model: model, url: url, readOnly: false, graph: graph)
+        }
+        let data = try AtomicFile.read(url)
+        let doc = try XMLStoreReader.document(of: data, path: path)
+        let resolved: ManagedObjectModel
+        if let model {
+            resolved = model
+        } else if case .string(let text) = doc.metadata[StoreMetadata.modelKey] {
+            resolved = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(path) (embedded model)")
+        } else {
+            resolved = try XMLModelInference.model(from: doc, path: path)
+        }
+        let graph = try XMLGraphBuilder.graph(from: doc, model: resolved, path: path)
+        return XMLStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+    }
+}

@@ -134,7 +134,7 @@ final class MountedStore {
         guard result.status == 0 else { throw HarnessError("fusermount3 -u failed: \(result.error)") }
         // The server commits and exits after the unmount; wait until it has let go of the store.
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, (try? run("pgrep", ["-f", "storefs mount \(store.path)"]).status) == 0 {
+        while Date() < deadline, (try? run("pgrep", ["-f", "storefs mount \(store.path) \(mountPoint.path)"]).status) == 0 {
             Thread.sleep(forTimeInterval: 0.05)
         }
         isMounted = false

@@ -1,0 +1,92 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ObjectGraph
+
+// NOTE: XMLStore and BinaryStore each carry an identical copy of this file. Change both together.
+
+/// Whole-file reads and crash-safe whole-file replacement for the atomic store types.
+///
+/// A save writes a temporary file in the store's directory, fsyncs it, renames it over the store
+/// and fsyncs the directory: after a crash or a failure the store is either the old file or the
+/// new one, and a failure removes the temporary file. Stateless; safe from any thread.
+enum AtomicFile {
+    static func read(_ url: URL) throws(ObjectGraphError) -> Data {
+        do {
+            return try Data(contentsOf: url, options: .mappedIfSafe)
+        } catch {
+            let code = (error as NSError).code
+            if !FileManager.default.fileExists(atPath: url.path) {
+                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
+            }
+            throw ObjectGraphError(.io, "\(url.path): could not read the store (error \(code)): \(error.localizedDescription)")
+        }
+    }
+
+    /// Replaces the file at `url` with `data` atomically.
+    ///
+    /// - Throws: ``ObjectGraphError/Code/io`` naming the path and the OS error; the old file is
+    ///   left as it was and no temporary file remains.
+    static func write(_ data: Data, to url: URL) throws(ObjectGraphError) {
+        let path = url.path
+        let directory = url.deletingLastPathComponent().path
+        let temp = directory + "/." + url.lastPathComponent + ".storefs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        var mode: mode_t = 0o644
+        var st = stat()
+        if stat(path, &st) == 0 { mode = st.st_mode & 0o7777 }
+
+        func fail(_ step: String, _ code: Int32) -> ObjectGraphError {
+            ObjectGraphError(.io, "\(path): could not save the store (\(step)): \(String(cString: strerror(code)))")
+        }
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw fail("creating temporary file \(temp)", errno) }
+        var failure: ObjectGraphError?
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = fail("writing temporary file \(temp)", errno)
+                    return
+                }
+                offset += n
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = fail("fsync of \(temp)", errno) }
+        if close(fd) != 0, failure == nil { failure = fail("closing \(temp)", errno) }
+        if failure == nil, rename(temp, path) != 0 { failure = fail("renaming \(temp) over the store", errno) }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+        // The rename is durable only once the directory is; a failure here cannot undo the save.
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 {
+            _ = fsync(dfd)
+            close(dfd)
+        }
+    }
+
+    /// A token of the file's identity and last change: inode, size and mtime (ns), hashed with
+    /// FNV-1a 64; nil when the file cannot be stat'ed.
+    static func changeToken(_ url: URL) -> Int64? {
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { return nil }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for value in [UInt64(st.st_ino), UInt64(bitPattern: Int64(st.st_size)),
+                      UInt64(bitPattern: Int64(st.st_mtim.tv_sec)), UInt64(bitPattern: Int64(st.st_mtim.tv_nsec)),
+                      UInt64(st.st_dev)] {
+            var v = value
+            for _ in 0..<8 {
+                hash = (hash ^ (v & 0xff)) &* 0x100_0000_01b3
+                v >>= 8
+            }
+        }
+        return Int64(bitPattern: hash)
+    }
+}

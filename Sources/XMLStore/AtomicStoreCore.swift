@@ -1,0 +1,111 @@
+import Foundation
+import ObjectGraph
+import Synchronization
+
+// NOTE: XMLStore and BinaryStore each carry an identical copy of this file. Change both together.
+
+/// The part of an atomic store that does not depend on its file format: the graph in memory,
+/// requests, keys and saves. The store type supplies `encode`, which turns a graph into the bytes
+/// of the whole file.
+///
+/// Threading: safe from any thread (one lock; a save holds it while it writes the file).
+final class AtomicStoreCore: Sendable {
+    struct State {
+        var graph: AtomicGraph
+        var requests = 0
+        var closed = false
+    }
+
+    typealias Encoder = @Sendable (AtomicGraph) throws(ObjectGraphError) -> Data
+
+    let model: ManagedObjectModel
+    let url: URL
+    let storeType: String
+    let isReadOnly: Bool
+    private let encode: Encoder
+    private let state: Mutex<State>
+
+    init(model: ManagedObjectModel, url: URL, storeType: String, readOnly: Bool, graph: AtomicGraph,
+         encode: @escaping Encoder) {
+        self.model = model
+        self.url = url
+        self.storeType = storeType
+        self.isReadOnly = readOnly
+        self.encode = encode
+        self.state = Mutex(State(graph: graph))
+    }
+
+    var requestCount: Int { state.withLock { $0.requests } }
+
+    func metadata() throws(ObjectGraphError) -> StoreMetadata { try access { $0.graph.metadata } }
+
+    func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
+        try access { $0.graph.objectIDs(of: entity, model: model) }
+    }
+
+    func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
+        try access { state in
+            (state.graph.keysByRoot[model[entity].rootID] ?? [:]).values.count { $0.entity == entity }
+        }
+    }
+
+    func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
+        try access { state in ids.compactMap { state.graph.snapshots[$0] } }
+    }
+
+    func toManyDestinations(of relationship: String, for sources: [ObjectID]) throws(ObjectGraphError)
+        -> [ObjectID: [ObjectID]]
+    {
+        try access { state in
+            var result: [ObjectID: [ObjectID]] = [:]
+            for source in sources {
+                result[source] = state.graph.toMany[.init(source: source, relationship: relationship)] ?? []
+            }
+            return result
+        }
+    }
+
+    func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
+        try access { state in
+            let first = (state.graph.maxKey[root] ?? 0) + 1
+            state.graph.maxKey[root] = first + Int64(count) - 1
+            return (0..<Int64(count)).map { PrimaryKey(first + $0) }
+        }
+    }
+
+    func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
+        try access { state in
+            guard state.graph.keysByRoot[root]?[key] == nil else { return false }
+            state.graph.maxKey[root] = max(state.graph.maxKey[root] ?? 0, key.rawValue)
+            return true
+        }
+    }
+
+    /// Applies the request to a copy of the graph, writes the file, then keeps the copy.
+    func save(_ request: SaveRequest) throws(ObjectGraphError) {
+        try access { (state) throws(ObjectGraphError) in
+            guard !isReadOnly else {
+                throw ObjectGraphError(.readOnly, "\(url.path) was opened read-only; the save was not written")
+            }
+            var copy = state.graph
+            try copy.apply(request, model: model, storeType: storeType)
+            let data = try encode(copy)
+            try AtomicFile.write(data, to: url)
+            state.graph = copy
+        }
+    }
+
+    func externalChangeToken() throws(ObjectGraphError) -> Int64? {
+        try access { _ in AtomicFile.changeToken(url) }
+    }
+
+    func close() { state.withLock { $0.closed = true } }
+
+    private func access<T>(_ body: (inout State) throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+        try state.withLock { (state) throws(ObjectGraphError) -> T in
+            guard !state.closed else { throw ObjectGraphError(.unsupported, "the store \(url.path) is closed") }
+            state.requests += 1
+            return try body(&state)
+        }
+    }
+}

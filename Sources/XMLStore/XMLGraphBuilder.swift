@@ -1,0 +1,125 @@
+import Foundation
+import ObjectGraph
+
+/// Matches a parsed XML store to a model and builds the in-memory graph.
+///
+/// Names match case-insensitively (Core Data lower-cases property names and upper-cases entity
+/// names in the file). Ids `z<N>` become keys as ``XMLStoreWriter`` describes.
+enum XMLGraphBuilder {
+    static func graph(from doc: XMLStoreDocument, model: ManagedObjectModel, path: String) throws(ObjectGraphError)
+        -> AtomicGraph
+    {
+        func corrupt(_ message: String) -> ObjectGraphError { ObjectGraphError(.corruptStore, "\(path): \(message)") }
+
+        var metadata = StoreMetadata(doc.metadata)
+        var offsets: [EntityID: Int64] = [:]
+        var savedMax: [EntityID: Int64]?
+        if let table = metadata[XMLStoreWriter.keysKey] {
+            guard case .dictionary(let entries) = table else { throw corrupt("metadata \(XMLStoreWriter.keysKey) is not a dictionary") }
+            var maxima: [EntityID: Int64] = [:]
+            for (name, value) in entries {
+                guard let entity = model.entity(named: name), entity.parentID == nil else {
+                    throw corrupt("metadata \(XMLStoreWriter.keysKey) names \(name), which is not a root entity of the model")
+                }
+                guard case .array(let pair) = value, pair.count == 2, case .integer(let offset) = pair[0],
+                    case .integer(let maximum) = pair[1], offset >= 0, maximum >= 0
+                else { throw corrupt("metadata \(XMLStoreWriter.keysKey) entry \(name) is not [offset, max key]") }
+                offsets[entity.id] = offset
+                maxima[entity.id] = maximum
+            }
+            savedMax = maxima
+            metadata[XMLStoreWriter.keysKey] = nil
+        }
+        metadata.storeType = XMLStoreType.typeName
+        if let uuid = doc.uuid, !uuid.isEmpty { metadata.storeUUID = uuid }
+        if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
+
+        var entityByType: [String: EntityID] = [:]
+        for entity in model.entities { entityByType[entity.name.uppercased()] = entity.id }
+        struct Properties {
+            var attributes: [String: AttributeDescription] = [:]
+            var relationships: [String: RelationshipDescription] = [:]
+        }
+        var properties: [EntityID: Properties] = [:]
+        for entity in model.entities {
+            var p = Properties()
+            for a in entity.persistentAttributes { p.attributes[a.name.lowercased()] = a }
+            for r in entity.persistentRelationships { p.relationships[r.name.lowercased()] = r }
+            properties[entity.id] = p
+        }
+
+        // Pass 1: identities.
+        var ids: [String: ObjectID] = [:]
+        ids.reserveCapacity(doc.objects.count)
+        var maxZ: Int64 = 0
+        for object in doc.objects {
+            guard let entity = entityByType[object.type.uppercased()] else {
+                throw corrupt("line \(object.line): object \(object.id) has type \(object.type), which the model has no entity for")
+            }
+            guard object.id.first == "z", let n = Int64(object.id.dropFirst()), n > 0 else {
+                throw corrupt("line \(object.line): object id \"\(object.id)\" is not z<number>")
+            }
+            let root = model[entity].rootID
+            let key = n - (offsets[root] ?? 0)
+            guard key > 0 else { throw corrupt("line \(object.line): object id \(object.id) is below its entity's key offset") }
+            let id = ObjectID(entity: entity, key: PrimaryKey(key))
+            guard ids.updateValue(id, forKey: object.id) == nil else {
+                throw corrupt("line \(object.line): object id \(object.id) is used twice")
+            }
+            maxZ = max(maxZ, n)
+        }
+
+        // Pass 2: values and references.
+        var graph = AtomicGraph(metadata: metadata)
+        for object in doc.objects {
+            let id = ids[object.id]!
+            let entity = model[id.entity]
+            let props = properties[id.entity]!
+            var snapshot = Snapshot(objectID: id, version: 1)
+            for raw in object.attributes {
+                guard let attribute = props.attributes[raw.name.lowercased()] else {
+                    throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")
+                }
+                guard let value = XMLValueFormat.value(raw.text, as: attribute.type) else {
+                    let shown = raw.text.count > 60 ? String(raw.text.prefix(60)) + "…" : raw.text
+                    throw corrupt(
+                        "line \(object.line): object \(object.id): \(entity.name).\(attribute.name) value \"\(shown)\" is not a valid \(attribute.type.rawValue)")
+                }
+                snapshot.attributes[attribute.name] = value
+            }
+            for raw in object.relationships {
+                guard let relationship = props.relationships[raw.name.lowercased()] else {
+                    throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no relationship \(raw.name)")
+                }
+                var targets: [ObjectID] = []
+                targets.reserveCapacity(raw.idrefs.count)
+                for ref in raw.idrefs {
+                    guard let target = ids[ref] else {
+                        throw corrupt("line \(object.line): object \(object.id): \(raw.name) refers to \(ref), which does not exist")
+                    }
+                    targets.append(target)
+                }
+                if relationship.isToMany {
+                    graph.toMany[.init(source: id, relationship: relationship.name)] = targets
+                } else if targets.count > 1 {
+                    throw corrupt("line \(object.line): object \(object.id): to-one \(raw.name) lists \(targets.count) objects")
+                } else if let target = targets.first {
+                    snapshot.toOne[relationship.name] = target
+                }
+            }
+            guard graph.load(snapshot, root: entity.rootID) else {
+                throw corrupt("line \(object.line): object \(object.id) has the same key as another object of \(model[entity.rootID].name)")
+            }
+        }
+
+        // Keys handed out: exact when storefs wrote the file; otherwise above every id in the file,
+        // so that new objects keep z-ids unique as Core Data expects.
+        if let savedMax {
+            for (root, m) in savedMax { graph.maxKey[root] = max(graph.maxKey[root] ?? 0, m) }
+        } else {
+            let next = Int64(doc.nextObjectID?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            for root in model.rootEntities { graph.maxKey[root.id] = max(next, maxZ) }
+        }
+        return graph
+    }
+}

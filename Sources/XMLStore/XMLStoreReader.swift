@@ -1,0 +1,209 @@
+import Foundation
+import ObjectGraph
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// The parsed content of a Core Data XML store file, before it is matched to a model.
+struct XMLStoreDocument {
+    struct RawAttribute {
+        var name: String
+        var type: String
+        var text: String
+    }
+
+    struct RawRelationship {
+        var name: String
+        var type: String
+        var destination: String
+        var idrefs: [String]
+    }
+
+    struct RawObject {
+        var type: String
+        var id: String
+        var line: Int
+        var attributes: [RawAttribute] = []
+        var relationships: [RawRelationship] = []
+    }
+
+    var version: String?
+    var uuid: String?
+    var nextObjectID: String?
+    var metadata: [String: MetadataValue] = [:]
+    var objects: [RawObject] = []
+}
+
+/// Reads Core Data XML store files: the header (for metadata) and the objects.
+///
+/// Every malformed input gives ``ObjectGraphError/Code/corruptStore`` naming the file and, where
+/// there is one, the line.
+enum XMLStoreReader {
+    // MARK: - Header
+
+    /// The `<databaseInfo>` values and metadata, found by a byte scan (no full parse).
+    static func header(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
+        var doc = XMLStoreDocument()
+        guard let databaseInfo = range(of: "<databaseInfo>", in: data),
+            range(of: "<database>", in: data) != nil || range(of: "<database ", in: data) != nil
+        else {
+            throw ObjectGraphError(.corruptStore, "\(path): not a Core Data XML store (no <database> and <databaseInfo>)")
+        }
+        guard let infoEnd = range(of: "</databaseInfo>", in: data, from: databaseInfo.upperBound) else {
+            throw ObjectGraphError(.corruptStore, "\(path): <databaseInfo> is not closed (truncated file?)")
+        }
+        func element(_ name: String) -> String? {
+            guard let open = range(of: "<\(name)>", in: data, from: databaseInfo.upperBound),
+                open.upperBound <= infoEnd.lowerBound,
+                let close = range(of: "</\(name)>", in: data, from: open.upperBound), close.upperBound <= infoEnd.lowerBound
+            else { return nil }
+            return String(decoding: data[open.upperBound..<close.lowerBound], as: UTF8.self)
+        }
+        doc.version = element("version")
+        doc.uuid = element("UUID")?.trimmingCharacters(in: .whitespacesAndNewlines)
+        doc.nextObjectID = element("nextObjectID")
+        if let open = range(of: "<metadata>", in: data, from: databaseInfo.upperBound), open.upperBound <= infoEnd.lowerBound,
+            let close = range(of: "</metadata>", in: data, from: open.upperBound)
+        {
+            let body = data[open.upperBound..<close.lowerBound]
+            if body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D) }) {
+                let plist: Any
+                do {
+                    plist = try PropertyListSerialization.propertyList(from: Data(body), options: [], format: nil)
+                } catch {
+                    throw ObjectGraphError(.corruptStore, "\(path): the <metadata> property list does not parse: \(error)")
+                }
+                guard let dict = plist as? [String: Any] else {
+                    throw ObjectGraphError(.corruptStore, "\(path): <metadata> is not a dictionary")
+                }
+                for (key, value) in dict {
+                    do {
+                        doc.metadata[key] = try MetadataValue(propertyList: value)
+                    } catch {
+                        throw ObjectGraphError(.corruptStore, "\(path): metadata key \(key): \(error.message)")
+                    }
+                }
+            }
+        }
+        if let version = doc.version?.trimmingCharacters(in: .whitespacesAndNewlines), version != XMLStoreWriter.formatVersion {
+            throw ObjectGraphError(
+                .corruptStore, "\(path): unsupported XML store version \(version) (storefs reads \(XMLStoreWriter.formatVersion))")
+        }
+        return doc
+    }
+
+    private static func range(of needle: String, in data: Data, from start: Data.Index? = nil) -> Range<Data.Index>? {
+        data.range(of: Data(needle.utf8), in: (start ?? data.startIndex)..<data.endIndex)
+    }
+
+    // MARK: - Objects
+
+    /// Parses the whole file.
+    static func document(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
+        var doc = try header(of: data, path: path)
+        let delegate = Delegate()
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = delegate
+        delegate.parser = parser
+        let ok = parser.parse()
+        if let failure = delegate.failure {
+            throw ObjectGraphError(.corruptStore, "\(path): line \(failure.line): \(failure.message)")
+        }
+        guard ok else {
+            let description = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown error"
+            throw ObjectGraphError(
+                .corruptStore, "\(path): line \(parser.lineNumber): the XML does not parse (\(description); truncated file?)")
+        }
+        guard delegate.sawDatabaseEnd else {
+            throw ObjectGraphError(.corruptStore, "\(path): </database> is missing (truncated file?)")
+        }
+        doc.objects = delegate.objects
+        return doc
+    }
+
+    private final class Delegate: NSObject, XMLParserDelegate {
+        weak var parser: XMLParser?
+        var objects: [XMLStoreDocument.RawObject] = []
+        var current: XMLStoreDocument.RawObject?
+        var attribute: XMLStoreDocument.RawAttribute?
+        var text = ""
+        var path: [String] = []
+        var sawDatabaseEnd = false
+        var failure: (line: Int, message: String)?
+
+        func fail(_ message: String) {
+            guard failure == nil else { return }
+            failure = (parser?.lineNumber ?? 0, message)
+            parser?.abortParsing()
+        }
+
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
+            defer { path.append(name) }
+            if path.contains("databaseInfo") { return }
+            switch name {
+            case "database":
+                if !path.isEmpty { fail("<database> inside <\(path.last!)>") }
+            case "databaseInfo":
+                if path != ["database"] { fail("<databaseInfo> outside <database>") }
+            case "object":
+                guard path == ["database"] else { return fail("<object> outside <database>") }
+                guard let type = attributes["type"], let id = attributes["id"] else {
+                    return fail("<object> without type or id")
+                }
+                current = .init(type: type, id: id, line: parser.lineNumber)
+            case "attribute":
+                guard current != nil, path.last == "object" else { return fail("<attribute> outside <object>") }
+                guard let n = attributes["name"], let t = attributes["type"] else {
+                    return fail("<attribute> without name or type")
+                }
+                attribute = .init(name: n, type: t, text: "")
+                text = ""
+            case "relationship":
+                guard current != nil, path.last == "object" else { return fail("<relationship> outside <object>") }
+                guard let n = attributes["name"] else { return fail("<relationship> without name") }
+                let refs = (attributes["idrefs"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
+                current!.relationships.append(
+                    .init(name: n, type: attributes["type"] ?? "", destination: attributes["destination"] ?? "",
+                          idrefs: refs.map(String.init)))
+            default:
+                fail("unexpected element <\(name)>")
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            if attribute != nil { text += string }
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA data: Data) {
+            if attribute != nil { text += String(decoding: data, as: UTF8.self) }
+        }
+
+        func parser(_ parser: XMLParser, foundIgnorableWhitespace whitespace: String) {
+            if attribute != nil { text += whitespace }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            path.removeLast()
+            if path.contains("databaseInfo") { return }
+            switch name {
+            case "attribute":
+                if var a = attribute {
+                    a.text = text
+                    current?.attributes.append(a)
+                }
+                attribute = nil
+            case "object":
+                if let c = current { objects.append(c) }
+                current = nil
+            case "database":
+                sawDatabaseEnd = true
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import ObjectGraph
+
+/// Writes a graph as a Core Data XML store file.
+///
+/// Object ids: a Core Data XML file numbers objects `z<N>` uniquely per file, while storefs keys
+/// are unique per root entity. When every key in the graph is distinct across roots (every file
+/// Core Data wrote, and most storefs graphs) the id is `z<key>`, exactly as read. Otherwise each
+/// root entity gets an offset (the sum of the maximum keys of the roots before it, in entity
+/// order) and the id is `z<offset + key>`. Either way the metadata key ``keysKey`` records, per
+/// root entity name, `[offset, highest key handed out]`, so that keys (and Z_MAX) read back
+/// exactly; Core Data ignores unknown metadata keys.
+enum XMLStoreWriter {
+    /// Metadata key of storefs's key bookkeeping (kept out of ``XMLStore/metadata()``).
+    static let keysKey = "StoreFSKeys"
+    /// The XML store version Core Data has written since 2006.
+    static let formatVersion = "134481920"
+
+    static func encode(_ graph: AtomicGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
+        // Per-root maxima and whether keys collide across roots.
+        var maxByRoot: [EntityID: Int64] = [:]
+        var seen: Set<Int64> = []
+        var collide = false
+        for (root, keys) in graph.keysByRoot {
+            var m = graph.maxKey[root] ?? 0
+            for key in keys.keys {
+                m = max(m, key.rawValue)
+                if !seen.insert(key.rawValue).inserted { collide = true }
+            }
+            maxByRoot[root] = m
+        }
+        for (root, m) in graph.maxKey { maxByRoot[root] = max(maxByRoot[root] ?? 0, m) }
+        var offsets: [EntityID: Int64] = [:]
+        var running: Int64 = 0
+        for root in model.rootEntities.map(\.id) {
+            offsets[root] = collide ? running : 0
+            running += maxByRoot[root] ?? 0
+        }
+        var nextObjectID: Int64 = 0
+        for root in model.rootEntities.map(\.id) {
+            nextObjectID = max(nextObjectID, offsets[root]! + (maxByRoot[root] ?? 0))
+        }
+
+        var metadata = graph.metadata
+        let uuid = metadata.storeUUID ?? StoreMetadata.newStoreUUID()
+        metadata[StoreMetadata.storeTypeKey] = nil
+        metadata[StoreMetadata.storeUUIDKey] = nil
+        var keyTable: [String: MetadataValue] = [:]
+        for root in model.rootEntities {
+            keyTable[root.name] = .array([.integer(offsets[root.id]!), .integer(maxByRoot[root.id] ?? 0)])
+        }
+        metadata[keysKey] = .dictionary(keyTable)
+        let plist = try plistText(metadata)
+
+        var out = """
+            <?xml version="1.0" standalone="yes"?>
+            <!DOCTYPE database SYSTEM "file:///System/Library/DTDs/CoreData.dtd">
+
+            <database>
+                <databaseInfo>
+                    <version>\(formatVersion)</version>
+                    <UUID>\(XMLValueFormat.attributeEscape(uuid))</UUID>
+                    <nextObjectID>\(nextObjectID)</nextObjectID>
+                    <metadata>
+            \(plist)
+                    </metadata>
+                </databaseInfo>
+
+            """
+        func z(_ id: ObjectID) -> Int64 { offsets[model[id.entity].rootID]! + id.key.rawValue }
+
+        let ordered = graph.snapshots.keys.sorted { z($0) < z($1) }
+        for id in ordered {
+            let snapshot = graph.snapshots[id]!
+            let entity = model[id.entity]
+            out += "    <object type=\"\(XMLValueFormat.attributeEscape(entity.name.uppercased()))\" id=\"z\(z(id))\">\n"
+            for attribute in entity.persistentAttributes {
+                guard let value = snapshot.attributes[attribute.name] else { continue }
+                out += "        <attribute name=\"\(XMLValueFormat.attributeEscape(attribute.name.lowercased()))\" type=\"\(XMLValueFormat.typeName(attribute.type))\">"
+                out += XMLValueFormat.text(of: value, as: attribute.type)
+                out += "</attribute>\n"
+            }
+            for relationship in entity.persistentRelationships {
+                let destinations: [ObjectID]
+                if relationship.isToMany {
+                    destinations = graph.toMany[.init(source: id, relationship: relationship.name)] ?? []
+                } else {
+                    destinations = snapshot.toOne[relationship.name].map { [$0] } ?? []
+                }
+                // A reference to an object that no longer exists would make the file unreadable.
+                let refs = destinations.filter { graph.exists($0, model: model) }.map { "z\(z($0))" }
+                out += "        <relationship name=\"\(XMLValueFormat.attributeEscape(relationship.name.lowercased()))\" type=\"\(relationship.minCount)/\(relationship.maxCount)\" destination=\"\(XMLValueFormat.attributeEscape(relationship.destinationEntityName.uppercased()))\""
+                if !refs.isEmpty { out += " idrefs=\"\(refs.joined(separator: " "))\"" }
+                out += "></relationship>\n"
+            }
+            out += "    </object>\n"
+        }
+        out += "</database>\n"
+        return Data(out.utf8)
+    }
+
+    /// The metadata as an inline XML plist (`<plist version="1.0">…</plist>`).
+    static func plistText(_ metadata: StoreMetadata) throws(ObjectGraphError) -> String {
+        let object = metadata.values.mapValues(\.propertyList)
+        let data: Data
+        do {
+            data = try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+        } catch {
+            throw ObjectGraphError(.unsupported, "the store metadata cannot be written as a property list: \(error)")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let start = text.range(of: "<plist") else {
+            throw ObjectGraphError(.unsupported, "the property list writer gave no <plist> element")
+        }
+        return String(text[start.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

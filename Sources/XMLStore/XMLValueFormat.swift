@@ -1,0 +1,221 @@
+import Foundation
+import ObjectGraph
+
+/// How attribute values and strings are spelled in Core Data's XML store format.
+///
+/// See docs in ``XMLStoreType`` for the decisions; the short version: Core Data's own spellings
+/// where the corpus shows them (dates `%.20f`, binary base64 in 76-column lines, booleans 0/1,
+/// `\uXXXX` escapes of byte-swapped UTF-16 for `<`, `>` and `&`), and exact, still-numeric
+/// spellings where it does not.
+enum XMLValueFormat {
+    /// The `type` attribute of `<attribute>` for an attribute type.
+    static func typeName(_ type: AttributeType) -> String {
+        switch type {
+        case .integer16: "int16"
+        case .integer32: "int32"
+        case .integer64: "int64"
+        case .decimal: "decimal"
+        case .double: "double"
+        case .float: "float"
+        case .string: "string"
+        case .boolean: "bool"
+        case .date: "date"
+        case .binaryData: "binary"
+        case .transformable: "transformable"
+        case .uuid: "uuid"
+        case .uri: "uri"
+        case .objectID: "objectid"
+        case .undefined: "undefined"
+        }
+    }
+
+    /// The attribute type a file's `type` names (for inferring a model).
+    static func attributeType(_ name: String) -> AttributeType? {
+        switch name {
+        case "int16": .integer16
+        case "int32": .integer32
+        case "int64": .integer64
+        case "decimal": .decimal
+        case "double": .double
+        case "float": .float
+        case "string": .string
+        case "bool": .boolean
+        case "date": .date
+        case "binary": .binaryData
+        case "transformable": .transformable
+        case "uuid": .uuid
+        case "uri": .uri
+        default: nil
+        }
+    }
+
+    // MARK: - Values
+
+    static func text(of value: AttributeValue, as type: AttributeType) -> String {
+        switch value {
+        case .integer(let v): String(v)
+        case .decimal(let v): v.description
+        case .double(let v): number(v)
+        case .float(let v): number(v)
+        case .string(let v): escape(v)
+        case .boolean(let v): v ? "1" : "0"
+        case .date(let v): date(v.timeIntervalSinceReferenceDate)
+        case .data(let v): base64Lines(v)
+        case .uuid(let v): v.uuidString
+        }
+    }
+
+    /// Parses `text` for `type`; nil when it does not parse.
+    static func value(_ text: String, as type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .integer16, .integer32, .integer64:
+            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let v = Int64(t) { return type.integerRange!.contains(v) ? .integer(v) : nil }
+            // Some writers print whole floats for integers ("5.0"); accept exact ones.
+            if let d = Double(t), d.rounded() == d, let v = Int64(exactly: d), type.integerRange!.contains(v) {
+                return .integer(v)
+            }
+            return nil
+        case .decimal:
+            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !t.isEmpty, let d = Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
+            return .decimal(d)
+        case .double:
+            return parseNumber(text).map { .double($0) }
+        case .float:
+            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            return Float(t).map { .float($0) }
+        case .string, .uri:
+            return unescape(text).map { .string($0) }
+        case .boolean:
+            switch text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
+            case "1", "yes", "true": return .boolean(true)
+            case "0", "no", "false": return .boolean(false)
+            default: return nil
+            }
+        case .date:
+            return parseNumber(text).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+        case .binaryData, .transformable:
+            let t = text.filter { !$0.isWhitespace }
+            return Data(base64Encoded: t).map { .data($0) }
+        case .uuid:
+            return UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines)).map { .uuid($0) }
+        case .objectID, .undefined:
+            return nil
+        }
+    }
+
+    private static func parseNumber(_ text: String) -> Double? {
+        Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Whole numbers as integers (as Core Data prints floats: `5`), else Swift's shortest
+    /// round-tripping form (`0.1`, `5e-324`, `nan`, `inf`, `-0.0`).
+    static func number<F: BinaryFloatingPoint & LosslessStringConvertible>(_ v: F) -> String {
+        if v.isFinite, v == v.rounded(), abs(v) < 1e15, !(v == 0 && v.sign == .minus) {
+            return String(Int64(v))
+        }
+        return v.description
+    }
+
+    /// Core Data's `%.20f`, unless that does not read back to the same bits (very small or very
+    /// large magnitudes, NaN), then Swift's shortest exact form.
+    static func date(_ seconds: Double) -> String {
+        if seconds.isFinite, abs(seconds) < 1e16 {
+            let text = String(format: "%.20f", seconds)
+            if let back = Double(text), back.bitPattern == seconds.bitPattern { return text }
+        }
+        return seconds.description
+    }
+
+    static func base64Lines(_ data: Data) -> String {
+        if data.isEmpty { return "" }
+        return data.base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+    }
+
+    // MARK: - String escapes
+
+    /// Escapes a string for element content.
+    ///
+    /// Core Data 2009 wrote `<`, `>`, `&` as `\u3c00`, `\u3e00`, `\u2600`: a backslash-u escape
+    /// of the UTF-16 code unit with its bytes swapped. storefs writes the same and extends it to
+    /// every character that XML 1.0 cannot carry or that a parser would change (controls other
+    /// than tab and newline, carriage return, U+FFFE/U+FFFF) and to the backslash itself
+    /// (`\u5c00`), so that any string reads back exactly.
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
+        for scalar in s.unicodeScalars {
+            let v = scalar.value
+            let needsEscape =
+                v == 0x3C || v == 0x3E || v == 0x26 || v == 0x5C
+                || (v < 0x20 && v != 0x09 && v != 0x0A) || v == 0xFFFE || v == 0xFFFF
+            if needsEscape {
+                let swapped = ((v & 0xFF) << 8) | (v >> 8)
+                out += "\\u"
+                let hex = String(swapped, radix: 16)
+                out += String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Reverses ``escape(_:)``: every `\u` followed by four hex digits is a byte-swapped UTF-16
+    /// code unit; anything else is literal. Nil when the escapes form an invalid string.
+    static func unescape(_ s: String) -> String? {
+        guard s.contains("\\u") else { return s }
+        var units: [UInt16] = []
+        units.reserveCapacity(s.utf16.count)
+        let u = Array(s.utf16)
+        var i = 0
+        func hexValue(_ c: UInt16) -> UInt16? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x41...0x46: c - 0x41 + 10
+            case 0x61...0x66: c - 0x61 + 10
+            default: nil
+            }
+        }
+        while i < u.count {
+            if u[i] == 0x5C, i + 5 < u.count + 0, u[i + 1] == 0x75,
+                let a = hexValue(u[i + 2]), let b = hexValue(u[i + 3]), let c = hexValue(u[i + 4]),
+                let d = hexValue(u[i + 5])
+            {
+                let value = (a << 12) | (b << 8) | (c << 4) | d
+                units.append((value << 8) | (value >> 8))
+                i += 6
+            } else {
+                units.append(u[i])
+                i += 1
+            }
+        }
+        var result = ""
+        var iterator = units.makeIterator()
+        var decoder = UTF16()
+        loop: while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar): result.unicodeScalars.append(scalar)
+            case .emptyInput: break loop
+            case .error: return nil
+            }
+        }
+        return result
+    }
+
+    /// Escapes text for an XML attribute value (names, ids).
+    static func attributeEscape(_ s: String) -> String {
+        var out = ""
+        for c in s.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case "\"": out += "&quot;"
+            case ">": out += "&gt;"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import ObjectGraph
+import SQLiteStore
+@testable import StoreFS
+import Testing
+
+/// Editing through the mount with standard tools; every result is checked after unmount, through
+/// the engine and with sqlite3 on the file.
+@Suite(.serialized) struct WritePathTests {
+    /// The value of `attribute` of `Entity/pKey` in the store file, through a fresh engine.
+    func stored(_ mount: MountedStore, _ entity: String, _ key: Int64, _ attribute: String) throws -> AttributeValue? {
+        let engine = try mount.engine()
+        defer { engine.store.close() }
+        let id = ObjectID(entity: engine.model.entityID(named: entity)!, key: PrimaryKey(key))
+        return try engine.newContext().value(of: attribute, for: id)
+    }
+
+    func sqlite(_ mount: MountedStore, _ query: String) throws -> String {
+        try run("sqlite3", [mount.store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func eachToolEditsAValue() throws {
+        let mount = try MountedStore(objects: 2_000)
+        defer { try? mount.unmount() }
+        let d = "\(mount.path)/Department"
+        // Each edit targets its own department's `name` or `code` (strings) and ends with the value shown.
+        let edits: [(String, Int64, String, String)] = [
+            ("echo 'Echoed' > \(d)/p1/name", 1, "name", "Echoed"),
+            ("printf 'Printed' > \(d)/p2/name", 2, "name", "Printed"),
+            ("printf 'Start\\n' > \(d)/p3/name && printf 'More\\n' >> \(d)/p3/name", 3, "name", "Start\nMore"),
+            ("printf 'ABCDEFG\\n' > \(d)/p4/code && printf 'xy' | dd of=\(d)/p4/code bs=1 seek=2 conv=notrunc status=none", 4, "code", "ABxyEFG"),
+            ("printf 'Truncated away\\n' > \(d)/p5/code && truncate -s 9 \(d)/p5/code", 5, "code", "Truncated"),
+            ("echo 'Teed' | tee \(d)/p6/name > /dev/null", 6, "name", "Teed"),
+            ("printf 'Copied\\n' > \(mount.directory.path)/src && cp \(mount.directory.path)/src \(d)/p7/name", 7, "name", "Copied"),
+            ("vim -e -s -c '%s/.*/Vimmed/' -c 'wq' \(d)/p8/name", 8, "name", "Vimmed"),
+            ("sed -i 's/.*/Sedded/' \(d)/p9/name", 9, "name", "Sedded"),
+            ("perl -pi -e 's/.*/Perled/' \(d)/p10/name", 10, "name", "Perled"),
+            ("""
+            python3 -c "import os,tempfile; f=tempfile.NamedTemporaryFile('w',dir='\(d)/p11',delete=False); f.write('Pythoned\\n'); f.flush(); os.fsync(f.fileno()); f.close(); os.replace(f.name,'\(d)/p11/name')"
+            """, 11, "name", "Pythoned"),
+            ("printf 'Moved\\n' > \(d)/p12/scratch.tmp && mv \(d)/p12/scratch.tmp \(d)/p12/name", 12, "name", "Moved"),
+            ("printf 'Rsynced\\n' > \(mount.directory.path)/name && rsync \(mount.directory.path)/name \(d)/p13/name", 13, "name", "Rsynced"),
+            ("printf 'Inplace\\n' > \(mount.directory.path)/name && rsync --inplace \(mount.directory.path)/name \(d)/p14/name", 14, "name", "Inplace"),
+        ]
+        for (command, _, _, _) in edits {
+            let result = try sh(command)
+            #expect(result.status == 0, "\(command): \(result.error)\n\(mount.logText.suffix(1500))")
+        }
+        for (command, key, attribute, value) in edits {
+            #expect(try run("cat", ["\(d)/p\(key)/\(attribute)"]).output == value + "\n", "through the mount: \(command)")
+        }
+        #expect(try run("ls", ["\(d)/p12"]).lines.contains("scratch.tmp") == false, "the scratch file became the value")
+        try mount.unmount()
+        for (command, key, attribute, value) in edits {
+            #expect(try stored(mount, "Department", key, attribute) == .string(value), "engine after remount: \(command)")
+            #expect(try sqlite(mount, "select Z\(attribute.uppercased()) from ZDEPARTMENT where Z_PK=\(key)") == value, "sqlite3: \(command)")
+        }
+    }
+
+    @Test func typedValuesParseAndInvalidOnesAreRefused() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let e = "\(mount.path)/Employee/p10"
+        #expect(try sh("echo 7 > \(e)/level").status == 0)
+        #expect(try sh("echo 2024-05-01T12:30:00.25+02:00 > \(e)/birthDate").status == 0)
+        #expect(try sh("echo yes > \(e)/isRemote").status == 0)
+        #expect(try sh("echo 1234.5 > \(e)/salary").status == 0)
+        #expect(try run("cat", ["\(e)/birthDate"]).output == "2024-05-01T10:30:00.25Z\n")
+        #expect(try run("cat", ["\(e)/isRemote"]).output == "true\n")
+        // Refused values fail the write or the close (tee reports close errors) and change nothing.
+        for (attribute, text) in [("level", "abc"), ("level", "40000"), ("birthDate", "2024-13-45"), ("salary", "12,5"), ("isRemote", "maybe"), ("personID", "not-a-uuid")] {
+            let before = try run("cat", ["\(e)/\(attribute)"]).output
+            let result = try sh("echo '\(text)' | tee \(e)/\(attribute)")
+            #expect(result.status != 0 && result.error.contains("Invalid argument"), "\(attribute) = \(text)")
+            #expect(try run("cat", ["\(e)/\(attribute)"]).output == before, "\(attribute) kept its value")
+        }
+        #expect(mount.logText.contains("is outside -32768...32767"), "the log says why")
+        try mount.unmount()
+        #expect(try stored(mount, "Employee", 10, "level") == .integer(7))
+        #expect(try stored(mount, "Employee", 10, "isRemote") == .boolean(true))
+        #expect(try stored(mount, "Employee", 10, "salary") == .decimal(Decimal(string: "1234.5")!))
+        #expect(try sqlite(mount, "select ZLEVEL, ZISREMOTE from ZPERSON where Z_PK=10") == "7|1")
+    }
+
+    @Test func rmSetsNilAndIsRefusedForMandatoryAttributes() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let e = "\(mount.path)/Employee/p10"
+        #expect(try run("rm", ["\(e)/badgeNumber"]).status == 0)
+        #expect(try run("stat", ["\(e)/badgeNumber"]).status != 0)
+        #expect(try run("rm", ["\(e)/lastName"]).status == 0)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try run("cat", ["\(e)/lastName"]).status == 0, "a mandatory attribute shows again after the commit")
+        #expect(mount.logText.contains("refused, lastName is not optional"))
+        try mount.unmount()
+        #expect(try stored(mount, "Employee", 10, "badgeNumber") == nil)
+        #expect(try stored(mount, "Employee", 10, "lastName") != nil)
+    }
+
+    @Test func objectsAndRelationshipsFollowDeleteRulesAndInverses() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let m = mount.path
+        // mkdir: a free key is kept, another name gets the next key.
+        #expect(try run("mkdir", ["\(m)/Department/p900"]).status == 0)
+        #expect(try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"])
+        #expect(try run("mkdir", ["\(m)/Department/p1"]).error.contains("File exists"))
+        let projects = try run("ls", ["\(m)/Project"]).lines.compactMap { PrimaryKey(reference: $0)?.rawValue }
+        #expect(try run("mkdir", ["\(m)/Project/extra"]).status == 0)
+        let next = "p\(projects.max()! + 1)"
+        #expect(try run("ls", ["\(m)/Project"]).lines.contains(next), "a name that is not a key gets the next key")
+        #expect(try run("stat", ["\(m)/Project/extra"]).status != 0, "and shows under its real name")
+        // ln -s sets a to-one; the inverse follows.
+        #expect(try run("ln", ["-sfn", "../../Department/p900", "\(m)/Employee/p10/department"]).status == 0)
+        #expect(try run("readlink", ["\(m)/Employee/p10/department"]).output == "../../Department/p900\n")
+        #expect(try run("ls", ["\(m)/Department/p900/employees"]).lines == ["p10"])
+        // In a to-many folder, ln -s adds and rm removes; the inverse follows.
+        #expect(try run("ln", ["-s", "../../../Employee/p11", "\(m)/Department/p900/employees/p11"]).status == 0)
+        #expect(try run("readlink", ["\(m)/Employee/p11/department"]).output == "../../Department/p900\n")
+        #expect(try run("rm", ["\(m)/Department/p900/employees/p10"]).status == 0)
+        #expect(try run("stat", ["\(m)/Employee/p10/department"]).status != 0, "p10 has no department now")
+        // A link to something that is not a Department is refused.
+        let wrong = try run("ln", ["-sfn", "../../Project/p1", "\(m)/Employee/p12/department"])
+        #expect(wrong.status != 0 && wrong.error.contains("Invalid argument"))
+        // Ordered: user.order sets the order.
+        let reports = try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines
+        #expect(reports.count > 2)
+        let reversed = Array(reports.reversed())
+        #expect(try run("setfattr", ["-n", "user.order", "-v", reversed.joined(separator: " "), "\(m)/Manager/p2/directReports"]).status == 0)
+        #expect(try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines == reversed)
+        // Deny: a department with employees is not deleted, and nothing inside it is lost.
+        let employees = try run("ls", ["\(m)/Department/p1/employees"]).lines
+        let denied = try run("rm", ["-r", "\(m)/Department/p1"])
+        #expect(denied.status != 0 && denied.error.contains("Operation not permitted"))
+        #expect(try run("ls", ["\(m)/Department/p1/employees"]).lines == employees)
+        #expect(mount.logText.contains("Deny"))
+        // Cascade: deleting a project deletes its milestones; Nullify: its members stay.
+        let milestones = try run("ls", ["\(m)/Project/p1/milestones"]).lines
+        let members = try run("ls", ["\(m)/Project/p1/members"]).lines
+        #expect(!milestones.isEmpty && !members.isEmpty)
+        #expect(try run("rm", ["-r", "\(m)/Project/p1"]).status == 0)
+        for milestone in milestones { #expect(try run("stat", ["\(m)/Milestone/\(milestone)"]).status != 0) }
+        for member in members {
+            #expect(try run("stat", ["\(m)/Employee/\(member)"]).status == 0)
+            #expect(!(try run("ls", ["\(m)/Employee/\(member)/projects"]).lines.contains("p1")))
+        }
+        // rm -r of an object with nothing blocking deletes it.
+        #expect(try run("rm", ["-r", "\(m)/Department/p900"]).status == 0)
+        #expect(try run("stat", ["\(m)/Department/p900"]).status != 0)
+        try mount.unmount()
+
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        func id(_ e: String, _ k: Int64) -> ObjectID { ObjectID(entity: model.entityID(named: e)!, key: PrimaryKey(k)) }
+        #expect(try !context.exists(id("Department", 900)))
+        #expect(try context.exists(id("Project", PrimaryKey(reference: next)!.rawValue)))
+        #expect(try context.exists(id("Department", 1)))
+        #expect(try context.destinations(of: "employees", for: id("Department", 1)).map(\.key.description).sorted() == employees.sorted())
+        #expect(try !context.exists(id("Project", 1)))
+        for milestone in milestones { #expect(try !context.exists(ObjectID(entity: model.entityID(named: "Milestone")!, key: PrimaryKey(reference: milestone)!))) }
+        #expect(try context.destination(of: "department", for: id("Employee", 10)) == nil)
+        #expect(try context.destinations(of: "directReports", for: id("Manager", 2)).map(\.key.description) == reversed)
+        #expect(try sqlite(mount, "select count(*) from ZPROJECT where Z_PK=1") == "0")
+    }
+
+    @Test func twoMountsSeeEachOthersEditsAndConflictsLoseNothingSilently() throws {
+        let first = try MountedStore(objects: 300)
+        defer { try? first.unmount() }
+        let second = MountedStoreAlias(of: first)
+        try second.mount()
+        defer { try? second.unmount() }
+        let a = "\(first.path)/Department/p3/name"
+        let b = "\(second.path)/Department/p3/name"
+        _ = try run("cat", [b])
+        #expect(try sh("echo FromFirst > \(a) && sync").status == 0)
+        var seen = ""
+        for _ in 0..<60 {
+            seen = try run("cat", [b]).output
+            if seen == "FromFirst\n" { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(seen == "FromFirst\n", "the second mount shows the first mount's edit")
+
+        // Both read, the first commits, the second commits a different value on top of its stale read.
+        _ = try run("cat", [a])
+        let py = """
+            import os, sys
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC); os.write(fd, (sys.argv[2] + "\\n").encode())
+            try:
+                os.fsync(fd); os.close(fd); print("ok")
+            except OSError as e:
+                print("error", e.errno)
+            """
+        #expect(try run("python3", ["-c", py, a, "Winner"]).output == "ok\n")
+        let loser = try run("python3", ["-c", py, b, "Loser"]).output
+        try first.unmount()
+        try second.unmount()
+        let stored = try run("sqlite3", [first.store.path, "select ZNAME from ZDEPARTMENT where Z_PK=3"]).output
+        if loser == "ok\n" {
+            // The second mount noticed the first commit before it wrote: its value is the later one.
+            #expect(stored == "Loser\n")
+        } else {
+            #expect(loser.hasPrefix("error"), "the second save reports the conflict")
+            #expect(stored == "Winner\n", "and the first value survives")
+            #expect(second.logText.contains("conflict") || second.logText.contains("changed by another"))
+        }
+    }
+
+    @Test func copyingManyObjectFoldersInCommitsThemAll() throws {
+        let mount = try MountedStore(objects: 200)
+        defer { try? mount.unmount() }
+        let source = mount.directory.appendingPathComponent("incoming")
+        for key in 1001...1300 {
+            let folder = source.appendingPathComponent("p\(key)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data("Milestone \(key)\n".utf8).write(to: folder.appendingPathComponent("title"))
+            try Data("true\n".utf8).write(to: folder.appendingPathComponent("done"))
+        }
+        let copy = try run("cp", ["-a", source.path + "/.", "\(mount.path)/Milestone/"])
+        #expect(copy.status == 0, "\(copy.error)")
+        let commitsBefore = try mount.stats()["commits"] as? Int ?? 0
+        try mount.unmount()
+        #expect(try run("sqlite3", [mount.store.path, "select count(*) from ZMILESTONE where Z_PK between 1001 and 1300 and ZDONE = 1"]).output == "300\n")
+        #expect(try run("sqlite3", [mount.store.path, "select ZTITLE from ZMILESTONE where Z_PK = 1234"]).output == "Milestone 1234\n")
+        #expect(commitsBefore < 100, "copying 300 folders took \(commitsBefore) commits, not one per file")
+    }
+}
+
+/// A second mount of the same store file as `first`.
+final class MountedStoreAlias {
+    let first: MountedStore
+    let mountPoint: URL
+    let log: URL
+    private var mounted = false
+    var path: String { mountPoint.path }
+
+    init(of first: MountedStore) {
+        self.first = first
+        mountPoint = first.directory.appendingPathComponent("mnt2")
+        log = first.directory.appendingPathComponent("storefs2.log")
+        try? FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+    }
+
+    func mount() throws {
+        let result = try run(try storefsBinary(), ["mount", first.store.path, mountPoint.path, "--log-file", log.path, "-v"])
+        guard result.status == 0 else { throw HarnessError("second mount failed: \(result.error)") }
+        mounted = true
+    }
+
+    func unmount() throws {
+        guard mounted else { return }
+        _ = try run("fusermount3", ["-u", mountPoint.path])
+        mounted = false
+        Thread.sleep(forTimeInterval: 0.5)
+    }
+
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    deinit { if mounted { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) } }
+}

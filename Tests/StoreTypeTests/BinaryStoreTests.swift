@@ -1,0 +1,113 @@
+import Foundation
+import ObjectGraph
+import Testing
+@testable import BinaryStore
+
+@Suite struct BinaryStoreTests {
+    let type = BinaryStoreType()
+
+    @Test func sampleGraphRoundTripsWithAndWithoutModel() throws {
+        try AtomicStoreScenarios.sampleRoundTrip(type)
+    }
+
+    @Test func awkwardValuesRoundTripBitForBit() throws {
+        try AtomicStoreScenarios.awkwardValues(type)
+    }
+
+    @Test func fullDiskLeavesOldFileAndNoTempFile() throws {
+        try AtomicStoreScenarios.fullDisk(type)
+    }
+
+    @Test func readOnlyRefusesAndStaleVersionConflicts() throws {
+        try AtomicStoreScenarios.readOnlyAndConflict(type)
+    }
+
+    @Test func versionsArePersisted() throws {
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("v.binary")
+        let store = try AtomicStoreScenarios.create(type, at: url)
+        try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 100), to: store)
+        let department = store.model.entityID(named: "Department")!
+        var snapshot = try #require(try store.snapshots(for: store.objectIDs(of: department)).first)
+        var request = SaveRequest()
+        request.updated = [snapshot]
+        try store.save(request)
+        snapshot.version += 1
+        request.updated = [snapshot]
+        try store.save(request)
+        let reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
+        #expect(try reopened.snapshots(for: [snapshot.objectID]).first?.version == 3)
+    }
+
+    @Test func crc32cCheckValue() {
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum(Array(repeating: 0, count: 32)) == 0x8A91_36AA)
+    }
+
+    @Test func metadataReadsWithoutObjects() throws {
+        let good = try AtomicStoreScenarios.smallStoreBytes(type)
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("m.binary")
+        var damaged = good
+        damaged[damaged.count - 1] ^= 0xFF  // the objects section only
+        try damaged.write(to: url)
+        let metadata = try type.metadata(at: url)
+        #expect(metadata.storeType == "Binary")
+        #expect(metadata["Custom"] == .string("kept"))
+        #expect(metadata.embeddedModel != nil)
+    }
+
+    @Test func damagedFilesAreCorruptStores() throws {
+        let good = try AtomicStoreScenarios.smallStoreBytes(type)
+        for cut in [0, 4, 20, 39, 40, 300, good.count / 2, good.count - 1] {
+            try AtomicStoreScenarios.expectCorrupt(type, good.prefix(cut))
+        }
+        var flipped = good
+        flipped[good.count - 20] ^= 0x01
+        try AtomicStoreScenarios.expectCorrupt(type, flipped, mentioning: "checksum")
+        var flippedHeader = good
+        flippedHeader[14] ^= 0x01
+        try AtomicStoreScenarios.expectCorrupt(type, flippedHeader, mentioning: "checksum")
+        var version = good
+        version[8] = 9
+        try AtomicStoreScenarios.expectCorrupt(type, version, mentioning: "version 9")
+        try AtomicStoreScenarios.expectCorrupt(type, Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }), mentioning: "STOREFS")
+        try AtomicStoreScenarios.expectCorrupt(type, good + Data([0]))
+    }
+
+    @Test func danglingReferenceIsCorruptStore() throws {
+        let model = SampleModel.make()
+        let employee = model.entityID(named: "Employee")!
+        let department = model.entityID(named: "Department")!
+        var graph = AtomicGraph(metadata: StoreMetadata())
+        _ = graph.load(
+            Snapshot(
+                objectID: ObjectID(entity: employee, key: PrimaryKey(1)), version: 1,
+                attributes: ["firstName": .string("A")], toOne: ["department": ObjectID(entity: department, key: PrimaryKey(42))]),
+            root: model[employee].rootID)
+        let bytes = try BinaryStoreFormat.encode(graph, model: model, keepDanglingReferences: true)
+        try AtomicStoreScenarios.expectCorrupt(type, bytes, mentioning: "which does not exist")
+        // Without the test switch the writer leaves the dangling reference out.
+        let clean = try BinaryStoreFormat.encode(graph, model: model)
+        let (_, loaded) = try BinaryStoreFormat.decode(clean, model: model, path: "clean")
+        #expect(loaded.snapshots[ObjectID(entity: employee, key: PrimaryKey(1))]?.toOne.isEmpty == true)
+    }
+
+    @Test func largeGraphLoadsQuickly() throws {
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("big.binary")
+        let store = try AtomicStoreScenarios.create(type, at: url)
+        try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 20_000), to: store)
+        let clock = ContinuousClock()
+        var reopened: (any PersistentStore)?
+        let elapsed = try clock.measure {
+            reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
+        }
+        try StoreFixtures.expectSameGraph(store, try #require(reopened))
+        // Debug build on a shared 2-core box: a generous bound that still catches quadratic loads.
+        #expect(elapsed < .seconds(10), "loading 20,000 objects took \(elapsed)")
+    }
+}
