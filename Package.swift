@@ -24,8 +24,9 @@ let package = Package(
                 "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "XMLStore", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "BinaryStore", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "AtomicStore", dependencies: ["ObjectGraph"]),
+        .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "StoreFS",
             dependencies: ["ObjectGraph", "FuseKit", .product(name: "Logging", package: "swift-log")]),

@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// An open binary store: the graph in memory, the file rewritten atomically on every save.

@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// storefs's binary store format, version 1; docs/BINARY_FORMAT.md is the specification.

@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// storefs's binary store type: files ending in `.binary`, in the format of docs/BINARY_FORMAT.md.

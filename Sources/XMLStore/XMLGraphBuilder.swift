@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// Matches a parsed XML store to a model and builds the in-memory graph.

@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// Core Data's XML store type (`NSXMLStoreType`): files ending in `.xml`.

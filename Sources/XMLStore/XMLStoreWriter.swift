@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// Writes a graph as a Core Data XML store file.

@@ -7,7 +7,7 @@ struct StoreFSCommand: ParsableCommand {
         abstract: "Mount Core Data object-graph stores as directories.",
         discussion: """
             Entities are directories, objects are folders, attributes are files, relationships are \
-            symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite.
+            symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite, .xml, .binary.
             """,
         subcommands: [Demo.self, Mount.self, Info.self, Sample.self, Create.self])
 }

@@ -1,10 +1,12 @@
 import Foundation
 import ObjectGraph
+import BinaryStore
 import SQLiteStore
+import XMLStore
 
 /// The store types the CLI knows, by file suffix.
 enum StoreTypes {
-    static let all: [any PersistentStoreType] = [SQLiteStoreType()]
+    static let all: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType(), BinaryStoreType()]
 
     /// The model at `path` (.xcdatamodeld, .xcdatamodel or a contents file), or nil for no path.
     static func model(at path: String?) throws -> ManagedObjectModel? {

@@ -2,30 +2,28 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
-// NOTE: XMLStore and BinaryStore each carry an identical copy of this file. Change both together.
-
 /// The part of an atomic store that does not depend on its file format: the graph in memory,
 /// requests, keys and saves. The store type supplies `encode`, which turns a graph into the bytes
 /// of the whole file.
 ///
 /// Threading: safe from any thread (one lock; a save holds it while it writes the file).
-final class AtomicStoreCore: Sendable {
-    struct State {
+package final class AtomicStoreCore: Sendable {
+    package struct State {
         var graph: AtomicGraph
         var requests = 0
         var closed = false
     }
 
-    typealias Encoder = @Sendable (AtomicGraph) throws(ObjectGraphError) -> Data
+    package typealias Encoder = @Sendable (AtomicGraph) throws(ObjectGraphError) -> Data
 
-    let model: ManagedObjectModel
-    let url: URL
-    let storeType: String
-    let isReadOnly: Bool
+    package let model: ManagedObjectModel
+    package let url: URL
+    package let storeType: String
+    package let isReadOnly: Bool
     private let encode: Encoder
     private let state: Mutex<State>
 
-    init(model: ManagedObjectModel, url: URL, storeType: String, readOnly: Bool, graph: AtomicGraph,
+    package init(model: ManagedObjectModel, url: URL, storeType: String, readOnly: Bool, graph: AtomicGraph,
          encode: @escaping Encoder) {
         self.model = model
         self.url = url
@@ -35,25 +33,25 @@ final class AtomicStoreCore: Sendable {
         self.state = Mutex(State(graph: graph))
     }
 
-    var requestCount: Int { state.withLock { $0.requests } }
+    package var requestCount: Int { state.withLock { $0.requests } }
 
-    func metadata() throws(ObjectGraphError) -> StoreMetadata { try access { $0.graph.metadata } }
+    package func metadata() throws(ObjectGraphError) -> StoreMetadata { try access { $0.graph.metadata } }
 
-    func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
+    package func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
         try access { $0.graph.objectIDs(of: entity, model: model) }
     }
 
-    func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
+    package func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
         try access { state in
             (state.graph.keysByRoot[model[entity].rootID] ?? [:]).values.count { $0.entity == entity }
         }
     }
 
-    func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
+    package func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
         try access { state in ids.compactMap { state.graph.snapshots[$0] } }
     }
 
-    func toManyDestinations(of relationship: String, for sources: [ObjectID]) throws(ObjectGraphError)
+    package func toManyDestinations(of relationship: String, for sources: [ObjectID]) throws(ObjectGraphError)
         -> [ObjectID: [ObjectID]]
     {
         try access { state in
@@ -65,7 +63,7 @@ final class AtomicStoreCore: Sendable {
         }
     }
 
-    func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
+    package func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
         try access { state in
             let first = (state.graph.maxKey[root] ?? 0) + 1
             state.graph.maxKey[root] = first + Int64(count) - 1
@@ -73,7 +71,7 @@ final class AtomicStoreCore: Sendable {
         }
     }
 
-    func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
+    package func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
         try access { state in
             guard state.graph.keysByRoot[root]?[key] == nil else { return false }
             state.graph.maxKey[root] = max(state.graph.maxKey[root] ?? 0, key.rawValue)
@@ -82,7 +80,7 @@ final class AtomicStoreCore: Sendable {
     }
 
     /// Applies the request to a copy of the graph, writes the file, then keeps the copy.
-    func save(_ request: SaveRequest) throws(ObjectGraphError) {
+    package func save(_ request: SaveRequest) throws(ObjectGraphError) {
         try access { (state) throws(ObjectGraphError) in
             guard !isReadOnly else {
                 throw ObjectGraphError(.readOnly, "\(url.path) was opened read-only; the save was not written")
@@ -95,11 +93,11 @@ final class AtomicStoreCore: Sendable {
         }
     }
 
-    func externalChangeToken() throws(ObjectGraphError) -> Int64? {
+    package func externalChangeToken() throws(ObjectGraphError) -> Int64? {
         try access { _ in AtomicFile.changeToken(url) }
     }
 
-    func close() { state.withLock { $0.closed = true } }
+    package func close() { state.withLock { $0.closed = true } }
 
     private func access<T>(_ body: (inout State) throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
         try state.withLock { (state) throws(ObjectGraphError) -> T in

@@ -1,7 +1,6 @@
 import Foundation
 import ObjectGraph
 
-// NOTE: XMLStore and BinaryStore each carry an identical copy of this file (the package gives
 // the two targets no shared module below ObjectGraph). Change both together.
 
 /// The whole object graph of an atomic store, held in memory between a load and a save.
@@ -10,23 +9,28 @@ import ObjectGraph
 /// only after the file was written, so a failed write leaves memory exactly as it was.
 /// To-many contents are kept as the context gives them (both sides of every pair), like
 /// ``InMemoryStore``.
-struct AtomicGraph: Sendable {
-    struct ToManyKey: Hashable, Sendable {
-        var source: ObjectID
-        var relationship: String
+package struct AtomicGraph: Sendable {
+    package struct ToManyKey: Hashable, Sendable {
+        package var source: ObjectID
+        package var relationship: String
+
+        package init(source: ObjectID, relationship: String) {
+            self.source = source
+            self.relationship = relationship
+        }
     }
 
-    var snapshots: [ObjectID: Snapshot] = [:]
-    var keysByRoot: [EntityID: [PrimaryKey: ObjectID]] = [:]
-    var toMany: [ToManyKey: [ObjectID]] = [:]
+    package var snapshots: [ObjectID: Snapshot] = [:]
+    package var keysByRoot: [EntityID: [PrimaryKey: ObjectID]] = [:]
+    package var toMany: [ToManyKey: [ObjectID]] = [:]
     /// The highest key handed out per root entity (Core Data's Z_MAX), reserved keys included.
-    var maxKey: [EntityID: Int64] = [:]
-    var metadata: StoreMetadata
+    package var maxKey: [EntityID: Int64] = [:]
+    package var metadata: StoreMetadata
 
-    init(metadata: StoreMetadata) { self.metadata = metadata }
+    package init(metadata: StoreMetadata) { self.metadata = metadata }
 
     /// Adds an object read from a file; false when its key is already taken in its root.
-    mutating func load(_ snapshot: Snapshot, root: EntityID) -> Bool {
+    package mutating func load(_ snapshot: Snapshot, root: EntityID) -> Bool {
         let id = snapshot.objectID
         guard keysByRoot[root, default: [:]].updateValue(id, forKey: id.key) == nil else { return false }
         snapshots[id] = snapshot
@@ -34,19 +38,19 @@ struct AtomicGraph: Sendable {
         return true
     }
 
-    func exists(_ id: ObjectID, model: ManagedObjectModel) -> Bool {
+    package func exists(_ id: ObjectID, model: ManagedObjectModel) -> Bool {
         guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count else { return false }
         return keysByRoot[model[id.entity].rootID]?[id.key] == id
     }
 
     /// Objects of exactly `entity`, by key.
-    func objectIDs(of entity: EntityID, model: ManagedObjectModel) -> [ObjectID] {
+    package func objectIDs(of entity: EntityID, model: ManagedObjectModel) -> [ObjectID] {
         (keysByRoot[model[entity].rootID] ?? [:]).values.filter { $0.entity == entity }.sorted()
     }
 
     /// Applies a save: versions first (all or nothing), then inserts, updates, deletes, to-many
     /// contents and metadata.
-    mutating func apply(_ request: SaveRequest, model: ManagedObjectModel, storeType: String) throws(ObjectGraphError) {
+    package mutating func apply(_ request: SaveRequest, model: ManagedObjectModel, storeType: String) throws(ObjectGraphError) {
         for s in request.updated where snapshots[s.objectID]?.version != s.version {
             throw conflict(s.objectID, model)
         }

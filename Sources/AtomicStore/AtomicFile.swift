@@ -7,15 +7,14 @@ import Darwin
 #endif
 import ObjectGraph
 
-// NOTE: XMLStore and BinaryStore each carry an identical copy of this file. Change both together.
 
 /// Whole-file reads and crash-safe whole-file replacement for the atomic store types.
 ///
 /// A save writes a temporary file in the store's directory, fsyncs it, renames it over the store
 /// and fsyncs the directory: after a crash or a failure the store is either the old file or the
 /// new one, and a failure removes the temporary file. Stateless; safe from any thread.
-enum AtomicFile {
-    static func read(_ url: URL) throws(ObjectGraphError) -> Data {
+package enum AtomicFile {
+    package static func read(_ url: URL) throws(ObjectGraphError) -> Data {
         do {
             return try Data(contentsOf: url, options: .mappedIfSafe)
         } catch {
@@ -31,7 +30,7 @@ enum AtomicFile {
     ///
     /// - Throws: ``ObjectGraphError/Code/io`` naming the path and the OS error; the old file is
     ///   left as it was and no temporary file remains.
-    static func write(_ data: Data, to url: URL) throws(ObjectGraphError) {
+    package static func write(_ data: Data, to url: URL) throws(ObjectGraphError) {
         let path = url.path
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/." + url.lastPathComponent + ".storefs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -74,7 +73,7 @@ enum AtomicFile {
 
     /// A token of the file's identity and last change: inode, size and mtime (ns), hashed with
     /// FNV-1a 64; nil when the file cannot be stat'ed.
-    static func changeToken(_ url: URL) -> Int64? {
+    package static func changeToken(_ url: URL) -> Int64? {
         var st = stat()
         guard stat(url.path, &st) == 0 else { return nil }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
