@@ -46,7 +46,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore"]),
-        .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "XMLStore", "BinaryStore", "SQLiteStore"]),
+        .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore"]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import AtomicStore
 @testable import BinaryStore
 
 @Suite struct BinaryStoreTests {
