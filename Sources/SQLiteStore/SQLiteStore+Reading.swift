@@ -24,12 +24,14 @@ extension SQLiteStore {
     /// One `SELECT ... WHERE Z_PK IN (...)` per root table involved. Keys are written into the SQL
     /// as integer literals rather than bound, so no variable limit applies and no chunking is needed.
     public func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
-        var byTable: [String: (root: EntityID, ids: [PrimaryKey: ObjectID])] = [:]
+        // Keys are unique per table, but a caller may ask for one key under several entities (it
+        // does not know which subentity the object has): the row's Z_ENT picks the one that exists.
+        var byTable: [String: (root: EntityID, ids: [PrimaryKey: [ObjectID]])] = [:]
         for id in ids {
             guard id.entity.rawValue >= 1, id.entity.rawValue <= layout.entities.count else { continue }
             let entityLayout = layout[id.entity]
             guard let table = entityLayout.table, entityLayout.zent != nil else { continue }
-            byTable[table, default: (entityLayout.rootID, [:])].ids[id.key] = id
+            byTable[table, default: (entityLayout.rootID, [:])].ids[id.key, default: []].append(id)
         }
         guard !byTable.isEmpty else { return [] }
         var found: [ObjectID: Snapshot] = [:]
@@ -42,7 +44,7 @@ extension SQLiteStore {
     }
 
     private func readSnapshots(
-        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: ObjectID], into found: inout [ObjectID: Snapshot]
+        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]], into found: inout [ObjectID: Snapshot]
     ) throws(ObjectGraphError) {
         // Every column any entity of the tree maps, each selected once.
         var columns: [String] = []
@@ -77,7 +79,8 @@ extension SQLiteStore {
         }
         for row in fetched {
             let key = PrimaryKey(row[0])
-            guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent], let id = ids[key], id.entity == entity
+            guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent],
+                let id = ids[key]?.first(where: { $0.entity == entity })
             else { continue }
             let entityLayout = layout[entity]
             var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)

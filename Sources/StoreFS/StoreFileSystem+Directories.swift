@@ -90,7 +90,9 @@ extension StoreFileSystem {
             let members = try engine({ () throws(ObjectGraphError) in
                 try context.destinations(of: relationship.name, for: object)
             }, "list \(describe(object))/\(relationship.name)")
-            return .names(members.filter { Node.fits($0) }.map { ($0.key.description, Node.member($0)) })
+            return .names(
+                members.filter { Node.fits($0) }.map { ($0.key.description, Node.member($0)) }
+                    + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         default:
             throw .notDirectory
         }
@@ -113,7 +115,7 @@ extension StoreFileSystem {
             }
         }
         result.removeAll { writes.isHidden($0.0, in: object) }
-        result += writes.scratchFiles(in: object).map { ($0.name, Node.scratch($0.serial)) }
+        result += writes.scratchFiles(in: .object(object)).map { ($0.name, Node.scratch($0.serial)) }
         return result
     }
 

@@ -121,7 +121,8 @@ extension StoreFileSystem {
             logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was")
             throw .invalid
         }
-        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil
+        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !writes.isFresh(attribute.name, in: object)
+        writes.unhideFresh(attribute.name, in: object)
         try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
             "write \(describe(object))/\(attribute.name)")
         changed(object)
@@ -160,6 +161,7 @@ extension StoreFileSystem {
         let entity = model[object.entity]
         if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
             guard !entity.allAttributes[index].isTransient else { throw .notPermitted }
+            writes.unhideFresh(name, in: object)
             return .attribute(object, index)
         }
         if entity.relationship(named: name) != nil {
@@ -167,15 +169,22 @@ extension StoreFileSystem {
             throw .notPermitted
         }
         _ = try snapshot(of: object)
-        if let existing = writes.scratchFile(named: name, in: object) { return .scratch(existing) }
-        return .scratch(writes.createScratch(named: name, in: object))
+        if let existing = writes.scratchFile(named: name, in: parent) { return .scratch(existing) }
+        return .scratch(writes.createScratch(named: name, in: parent))
     }
 
     public func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context request: RequestContext)
         throws(FileSystemError) -> Entry
     {
         guard !configuration.readOnly else { throw .readOnly }
-        guard case .entity(let entity) = try node(parent) else {
+        let directory = try node(parent)
+        if case .object(let object) = directory, let index = model[object.entity].allRelationships.firstIndex(where: {
+            $0.name == name && $0.isToMany
+        }), writes.unhideFresh(name, in: object) {
+            // A copy into a folder mkdir made: its to-many folder is there already.
+            return try entry(for: .toMany(object, index))
+        }
+        guard case .entity(let entity) = directory else {
             logger.error("mkdir \(name): folders can only be made in entity directories (a new object)")
             throw .notPermitted
         }
@@ -192,6 +201,10 @@ extension StoreFileSystem {
             return id
         }, "mkdir \(model[entity].name)/\(name)")
         changed(object)
+        let description = model[entity]
+        writes.hideFreshEntries(
+            Set(description.persistentAttributes.map(\.name) + description.persistentRelationships.filter(\.isToMany).map(\.name)),
+            of: object)
         if requested == nil {
             logger.info("mkdir \(model[entity].name)/\(name): made \(describe(object)) (names are keys)")
             invalidateEntry(parent: .entity(entity), name: name)
@@ -208,34 +221,52 @@ extension StoreFileSystem {
         switch directory {
         case .object(let object):
             let entity = model[object.entity]
-            guard let index = entity.allRelationships.firstIndex(where: { $0.name == name }),
-                !entity.allRelationships[index].isToMany
-            else {
-                logger.error("ln -s \(target) \(describe(object))/\(name): not a to-one relationship")
+            guard let index = entity.allRelationships.firstIndex(where: { $0.name == name }) else {
+                guard entity.attribute(named: name) == nil else { throw .notPermitted }
+                // `ln -sf` makes its link under a temporary name and renames it over the old one.
+                return try entry(for: .scratch(writes.createScratch(named: name, in: directory, linkTarget: target)))
+            }
+            guard !entity.allRelationships[index].isToMany else {
+                logger.error("ln -s \(target) \(describe(object))/\(name): a to-many relationship is a folder; link inside it")
                 throw .notPermitted
             }
-            let relationship = entity.allRelationships[index]
-            let destination = try resolve(target, from: directory, for: relationship)
-            let old = try snapshot(of: object).toOne[name]
-            try engine({ () throws(ObjectGraphError) in try context.setDestination(destination, of: name, for: object) },
-                "ln -s \(target) \(describe(object))/\(name)")
-            changed(object)
-            invalidateRelated([object, destination] + (old.map { [$0] } ?? []))
+            try setToOne(object, index, target: target)
             return try entry(for: .toOne(object, index))
         case .toMany(let object, let index):
-            let relationship = model[object.entity].allRelationships[index]
-            let destination = try resolve(target, from: directory, for: relationship)
-            try engine({ () throws(ObjectGraphError) in
-                try context.addDestination(destination, to: relationship.name, of: object)
-            }, "ln -s \(target) \(describe(object))/\(relationship.name)/\(name)")
-            changed(object)
+            guard PrimaryKey(reference: name) != nil else {
+                return try entry(for: .scratch(writes.createScratch(named: name, in: directory, linkTarget: target)))
+            }
+            let destination = try addMember(object, index, target: target)
             if name != destination.key.description { invalidateEntry(parent: directory, name: name) }
-            invalidateRelated([object, destination])
             return try entry(for: .member(destination))
         default:
             logger.error("ln -s \(target) \(name): links can only be made for relationships")
             throw .notPermitted
         }
+    }
+
+    /// Sets to-one relationship `index` of `object` to the object `target` names.
+    private func setToOne(_ object: ObjectID, _ index: Int, target: String) throws(FileSystemError) {
+        let relationship = model[object.entity].allRelationships[index]
+        let destination = try resolve(target, from: .object(object), for: relationship)
+        let old = try snapshot(of: object).toOne[relationship.name]
+        try engine({ () throws(ObjectGraphError) in
+            try context.setDestination(destination, of: relationship.name, for: object)
+        }, "ln -s \(target) \(describe(object))/\(relationship.name)")
+        changed(object)
+        invalidateRelated([object, destination] + (old.map { [$0] } ?? []))
+    }
+
+    /// Adds the object `target` names to to-many relationship `index` of `object`.
+    private func addMember(_ object: ObjectID, _ index: Int, target: String) throws(FileSystemError) -> ObjectID {
+        let relationship = model[object.entity].allRelationships[index]
+        let destination = try resolve(target, from: .toMany(object, index), for: relationship)
+        try engine({ () throws(ObjectGraphError) in
+            try context.addDestination(destination, to: relationship.name, of: object)
+        }, "ln -s \(target) \(describe(object))/\(relationship.name)/")
+        changed(object)
+        invalidateRelated([object, destination])
+        return destination
     }
 
     /// The object a link target names: a path relative to the link's folder (or absolute under
@@ -334,7 +365,12 @@ extension StoreFileSystem {
                 throw .notFound
             }
         case .toMany(let object, let index):
-            guard case .member(let destination) = try child(named: name, in: directory) else { throw .notFound }
+            let target = try child(named: name, in: directory)
+            if case .scratch(let serial) = target {
+                writes.removeScratch(serial)
+                return
+            }
+            guard case .member(let destination) = target else { throw .notFound }
             let relationship = model[object.entity].allRelationships[index]
             let position = try engine({ () throws(ObjectGraphError) in
                 let list = try context.destinations(of: relationship.name, for: object)
@@ -398,7 +434,7 @@ extension StoreFileSystem {
             invalidateRelated([object] + related)
             throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
         }
-        writes.removeScratchFiles(in: object)
+        writes.removeScratchFiles(of: object)
         changed(nil)
         invalidateRelated(related)
         invalidateAncestorDirectories(of: object)
@@ -425,32 +461,44 @@ extension StoreFileSystem {
         guard flags & 2 == 0 else { throw .invalid }  // RENAME_EXCHANGE
         let from = try node(parent)
         let to = try node(newParent)
-        guard case .object(let object) = from, case .object(let targetObject) = to else {
+        guard let object = from.object, from.isFolderOfObject, to.isFolderOfObject else {
             logger.error("mv \(name) \(newName): only files inside object folders can be renamed")
             throw .notPermitted
         }
-        guard object == targetObject else { throw .crossDevice }
+        guard from == to else { throw .crossDevice }
         let source = try child(named: name, in: from)
         let existing = try? child(named: newName, in: to)
         if flags & 1 != 0 && existing != nil { throw .exists }  // RENAME_NOREPLACE
         let entity = model[object.entity]
-        switch source {
-        case .scratch(let serial):
-            if let index = entity.allAttributes.firstIndex(where: { $0.name == newName }) {
+        switch (source, to) {
+        case (.scratch(let serial), .object):
+            let scratch = writes.scratch(serial)
+            if let index = entity.allAttributes.firstIndex(where: { $0.name == newName }), scratch?.linkTarget == nil {
                 // An editor's save: the temporary file's content becomes the value.
-                try setContent(writes.scratchContent(serial) ?? Data(), of: .attribute(object, index))
+                try setContent(scratch?.content ?? Data(), of: .attribute(object, index))
                 writes.removeScratch(serial)
-                invalidateEntry(parent: to, name: newName)
-            } else if entity.relationship(named: newName) != nil {
+            } else if let index = entity.allRelationships.firstIndex(where: { $0.name == newName }),
+                let target = scratch?.linkTarget, !entity.allRelationships[index].isToMany
+            {
+                // `ln -sfn`: the temporary link replaces the relationship.
+                try setToOne(object, index, target: target)
+                writes.removeScratch(serial)
+            } else if entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil {
                 throw .notPermitted
             } else {
                 if case .scratch(let old)? = existing { writes.removeScratch(old) }
-                writes.renameScratch(serial, to: newName, in: object)
+                writes.renameScratch(serial, to: newName, in: to)
             }
-        case .attribute(_, let index):
-            guard entity.allAttributes.firstIndex(where: { $0.name == newName }) == nil,
-                entity.relationship(named: newName) == nil
-            else {
+            invalidateEntry(parent: to, name: newName)
+        case (.scratch(let serial), .toMany(_, let index)):
+            guard let target = writes.scratch(serial)?.linkTarget, PrimaryKey(reference: newName) != nil else {
+                throw .notPermitted
+            }
+            _ = try addMember(object, index, target: target)
+            writes.removeScratch(serial)
+            invalidateEntry(parent: to, name: newName)
+        case (.attribute(_, let index), .object):
+            guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {
                 logger.error("mv \(name) \(newName) in \(describe(object)): one attribute cannot be renamed onto another; use cp")
                 throw .notPermitted
             }
@@ -458,7 +506,7 @@ extension StoreFileSystem {
             // backup gets a copy, and the attribute keeps its value until the new file is written.
             if case .scratch(let old)? = existing { writes.removeScratch(old) }
             let content = try currentContent(of: .attribute(object, index), handle: FuseKit.FileHandle.none)
-            _ = writes.createScratch(named: newName, in: object, content: content)
+            _ = writes.createScratch(named: newName, in: to, content: content)
             invalidateEntry(parent: from, name: name)
             invalidateEntry(parent: to, name: newName)
         default:
@@ -524,12 +572,13 @@ extension StoreFileSystem {
             do throws(ObjectGraphError) {
                 try context.save()
                 writes.markCommitted()
+                invalidateRelated(writes.clearFresh())
                 rememberStoreToken()
                 logger.debug("committed (\(reason))")
                 return nil
             } catch {
                 if error.code == .conflict {
-                    logger.error("commit (\(reason)): \(error.message); the other change is kept and this mount's pending changes are dropped")
+                    logger.error("commit (\(reason)): \(error); the other change is kept and this mount's pending changes are dropped")
                     context.rollback()
                     coordinator.dropCaches()
                     writes.markCommitted()
@@ -578,6 +627,14 @@ extension Node {
     var isAttribute: Bool {
         if case .attribute = self { return true }
         return false
+    }
+
+    /// Whether this is an object folder or one of its to-many folders (where scratch files live).
+    var isFolderOfObject: Bool {
+        switch self {
+        case .object, .toMany: true
+        default: false
+        }
     }
 
     /// The object whose folder holds this node, if any.

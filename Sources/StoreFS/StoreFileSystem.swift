@@ -72,7 +72,7 @@ public final class StoreFileSystem: FileSystem {
             guard Node.fits(object) else { throw .notFound }
             return object.entity == entity ? .object(object) : .subentityLink(object)
         case .object(let object):
-            if let scratch = writes.scratchFile(named: name, in: object) { return .scratch(scratch) }
+            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
             if writes.isHidden(name, in: object) { throw .notFound }
             let entity = model[object.entity]
             let snapshot = try snapshot(of: object)
@@ -87,6 +87,7 @@ public final class StoreFileSystem: FileSystem {
             }
             throw .notFound
         case .toMany(let object, let index):
+            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
             guard let key = PrimaryKey(reference: name) else { throw .notFound }
             let relationship = model[object.entity].allRelationships[index]
             let members = try engine({ () throws(ObjectGraphError) in
@@ -156,8 +157,9 @@ public final class StoreFileSystem: FileSystem {
         case .member, .subentityLink:
             return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
         case .scratch(let serial):
-            guard let size = writes.scratchSize(serial) else { throw .notFound }
-            return make(.regularFile, fileMode, size: size, time: writes.scratchTime(serial))
+            guard let scratch = writes.scratch(serial) else { throw .notFound }
+            if let target = scratch.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
+            return make(.regularFile, fileMode, size: scratch.content.count, time: scratch.modified)
         }
     }
 
@@ -184,6 +186,9 @@ public final class StoreFileSystem: FileSystem {
                 throw .notFound
             }
             return "../\(model[object.entity].name)/\(object.key)"
+        case .scratch(let serial):
+            guard let target = writes.scratch(serial)?.linkTarget else { throw .invalid }
+            return target
         default:
             throw .invalid
         }
@@ -218,8 +223,8 @@ public final class StoreFileSystem: FileSystem {
             let (attribute, value) = try attributeValue(object, index)
             return ValueText.content(of: value, type: attribute.type)
         case .scratch(let serial):
-            guard let content = writes.scratchContent(serial) else { throw .notFound }
-            return content
+            guard let scratch = writes.scratch(serial), scratch.linkTarget == nil else { throw .notFound }
+            return scratch.content
         default:
             throw .isDirectory
         }

@@ -20,11 +20,15 @@ final class WriteState: Sendable {
         var written = false
     }
 
+    /// A file or symlink a tool made under a name that is not a property (an editor's temporary
+    /// file, `ln -sf`'s temporary link), in an object folder or a to-many folder.
     struct ScratchFile {
-        var object: ObjectID
+        var parent: Node
         var name: String
         var content: Data
         var modified: Date
+        /// The target, when the scratch entry is a symlink.
+        var linkTarget: String?
     }
 
     /// A change a removal inside an object folder made, kept until the next commit so that
@@ -47,6 +51,7 @@ final class WriteState: Sendable {
         var open: [UInt64: OpenFile] = [:]
         var scratch: [UInt64: ScratchFile] = [:]
         var removals: [ObjectID: [Removal]] = [:]
+        var fresh: [ObjectID: Set<String>] = [:]
         var modified: [ObjectID: Date] = [:]
         var commits = 0
         var dirty = false
@@ -86,21 +91,22 @@ final class WriteState: Sendable {
 
     // MARK: - Scratch files
 
-    func scratchFile(named name: String, in object: ObjectID) -> UInt64? {
-        state.withLock { state in state.scratch.first { $0.value.object == object && $0.value.name == name }?.key }
+    func scratchFile(named name: String, in parent: Node) -> UInt64? {
+        state.withLock { state in state.scratch.first { $0.value.parent == parent && $0.value.name == name }?.key }
     }
 
-    func scratchFiles(in object: ObjectID) -> [(name: String, serial: UInt64)] {
+    func scratchFiles(in parent: Node) -> [(name: String, serial: UInt64)] {
         state.withLock { state in
-            state.scratch.filter { $0.value.object == object }.map { ($0.value.name, $0.key) }.sorted { $0.name < $1.name }
+            state.scratch.filter { $0.value.parent == parent }.map { ($0.value.name, $0.key) }.sorted { $0.name < $1.name }
         }
     }
 
-    func createScratch(named name: String, in object: ObjectID, content: Data = Data()) -> UInt64 {
+    func createScratch(named name: String, in parent: Node, content: Data = Data(), linkTarget: String? = nil) -> UInt64 {
         state.withLock { state in
             let serial = state.nextScratch
             state.nextScratch += 1
-            state.scratch[serial] = ScratchFile(object: object, name: name, content: content, modified: Date())
+            state.scratch[serial] = ScratchFile(
+                parent: parent, name: name, content: content, modified: Date(), linkTarget: linkTarget)
             return serial
         }
     }
@@ -117,18 +123,19 @@ final class WriteState: Sendable {
         }
     }
 
-    func renameScratch(_ serial: UInt64, to name: String, in object: ObjectID) {
+    func renameScratch(_ serial: UInt64, to name: String, in parent: Node) {
         state.withLock { state in
             state.scratch[serial]?.name = name
-            state.scratch[serial]?.object = object
+            state.scratch[serial]?.parent = parent
         }
     }
 
     @discardableResult
     func removeScratch(_ serial: UInt64) -> ScratchFile? { state.withLock { $0.scratch.removeValue(forKey: serial) } }
 
-    func removeScratchFiles(in object: ObjectID) {
-        state.withLock { state in state.scratch = state.scratch.filter { $0.value.object != object } }
+    /// Removes the scratch files of an object's folder and of its to-many folders.
+    func removeScratchFiles(of object: ObjectID) {
+        state.withLock { state in state.scratch = state.scratch.filter { $0.value.parent.object != object } }
     }
 
     // MARK: - Removals
@@ -148,16 +155,46 @@ final class WriteState: Sendable {
         }
     }
 
-    /// Whether `name` in `object`'s folder is hidden by a removal not yet committed.
+    /// Whether `name` in `object`'s folder is hidden: by a removal not yet committed, or as an
+    /// untouched entry of a folder mkdir made.
     func isHidden(_ name: String, in object: ObjectID) -> Bool {
         state.withLock { state in
-            (state.removals[object] ?? []).contains {
+            if state.fresh[object]?.contains(name) == true { return true }
+            return (state.removals[object] ?? []).contains {
                 switch $0 {
                 case .hiddenProperty(let n), .hiddenFolder(let n): n == name
                 default: false
                 }
             }
         }
+    }
+
+    // MARK: - Folders made by mkdir
+
+    /// Hides the entries of a folder mkdir just made (default values, empty to-many folders) until
+    /// something writes them or the next commit: tools that copy a tree in (`cp -a`, `rsync`)
+    /// create every file of a folder they made with O_EXCL and every subfolder with mkdir, and
+    /// fail on what exists.
+    func hideFreshEntries(_ names: Set<String>, of object: ObjectID) {
+        state.withLock { $0.fresh[object] = names }
+    }
+
+    func isFresh(_ name: String, in object: ObjectID) -> Bool {
+        state.withLock { $0.fresh[object]?.contains(name) ?? false }
+    }
+
+    /// Shows everything hidden in new folders (after a commit); returns those folders' objects.
+    func clearFresh() -> [ObjectID] {
+        state.withLock { state in
+            defer { state.fresh = [:] }
+            return Array(state.fresh.keys)
+        }
+    }
+
+    /// Shows `name` again (it was written, or a copy made its folder).
+    @discardableResult
+    func unhideFresh(_ name: String, in object: ObjectID) -> Bool {
+        state.withLock { $0.fresh[object]?.remove(name) != nil }
     }
 
     // MARK: - Changes and commits

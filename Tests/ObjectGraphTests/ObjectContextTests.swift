@@ -91,7 +91,8 @@ import Testing
         #expect(!(try context.destinations(of: "employees", for: company.department)).contains(company.employees[0]))
 
         // One-to-one: making a second manager head of the department takes it from the first.
-        try context.setDestination(company.department, of: "head", for: company.manager)
+        try context.setDestination(company.manager, of: "head", for: company.department)
+        #expect(try context.destination(of: "headOf", for: company.manager) == company.department)
         let second = try context.insertObject(of: model.id("Manager"))
         try context.setDestination(second, of: "head", for: company.department)
         #expect(try context.destination(of: "headOf", for: company.manager) == nil)
@@ -189,9 +190,14 @@ import Testing
         let coordinator = makeSampleCoordinator()
         let context = coordinator.newContext()
         let e = try context.insertObject(of: context.model.id("Employee"))
-        try context.setValue(nil, of: "birthDate", for: e)
         #expect(try context.value(of: "isRemote", for: e) == .boolean(false), "defaults apply on insert")
+        // lastName defaults to "" but must have at least one character: the save says so.
+        let error = #expect(throws: ObjectGraphError.self) { try context.save() }
+        #expect(error?.code == .validation)
+        #expect(error?.message.contains("lastName") == true)
+        try context.setValue(.string("Liskov"), of: "lastName", for: e)
         try context.save()
+        #expect(!context.hasChanges)
         let abstract = #expect(throws: ObjectGraphError.self) { try context.insertObject(of: context.model.id("Person")) }
         #expect(abstract?.code == .validation)
     }

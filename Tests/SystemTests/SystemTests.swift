@@ -1,1 +1,176 @@
+import Foundation
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The system tests drive the storefs binary the way an administrator does: mount(8) and the
+// helper, /etc/fstab lines, systemd units, SIGTERM, NOTIFY_SOCKET, the install script. This file
+// holds what they share: finding the binary and the tools, running them, scratch folders, mounts.
+
+/// A failure whose description says what is wrong and what to do.
+struct SystemTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The package root, found from this file's path (Tests/SystemTests/SystemTests.swift).
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// The storefs binary that `swift build` put next to the test bundle.
+func storefsBinary() throws -> String {
+    let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    let candidates = [
+        beside.appendingPathComponent("storefs").path,
+        packageRoot.appendingPathComponent(".build/debug/storefs").path,
+    ]
+    for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
+        return candidate
+    }
+    throw SystemTestError(
+        "the storefs binary is missing (looked at \(candidates.joined(separator: ", "))); "
+            + "run `swift build` before `swift test --skip-build`")
+}
+
+/// The absolute path of `name`, or an error naming the Debian package that provides it.
+func tool(_ name: String, package: String) throws -> String {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+    let folders = path.split(separator: ":").map(String.init) + ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+    for folder in folders where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
+        return folder + "/" + name
+    }
+    throw SystemTestError("\(name) is missing: install package \(package) (apt-get install -y \(package))")
+}
+
+/// The result of running a program to completion.
+struct ToolResult {
+    var status: Int32
+    var output: String
+    var errorOutput: String
+    var succeeded: Bool { status == 0 }
+}
+
+/// Runs `executable` and waits for it, at most `timeout` seconds.
+///
+/// Output goes through files rather than pipes: `storefs mount` leaves a server behind, and a
+/// pipe inherited by it would never reach end of file.
+@discardableResult
+func run(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 120
+) throws -> ToolResult {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-run-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let outputURL = scratch.appendingPathComponent("out")
+    let errorURL = scratch.appendingPathComponent("err")
+    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = try FileHandle(forWritingTo: outputURL)
+    process.standardError = try FileHandle(forWritingTo: errorURL)
+    try process.run()
+    guard waitForExit(process, timeout: timeout) else {
+        throw SystemTestError("\(executable) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
+    }
+    return ToolResult(
+        status: process.terminationStatus,
+        output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
+        errorOutput: (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "")
+}
+
+/// Waits for `process` to exit; kills it and returns false after `timeout` seconds.
+func waitForExit(_ process: Process, timeout: TimeInterval) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning {
+        if Date() > deadline {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return false
+        }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    process.waitUntilExit()
+    return true
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: TimeInterval = 60, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return true
+}
+
+/// A temporary folder for one test, with a sample store and a mount point in it.
+struct Scratch {
+    let url: URL
+    var path: String { url.path }
+    var store: String { path + "/Library.sqlite" }
+    var mountPoint: String { path + "/mnt" }
+
+    init() throws {
+        url = URL(fileURLWithPath: "/tmp").appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(atPath: url.path + "/mnt", withIntermediateDirectories: true)
+    }
+
+    /// Writes a small sample store at ``store``.
+    func makeStore(objects: Int = 100) throws {
+        let result = try run(try storefsBinary(), ["sample", "--objects", String(objects), store])
+        guard result.succeeded else { throw SystemTestError("storefs sample failed: \(result.errorOutput)") }
+    }
+
+    /// Unmounts whatever is left at the mount point and removes the folder.
+    func remove() {
+        if isMounted(mountPoint) {
+            _ = try? run("/bin/umount", [mountPoint], timeout: 30)
+            if isMounted(mountPoint) { _ = try? run("/usr/bin/fusermount3", ["-u", "-z", mountPoint], timeout: 30) }
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// Whether a FUSE filesystem is mounted at `path` now.
+func isMounted(_ path: String) -> Bool {
+    guard let table = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return false }
+    return table.split(separator: "\n").contains { line in
+        let fields = line.split(separator: " ")
+        return fields.count > 2 && fields[1].replacingOccurrences(of: "\\040", with: " ") == path
+            && fields[2].hasPrefix("fuse")
+    }
+}
+
+/// The mount table's type for `path` (e.g. "fuse.storefs"), if mounted.
+func mountType(_ path: String) -> String? {
+    guard let table = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return nil }
+    for line in table.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        if fields.count > 2 && fields[1] == path { return String(fields[2]) }
+    }
+    return nil
+}
+
+/// One value of the store file itself, read with sqlite3 (not through storefs).
+func storedLastName(_ store: String, key: Int = 6) throws -> String {
+    let result = try run(
+        try tool("sqlite3", package: "sqlite3"), [store, "select ZLASTNAME from ZPERSON where Z_PK=\(key)"])
+    guard result.succeeded else { throw SystemTestError("sqlite3 \(store) failed: \(result.errorOutput)") }
+    return result.output.trimmingCharacters(in: .newlines)
+}
+
+/// Runs a shell command line (for redirections like `echo X > FILE`).
+func shell(_ command: String) throws -> ToolResult {
+    try run("/bin/sh", ["-c", command])
+}
+
+/// Quotes `text` for a shell command line.
+func quoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}

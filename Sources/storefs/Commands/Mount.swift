@@ -43,6 +43,9 @@ struct Mount: ParsableCommand {
         guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isDirectory) || isStale(mountPoint) else {
             throw ValidationError("mount point \(mountPoint) does not exist; create it with mkdir first")
         }
+        guard !Readiness.isMounted(mountPoint) else {
+            throw ValidationError("\(mountPoint) is already a mount point; unmount it first (fusermount3 -u \(mountPoint))")
+        }
         if !foreground {
             try Background.start(arguments: Array(CommandLine.arguments.dropFirst()), mountPoint: mountPoint, logFile: logFile)
             return

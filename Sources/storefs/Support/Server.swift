@@ -11,6 +11,7 @@ enum Server {
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
         onReady: () -> Void = {}
     ) throws {
+        unblockStopSignals()
         if FuseSession.cleanUpStaleMount(at: mountPoint) {
             logger.warning("\(mountPoint) was left by a process that died; unmounted it")
         }
@@ -29,5 +30,16 @@ enum Server {
         try session.run()
         coordinator.store.close()
         logger.info("unmounted \(mountPoint)")
+    }
+
+    /// Unblocks SIGINT, SIGTERM and SIGHUP on this thread (and so on the libfuse threads it
+    /// starts). The signal mask is inherited: a parent that spawns storefs from a thread that
+    /// blocks them (Foundation's Process on a Dispatch or Swift Testing thread does) would
+    /// otherwise leave SIGTERM pending forever, and `kill` would never unmount or commit.
+    private static func unblockStopSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
 }
