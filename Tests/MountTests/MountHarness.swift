@@ -16,37 +16,41 @@ struct ToolResult {
 }
 
 /// Runs `tool` (looked up on PATH) with `arguments`, capturing its output.
+///
+/// Output goes through temporary files, not pipes: libfuse forks fusermount3 for every mount made
+/// in this process (FuseKit's tests mount in-process, concurrently), and a forked fusermount3
+/// would keep a pipe's write end open for as long as its mount lives, so reading to EOF would hang.
 @discardableResult
 func run(_ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws -> ToolResult {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let outURL = folder.appendingPathComponent("out")
+    let errURL = folder.appendingPathComponent("err")
+    let inURL = folder.appendingPathComponent("in")
+    FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    FileManager.default.createFile(atPath: inURL.path, contents: input ?? Data())
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [tool] + arguments
     if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let out = Pipe()
-    let err = Pipe()
+    let out = try FileHandle(forWritingTo: outURL)
+    let err = try FileHandle(forWritingTo: errURL)
+    let inHandle = try FileHandle(forReadingFrom: inURL)
+    defer {
+        try? out.close()
+        try? err.close()
+        try? inHandle.close()
+    }
     process.standardOutput = out
     process.standardError = err
-    let inPipe = Pipe()
-    process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
+    process.standardInput = inHandle
     try process.run()
-    if let input {
-        inPipe.fileHandleForWriting.write(input)
-        try inPipe.fileHandleForWriting.close()
-    }
-    // Read both pipes before waiting, so a tool with much output never blocks on a full pipe.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var errData = Data()
-    group.enter()
-    DispatchQueue.global().async {
-        errData = err.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
     process.waitUntilExit()
     return ToolResult(
-        status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
-        error: String(decoding: errData, as: UTF8.self))
+        status: process.terminationStatus, output: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+        error: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
 }
 
 /// Runs a shell command line.

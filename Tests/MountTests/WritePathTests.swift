@@ -16,6 +16,11 @@ import Testing
         return try context.value(of: attribute, for: id)
     }
 
+    /// fsync on a folder: commits what is pending.
+    func fsync(_ path: String) throws -> ToolResult {
+        try run("python3", ["-c", "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)", path])
+    }
+
     func sqlite(_ mount: MountedStore, _ query: String) throws -> String {
         try run("sqlite3", [mount.store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -104,7 +109,10 @@ import Testing
         let m = mount.path
         // mkdir: a free key is kept, another name gets the next key.
         #expect(try run("mkdir", ["\(m)/Department/p900"]).status == 0)
-        #expect(try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"])
+        #expect(try run("ls", ["\(m)/Department/p900"]).lines == [], "a new folder looks empty until its first commit (cp -a copies into it)")
+        #expect(try fsync("\(m)/Department/p900").status == 0)
+        #expect(try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"], "then shows its defaults")
+        #expect(try run("cat", ["\(m)/Department/p900/name"]).output == "New Department\n")
         #expect(try run("mkdir", ["\(m)/Department/p1"]).error.contains("File exists"))
         let projects = try run("ls", ["\(m)/Project"]).lines.compactMap { PrimaryKey(reference: $0)?.rawValue }
         #expect(try run("mkdir", ["\(m)/Project/extra"]).status == 0)
@@ -120,6 +128,8 @@ import Testing
         #expect(try run("readlink", ["\(m)/Employee/p11/department"]).output == "../../Department/p900\n")
         #expect(try run("rm", ["\(m)/Department/p900/employees/p10"]).status == 0)
         #expect(try run("stat", ["\(m)/Employee/p10/department"]).status != 0, "p10 has no department now")
+        #expect(try run("rm", ["\(m)/Employee/p11/department"]).status == 0)
+        #expect(try run("ls", ["\(m)/Department/p900/employees"]).lines == [], "p11 left the department's employees")
         // A link to something that is not a Department is refused.
         let wrong = try run("ln", ["-sfn", "../../Project/p1", "\(m)/Employee/p12/department"])
         #expect(wrong.status != 0 && wrong.error.contains("Invalid argument"))

@@ -94,6 +94,7 @@ import Testing
         try context.setDestination(company.manager, of: "head", for: company.department)
         #expect(try context.destination(of: "headOf", for: company.manager) == company.department)
         let second = try context.insertObject(of: model.id("Manager"))
+        try context.setValue(.string("Liskov"), of: "lastName", for: second)
         try context.setDestination(second, of: "head", for: company.department)
         #expect(try context.destination(of: "headOf", for: company.manager) == nil)
         #expect(try context.destination(of: "headOf", for: second) == company.department)

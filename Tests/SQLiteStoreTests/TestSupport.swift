@@ -73,11 +73,16 @@ enum Fixtures {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         process.arguments = ["-batch", "-readonly", file.path, sql]
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        // A file, not a pipe: a fusermount3 forked by another test's in-process mount would hold a
+        // pipe's write end open and keep the read from ever ending.
+        let outURL = try temporaryDirectory().appendingPathComponent("sqlite3.out")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        let output = try FileHandle(forWritingTo: outURL)
+        process.standardOutput = output
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        try output.close()
+        let data = try Data(contentsOf: outURL)
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
