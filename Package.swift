@@ -37,19 +37,20 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
-        .testTarget(name: "FuseKitTests", dependencies: ["FuseKit"]),
+        .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore",
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore"]),
+        .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["SQLiteStore", "ObjectGraph", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

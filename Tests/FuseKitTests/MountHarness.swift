@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import FuseKit
 import Synchronization
 import Testing
@@ -25,36 +26,10 @@ struct ToolResult {
 }
 
 /// Runs `arguments` (looked up in PATH) and waits for it.
-///
-/// Output goes through temporary files, not pipes: libfuse forks fusermount3 for every mount made
-/// in this process, and a forked fusermount3 keeps a pipe's write end open for as long as its mount
-/// lives, so reading a pipe to EOF could hang while another test's mount is up.
 @discardableResult
 func tool(_ arguments: String...) throws -> ToolResult {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let outURL = folder.appendingPathComponent("out")
-    let errURL = folder.appendingPathComponent("err")
-    FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let output = try FileHandle(forWritingTo: outURL)
-    let errorOutput = try FileHandle(forWritingTo: errURL)
-    defer {
-        try? output.close()
-        try? errorOutput.close()
-    }
-    process.standardOutput = output
-    process.standardError = errorOutput
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return ToolResult(
-        status: process.terminationStatus, output: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-        errorOutput: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    let result = try runTool(arguments[0], Array(arguments.dropFirst()))
+    return ToolResult(status: result.status, output: result.output, errorOutput: result.error)
 }
 
 /// A ``FuseSession`` mounted at a fresh temporary directory and run on a background thread.

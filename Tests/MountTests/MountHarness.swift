@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import SQLiteStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -16,41 +17,10 @@ struct ToolResult {
 }
 
 /// Runs `tool` (looked up on PATH) with `arguments`, capturing its output.
-///
-/// Output goes through temporary files, not pipes: libfuse forks fusermount3 for every mount made
-/// in this process (FuseKit's tests mount in-process, concurrently), and a forked fusermount3
-/// would keep a pipe's write end open for as long as its mount lives, so reading to EOF would hang.
 @discardableResult
 func run(_ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws -> ToolResult {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let outURL = folder.appendingPathComponent("out")
-    let errURL = folder.appendingPathComponent("err")
-    let inURL = folder.appendingPathComponent("in")
-    FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    FileManager.default.createFile(atPath: inURL.path, contents: input ?? Data())
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [tool] + arguments
-    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-    let inHandle = try FileHandle(forReadingFrom: inURL)
-    defer {
-        try? out.close()
-        try? err.close()
-        try? inHandle.close()
-    }
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inHandle
-    try process.run()
-    process.waitUntilExit()
-    return ToolResult(
-        status: process.terminationStatus, output: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-        error: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    let result = try runTool(tool, arguments, input: input, environment: environment)
+    return ToolResult(status: result.status, output: result.output, error: result.error)
 }
 
 /// Runs a shell command line.

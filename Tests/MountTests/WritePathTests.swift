@@ -163,7 +163,11 @@ import Testing
         let engine = try mount.engine()
         let context = engine.newContext()
         let model = engine.model
-        func id(_ e: String, _ k: Int64) -> ObjectID { ObjectID(entity: model.entityID(named: e)!, key: PrimaryKey(k)) }
+        // Keys are per inheritance tree: Employee/p10 may be a Manager.
+        func id(_ e: String, _ k: Int64) -> ObjectID {
+            (try? context.objectID(forKey: PrimaryKey(k), in: model.entityID(named: e)!)) ?? nil
+                ?? ObjectID(entity: model.entityID(named: e)!, key: PrimaryKey(k))
+        }
         #expect(try !context.exists(id("Department", 900)))
         #expect(try context.exists(id("Project", PrimaryKey(reference: next)!.rawValue)))
         #expect(try context.exists(id("Department", 1)))

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import GRDB
 import ObjectGraph
 import SQLiteStore
@@ -70,20 +71,8 @@ enum Fixtures {
 
     /// Runs `sqlite3 -batch FILE SQL` and returns its output lines.
     static func sqlite3(_ file: URL, _ sql: String) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-batch", "-readonly", file.path, sql]
-        // A file, not a pipe: a fusermount3 forked by another test's in-process mount would hold a
-        // pipe's write end open and keep the read from ever ending.
-        let outURL = try temporaryDirectory().appendingPathComponent("sqlite3.out")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        let output = try FileHandle(forWritingTo: outURL)
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        try output.close()
-        let data = try Data(contentsOf: outURL)
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        let result = try runTool("sqlite3", ["-batch", "-readonly", file.path, sql])
+        return result.output.split(separator: "\n").map(String.init)
     }
 
     /// Copies a corpus store (with its -wal) into a fresh temp folder.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -52,36 +53,13 @@ struct ToolResult {
     var succeeded: Bool { status == 0 }
 }
 
-/// Runs `executable` and waits for it, at most `timeout` seconds.
-///
-/// Output goes through files rather than pipes: `storefs mount` leaves a server behind, and a
-/// pipe inherited by it would never reach end of file.
+/// Runs `executable` and waits for it (TestSupport's runTool: posix_spawn, output in files).
 @discardableResult
 func run(
-    _ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 120
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:]
 ) throws -> ToolResult {
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-run-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let outputURL = scratch.appendingPathComponent("out")
-    let errorURL = scratch.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = try FileHandle(forWritingTo: outputURL)
-    process.standardError = try FileHandle(forWritingTo: errorURL)
-    try process.run()
-    guard waitForExit(process, timeout: timeout) else {
-        throw SystemTestError("\(executable) \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
-    }
-    return ToolResult(
-        status: process.terminationStatus,
-        output: (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "",
-        errorOutput: (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "")
+    let result = try runTool(executable, arguments, environment: environment)
+    return ToolResult(status: result.status, output: result.output, errorOutput: result.error)
 }
 
 /// Waits for `process` to exit; kills it and returns false after `timeout` seconds.
@@ -130,8 +108,8 @@ struct Scratch {
     /// Unmounts whatever is left at the mount point and removes the folder.
     func remove() {
         if isMounted(mountPoint) {
-            _ = try? run("/bin/umount", [mountPoint], timeout: 30)
-            if isMounted(mountPoint) { _ = try? run("/usr/bin/fusermount3", ["-u", "-z", mountPoint], timeout: 30) }
+            _ = try? run("/bin/umount", [mountPoint])
+            if isMounted(mountPoint) { _ = try? run("/usr/bin/fusermount3", ["-u", "-z", mountPoint]) }
         }
         try? FileManager.default.removeItem(at: url)
     }
