@@ -84,6 +84,7 @@ extension StoreFileSystem {
             }, "list \(model[entity].name)")
             return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
         case .object(let object):
+            writes.noteListing(of: object)
             return .names(try entries(of: object))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]

@@ -415,7 +415,7 @@ extension StoreFileSystem {
     /// Deletes `object` by its delete rules, after taking back the removals `rm -r` made inside
     /// its folder (so a Deny rule sees the relationships as they were).
     func deleteObject(_ object: ObjectID) throws(FileSystemError) {
-        let removals = writes.takeRemovals(in: object)
+        let removals = writes.takeRecentRemovals(in: object)
         try engine({ () throws(ObjectGraphError) in
             for removal in removals.reversed() {
                 switch removal {

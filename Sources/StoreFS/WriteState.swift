@@ -50,7 +50,9 @@ final class WriteState: Sendable {
         var nextScratch: UInt64 = 1
         var open: [UInt64: OpenFile] = [:]
         var scratch: [UInt64: ScratchFile] = [:]
-        var removals: [ObjectID: [Removal]] = [:]
+        var removals: [ObjectID: [(sequence: Int, removal: Removal)]] = [:]
+        var lastListed: [ObjectID: Int] = [:]
+        var sequence = 0
         var fresh: [ObjectID: Set<String>] = [:]
         var modified: [ObjectID: Date] = [:]
         var commits = 0
@@ -141,17 +143,39 @@ final class WriteState: Sendable {
     // MARK: - Removals
 
     func recordRemoval(_ removal: Removal, in object: ObjectID) {
-        state.withLock { $0.removals[object, default: []].append(removal) }
+        state.withLock { state in
+            state.sequence += 1
+            state.removals[object, default: []].append((state.sequence, removal))
+        }
     }
 
-    func takeRemovals(in object: ObjectID) -> [Removal] {
-        state.withLock { $0.removals.removeValue(forKey: object) ?? [] }
+    /// Notes that `object`'s folder was listed from the start: `rm -r` lists a folder before it
+    /// empties it, so only removals made after the last listing belong to an `rm -r`.
+    func noteListing(of object: ObjectID) {
+        state.withLock { state in
+            state.sequence += 1
+            state.lastListed[object] = state.sequence
+        }
+    }
+
+    /// The removals in `object`'s folder made since it was last listed (what an `rm -r` did),
+    /// taken out so they are not applied twice; earlier ones stay until the commit.
+    func takeRecentRemovals(in object: ObjectID) -> [Removal] {
+        state.withLock { state in
+            let since = state.lastListed[object] ?? Int.max
+            let all = state.removals[object] ?? []
+            state.removals[object] = all.filter { $0.sequence < since }
+            return all.filter { $0.sequence > since }.map(\.removal)
+        }
     }
 
     func takeAllRemovals() -> [ObjectID: [Removal]] {
         state.withLock { state in
-            defer { state.removals = [:] }
-            return state.removals
+            defer {
+                state.removals = [:]
+                state.lastListed = [:]
+            }
+            return state.removals.mapValues { $0.map(\.removal) }
         }
     }
 
@@ -161,7 +185,7 @@ final class WriteState: Sendable {
         state.withLock { state in
             if state.fresh[object]?.contains(name) == true { return true }
             return (state.removals[object] ?? []).contains {
-                switch $0 {
+                switch $0.removal {
                 case .hiddenProperty(let n), .hiddenFolder(let n): n == name
                 default: false
                 }
