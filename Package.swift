@@ -47,7 +47,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),
-        .testTarget(name: "StoreTypeTests", dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore"]),
+        .testTarget(
+            name: "StoreTypeTests",
+            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "ObjectGraph", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -53,6 +53,7 @@ public final class SQLiteStore: PersistentStore {
         var configuration = Configuration()
         configuration.readonly = options.readOnly
         configuration.label = "storefs.sqlite"
+        configuration.prepareDatabase { db in Self.addPredicateFunctions(db) }
         let schema: FileSchema
         do {
             if options.readOnly {
@@ -217,6 +218,15 @@ public final class SQLiteStore: PersistentStore {
 
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
+        if !isReadOnly {
+            // Fold the WAL into the main file, so a closed store is one self-contained file (what
+            // migration renames into place, and what a copy of the file alone must hold).
+            do {
+                try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            } catch {
+                logger.warning("checkpointing \(path): \(error)")
+            }
+        }
         do { try writer.close() } catch { logger.warning("closing \(path): \(error)") }
     }
 

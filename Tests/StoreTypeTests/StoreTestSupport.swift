@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import TestSupport
 import Testing
 
 /// Temp folders, graph copying and graph comparison shared by the XML and binary store tests.
@@ -162,12 +163,7 @@ enum StoreFixtures {
     /// Runs a command (mount, umount) and returns its exit status.
     @discardableResult
     static func run(_ arguments: String...) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try runTool(arguments[0], Array(arguments.dropFirst())).status
     }
 
     static func expectError(

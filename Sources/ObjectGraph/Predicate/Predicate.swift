@@ -103,6 +103,9 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
         case date(Double)
         /// `nil` or `NULL`.
         case null
+        /// An object, as variable substitution produces it (`department == $FETCH_SOURCE` with the
+        /// source's ID); it has no format syntax, so it prints as `<ID>` and does not parse back.
+        case object(ObjectID)
     }
 
     /// `SELF`, the evaluated object.
@@ -187,6 +190,7 @@ extension Expression.Literal: CustomStringConvertible {
         case .boolean(let b): b ? "YES" : "NO"
         case .date(let seconds): "CAST(\(Self.number(seconds)), \"NSDate\")"
         case .null: "nil"
+        case .object(let id): "<\(id)>"
         }
     }
 

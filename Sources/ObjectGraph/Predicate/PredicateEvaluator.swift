@@ -140,6 +140,7 @@ public struct PredicateEvaluator: Sendable {
             case .boolean(let v): self = .boolean(v)
             case .date(let v): self = .date(v)
             case .null: self = .null
+            case .object(let id): self = .object(id)
             }
         }
 

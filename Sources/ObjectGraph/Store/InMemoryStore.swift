@@ -120,7 +120,8 @@ public final class InMemoryStore: PersistentStore {
             }
             if var metadata = request.metadata {
                 metadata.storeType = InMemoryStoreType.typeName
-                metadata.storeUUID = state.metadata.storeUUID
+                // A migration brings the old store's UUID; otherwise the store keeps its own.
+                if metadata.storeUUID == nil { metadata.storeUUID = state.metadata.storeUUID }
                 state.metadata = metadata
             }
         }

@@ -55,6 +55,20 @@ public protocol PersistentStore: AnyObject, Sendable {
 
     /// Releases the store's files and connections. Later calls fail.
     func close()
+
+    /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key, in
+    /// one store request; nil when the store cannot evaluate this predicate exactly as
+    /// ``PredicateEvaluator`` would (the engine then evaluates it in memory). `predicate` has no
+    /// variables left (see ``ObjectContext/substitutingVariables(in:source:fetchedProperty:variables:)``).
+    func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> [ObjectID]?
+}
+
+extension PersistentStore {
+    /// Stores that cannot query leave predicates to the engine.
+    public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> [ObjectID]?
+    { nil }
 }
 
 /// Options for opening a store.

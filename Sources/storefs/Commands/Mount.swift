@@ -12,17 +12,27 @@ struct Mount: ParsableCommand {
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
 
-    @Argument(help: "The store file (.sqlite).")
-    var store: String
+    @Argument(help: "The store file (.sqlite, .xml, .binary), then an existing, empty directory to mount it on; with --memory, the directory only.")
+    var paths: [String]
 
-    @Argument(help: "An existing, empty directory.")
-    var mountPoint: String
+    @Flag(name: .long, help: "Mount a new, empty in-memory store (nothing on disk; needs --model).")
+    var memory = false
 
     @Option(name: .customShort("o"), help: "Mount options, comma-separated.")
     var options: [String] = []
 
-    @Option(name: .long, help: "The model, when the store holds none.")
+    @Option(name: .long, help: "The model, when the store holds none (`sample` names the built-in sample model).")
     var model: String?
+
+    var store: String { paths[0] }
+    var mountPoint: String { paths[paths.count - 1] }
+
+    func validate() throws {
+        guard paths.count == (memory ? 1 : 2) else {
+            throw ValidationError(memory ? "give only the mount point with --memory" : "give the store and the mount point")
+        }
+        if memory && model == nil { throw ValidationError("--memory needs --model") }
+    }
 
     @Flag(name: .long, help: "Serve in the foreground until unmounted or interrupted.")
     var foreground = false
@@ -51,6 +61,12 @@ struct Mount: ParsableCommand {
             return
         }
         let logger = log.bootstrap()
+        if memory {
+            let model = try StoreTypes.model(at: model ?? configuration.model)!
+            let coordinator = PersistentStoreCoordinator(store: InMemoryStore(model: model), configuration: configuration.engine)
+            try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
+            return
+        }
         let url = URL(fileURLWithPath: store)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(store) does not exist (storefs create or storefs sample make one)")

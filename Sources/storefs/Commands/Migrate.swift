@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a store into a new store of another type (Core Data's migratePersistentStore).",
+        discussion: """
+            Every object keeps its key, values and relationships; custom metadata and the store \
+            UUID come along; the new store records its own type. SRC is only read. DST must not \
+            exist: it is written under a temporary name and appears only when complete.
+            """)
+
+    @Argument(help: "The store to read (.sqlite, .xml, .binary).")
+    var source: String
+
+    @Argument(help: "The new store; its suffix gives the type unless --type says otherwise.")
+    var destination: String
+
+    @Option(name: .long, help: "The destination's type: sqlite, xml or binary.")
+    var type: String?
+
+    @Option(name: .long, help: "The model, when the source holds none.")
+    var model: String?
+
+    @OptionGroup var log: LogOptions
+
+    func run() throws {
+        _ = log.bootstrap()
+        let sourceURL = URL(fileURLWithPath: source)
+        let destinationURL = URL(fileURLWithPath: destination)
+        guard FileManager.default.fileExists(atPath: sourceURL.path) else {
+            throw ValidationError("\(source) does not exist")
+        }
+        let destinationType: any PersistentStoreType
+        if let type {
+            guard let found = StoreTypes.all.first(where: { $0.name.lowercased() == type.lowercased() || $0.fileExtensions.contains(type.lowercased()) }) else {
+                throw ValidationError("unknown store type \(type); use sqlite, xml or binary")
+            }
+            destinationType = found
+        } else {
+            destinationType = try PersistentStoreCoordinator.storeType(for: destinationURL, among: StoreTypes.all)
+        }
+        let started = Date()
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: sourceURL, types: StoreTypes.all, model: try StoreTypes.model(at: model), options: StoreOptions(readOnly: true))
+        defer { coordinator.store.close() }
+        var progress = ProgressBar(label: "migrate")
+        try coordinator.migrate(to: destinationURL, type: destinationType) { done, total in progress.update(done, of: total) }
+        var objects = 0
+        for entity in coordinator.model.entities { objects += try coordinator.store.count(of: entity.id) }
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "migrated \(objects) objects from \(source) (\(coordinator.store.storeType)) to \(destination) "
+                + "(\(destinationType.name)) in \(String(format: "%.2f", seconds)) s")
+    }
+}
