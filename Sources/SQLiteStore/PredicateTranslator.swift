@@ -274,13 +274,15 @@ final class PredicateTranslator {
         switch mapping {
         case .foreignKey(let table, let column, _, _):
             let a = newAlias()
-            return ("\(table.quotedDatabaseIdentifier) \(a)", "", "\(a).\(column.quotedDatabaseIdentifier) = \(alias).Z_PK", a)
+            let link = "\(a).\(column.quotedDatabaseIdentifier) = \(alias).Z_PK"
+            return ("\(table.quotedDatabaseIdentifier) \(a)", "", link, a)
         case .joinTable(let table, let sourceColumn, let destinationColumn, _, let destinationTable, _):
             let j = newAlias()
             let a = newAlias()
             return (
                 "\(table.quotedDatabaseIdentifier) \(j)",
-                "JOIN \(destinationTable.quotedDatabaseIdentifier) \(a) ON \(a).Z_PK = \(j).\(destinationColumn.quotedDatabaseIdentifier)",
+                "JOIN \(destinationTable.quotedDatabaseIdentifier) \(a) "
+                    + "ON \(a).Z_PK = \(j).\(destinationColumn.quotedDatabaseIdentifier)",
                 "\(j).\(sourceColumn.quotedDatabaseIdentifier) = \(alias).Z_PK", a
             )
         case .missing:
@@ -337,7 +339,8 @@ final class PredicateTranslator {
             }
         }
         guard
-            case .scalar(let element)? = resolve(rest, in: scope, from: elementAlias, entity: elementEntity, allowToMany: false)
+            case .scalar(let element)? = resolve(
+                rest, in: scope, from: elementAlias, entity: elementEntity, allowToMany: false)
         else { return nil }
         return .collection(make(element))
     }

@@ -95,6 +95,38 @@ extension StoreFileSystem {
         }
     }
 
+    /// Invalidates what a change of relationship `name` of `object` touches: that relationship's
+    /// link or folder, and the inverse relationship of each object in `others` (the old and new
+    /// destinations). Only those nodes: a copy into a mount makes tens of thousands of links.
+    func invalidateRelationship(_ name: String, of object: ObjectID, touching others: [ObjectID]) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        func invalidate(_ relationship: String, of id: ObjectID) {
+            guard id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count,
+                let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
+            else { return }
+            let node: Node = model[id.entity].allRelationships[index].isToMany ? .toMany(id, index) : .toOne(id, index)
+            invalidator.invalidateInode(node.inode)
+            invalidator.invalidateEntry(parent: Node.object(id).inode, name: relationship)
+            invalidator.invalidateInode(Node.object(id).inode)
+        }
+        invalidate(name, of: object)
+        guard let relationship = model[object.entity].relationship(named: name), let inverse = relationship.inverseName else {
+            return
+        }
+        for other in Set(others) { invalidate(inverse, of: other) }
+    }
+
+    /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
+    func invalidateListings(of objects: [ObjectID]) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        for object in objects {
+            invalidator.invalidateInode(Node.object(object).inode)
+            for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {
+                invalidator.invalidateInode(Node.toMany(object, index).inode)
+            }
+        }
+    }
+
     /// Invalidates the listings that show `object`: its entity's directory and its ancestors'.
     func invalidateAncestorDirectories(of object: ObjectID) {
         var entity: EntityID? = object.entity

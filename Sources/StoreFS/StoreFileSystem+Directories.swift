@@ -92,7 +92,8 @@ extension StoreFileSystem {
                 try context.destinations(of: relationship.name, for: object)
             }, "list \(describe(object))/\(relationship.name)")
             return .names(
-                members.filter { Node.fits($0) }.map { ($0.key.description, Node.member($0)) }
+                writes.visibleMembers(members, of: relationship.name, in: object).filter { Node.fits($0) }
+                    .map { ($0.key.description, Node.member($0)) }
                     + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         default:
             throw .notDirectory

@@ -38,8 +38,9 @@ extension StoreFileSystem {
         switch node {
         case .root:
             let key = String(name.dropFirst("user.".count))
-            guard name != Self.statsName, !StoreMetadata.managedKeys.contains(key) else {
-                logger.error("setfattr \(name): the store manages this key; it cannot be set")
+            guard name != Self.statsName, !StoreMetadata.managedKeys.contains(key), !StoreMetadata.bookkeepingKeys.contains(key) else {
+                // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
+                logger.info("setfattr \(name): the store manages this key; it cannot be set")
                 throw .notPermitted
             }
             let current = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]

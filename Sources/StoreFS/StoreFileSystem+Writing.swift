@@ -121,8 +121,8 @@ extension StoreFileSystem {
             logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was")
             throw .invalid
         }
-        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !writes.isFresh(attribute.name, in: object)
-        writes.unhideFresh(attribute.name, in: object)
+        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !writes.isHidden(attribute.name, in: object)
+        writes.show(attribute.name, in: object)
         try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
             "write \(describe(object))/\(attribute.name)")
         changed(object)
@@ -161,7 +161,7 @@ extension StoreFileSystem {
         let entity = model[object.entity]
         if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
             guard !entity.allAttributes[index].isTransient else { throw .notPermitted }
-            writes.unhideFresh(name, in: object)
+            writes.show(name, in: object)
             return .attribute(object, index)
         }
         if entity.relationship(named: name) != nil {
@@ -178,10 +178,11 @@ extension StoreFileSystem {
     {
         guard !configuration.readOnly else { throw .readOnly }
         let directory = try node(parent)
-        if case .object(let object) = directory, let index = model[object.entity].allRelationships.firstIndex(where: {
-            $0.name == name && $0.isToMany
-        }), writes.unhideFresh(name, in: object) {
+        if case .object(let object) = directory, writes.isFresh(object),
+            let index = model[object.entity].allRelationships.firstIndex(where: { $0.name == name && $0.isToMany })
+        {
             // A copy into a folder mkdir made: its to-many folder is there already.
+            writes.show(name, in: object)
             return try entry(for: .toMany(object, index))
         }
         guard case .entity(let entity) = directory else {
@@ -201,10 +202,8 @@ extension StoreFileSystem {
             return id
         }, "mkdir \(model[entity].name)/\(name)")
         changed(object)
-        let description = model[entity]
-        writes.hideFreshEntries(
-            Set(description.persistentAttributes.map(\.name) + description.persistentRelationships.filter(\.isToMany).map(\.name)),
-            of: object)
+        writes.markFresh(object)
+        resolvePendingLinks(to: object)
         if requested == nil {
             logger.info("mkdir \(model[entity].name)/\(name): made \(describe(object)) (names are keys)")
             invalidateEntry(parent: .entity(entity), name: name)
@@ -226,63 +225,131 @@ extension StoreFileSystem {
                 // `ln -sf` makes its link under a temporary name and renames it over the old one.
                 return try entry(for: .scratch(writes.createScratch(named: name, in: directory, linkTarget: target)))
             }
-            guard !entity.allRelationships[index].isToMany else {
+            let relationship = entity.allRelationships[index]
+            guard !relationship.isToMany else {
                 logger.error("ln -s \(target) \(describe(object))/\(name): a to-many relationship is a folder; link inside it")
                 throw .notPermitted
             }
-            try setToOne(object, index, target: target)
+            guard let destination = try resolve(target, from: directory, for: relationship) else {
+                return try entry(for: pendingLink(named: name, in: directory, target: target, for: relationship))
+            }
+            try setToOne(object, index, destination: destination)
             return try entry(for: .toOne(object, index))
         case .toMany(let object, let index):
             guard PrimaryKey(reference: name) != nil else {
                 return try entry(for: .scratch(writes.createScratch(named: name, in: directory, linkTarget: target)))
             }
-            let destination = try addMember(object, index, target: target)
+            let relationship = model[object.entity].allRelationships[index]
+            if let named = try resolvePath(target, from: directory) {
+                writes.noteLink(to: .init(root: model[named.entity].rootID, key: named.key), in: relationship.name, of: object)
+            }
+            guard let destination = try resolve(target, from: directory, for: relationship) else {
+                return try entry(for: pendingLink(named: name, in: directory, target: target, for: relationship))
+            }
+            try addMember(object, index, destination)
             if name != destination.key.description { invalidateEntry(parent: directory, name: name) }
             return try entry(for: .member(destination))
+        case .entity(let entity):
+            // A copy of an entity directory brings the links to its subentities' objects: they
+            // are there already (or will be, once copied), so the link is accepted as it is.
+            guard let key = PrimaryKey(reference: name), let named = try resolvePath(target, from: directory),
+                named.key == key, model.entity(named.entity, isKindOf: entity), named.entity != entity
+            else {
+                logger.error("ln -s \(target) \(model[entity].name)/\(name): links here are the subentities' objects (../Sub/pN)")
+                throw .notPermitted
+            }
+            if let object = try engine({ () throws(ObjectGraphError) in try context.objectID(forKey: key, in: entity) },
+                "ln -s"), object.entity == named.entity
+            {
+                return try entry(for: .subentityLink(object))
+            }
+            let serial = writes.createScratch(named: name, in: directory, linkTarget: target)
+            writes.addPendingLink(serial, to: WriteState.LinkTarget(root: model[entity].rootID, key: key))
+            return try entry(for: .scratch(serial))
         default:
             logger.error("ln -s \(target) \(name): links can only be made for relationships")
             throw .notPermitted
         }
     }
 
-    /// Sets to-one relationship `index` of `object` to the object `target` names.
-    private func setToOne(_ object: ObjectID, _ index: Int, target: String) throws(FileSystemError) {
+    /// A link to an object that does not exist yet: kept as a scratch link and applied when the
+    /// object is made (cp -a copies a folder's links before the folders they point at).
+    private func pendingLink(named name: String, in directory: Node, target: String, for relationship: RelationshipDescription)
+        throws(FileSystemError) -> Node
+    {
+        guard let named = try resolvePath(target, from: directory) else { throw .invalid }
+        let serial = writes.createScratch(named: name, in: directory, linkTarget: target)
+        writes.addPendingLink(serial, to: WriteState.LinkTarget(root: model[named.entity].rootID, key: named.key))
+        logger.debug("ln -s \(target) \(name): the object does not exist yet; the link waits for it")
+        return .scratch(serial)
+    }
+
+    /// Applies the links that were waiting for `object`.
+    func resolvePendingLinks(to object: ObjectID) {
+        for serial in writes.takePendingLinks(to: WriteState.LinkTarget(root: model[object.entity].rootID, key: object.key)) {
+            guard let scratch = writes.scratch(serial), let target = scratch.linkTarget else { continue }
+            writes.removeScratch(serial)
+            do throws(FileSystemError) {
+                switch scratch.parent {
+                case .object(let source):
+                    if let index = model[source.entity].allRelationships.firstIndex(where: { $0.name == scratch.name }) {
+                        try setToOne(source, index, destination: object)
+                    }
+                case .toMany(let source, let index):
+                    try addMember(source, index, object)
+                default:
+                    break
+                }
+            } catch {
+                logger.error("ln -s \(target) \(scratch.name): \(describe(object)) appeared but the link failed (\(error))")
+            }
+            invalidateEntry(parent: scratch.parent, name: scratch.name)
+            invalidate(scratch.parent)
+            _ = target
+        }
+    }
+
+    /// Sets to-one relationship `index` of `object` to `destination`.
+    private func setToOne(_ object: ObjectID, _ index: Int, destination: ObjectID) throws(FileSystemError) {
         let relationship = model[object.entity].allRelationships[index]
-        let destination = try resolve(target, from: .object(object), for: relationship)
         let old = try snapshot(of: object).toOne[relationship.name]
         try engine({ () throws(ObjectGraphError) in
             try context.setDestination(destination, of: relationship.name, for: object)
-        }, "ln -s \(target) \(describe(object))/\(relationship.name)")
+        }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)")
+        writes.show(relationship.name, in: object)
         changed(object)
-        invalidateRelated([object, destination] + (old.map { [$0] } ?? []))
+        invalidateRelationship(relationship.name, of: object, touching: [destination] + (old.map { [$0] } ?? []))
     }
 
-    /// Adds the object `target` names to to-many relationship `index` of `object`.
-    private func addMember(_ object: ObjectID, _ index: Int, target: String) throws(FileSystemError) -> ObjectID {
+    /// Adds `destination` to to-many relationship `index` of `object`; in a folder being copied
+    /// in, an ordered relationship follows the order its links were made in.
+    private func addMember(_ object: ObjectID, _ index: Int, _ destination: ObjectID) throws(FileSystemError) {
         let relationship = model[object.entity].allRelationships[index]
-        let destination = try resolve(target, from: .toMany(object, index), for: relationship)
         try engine({ () throws(ObjectGraphError) in
             try context.addDestination(destination, to: relationship.name, of: object)
-        }, "ln -s \(target) \(describe(object))/\(relationship.name)/")
+            if relationship.isOrdered, let order = writes.linkOrder(of: relationship.name, in: object) {
+                let position = Dictionary(order.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { a, _ in a })
+                let current = try context.destinations(of: relationship.name, for: object)
+                let rank = { (id: ObjectID) in position[WriteState.LinkTarget(root: self.model[id.entity].rootID, key: id.key)] ?? Int.max }
+                let sorted = current.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+                if sorted != current { try context.setDestinations(sorted, of: relationship.name, for: object) }
+            }
+        }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)/")
+        writes.showMember(destination, of: relationship.name, in: object)
         changed(object)
-        invalidateRelated([object, destination])
-        return destination
+        invalidateRelationship(relationship.name, of: object, touching: [destination])
     }
 
-    /// The object a link target names: a path relative to the link's folder (or absolute under
-    /// the mount point), ending in `Entity/pN`. EINVAL when it is not an object of the
-    /// relationship's destination entity.
-    func resolve(_ target: String, from directory: Node, for relationship: RelationshipDescription) throws(FileSystemError)
-        -> ObjectID
-    {
+    /// The entity and key a link target names: a path relative to the link's folder (or absolute
+    /// under the mount point) that ends in `Entity/pN`; nil when it names no object folder.
+    func resolvePath(_ target: String, from directory: Node) throws(FileSystemError) -> ObjectID? {
         var components: [String]
         if target.hasPrefix("/") {
             guard let mountPoint = configuration.mountPoint, target.hasPrefix(mountPoint + "/") else {
                 logger.error("ln -s \(target): an absolute target must lie inside the mount")
                 throw .invalid
             }
-            components = []
-            for c in target.dropFirst(mountPoint.count + 1).split(separator: "/") { components.append(String(c)) }
+            components = target.dropFirst(mountPoint.count + 1).split(separator: "/").map(String.init)
         } else {
             components = pathComponents(of: directory)
             for part in target.split(separator: "/") {
@@ -296,16 +363,32 @@ extension StoreFileSystem {
             }
         }
         guard components.count == 2, let entity = model.entityID(named: components[0]),
-            let key = PrimaryKey(reference: components[1]),
-            let object = try engine({ () throws(ObjectGraphError) in try context.objectID(forKey: key, in: entity) },
-                "resolve \(target)")
-        else {
+            let key = PrimaryKey(reference: components[1])
+        else { return nil }
+        return ObjectID(entity: entity, key: key)
+    }
+
+    /// The object a link target names, checked against the relationship's destination entity;
+    /// nil when the path is right but no such object exists (yet). EINVAL when the target is not
+    /// an object folder of the destination entity.
+    func resolve(_ target: String, from directory: Node, for relationship: RelationshipDescription) throws(FileSystemError)
+        -> ObjectID?
+    {
+        guard let named = try resolvePath(target, from: directory) else {
             logger.error("ln -s \(target): the target is not an object folder (Entity/pN) of this mount")
             throw .invalid
         }
         guard let destinationEntity = model.entityID(named: relationship.destinationEntityName),
-            model.entity(object.entity, isKindOf: destinationEntity)
+            model[named.entity].rootID == model[destinationEntity].rootID
         else {
+            logger.error(
+                "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[named.entity].name)")
+            throw .invalid
+        }
+        guard let object = try engine({ () throws(ObjectGraphError) in try context.objectID(forKey: named.key, in: named.entity) },
+            "resolve \(target)")
+        else { return nil }
+        guard model.entity(object.entity, isKindOf: destinationEntity) else {
             logger.error(
                 "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[object.entity].name)")
             throw .invalid
@@ -354,7 +437,7 @@ extension StoreFileSystem {
                     try engine({ () throws(ObjectGraphError) in try context.setDestination(nil, of: name, for: object) },
                         "rm \(describe(object))/\(name)")
                     writes.recordRemoval(.toOne(name, old), in: object)
-                    invalidateRelated([object, old])
+                    invalidateRelationship(name, of: object, touching: [old])
                 } else {
                     writes.recordRemoval(.hiddenProperty(name), in: object)
                 }
@@ -379,7 +462,7 @@ extension StoreFileSystem {
             }, "rm \(describe(object))/\(relationship.name)/\(name)")
             writes.recordRemoval(.member(relationship.name, destination, index: position), in: object)
             changed(object)
-            invalidateRelated([object, destination])
+            invalidateRelationship(relationship.name, of: object, touching: [destination])
         case .entity:
             _ = try child(named: name, in: directory)
             throw .isDirectory
@@ -481,7 +564,10 @@ extension StoreFileSystem {
                 let target = scratch?.linkTarget, !entity.allRelationships[index].isToMany
             {
                 // `ln -sfn`: the temporary link replaces the relationship.
-                try setToOne(object, index, target: target)
+                guard let destination = try resolve(target, from: to, for: entity.allRelationships[index]) else {
+                    throw .invalid
+                }
+                try setToOne(object, index, destination: destination)
                 writes.removeScratch(serial)
             } else if entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil {
                 throw .notPermitted
@@ -494,7 +580,10 @@ extension StoreFileSystem {
             guard let target = writes.scratch(serial)?.linkTarget, PrimaryKey(reference: newName) != nil else {
                 throw .notPermitted
             }
-            _ = try addMember(object, index, target: target)
+            guard let destination = try resolve(target, from: to, for: entity.allRelationships[index]) else {
+                throw .invalid
+            }
+            try addMember(object, index, destination)
             writes.removeScratch(serial)
             invalidateEntry(parent: to, name: newName)
         case (.attribute(_, let index), .object):
@@ -524,6 +613,11 @@ extension StoreFileSystem {
             "order")
         let names = String(decoding: value, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
         var order: [ObjectID] = []
+        if writes.isFresh(object) {
+            // A copy in progress: the links were made in order, and some may still wait for
+            // their objects; the order they were made in is the order.
+            return
+        }
         for name in names {
             guard let key = PrimaryKey(reference: name), let id = current.first(where: { $0.key == key }) else {
                 logger.error("setfattr user.order on \(describe(object))/\(relationship.name): \(name) is not a member")
@@ -572,7 +666,7 @@ extension StoreFileSystem {
             do throws(ObjectGraphError) {
                 try context.save()
                 writes.markCommitted()
-                invalidateRelated(writes.clearFresh())
+                invalidateListings(of: writes.clearFresh())
                 rememberStoreToken()
                 logger.debug("committed (\(reason))")
                 return nil

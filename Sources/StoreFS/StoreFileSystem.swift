@@ -50,6 +50,10 @@ public final class StoreFileSystem: FileSystem {
     public func willUnmount() {
         stopBackgroundWork()
         commitPendingChanges(reason: "unmount")
+        let waiting = writes.pendingLinkCount()
+        if waiting > 0 {
+            logger.error("unmount: \(waiting) links pointed at objects that were never made; they were dropped")
+        }
     }
 
     // MARK: - Names
@@ -66,6 +70,7 @@ public final class StoreFileSystem: FileSystem {
             guard let id = model.entityID(named: name) else { throw .notFound }
             return .entity(id)
         case .entity(let entity):
+            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
             guard let key = PrimaryKey(reference: name), let object = try engine({ () throws(ObjectGraphError) in
                 try context.objectID(forKey: key, in: entity)
             }, "lookup \(model[entity].name)/\(name)") else { throw .notFound }
@@ -93,7 +98,9 @@ public final class StoreFileSystem: FileSystem {
             let members = try engine({ () throws(ObjectGraphError) in
                 try context.destinations(of: relationship.name, for: object)
             }, "lookup \(name)")
-            guard let member = members.first(where: { $0.key == key }), Node.fits(member) else { throw .notFound }
+            guard let member = members.first(where: { $0.key == key }), Node.fits(member),
+                !writes.visibleMembers([member], of: relationship.name, in: object).isEmpty
+            else { throw .notFound }
             return .member(member)
         case .attribute, .toOne, .member, .subentityLink, .scratch:
             throw .notDirectory

@@ -50,10 +50,14 @@ final class WriteState: Sendable {
         var nextScratch: UInt64 = 1
         var open: [UInt64: OpenFile] = [:]
         var scratch: [UInt64: ScratchFile] = [:]
+        /// The scratch files of each folder by name: lookups in object folders must not scan every
+        /// scratch file (a copy in progress holds thousands of waiting links).
+        var scratchByFolder: [Node: [String: UInt64]] = [:]
         var removals: [ObjectID: [(sequence: Int, removal: Removal)]] = [:]
         var lastListed: [ObjectID: Int] = [:]
         var sequence = 0
-        var fresh: [ObjectID: Set<String>] = [:]
+        var fresh: [ObjectID: FreshFolder] = [:]
+        var pendingLinks: [LinkTarget: [UInt64]] = [:]
         var modified: [ObjectID: Date] = [:]
         var commits = 0
         var dirty = false
@@ -94,12 +98,12 @@ final class WriteState: Sendable {
     // MARK: - Scratch files
 
     func scratchFile(named name: String, in parent: Node) -> UInt64? {
-        state.withLock { state in state.scratch.first { $0.value.parent == parent && $0.value.name == name }?.key }
+        state.withLock { $0.scratchByFolder[parent]?[name] }
     }
 
     func scratchFiles(in parent: Node) -> [(name: String, serial: UInt64)] {
         state.withLock { state in
-            state.scratch.filter { $0.value.parent == parent }.map { ($0.value.name, $0.key) }.sorted { $0.name < $1.name }
+            (state.scratchByFolder[parent] ?? [:]).map { ($0.key, $0.value) }.sorted { $0.name < $1.name }
         }
     }
 
@@ -107,8 +111,10 @@ final class WriteState: Sendable {
         state.withLock { state in
             let serial = state.nextScratch
             state.nextScratch += 1
+            if let old = state.scratchByFolder[parent]?[name] { state.scratch[old] = nil }
             state.scratch[serial] = ScratchFile(
                 parent: parent, name: name, content: content, modified: Date(), linkTarget: linkTarget)
+            state.scratchByFolder[parent, default: [:]][name] = serial
             return serial
         }
     }
@@ -127,17 +133,34 @@ final class WriteState: Sendable {
 
     func renameScratch(_ serial: UInt64, to name: String, in parent: Node) {
         state.withLock { state in
+            guard let old = state.scratch[serial] else { return }
+            state.scratchByFolder[old.parent]?[old.name] = nil
+            if let replaced = state.scratchByFolder[parent]?[name] { state.scratch[replaced] = nil }
             state.scratch[serial]?.name = name
             state.scratch[serial]?.parent = parent
+            state.scratchByFolder[parent, default: [:]][name] = serial
         }
     }
 
     @discardableResult
-    func removeScratch(_ serial: UInt64) -> ScratchFile? { state.withLock { $0.scratch.removeValue(forKey: serial) } }
+    func removeScratch(_ serial: UInt64) -> ScratchFile? {
+        state.withLock { state in
+            guard let removed = state.scratch.removeValue(forKey: serial) else { return nil }
+            if state.scratchByFolder[removed.parent]?[removed.name] == serial {
+                state.scratchByFolder[removed.parent]?[removed.name] = nil
+            }
+            return removed
+        }
+    }
 
     /// Removes the scratch files of an object's folder and of its to-many folders.
     func removeScratchFiles(of object: ObjectID) {
-        state.withLock { state in state.scratch = state.scratch.filter { $0.value.parent.object != object } }
+        state.withLock { state in
+            for (serial, file) in state.scratch where file.parent.object == object {
+                state.scratch[serial] = nil
+                state.scratchByFolder[file.parent] = nil
+            }
+        }
     }
 
     // MARK: - Removals
@@ -183,7 +206,7 @@ final class WriteState: Sendable {
     /// untouched entry of a folder mkdir made.
     func isHidden(_ name: String, in object: ObjectID) -> Bool {
         state.withLock { state in
-            if state.fresh[object]?.contains(name) == true { return true }
+            if let fresh = state.fresh[object], !fresh.shown.contains(name) { return true }
             return (state.removals[object] ?? []).contains {
                 switch $0.removal {
                 case .hiddenProperty(let n), .hiddenFolder(let n): n == name
@@ -195,31 +218,99 @@ final class WriteState: Sendable {
 
     // MARK: - Folders made by mkdir
 
-    /// Hides the entries of a folder mkdir just made (default values, empty to-many folders) until
-    /// something writes them or the next commit: tools that copy a tree in (`cp -a`, `rsync`)
-    /// create every file of a folder they made with O_EXCL and every subfolder with mkdir, and
-    /// fail on what exists.
-    func hideFreshEntries(_ names: Set<String>, of object: ObjectID) {
-        state.withLock { $0.fresh[object] = names }
+    /// What a folder made by mkdir shows before its first commit: only what was written or linked
+    /// through it. Tools that copy a tree in (`cp -a`, `rsync`) create every file of a folder they
+    /// made with O_EXCL, every subfolder with mkdir and every link with symlink, and fail on what
+    /// exists already: default values, and what inverse relationships set when the other side was
+    /// copied first.
+    struct FreshFolder {
+        var shown: Set<String> = []
+        var members: [String: Set<ObjectID>] = [:]
+        /// The order links were made in each to-many folder (pending ones included), which an
+        /// ordered relationship follows: `cp -a` copies an ordered folder's links in order.
+        var linkOrder: [String: [LinkTarget]] = [:]
+        var lastChange = Date()
     }
 
-    func isFresh(_ name: String, in object: ObjectID) -> Bool {
-        state.withLock { $0.fresh[object]?.contains(name) ?? false }
-    }
+    /// Seconds a fresh folder stays fresh after its last change: long enough that a copy in
+    /// progress never sees it turn normal under it, short enough for a person.
+    static let freshness: Double = 2
 
-    /// Shows everything hidden in new folders (after a commit); returns those folders' objects.
-    func clearFresh() -> [ObjectID] {
+    func markFresh(_ object: ObjectID) { state.withLock { $0.fresh[object] = FreshFolder() } }
+
+    /// Notes that a link to `target` was made in to-many folder `relationship` of a fresh folder.
+    func noteLink(to target: LinkTarget, in relationship: String, of object: ObjectID) {
         state.withLock { state in
-            defer { state.fresh = [:] }
-            return Array(state.fresh.keys)
+            guard state.fresh[object] != nil else { return }
+            state.fresh[object]!.linkOrder[relationship, default: []].append(target)
+            state.fresh[object]!.lastChange = Date()
         }
     }
 
-    /// Shows `name` again (it was written, or a copy made its folder).
-    @discardableResult
-    func unhideFresh(_ name: String, in object: ObjectID) -> Bool {
-        state.withLock { $0.fresh[object]?.remove(name) != nil }
+    /// The order links were made in to-many folder `relationship` of a fresh folder, if it is one.
+    func linkOrder(of relationship: String, in object: ObjectID) -> [LinkTarget]? {
+        state.withLock { $0.fresh[object]?.linkOrder[relationship] }
     }
+
+    func isFresh(_ object: ObjectID) -> Bool { state.withLock { $0.fresh[object] != nil } }
+
+    /// Shows `name` in a fresh folder (it was written, linked or made).
+    func show(_ name: String, in object: ObjectID) {
+        state.withLock { state in
+            state.fresh[object]?.shown.insert(name)
+            state.fresh[object]?.lastChange = Date()
+        }
+    }
+
+    /// Shows `member` in to-many folder `relationship` of a fresh folder.
+    func showMember(_ member: ObjectID, of relationship: String, in object: ObjectID) {
+        state.withLock { state in
+            state.fresh[object]?.shown.insert(relationship)
+            state.fresh[object]?.members[relationship, default: []].insert(member)
+        }
+    }
+
+    /// The members a to-many folder shows: all of them, or in a fresh folder those linked through it.
+    func visibleMembers(_ members: [ObjectID], of relationship: String, in object: ObjectID) -> [ObjectID] {
+        state.withLock { state in
+            guard let fresh = state.fresh[object] else { return members }
+            let shown = fresh.members[relationship] ?? []
+            return members.filter { shown.contains($0) }
+        }
+    }
+
+    /// Ends the fresh state of the folders quiet for ``freshness`` seconds (after a commit);
+    /// returns their objects.
+    func clearFresh() -> [ObjectID] {
+        state.withLock { state in
+            let now = Date()
+            let quiet = state.fresh.filter { now.timeIntervalSince($0.value.lastChange) >= Self.freshness }.map(\.key)
+            for object in quiet { state.fresh[object] = nil }
+            return quiet
+        }
+    }
+
+    var hasFreshFolders: Bool { state.withLock { !$0.fresh.isEmpty } }
+
+    // MARK: - Links to objects that do not exist yet
+
+    /// An object a link names by its root entity and key.
+    struct LinkTarget: Hashable {
+        var root: EntityID
+        var key: PrimaryKey
+    }
+
+    /// Keeps scratch link `serial` until an object with `target` appears (`cp -a` copies a link
+    /// before the object it points at).
+    func addPendingLink(_ serial: UInt64, to target: LinkTarget) {
+        state.withLock { $0.pendingLinks[target, default: []].append(serial) }
+    }
+
+    func takePendingLinks(to target: LinkTarget) -> [UInt64] {
+        state.withLock { $0.pendingLinks.removeValue(forKey: target) ?? [] }
+    }
+
+    func pendingLinkCount() -> Int { state.withLock { $0.pendingLinks.values.reduce(0) { $0 + $1.count } } }
 
     // MARK: - Changes and commits
 

@@ -14,13 +14,18 @@ private typealias OGPredicate = ObjectGraph.Predicate
 private struct FetchFixture: Sendable {
     let url: URL
     let memory: PersistentStoreCoordinator
+    /// Kept open so that the file stays in WAL mode with its -wal and -shm files: tests open and
+    /// close their own coordinators, and the last close would checkpoint under their feet.
+    let keeper: PersistentStoreCoordinator
+    /// Opening and closing take SQLite's write lock briefly; tests running in parallel take turns.
+    let gate = NSLock()
 
     init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("fetch-\(UUID().uuidString).sqlite")
         let sqlite = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
         try Self.fill(sqlite.newContext())
-        sqlite.store.close()
+        keeper = sqlite
         memory = PersistentStoreCoordinator(store: InMemoryStore(model: SampleModel.make()))
         try Self.fill(memory.newContext())
     }
@@ -43,7 +48,15 @@ private struct FetchFixture: Sendable {
 
     /// A coordinator of its own on the SQLite file, so that its request count is this test's.
     func openSQLite() throws -> PersistentStoreCoordinator {
-        try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], model: SampleModel.make())
+        gate.lock()
+        defer { gate.unlock() }
+        return try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], model: SampleModel.make())
+    }
+
+    func close(_ coordinator: PersistentStoreCoordinator) {
+        gate.lock()
+        defer { gate.unlock() }
+        coordinator.store.close()
     }
 }
 
@@ -243,7 +256,7 @@ private let fetchRows: [FetchRow] = [
     fileprivate func sqliteGivesTheObjectsMemoryGives(_ row: FetchRow) throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let model = context.model
         let entity = model.entity(row.entity)
@@ -285,7 +298,7 @@ private let fetchRows: [FetchRow] = [
             (error as? ObjectGraphError)?.code == .unsupported
         }
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         #expect(try row.objects(coordinator.newContext(), .inMemory).count == inMemory.count, "same sample, same count")
     }
 
@@ -294,7 +307,7 @@ private let fetchRows: [FetchRow] = [
     @Test func fetchedPropertiesAgreeForSeveralSources() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let model = context.model
         let employee = try #require(model.entity(named: "Employee"))
@@ -337,7 +350,7 @@ private let fetchRows: [FetchRow] = [
     @Test func remoteEmployeesTemplate() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let model = context.model
         let template = try #require(model.fetchRequestTemplates.first { $0.name == "remoteEmployees" })
@@ -356,7 +369,7 @@ private let fetchRows: [FetchRow] = [
     @Test func unsavedChangesAreSeenByAutomaticFetches() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let entity = context.model.entity("Employee")
         let predicate = try PredicateParser.parse("isRemote == YES")
@@ -374,7 +387,7 @@ private let fetchRows: [FetchRow] = [
     @Test func sortKeysOrderTheResult() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let entity = context.model.entity("Employee")
         let predicate = try PredicateParser.parse("level == 3")
@@ -400,7 +413,7 @@ private let fetchRows: [FetchRow] = [
     @Test func subentitiesAreIncludedOnlyWhenAsked() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let model = context.model
         let predicate = try PredicateParser.parse("level > 5")
@@ -417,7 +430,7 @@ private let fetchRows: [FetchRow] = [
     @Test func unknownKeysFailAsTheEvaluatorFails() throws {
         let fixture = try sharedFetchFixture.get()
         let coordinator = try fixture.openSQLite()
-        defer { coordinator.store.close() }
+        defer { fixture.close(coordinator) }
         let context = coordinator.newContext()
         let predicate = try PredicateParser.parse("department.nmae == 'x'")
         #expect {

@@ -14,6 +14,14 @@ public struct StoreMetadata: Sendable, Hashable {
     public static let modelKey = "StoreFSModel"
     /// Keys a user may read but not set or remove.
     public static let managedKeys: Set<String> = [storeTypeKey, storeUUIDKey]
+    /// Core Data's and storefs's own bookkeeping: version hashes, framework version, the kept
+    /// model. Each store writes its own; copying them from another store would describe the wrong
+    /// file, so the filesystem refuses to set them.
+    public static let bookkeepingKeys: Set<String> = [
+        "NSStoreModelVersionHashes", "NSStoreModelVersionHashesVersion", "NSStoreModelVersionIdentifiers",
+        "NSPersistenceFrameworkVersion", "NSStoreModelVersionHashesDigest", "NSStoreModelVersionChecksumKey",
+        "_NSAutoVacuumLevel", modelKey, "StoreFSKeys",
+    ]
 
     public var values: [String: MetadataValue]
 
