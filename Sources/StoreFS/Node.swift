@@ -2,10 +2,10 @@ import FuseKit
 import ObjectGraph
 
 /// What an inode names. The inode number encodes it completely, so storefs keeps no inode table
-/// and numbers survive the kernel's forgets: kind in bits 60–63, entity in 48–59, property index
-/// in 36–47, primary key in 0–35.
+/// and numbers survive the kernel's forgets: kind in bits 60–63, bits 54–59 left to a mount of a
+/// folder of stores (which store), entity in 44–53, property index in 32–43, primary key in 0–31.
 ///
-/// Limits that follow: 4,095 entities, 4,095 properties per entity, keys below 2^36 (68 billion).
+/// Limits that follow: 1,023 entities, 4,095 properties per entity, keys below 2^32.
 /// Property indexes are positions in `allAttributes` / `allRelationships`, where inherited
 /// properties come first, so a subentity's inherited property has its parent's index.
 enum Node: Hashable, Sendable {
@@ -28,10 +28,14 @@ enum Node: Hashable, Sendable {
     /// A scratch file in an object folder (an editor's temporary file), by serial number.
     case scratch(UInt64)
 
-    private static let keyBits: UInt64 = 36
+    private static let keyBits: UInt64 = 32
     private static let propertyBits: UInt64 = 12
-    private static let entityBits: UInt64 = 12
-    static let maximumKey: Int64 = (1 << 36) - 1
+    private static let entityBits: UInt64 = 10
+    private static let entityShift: UInt64 = keyBits + propertyBits
+    static let maximumKey: Int64 = (1 << 32) - 1
+    /// Bits 54–59: free for ``StoreFolderFileSystem`` to say which store an inode belongs to.
+    static let slotShift: UInt64 = 54
+    static let slotMask: UInt64 = 0x3F << 54
 
     private enum Kind: UInt64 {
         case entity = 1, object, attribute, toOne, toMany, member, subentityLink, scratch
@@ -47,7 +51,7 @@ enum Node: Hashable, Sendable {
         case .toMany(let o, let i): return Self.encode(.toMany, o.entity.rawValue, i, o.key.rawValue)
         case .member(let o): return Self.encode(.member, o.entity.rawValue, 0, o.key.rawValue)
         case .subentityLink(let o): return Self.encode(.subentityLink, o.entity.rawValue, 0, o.key.rawValue)
-        case .scratch(let n): return InodeNumber((Kind.scratch.rawValue << 60) | (n & ((1 << 60) - 1)))
+        case .scratch(let n): return InodeNumber((Kind.scratch.rawValue << 60) | (n & ((1 << Self.slotShift) - 1)))
         }
     }
 
@@ -58,7 +62,7 @@ enum Node: Hashable, Sendable {
             return
         }
         guard let kind = Kind(rawValue: raw >> 60) else { return nil }
-        let entity = EntityID(Int((raw >> 48) & ((1 << Self.entityBits) - 1)))
+        let entity = EntityID(Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1)))
         let property = Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1))
         let key = PrimaryKey(Int64(raw & ((1 << Self.keyBits) - 1)))
         let object = ObjectID(entity: entity, key: key)
@@ -70,11 +74,11 @@ enum Node: Hashable, Sendable {
         case .toMany: self = .toMany(object, property)
         case .member: self = .member(object)
         case .subentityLink: self = .subentityLink(object)
-        case .scratch: self = .scratch(raw & ((1 << 60) - 1))
+        case .scratch: self = .scratch(raw & ((1 << Self.slotShift) - 1))
         }
     }
 
-    /// Whether the node's numbers fit the encoding (keys below 2^36, few enough entities and
+    /// Whether the node's numbers fit the encoding (keys below 2^32, few enough entities and
     /// properties).
     static func fits(_ id: ObjectID, property: Int = 0) -> Bool {
         id.key.rawValue >= 0 && id.key.rawValue <= maximumKey && id.entity.rawValue < (1 << entityBits)
@@ -83,6 +87,6 @@ enum Node: Hashable, Sendable {
 
     private static func encode(_ kind: Kind, _ entity: Int, _ property: Int, _ key: Int64) -> InodeNumber {
         InodeNumber(
-            (kind.rawValue << 60) | (UInt64(entity) << 48) | (UInt64(property) << keyBits) | UInt64(key))
+            (kind.rawValue << 60) | (UInt64(entity) << entityShift) | (UInt64(property) << keyBits) | UInt64(key))
     }
 }

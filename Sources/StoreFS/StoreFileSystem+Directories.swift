@@ -77,7 +77,10 @@ extension StoreFileSystem {
     func listing(of directory: Node) throws(FileSystemError) -> DirectoryHandles.Listing {
         switch directory {
         case .root:
-            return .names(model.entities.sorted { $0.name < $1.name }.map { ($0.name, Node.entity($0.id)) })
+            let hidden = hiddenEntities.withLock { $0 }
+            return .names(
+                model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
+                    .map { ($0.name, Node.entity($0.id)) })
         case .entity(let entity):
             let ids = try engine({ () throws(ObjectGraphError) in
                 try context.objectIDs(of: entity, includingSubentities: true)

@@ -178,6 +178,12 @@ extension StoreFileSystem {
     {
         guard !configuration.readOnly else { throw .readOnly }
         let directory = try node(parent)
+        if directory == .root, let entity = model.entityID(named: name),
+            hiddenEntities.withLock({ $0.remove(name) != nil })
+        {
+            invalidate(.root)
+            return try entry(for: .entity(entity))
+        }
         if case .object(let object) = directory, writes.isFresh(object),
             let index = model[object.entity].allRelationships.firstIndex(where: { $0.name == name && $0.isToMany })
         {

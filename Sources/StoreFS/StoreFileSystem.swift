@@ -27,12 +27,15 @@ public final class StoreFileSystem: FileSystem {
     let background = BackgroundWork()
     let storeToken = Mutex<Int64?>(nil)
     let lastPoll = Mutex(Date())
+    /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only
+    /// once the copy has made it with mkdir.
+    let hiddenEntities = Mutex<Set<String>>([])
 
     public var model: ManagedObjectModel { coordinator.model }
 
     public init(
         coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration = StoreFSConfiguration(),
-        counters: OperationCounters? = nil, logger: Logger = Logger(label: "storefs")
+        counters: OperationCounters? = nil, logger: Logger = Logger(label: "storefs"), startsHidden: Bool = false
     ) {
         self.coordinator = coordinator
         self.context = coordinator.newContext()
@@ -40,6 +43,7 @@ public final class StoreFileSystem: FileSystem {
         self.counters = counters
         self.logger = logger
         self.writes = WriteState()
+        if startsHidden { hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 
     public func didMount(invalidator: any KernelCacheInvalidator) {
@@ -67,7 +71,9 @@ public final class StoreFileSystem: FileSystem {
     func child(named name: String, in parent: Node) throws(FileSystemError) -> Node {
         switch parent {
         case .root:
-            guard let id = model.entityID(named: name) else { throw .notFound }
+            guard let id = model.entityID(named: name), !hiddenEntities.withLock({ $0.contains(name) }) else {
+                throw .notFound
+            }
             return .entity(id)
         case .entity(let entity):
             if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }

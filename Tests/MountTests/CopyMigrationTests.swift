@@ -49,6 +49,38 @@ import XMLStore
         #expect(try byCopy.store.metadata().storeType == byMigrate.store.metadata().storeType)
     }
 
+    @Test func copyingAStoreFolderInAFolderMountMakesANewStoreByMigration() throws {
+        let prepared = try MountedStore(objects: 300, mount: false)
+        let stores = prepared.directory.appendingPathComponent("stores")
+        try FileManager.default.createDirectory(at: stores, withIntermediateDirectories: true)
+        let library = stores.appendingPathComponent("Library.sqlite")
+        try FileManager.default.copyItem(at: prepared.store, to: library)
+        let mountPoint = prepared.directory.appendingPathComponent("folder")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        let log = prepared.directory.appendingPathComponent("folder.log").path
+        #expect(try run(try storefsBinary(), ["mount", stores.path, mountPoint.path, "--log-file", log]).status == 0)
+        var mounted = true
+        defer { if mounted { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) } }
+        #expect(try run("ls", [mountPoint.path]).lines == ["Library.sqlite"])
+        let copy = try run("cp", ["-a", mountPoint.path + "/Library.sqlite", mountPoint.path + "/Library.xml"])
+        #expect(copy.status == 0, "\(copy.error)")
+        #expect(try run("ls", [mountPoint.path]).lines == ["Library.sqlite", "Library.xml"])
+        let diff = try run("diff", ["-r", "--no-dereference", mountPoint.path + "/Library.sqlite", mountPoint.path + "/Library.xml"])
+        #expect(diff.status == 0, "\(diff.output.prefix(2000))")
+        #expect(try run("fusermount3", ["-u", mountPoint.path]).status == 0)
+        mounted = false
+        for _ in 0..<200 where (try? run("pgrep", ["-f", "storefs mount \(stores.path)"]).status) == 0 {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let xml = stores.appendingPathComponent("Library.xml")
+        #expect(FileManager.default.fileExists(atPath: xml.path), "the folder holds the new store file")
+        let original = try open(library)
+        let migrated = try open(xml)
+        defer { [original, migrated].forEach { $0.store.close() } }
+        try expectSameGraph(original.store, migrated.store, "cp -a in a folder mount")
+        #expect(try migrated.store.metadata().storeType == "XML")
+    }
+
     /// The same objects, keys, values bit for bit, to-ones, and to-manys (ordered ones in order).
     func expectSameGraph(_ a: any PersistentStore, _ b: any PersistentStore, _ what: String) throws {
         let model = a.model

@@ -12,7 +12,7 @@ struct Mount: ParsableCommand {
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
 
-    @Argument(help: "The store file (.sqlite, .xml, .binary), then an existing, empty directory to mount it on; with --memory, the directory only.")
+    @Argument(help: "The store file (.sqlite, .xml, .binary) or a folder of store files, then an existing, empty directory to mount it on; with --memory, the directory only.")
     var paths: [String]
 
     @Flag(name: .long, help: "Mount a new, empty in-memory store (nothing on disk; needs --model).")
@@ -68,6 +68,11 @@ struct Mount: ParsableCommand {
             return
         }
         let url = URL(fileURLWithPath: store)
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
+            try Server.serveFolder(directory: url, mountPoint: mountPoint, configuration: configuration, logger: logger)
+            return
+        }
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(store) does not exist (storefs create or storefs sample make one)")
         }

@@ -11,6 +11,25 @@ enum Server {
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
         onReady: () -> Void = {}
     ) throws {
+        try serve(mountPoint: mountPoint, source: coordinator.store.url?.path ?? "memory", configuration: configuration, logger: logger, onReady: onReady) { fsConfiguration, counters in
+            StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+        }
+        coordinator.store.close()
+    }
+
+    /// Serves a folder of stores: each store file is a folder of the mount.
+    static func serveFolder(directory: URL, mountPoint: String, configuration: MountConfiguration, logger: Logger) throws {
+        try serve(mountPoint: mountPoint, source: directory.path, configuration: configuration, logger: logger) { fsConfiguration, counters in
+            StoreFolderFileSystem(
+                directory: directory, types: StoreTypes.all, configuration: fsConfiguration,
+                engineConfiguration: configuration.engine, counters: counters, logger: logger)
+        }
+    }
+
+    private static func serve(
+        mountPoint: String, source: String, configuration: MountConfiguration, logger: Logger, onReady: () -> Void = {},
+        makeFileSystem: (StoreFSConfiguration, OperationCounters) -> any FileSystem
+    ) throws {
         unblockStopSignals()
         if FuseSession.cleanUpStaleMount(at: mountPoint) {
             logger.warning("\(mountPoint) was left by a process that died; unmounted it")
@@ -18,17 +37,15 @@ enum Server {
         var fsConfiguration = configuration.fileSystem
         fsConfiguration.mountPoint = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
         let counters = OperationCounters()
-        let fileSystem = StoreFileSystem(
-            coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+        let fileSystem = makeFileSystem(fsConfiguration, counters)
         var options = configuration.mount
-        options.fsName = coordinator.store.url?.path ?? "memory"
+        options.fsName = source
         let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
         try session.mount()
         logger.info("mounted \(options.fsName) on \(mountPoint)\(options.readOnly ? " (read-only)" : "")")
         Readiness.notifySystemd()
         onReady()
         try session.run()
-        coordinator.store.close()
         logger.info("unmounted \(mountPoint)")
     }
 
