@@ -62,6 +62,9 @@ extension StoreFileSystem {
     }
 
     public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
+        // fsync of a folder mkdir made says its writer is done with it: it shows all it holds.
+        let node = try node(inode)
+        invalidateListings(of: writes.endFreshness(of: node.isFolderOfObject ? node.object : nil))
         if let error = commitPendingChanges(reason: "fsync") {
             throw fileSystemError(error, "fsync", logger: logger)
         }

@@ -292,6 +292,17 @@ final class WriteState: Sendable {
 
     var hasFreshFolders: Bool { state.withLock { !$0.fresh.isEmpty } }
 
+    /// Ends the fresh state of `object`'s folder, or of every folder (fsync says the writer is done).
+    func endFreshness(of object: ObjectID?) -> [ObjectID] {
+        state.withLock { state in
+            guard let object else {
+                defer { state.fresh = [:] }
+                return Array(state.fresh.keys)
+            }
+            return state.fresh.removeValue(forKey: object) == nil ? [] : [object]
+        }
+    }
+
     // MARK: - Links to objects that do not exist yet
 
     /// An object a link names by its root entity and key.
