@@ -27,6 +27,14 @@ enum Node: Hashable, Sendable {
     case subentityLink(ObjectID)
     /// A scratch file in an object folder (an editor's temporary file), by serial number.
     case scratch(UInt64)
+    /// A fetched property's read-only folder of links in an object folder.
+    case fetched(ObjectID, Int)
+    /// The folder of the model's fetch request templates at the mount root (`.fetchRequests`).
+    case templates
+    /// One fetch request template's read-only folder of links.
+    case template(Int)
+    /// A link in a template's folder to this object (`../../Entity/pN`).
+    case templateMember(ObjectID)
 
     private static let keyBits: UInt64 = 32
     private static let propertyBits: UInt64 = 12
@@ -38,7 +46,8 @@ enum Node: Hashable, Sendable {
     static let slotMask: UInt64 = 0x3F << 54
 
     private enum Kind: UInt64 {
-        case entity = 1, object, attribute, toOne, toMany, member, subentityLink, scratch
+        case entity = 1, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates, template,
+            templateMember
     }
 
     var inode: InodeNumber {
@@ -52,6 +61,10 @@ enum Node: Hashable, Sendable {
         case .member(let o): return Self.encode(.member, o.entity.rawValue, 0, o.key.rawValue)
         case .subentityLink(let o): return Self.encode(.subentityLink, o.entity.rawValue, 0, o.key.rawValue)
         case .scratch(let n): return InodeNumber((Kind.scratch.rawValue << 60) | (n & ((1 << Self.slotShift) - 1)))
+        case .fetched(let o, let i): return Self.encode(.fetched, o.entity.rawValue, i, o.key.rawValue)
+        case .templates: return Self.encode(.templates, 0, 0, 0)
+        case .template(let i): return Self.encode(.template, 0, i, 0)
+        case .templateMember(let o): return Self.encode(.templateMember, o.entity.rawValue, 0, o.key.rawValue)
         }
     }
 
@@ -75,6 +88,10 @@ enum Node: Hashable, Sendable {
         case .member: self = .member(object)
         case .subentityLink: self = .subentityLink(object)
         case .scratch: self = .scratch(raw & ((1 << Self.slotShift) - 1))
+        case .fetched: self = .fetched(object, property)
+        case .templates: self = .templates
+        case .template: self = .template(property)
+        case .templateMember: self = .templateMember(object)
         }
     }
 

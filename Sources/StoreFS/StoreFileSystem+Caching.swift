@@ -57,6 +57,7 @@ extension StoreFileSystem {
             coordinator.rowCache.store(fresh)
             start += batch.count
         }
+        dropFetchedResults()
         invalidateEverythingCached(including: stale)
     }
 

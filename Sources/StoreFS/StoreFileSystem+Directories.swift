@@ -5,7 +5,7 @@ extension StoreFileSystem {
     public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult {
         let node = try node(inode)
         switch node {
-        case .root, .entity, .object, .toMany: _ = try attributes(of: node)
+        case .root, .entity, .object, .toMany, .fetched, .templates, .template: _ = try attributes(of: node)
         default: throw .notDirectory
         }
         // The kernel may keep listings (cache_readdir) because storefs invalidates a directory
@@ -78,9 +78,20 @@ extension StoreFileSystem {
         switch directory {
         case .root:
             let hidden = hiddenEntities.withLock { $0 }
+            var names = model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
+                .map { ($0.name, Node.entity($0.id)) }
+            if !predicates.templates.isEmpty { names.insert((Self.templatesName, .templates), at: 0) }
+            return .names(names)
+        case .templates:
             return .names(
-                model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
-                    .map { ($0.name, Node.entity($0.id)) })
+                model.fetchRequestTemplates.enumerated().filter { predicates.templates[$0.offset] != nil }
+                    .map { ($0.element.name, Node.template($0.offset)) })
+        case .template:
+            return .names(try fetchedMembers(of: directory).map { ($0.key.description, Node.templateMember($0)) })
+        case .fetched:
+            return .names(
+                try fetchedMembers(of: directory).map { ($0.key.description, Node.member($0)) }
+                    + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         case .entity(let entity):
             let ids = try engine({ () throws(ObjectGraphError) in
                 try context.objectIDs(of: entity, includingSubentities: true)
@@ -118,6 +129,9 @@ extension StoreFileSystem {
             } else if snapshot.toOne[relationship.name] != nil {
                 result.append((relationship.name, .toOne(object, index)))
             }
+        }
+        for (index, property) in entity.allFetchedProperties.enumerated() where hasFetchedFolder(object, index) {
+            result.append((property.name, .fetched(object, index)))
         }
         result.removeAll { writes.isHidden($0.0, in: object) }
         result += writes.scratchFiles(in: .object(object)).map { ($0.name, Node.scratch($0.serial)) }

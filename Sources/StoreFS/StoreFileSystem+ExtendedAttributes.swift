@@ -126,8 +126,21 @@ extension StoreFileSystem {
                 result[Self.orderName] = text(members.map(\.key.description).joined(separator: " "))
             }
             return result
-        case .member, .subentityLink:
+        case .member, .subentityLink, .templateMember, .templates:
             return [:]
+        case .fetched(let object, let index):
+            _ = try attributes(of: node)
+            let property = model[object.entity].allFetchedProperties[index]
+            return [
+                "user.fetched.entity": text(property.destinationEntityName),
+                "user.fetched.predicate": text(property.predicateString),
+            ]
+        case .template(let index):
+            let template = model.fetchRequestTemplates[index]
+            return [
+                "user.fetched.entity": text(template.entityName),
+                "user.fetched.predicate": text(template.predicateString ?? "TRUEPREDICATE"),
+            ]
         case .scratch:
             _ = try attributes(of: node)
             return [:]

@@ -73,8 +73,17 @@ extension StoreFileSystem {
     public func setAttributes(
         of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context request: RequestContext
     ) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
-        guard !configuration.readOnly else { throw .readOnly }
         let node = try node(inode)
+        switch node {
+        case .fetched, .template:
+            // `touch` on a fetched property's folder evaluates it again (Core Data's refreshObject).
+            fetchedResults.drop(node)
+            invalidate(node)
+            return (try attributes(of: node), configuration.attributeTimeout)
+        default:
+            break
+        }
+        guard !configuration.readOnly else { throw .readOnly }
         if let size = changes.size {
             let newSize = Int(size)
             switch node {
@@ -188,6 +197,14 @@ extension StoreFileSystem {
             return try entry(for: .entity(entity))
         }
         if case .object(let object) = directory, writes.isFresh(object),
+            let index = model[object.entity].allFetchedProperties.firstIndex(where: { $0.name == name }),
+            hasFetchedFolder(object, index)
+        {
+            // A copy brings the fetched property's folder too: it is there already (computed).
+            writes.show(name, in: object)
+            return try entry(for: .fetched(object, index))
+        }
+        if case .object(let object) = directory, writes.isFresh(object),
             let index = model[object.entity].allRelationships.firstIndex(where: { $0.name == name && $0.isToMany })
         {
             // A copy into a folder mkdir made: its to-many folder is there already.
@@ -258,6 +275,12 @@ extension StoreFileSystem {
             try addMember(object, index, destination)
             if name != destination.key.description { invalidateEntry(parent: directory, name: name) }
             return try entry(for: .member(destination))
+        case .fetched(let object, _) where writes.isFresh(object):
+            // A copy brings the computed links too: kept as scratch links while the copy lasts.
+            return try entry(for: .scratch(writes.createScratch(named: name, in: directory, linkTarget: target)))
+        case .fetched, .template, .templates:
+            logger.error("ln -s \(target) \(name): fetched properties are computed by their predicate and read-only")
+            throw .notPermitted
         case .entity(let entity):
             // A copy of an entity directory brings the links to its subentities' objects: they
             // are there already (or will be, once copied), so the link is accepted as it is.
@@ -675,6 +698,7 @@ extension StoreFileSystem {
             do throws(ObjectGraphError) {
                 try context.save()
                 writes.markCommitted()
+                dropFetchedResults()
                 invalidateListings(of: writes.clearFresh())
                 rememberStoreToken()
                 logger.debug("committed (\(reason))")

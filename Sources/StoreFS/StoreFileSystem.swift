@@ -30,6 +30,8 @@ public final class StoreFileSystem: FileSystem {
     /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only
     /// once the copy has made it with mkdir.
     let hiddenEntities = Mutex<Set<String>>([])
+    let predicates: Predicates
+    let fetchedResults = FetchedResults()
 
     public var model: ManagedObjectModel { coordinator.model }
 
@@ -43,6 +45,7 @@ public final class StoreFileSystem: FileSystem {
         self.counters = counters
         self.logger = logger
         self.writes = WriteState()
+        self.predicates = Predicates(model: coordinator.model) { logger.error("\($0)") }
         if startsHidden { hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 
@@ -71,10 +74,23 @@ public final class StoreFileSystem: FileSystem {
     func child(named name: String, in parent: Node) throws(FileSystemError) -> Node {
         switch parent {
         case .root:
+            if name == Self.templatesName && !predicates.templates.isEmpty { return .templates }
             guard let id = model.entityID(named: name), !hiddenEntities.withLock({ $0.contains(name) }) else {
                 throw .notFound
             }
             return .entity(id)
+        case .templates:
+            guard let index = model.fetchRequestTemplates.firstIndex(where: { $0.name == name }),
+                predicates.templates[index] != nil
+            else { throw .notFound }
+            return .template(index)
+        case .template, .fetched:
+            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
+            guard let key = PrimaryKey(reference: name),
+                let member = try fetchedMembers(of: parent).first(where: { $0.key == key })
+            else { throw .notFound }
+            if case .template = parent { return .templateMember(member) }
+            return .member(member)
         case .entity(let entity):
             if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
             guard let key = PrimaryKey(reference: name), let object = try engine({ () throws(ObjectGraphError) in
@@ -96,6 +112,9 @@ public final class StoreFileSystem: FileSystem {
                 guard snapshot.toOne[name] != nil else { throw .notFound }
                 return .toOne(object, index)
             }
+            if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }), hasFetchedFolder(object, index) {
+                return .fetched(object, index)
+            }
             throw .notFound
         case .toMany(let object, let index):
             if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
@@ -108,7 +127,7 @@ public final class StoreFileSystem: FileSystem {
                 !writes.visibleMembers([member], of: relationship.name, in: object).isEmpty
             else { throw .notFound }
             return .member(member)
-        case .attribute, .toOne, .member, .subentityLink, .scratch:
+        case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember:
             throw .notDirectory
         }
     }
@@ -118,8 +137,9 @@ public final class StoreFileSystem: FileSystem {
         switch node {
         case .root, .entity: .root
         case .object(let o): .entity(o.entity)
-        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _): .object(o)
-        case .member, .subentityLink, .scratch: .root
+        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _), .fetched(let o, _): .object(o)
+        case .templates, .template: node == .templates ? .root : .templates
+        case .member, .subentityLink, .scratch, .templateMember: .root
         }
     }
 
@@ -167,8 +187,18 @@ public final class StoreFileSystem: FileSystem {
             guard index < model[object.entity].allRelationships.count else { throw .notFound }
             _ = try snapshot(of: object)
             return make(.directory, directoryMode, time: writes.modificationTime(of: object))
-        case .member, .subentityLink:
+        case .member, .subentityLink, .templateMember:
             return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
+        case .fetched(let object, let index):
+            guard hasFetchedFolder(object, index) else { throw .notFound }
+            _ = try snapshot(of: object)
+            return make(.directory, 0o555)
+        case .templates:
+            guard !predicates.templates.isEmpty else { throw .notFound }
+            return make(.directory, 0o555)
+        case .template(let index):
+            guard predicates.templates[index] != nil else { throw .notFound }
+            return make(.directory, 0o555)
         case .scratch(let serial):
             guard let scratch = writes.scratch(serial) else { throw .notFound }
             if let target = scratch.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
@@ -194,11 +224,12 @@ public final class StoreFileSystem: FileSystem {
                 throw .notFound
             }
             return "../../../\(model[destination.entity].name)/\(destination.key)"
-        case .subentityLink(let object):
+        case .subentityLink(let object), .templateMember(let object):
             guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else {
                 throw .notFound
             }
-            return "../\(model[object.entity].name)/\(object.key)"
+            let up = node == .subentityLink(object) ? "../" : "../../"
+            return "\(up)\(model[object.entity].name)/\(object.key)"
         case .scratch(let serial):
             guard let target = writes.scratch(serial)?.linkTarget else { throw .invalid }
             return target
@@ -214,7 +245,7 @@ public final class StoreFileSystem: FileSystem {
         switch node {
         case .attribute, .scratch:
             return try openFile(node, flags: flags)
-        case .root, .entity, .object, .toMany:
+        case .root, .entity, .object, .toMany, .fetched, .templates, .template:
             throw .isDirectory
         default:
             throw .invalid
