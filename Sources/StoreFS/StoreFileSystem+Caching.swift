@@ -119,11 +119,15 @@ extension StoreFileSystem {
 
     /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
     func invalidateListings(of objects: [ObjectID]) {
+        writes.removeFetchedScratch(of: objects)
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
         for object in objects {
             invalidator.invalidateInode(Node.object(object).inode)
             for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {
                 invalidator.invalidateInode(Node.toMany(object, index).inode)
+            }
+            for index in model[object.entity].allFetchedProperties.indices {
+                invalidator.invalidateInode(Node.fetched(object, index).inode)
             }
         }
     }

@@ -80,7 +80,8 @@ extension StoreFileSystem {
             let hidden = hiddenEntities.withLock { $0 }
             var names = model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
                 .map { ($0.name, Node.entity($0.id)) }
-            if !predicates.templates.isEmpty { names.insert((Self.templatesName, .templates), at: 0) }
+            // `.fetchRequests` is reachable by name but not listed, so that copies (`cp -a`),
+            // `diff -r` and `find` of a mount leave the computed folders out.
             return .names(names)
         case .templates:
             return .names(
@@ -88,9 +89,10 @@ extension StoreFileSystem {
                     .map { ($0.element.name, Node.template($0.offset)) })
         case .template:
             return .names(try fetchedMembers(of: directory).map { ($0.key.description, Node.templateMember($0)) })
-        case .fetched:
+        case .fetched(let object, _):
+            let computed = writes.isFresh(object) ? [] : try fetchedMembers(of: directory)
             return .names(
-                try fetchedMembers(of: directory).map { ($0.key.description, Node.member($0)) }
+                computed.map { ($0.key.description, Node.member($0)) }
                     + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         case .entity(let entity):
             let ids = try engine({ () throws(ObjectGraphError) in

@@ -495,6 +495,14 @@ extension StoreFileSystem {
             writes.recordRemoval(.member(relationship.name, destination, index: position), in: object)
             changed(object)
             invalidateRelationship(relationship.name, of: object, touching: [destination])
+        case .fetched(let object, let index):
+            // A fetched property is computed: removing its links changes nothing. `rm -r` of the
+            // object removes them on the way, so the folder is hidden until the next commit (or
+            // the object goes) rather than refused, which would stop `rm -r` half-way.
+            _ = try child(named: name, in: directory)
+            writes.recordRemoval(.hiddenFolder(model[object.entity].allFetchedProperties[index].name), in: object)
+            changed(object)
+            invalidate(.object(object))
         case .entity:
             _ = try child(named: name, in: directory)
             throw .isDirectory
@@ -519,6 +527,9 @@ extension StoreFileSystem {
             // The folder is the relationship itself: `rm -r` of an object removes it on the way;
             // it shows again (empty) after the next commit unless the object goes.
             writes.recordRemoval(.hiddenFolder(name), in: object)
+            changed(object)
+        case .fetched(let object, let index):
+            writes.recordRemoval(.hiddenFolder(model[object.entity].allFetchedProperties[index].name), in: object)
             changed(object)
         case .subentityLink:
             throw .notDirectory

@@ -86,6 +86,8 @@ public final class StoreFileSystem: FileSystem {
             return .template(index)
         case .template, .fetched:
             if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
+            // While a copy fills a new folder, its fetched folders hold what the copy put there.
+            if case .fetched(let object, _) = parent, writes.isFresh(object) { throw .notFound }
             guard let key = PrimaryKey(reference: name),
                 let member = try fetchedMembers(of: parent).first(where: { $0.key == key })
             else { throw .notFound }

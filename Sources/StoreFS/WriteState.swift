@@ -153,6 +153,19 @@ final class WriteState: Sendable {
         }
     }
 
+    /// Removes the links a copy put in the fetched folders of `objects` (their folders compute
+    /// their own once the copy is done).
+    func removeFetchedScratch(of objects: [ObjectID]) {
+        let set = Set(objects)
+        state.withLock { state in
+            for (serial, file) in state.scratch {
+                guard case .fetched(let object, _) = file.parent, set.contains(object) else { continue }
+                state.scratch[serial] = nil
+                state.scratchByFolder[file.parent] = nil
+            }
+        }
+    }
+
     /// Removes the scratch files of an object's folder and of its to-many folders.
     func removeScratchFiles(of object: ObjectID) {
         state.withLock { state in

@@ -116,11 +116,19 @@ public final class ObjectContext: Sendable {
             let live = candidates.filter { state.deleted[$0] == nil }
             if let found = live.first(where: { cache.contains($0) }) { return found }
             guard !live.isEmpty else { return nil }
-            let snapshots = try store.snapshots(for: live)
-            guard let found = snapshots.first(where: { live.contains($0.objectID) }) else { return nil }
-            state.faultsFired += 1
-            cache.store([found])
-            return found.objectID
+            // Read ahead as snapshotLocked does: the keys that follow, in the same request.
+            let entities = Set(live.map(\.entity))
+            var wanted = live
+            for next in (key.rawValue + 1)..<(key.rawValue + Int64(batchSize)) {
+                for entity in entities {
+                    let other = ObjectID(entity: entity, key: PrimaryKey(next))
+                    if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) { wanted.append(other) }
+                }
+            }
+            let snapshots = try store.snapshots(for: wanted)
+            state.faultsFired += snapshots.count
+            cache.store(snapshots)
+            return snapshots.first(where: { live.contains($0.objectID) })?.objectID
         }
     }
 
@@ -186,10 +194,16 @@ public final class ObjectContext: Sendable {
         if let pending = state.pending[id] { return pending.snapshot }
         if state.deleted[id] != nil { return nil }
         if let cached = cache.snapshot(for: id) { return cached }
-        guard let fetched = try store.snapshots(for: [id]).first else { return nil }
-        state.faultsFired += 1
-        cache.store([fetched])
-        return fetched
+        // Read ahead: a fault that fires alone fires for the batch of keys that follow it too, in
+        // the same store request, since objects are mostly read in key order (a listing, then a
+        // `cat` of every object); a random read pays for a few hundred rows it may not need.
+        let start = id.key.rawValue
+        let candidates = (start..<(start + Int64(batchSize))).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
+            .filter { $0 == id || (state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0)) }
+        let fetched = try store.snapshots(for: candidates)
+        state.faultsFired += fetched.count
+        cache.store(fetched)
+        return fetched.first { $0.objectID == id }
     }
 
     private func existingSnapshot(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot {

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Write benchmark (issue 4): `cp -a` of a folder of N new Milestone object folders (default 10,000;
+# keys 100001.., each with title, dueDate, done) into a read-write mount of a 10,000-object sample store,
+# plus the time until it is committed (fsync of the entity folder, then unmount until the server has
+# exited), against the same `cp -a` into a tmpfs directory in the same run. Checks with sqlite3 that the
+# rows are in ZMILESTONE and reports the number of commits. Then 100 edits of one value each with
+# echo, sed -i and vim, against the same edits of a file on tmpfs.
+#
+# Usage: scripts/bench/write.sh [N] [EDITS]     (defaults 10000 100)
+# Environment: STOREFS=path/to/storefs skips the build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+N=${1:-10000}
+EDITS=${2:-100}
+FIRST=100001
+
+need() { command -v "$1" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] || SUDO=sudo; ${SUDO:-} apt-get install -y -qq "$2" >/dev/null; }; }
+need sqlite3 sqlite3; need getfattr attr; need fusermount3 fuse3; need python3 python3; need vim vim
+if [ -z "${STOREFS:-}" ]; then
+  swift build -c release --product storefs >&2
+  STOREFS="$(swift build -c release --show-bin-path)/storefs"
+fi
+[ -x "$STOREFS" ] || { echo "write.sh: no storefs binary at $STOREFS" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/storefs-bench-write.XXXXXX)
+MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"
+mkdir -p "$MNT" "$TMPFS"
+unmount_store() {
+  if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
+  for _ in $(seq 1 1200); do pgrep -f "storefs mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
+  echo "write.sh: storefs server for $MNT did not exit" >&2
+}
+cleanup() {
+  set +e
+  unmount_store
+  mountpoint -q "$TMPFS" && umount "$TMPFS"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mount -t tmpfs -o size=1g,mode=755 storefs-bench "$TMPFS"
+
+now_us() { date +%s%6N; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b - a) / 1000}'; }
+stats() { getfattr --only-values -n user.storefs.stats "$MNT" 2>/dev/null | tr -d "\n"; }
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+echo "== storefs write benchmark: $N new objects, $EDITS edits ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "binary: $STOREFS"
+store="$WORK/W.sqlite"
+"$STOREFS" sample --objects 10000 "$store" >/dev/null
+before=$(sqlite3 "$store" "SELECT count(*) FROM ZMILESTONE")
+
+# the input: N object folders on tmpfs
+IN="$TMPFS/in"; mkdir -p "$IN"
+for ((k = FIRST; k < FIRST + N; k++)); do
+  mkdir "$IN/p$k"
+  printf 'Milestone %d\n' "$k" >"$IN/p$k/title"
+  printf '2024-05-%02dT12:00:00Z\n' $((k % 28 + 1)) >"$IN/p$k/dueDate"
+  if ((k % 2)); then echo true; else echo false; fi >"$IN/p$k/done"
+done
+
+# baseline: the same cp -a into a tmpfs directory
+mkdir -p "$TMPFS/out1" "$TMPFS/out2"
+cp -a "$IN/." "$TMPFS/out1/"            # warm-up of the source's pages and dentries
+t0=$(now_us); cp -a "$IN/." "$TMPFS/out2/"; sync -f "$TMPFS/out2"; t1=$(now_us)
+tmp_cp=$(ms "$t0" "$t1")
+
+# storefs: cp -a, fsync of the entity folder (commits everything pending), unmount until the server exits
+"$STOREFS" mount "$store" "$MNT" --log-file "$WORK/mount.log"
+s0=$(stats)
+t0=$(now_us)
+cp -a "$IN/." "$MNT/Milestone/" 2>"$WORK/cp.err" || { echo "cp -a into the mount failed:"; sort "$WORK/cp.err" | uniq -c | head -5; }
+t1=$(now_us)
+sync "$MNT/Milestone"
+t2=$(now_us)
+s1=$(stats)
+unmount_store
+t3=$(now_us)
+after=$(sqlite3 "$store" "SELECT count(*) FROM ZMILESTONE")
+new=$(sqlite3 "$store" "SELECT count(*) FROM ZMILESTONE WHERE Z_PK >= $FIRST AND Z_PK < $FIRST + $N")
+sample=$(sqlite3 "$store" "SELECT ZTITLE || ' | ' || ZDONE FROM ZMILESTONE WHERE Z_PK = $FIRST" 2>&1 || true)
+st_cp=$(ms "$t0" "$t1"); st_sync=$(ms "$t1" "$t2"); st_umount=$(ms "$t2" "$t3"); st_all=$(ms "$t0" "$t3")
+
+printf '\n%-40s %12s %12s\n' "cp -a of $N object folders" "ms" "x tmpfs"
+printf '%-40s %12s %12s\n' "tmpfs (cp -a + sync -f)" "$tmp_cp" "1.0"
+for row in "storefs cp -a:$st_cp" "storefs fsync (commit):$st_sync" "storefs unmount until exit:$st_umount" "storefs total:$st_all"; do
+  printf '%-40s %12s %12s\n' "${row%%:*}" "${row##*:}" "$(awk -v a="${row##*:}" -v b="$tmp_cp" 'BEGIN {printf "%.1f", a/b}')"
+done
+echo "ZMILESTONE rows: $before before, $after after ($((after - before)) added; $new with keys $FIRST..$((FIRST + N - 1)); expected $N)"
+echo "row p$FIRST: $sample"
+python3 - "$s0" "$s1" <<'EOF'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"commits during cp -a + fsync: {b['commits'] - a['commits']}; storeRequests {b['storeRequests'] - a['storeRequests']}")
+d = {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
+print("FUSE operations:", ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
+EOF
+
+# edits of one value: echo >, sed -i, vim; on storefs (Department/p1/name) and on a tmpfs file
+"$STOREFS" mount "$store" "$MNT" --log-file "$WORK/mount.log"
+F="$MNT/Department/p1/name"; T="$TMPFS/name"
+[ -f "$F" ] || { echo "write.sh: $F does not exist" >&2; exit 1; }
+cp "$F" "$T"
+edit() { # edit TOOL FILE: EDITS edits, prints ms
+  local t0 t1 i
+  t0=$(now_us)
+  for ((i = 1; i <= EDITS; i++)); do
+    case $1 in
+      echo) echo "value $i" >"$2";;
+      sed) sed -i "s/.*/sed $i/" "$2";;
+      vim) vim -u NONE -i NONE -N -n -es -c "s/.*/vim $i/" -c wq "$2";;
+    esac
+  done
+  t1=$(now_us)
+  ms "$t0" "$t1"
+}
+s0=$(stats)
+printf '\n%-28s %12s %12s %12s %10s\n' "$EDITS edits of one value" "storefs ms" "tmpfs ms" "per edit ms" "x tmpfs"
+for tool in echo sed vim; do
+  a=$(edit "$tool" "$F"); b=$(edit "$tool" "$T")
+  printf '%-28s %12s %12s %12s %10s\n' "$tool" "$a" "$b" "$(awk -v a="$a" -v n="$EDITS" 'BEGIN {printf "%.2f", a/n}')" \
+    "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.1f", a/b}')"
+done
+echo "value now: $(cat "$F") (tmpfs: $(cat "$T"))"
+sync "$F"; s1=$(stats)
+unmount_store
+echo "stored: $(sqlite3 "$store" "SELECT ZNAME FROM ZDEPARTMENT WHERE Z_PK = 1" 2>&1)"
+python3 - "$s0" "$s1" <<'EOF'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"commits during the edits: {b['commits'] - a['commits']}")
+d = {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
+print("FUSE operations:", ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
+EOF
+if grep -qiE 'error|warn|fail' "$WORK/mount.log"; then echo "mount log (tail):"; tail -5 "$WORK/mount.log"; fi
