@@ -37,6 +37,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
