@@ -29,7 +29,9 @@ struct Demo: ParsableCommand {
             coordinator: coordinator, mountPoint: mountPoint, configuration: try MountConfiguration(options: []),
             logger: logger
         ) {
-            print(
+            // Written at once, not through print's buffer: stdout may be a pipe or a file, and the
+            // demo serves until Ctrl-C.
+            let text =
                 """
                 storefs demo: a sample company store (\(objects) objects) is mounted on \(m)
                 store file: \(store.path)
@@ -48,7 +50,9 @@ struct Demo: ParsableCommand {
                   grep -rl Lovelace \(m)/Employee | head
 
                 Press Ctrl-C to unmount and end the demo.
-                """)
+
+                """
+            FileHandle.standardOutput.write(Data(text.utf8))
         }
     }
 }
