@@ -78,11 +78,11 @@ extension StoreFileSystem {
         switch directory {
         case .root:
             let hidden = hiddenEntities.withLock { $0 }
-            var names = model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
-                .map { ($0.name, Node.entity($0.id)) }
             // `.fetchRequests` is reachable by name but not listed, so that copies (`cp -a`),
             // `diff -r` and `find` of a mount leave the computed folders out.
-            return .names(names)
+            return .names(
+                model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
+                    .map { ($0.name, Node.entity($0.id)) })
         case .templates:
             return .names(
                 model.fetchRequestTemplates.enumerated().filter { predicates.templates[$0.offset] != nil }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 5's figures: objects per second of `storefs migrate` between each pair of file types on a
+# sample store, load time (`storefs info`, which opens the store) and file size of each type, and
+# `cp -a` migration of a smaller store into an empty mount against `cp -a` of the same tree into
+# tmpfs (the baseline, measured in the same run). Prints figures; asserts nothing.
+#
+# Usage: scripts/bench/migrate.sh [OBJECTS] [COPY_OBJECTS]     (default 1000000 10000)
+# STOREFS=/path/to/storefs to use a built binary; otherwise builds release.
+set -euo pipefail
+objects=${1:-1000000}
+copy_objects=${2:-10000}
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+if [ -z "${STOREFS:-}" ]; then
+  swift build -c release --product storefs >/dev/null
+  STOREFS="$(swift build -c release --show-bin-path)/storefs"
+fi
+work=$(mktemp -d /tmp/storefs-bench-migrate.XXXXXX)
+cleanup() {
+  for m in "$work"/src "$work"/dst "$work"/tmpfs; do
+    mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true; }
+  done
+  sleep 0.5
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+seconds() { python3 -c "import sys,time; print(f'{time.time():.3f}')"; }
+elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+
+echo "storefs: $STOREFS"
+echo "== sample store of $objects objects"
+t0=$(seconds); "$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null; t1=$(seconds)
+echo "sample: $(elapsed "$t0" "$t1") s"
+
+printf "\n%-22s %10s %14s\n" "migration" "seconds" "objects/s"
+migrate() {
+  local from=$1 to=$2
+  local t0 t1
+  t0=$(seconds); "$STOREFS" migrate "$work/S.$from" "$work/S.$to" >/dev/null; t1=$(seconds)
+  python3 -c "print(f'{\"$from -> $to\":22} {$t1 - $t0:10.2f} {$objects / ($t1 - $t0):14,.0f}')"
+}
+migrate sqlite xml
+migrate sqlite binary
+rm "$work/S.binary"; migrate xml binary
+rm "$work/S.xml"; migrate binary xml
+mv "$work/S.sqlite" "$work/orig.sqlite"
+migrate xml sqlite; rm "$work/S.sqlite"
+migrate binary sqlite
+
+printf "\n%-8s %12s %16s\n" "type" "MiB" "info (load) s"
+for type in sqlite xml binary; do
+  size=$(stat -c %s "$work/S.$type")
+  t0=$(seconds); "$STOREFS" info "$work/S.$type" >/dev/null; t1=$(seconds)
+  python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$t1 - $t0:16.2f}')"
+done
+rm -f "$work"/S.* "$work"/orig.sqlite*
+
+echo; echo "== cp -a migration of a $copy_objects-object store"
+"$STOREFS" sample --objects "$copy_objects" "$work/C.sqlite" >/dev/null
+"$STOREFS" create --model sample "$work/D.xml" >/dev/null
+mkdir -p "$work/src" "$work/dst" "$work/tmpfs"
+"$STOREFS" mount "$work/C.sqlite" "$work/src" -o ro
+"$STOREFS" mount "$work/D.xml" "$work/dst"
+mount -t tmpfs -o size=2g tmpfs "$work/tmpfs"
+t0=$(seconds); cp -a "$work/src/." "$work/tmpfs/"; t1=$(seconds)
+tmpfs_s=$(elapsed "$t0" "$t1")
+t0=$(seconds); cp -a "$work/src/." "$work/dst/"; t1=$(seconds)
+copy_s=$(elapsed "$t0" "$t1")
+fusermount3 -u "$work/dst"
+while pgrep -f "storefs mount $work/D.xml" >/dev/null; do sleep 0.1; done
+t2=$(seconds)
+total_s=$(elapsed "$t0" "$t2")
+objects_copied=$("$STOREFS" info --json "$work/D.xml" | python3 -c "import json,sys; print(json.load(sys.stdin)['objects'])")
+printf "%-40s %10s\n" "cp -a into tmpfs (baseline)" "$tmpfs_s s"
+printf "%-40s %10s\n" "cp -a into an empty .xml mount" "$copy_s s"
+printf "%-40s %10s\n" "  ... until committed and unmounted" "$total_s s"
+python3 -c "print(f'ratio to tmpfs: {$total_s / $tmpfs_s:.1f}x; objects in the new store: $objects_copied')"
