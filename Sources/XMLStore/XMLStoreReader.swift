@@ -103,7 +103,9 @@ enum XMLStoreReader {
     static func document(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
         var doc = try header(of: data, path: path)
         let delegate = Delegate()
-        let parser = XMLParser(data: data)
+        // Through a stream, not XMLParser(data:): on Linux the data variant reports an internal
+        // error at the end of large documents (a 120 MB store) after parsing every element.
+        let parser = XMLParser(stream: InputStream(data: data))
         parser.shouldResolveExternalEntities = false
         parser.delegate = delegate
         delegate.parser = parser
