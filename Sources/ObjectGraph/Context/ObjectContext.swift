@@ -116,10 +116,13 @@ public final class ObjectContext: Sendable {
             let live = candidates.filter { state.deleted[$0] == nil }
             if let found = live.first(where: { cache.contains($0) }) { return found }
             guard !live.isEmpty else { return nil }
-            // Read ahead as snapshotLocked does: the keys that follow, in the same request.
+            // Read ahead as snapshotLocked does: the keys that follow, in the same request; not
+            // while changes are pending (a copy into the mount looks up keys that do not exist
+            // yet, and each would fetch a batch of nothing).
             let entities = Set(live.map(\.entity))
             var wanted = live
-            for next in (key.rawValue + 1)..<(key.rawValue + Int64(batchSize)) {
+            let readAhead = state.pending.isEmpty ? Int64(batchSize) : 1
+            for next in (key.rawValue + 1)..<(key.rawValue + readAhead) {
                 for entity in entities {
                     let other = ObjectID(entity: entity, key: PrimaryKey(next))
                     if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) { wanted.append(other) }
@@ -198,7 +201,8 @@ public final class ObjectContext: Sendable {
         // the same store request, since objects are mostly read in key order (a listing, then a
         // `cat` of every object); a random read pays for a few hundred rows it may not need.
         let start = id.key.rawValue
-        let candidates = (start..<(start + Int64(batchSize))).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
+        let readAhead = state.pending.isEmpty ? Int64(batchSize) : 1
+        let candidates = (start..<(start + readAhead)).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
             .filter { $0 == id || (state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0)) }
         let fetched = try store.snapshots(for: candidates)
         state.faultsFired += fetched.count
