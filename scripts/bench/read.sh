@@ -12,39 +12,15 @@
 # Usage: scripts/bench/read.sh [OBJECTS...]     (default 10000 100000)
 # Environment: STOREFS=path/to/storefs skips the build; REPEAT=N runs every size N times (default 1).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="/opt/swift/usr/bin:$PATH"
+NAME=read.sh
+source "$(dirname "$0")/common.sh"
 SIZES=("$@"); ((${#SIZES[@]})) || SIZES=(10000 100000)
 REPEAT=${REPEAT:-1}
 
-need() { command -v "$1" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] || SUDO=sudo; ${SUDO:-} apt-get install -y -qq "$2" >/dev/null; }; }
 need getfattr attr; need fusermount3 fuse3; need python3 python3
-if [ -z "${STOREFS:-}" ]; then
-  swift build -c release --product storefs >&2
-  STOREFS="$(swift build -c release --show-bin-path)/storefs"
-fi
-[ -x "$STOREFS" ] || { echo "read.sh: no storefs binary at $STOREFS" >&2; exit 1; }
 
-WORK=$(mktemp -d /tmp/storefs-bench-read.XXXXXX)
-MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"
-mkdir -p "$MNT" "$TMPFS"
-unmount_store() {
-  if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
-  for _ in $(seq 1 600); do pgrep -f "storefs mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
-  echo "read.sh: storefs server for $MNT did not exit" >&2
-}
-cleanup() {
-  set +e
-  unmount_store
-  mountpoint -q "$TMPFS" && umount "$TMPFS"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-mount -t tmpfs -o size=8g,mode=755 storefs-bench "$TMPFS"
+bench_workspace 8g
 
-now_us() { date +%s%6N; }
-stats() { getfattr --only-values -n user.storefs.stats "$MNT" 2>/dev/null | tr -d "\n"; }
 WORKLOADS=("ls -l" "find" "cat all")
 # run WORKLOAD ROOT: runs it under ROOT, prints microseconds; the output count goes to $WORK/count
 run() {

@@ -9,41 +9,17 @@
 # Usage: scripts/bench/write.sh [N] [EDITS]     (defaults 10000 100)
 # Environment: STOREFS=path/to/storefs skips the build.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="/opt/swift/usr/bin:$PATH"
+NAME=write.sh
+source "$(dirname "$0")/common.sh"
 N=${1:-10000}
 EDITS=${2:-100}
 FIRST=100001
 
-need() { command -v "$1" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] || SUDO=sudo; ${SUDO:-} apt-get install -y -qq "$2" >/dev/null; }; }
 need sqlite3 sqlite3; need getfattr attr; need fusermount3 fuse3; need python3 python3; need vim vim
-if [ -z "${STOREFS:-}" ]; then
-  swift build -c release --product storefs >&2
-  STOREFS="$(swift build -c release --show-bin-path)/storefs"
-fi
-[ -x "$STOREFS" ] || { echo "write.sh: no storefs binary at $STOREFS" >&2; exit 1; }
 
-WORK=$(mktemp -d /tmp/storefs-bench-write.XXXXXX)
-MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"
-mkdir -p "$MNT" "$TMPFS"
-unmount_store() {
-  if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
-  for _ in $(seq 1 1200); do pgrep -f "storefs mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
-  echo "write.sh: storefs server for $MNT did not exit" >&2
-}
-cleanup() {
-  set +e
-  unmount_store
-  mountpoint -q "$TMPFS" && umount "$TMPFS"
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-mount -t tmpfs -o size=1g,mode=755 storefs-bench "$TMPFS"
+bench_workspace 1g
 
-now_us() { date +%s%6N; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b - a) / 1000}'; }
-stats() { getfattr --only-values -n user.storefs.stats "$MNT" 2>/dev/null | tr -d "\n"; }
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 echo "== storefs write benchmark: $N new objects, $EDITS edits ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,39 @@
+# Shared by the bench scripts (sourced, not run): tools, the storefs binary, and a work folder with a
+# mount point and a tmpfs that are unmounted and removed on exit, also on failure or Ctrl-C.
+# Set NAME (used in messages and the folder name) before sourcing.
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+need() { command -v "$1" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] || SUDO=sudo; ${SUDO:-} apt-get install -y -qq "$2" >/dev/null; }; }
+
+# STOREFS=path/to/storefs skips the release build.
+if [ -z "${STOREFS:-}" ]; then
+  swift build -c release --product storefs >&2
+  STOREFS="$(swift build -c release --show-bin-path)/storefs"
+fi
+[ -x "$STOREFS" ] || { echo "$NAME: no storefs binary at $STOREFS" >&2; exit 1; }
+
+now_us() { date +%s%6N; }
+
+# bench_workspace TMPFS_SIZE: WORK, MNT and a tmpfs at TMPFS of that size, cleaned up on exit.
+bench_workspace() {
+  WORK=$(mktemp -d "/tmp/storefs-bench-$NAME.XXXXXX")
+  MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"
+  mkdir -p "$MNT" "$TMPFS"
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
+  mount -t tmpfs -o "size=$1,mode=755" storefs-bench "$TMPFS"
+}
+unmount_store() {
+  if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
+  for _ in $(seq 1 1200); do pgrep -f "storefs mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
+  echo "$NAME: storefs server for $MNT did not exit" >&2
+}
+cleanup() {
+  set +e
+  unmount_store
+  mountpoint -q "$TMPFS" && umount "$TMPFS"
+  rm -rf "$WORK"
+}
+stats() { getfattr --only-values -n user.storefs.stats "$MNT" 2>/dev/null | tr -d "\n"; }
