@@ -95,7 +95,7 @@ extension StoreFileSystem {
             return result
         case .object(let object):
             let version = try engine({ () throws(ObjectGraphError) in try context.version(of: object) }, "version")
-            let uuid = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata").storeUUID ?? ""
+            let uuid = try storeUUID()
             return [
                 "user.object.uri": text(ObjectURI(storeUUID: uuid, entityName: model[object.entity].name, key: object.key).description),
                 "user.object.version": text(String(version)),
@@ -145,6 +145,15 @@ extension StoreFileSystem {
             _ = try attributes(of: node)
             return [:]
         }
+    }
+
+    /// The store's UUID, read once: it never changes, and `getfattr -d` of every object folder
+    /// would otherwise read the store's metadata once per object.
+    func storeUUID() throws(FileSystemError) -> String {
+        if let known = cachedStoreUUID.withLock({ $0 }) { return known }
+        let uuid = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata").storeUUID ?? ""
+        cachedStoreUUID.withLock { $0 = uuid }
+        return uuid
     }
 
     /// The counters tests and benchmarks read: store requests, faults fired, cache size, FUSE

@@ -32,6 +32,7 @@ public final class StoreFileSystem: FileSystem {
     let hiddenEntities = Mutex<Set<String>>([])
     let predicates: Predicates
     let fetchedResults = FetchedResults()
+    let cachedStoreUUID = Mutex<String?>(nil)
 
     public var model: ManagedObjectModel { coordinator.model }
 
