@@ -50,7 +50,7 @@ public final class FuseSession: Sendable {
         self.options = options
         self.counters = counters
         let context = Unmanaged.passRetained(
-            SessionContext(fileSystem: fileSystem, counters: counters, logger: logger, wantsPOSIXACL: options.posixACL))
+            SessionContext(fileSystem: fileSystem, counters: counters, logger: logger, options: options))
         var arguments = fuse_args(argc: 0, argv: nil, allocated: 0)  // FUSE_ARGS_INIT is a macro
         for argument in options.arguments { fuse_opt_add_arg(&arguments, argument) }
         defer { fuse_opt_free_args(&arguments) }

@@ -100,6 +100,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.open = { request, inode, info in
+        if declinedOpeningRequest(request, .open) { return }
         serve(request, .open) { context throws(FileSystemError) in
             let result = try context.fileSystem.open(
                 InodeNumber(inode), flags: info!.pointee.flags, context: requester(request))
@@ -120,6 +121,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.flush = { request, inode, info in
+        if declinedOpeningRequest(request, .flush) { return }
         serve(request, .flush) { context throws(FileSystemError) in
             try context.fileSystem.flush(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
             return .ok
@@ -243,6 +245,16 @@ private func serve(
         return
     }
     send(reply, to: request, context)
+}
+
+/// Answers OPEN or FLUSH with ENOSYS on a session with zero-message opens: the kernel takes that
+/// as "never ask again" (success for OPEN), so it is not counted as an error.
+private func declinedOpeningRequest(_ request: fuse_req_t?, _ operation: OperationCounters.Operation) -> Bool {
+    let context = SessionContext.of(request)
+    guard context.opensWithoutRequests.load(ordering: .relaxed) else { return false }
+    context.counters.record(operation)
+    fuse_reply_err(request, ENOSYS)
+    return true
 }
 
 private func send(_ reply: Reply, to request: fuse_req_t?, _ context: SessionContext) {
@@ -392,6 +404,10 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     }
     if context.wantsPOSIXACL && connection.pointee.capable & UInt32(FUSE_CAP_POSIX_ACL) != 0 {
         connection.pointee.want |= UInt32(FUSE_CAP_POSIX_ACL)
+    }
+    // Not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS from OPEN as success.
+    if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
+        context.opensWithoutRequests.store(true, ordering: .relaxed)
     }
 }
 

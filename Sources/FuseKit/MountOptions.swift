@@ -42,6 +42,15 @@ public struct MountOptions: Sendable, Hashable {
     /// `system.posix_acl_*` attributes faithfully), though it saves the GETXATTR of
     /// `system.posix_acl_access` that `ls -l` sends for every entry.
     public var posixACL: Bool
+    /// Let the kernel open and close files without asking (zero-message open,
+    /// FUSE_CAP_NO_OPEN_SUPPORT). FuseKit answers the first OPEN and FLUSH with ENOSYS; the kernel
+    /// then sends no OPEN, FLUSH or RELEASE for the rest of the mount, keeps file pages across opens,
+    /// and READs arrive with handle 0. Reading a small file costs one round trip instead of four,
+    /// and a cached one none. Default `false`: only for filesystems whose files need no per-open
+    /// state, such as a read-only storefs mount; ``FileSystem/open(_:flags:context:)``,
+    /// ``FileSystem/flush(_:handle:)`` and ``FileSystem/release(_:handle:flags:)`` are then not
+    /// called. Ignored (opens are asked as usual) when the kernel does not offer it.
+    public var opensWithoutRequests: Bool
     /// Install libfuse's handlers so SIGINT, SIGTERM and SIGHUP end ``FuseSession/run()``.
     /// Default `true`. libfuse keeps one process-wide session for its handlers, so a process that
     /// runs several sessions at once (tests) should set it on at most one of them.
@@ -53,7 +62,7 @@ public struct MountOptions: Sendable, Hashable {
         readOnly: Bool = false, allowOther: Bool = false, autoUnmount: Bool = true,
         defaultPermissions: Bool = true, fsName: String = "storefs", subtype: String = "storefs",
         maxThreads: Int = 8, extraOptions: [String] = [], posixACL: Bool = false,
-        handlesSignals: Bool = true, debug: Bool = false
+        opensWithoutRequests: Bool = false, handlesSignals: Bool = true, debug: Bool = false
     ) {
         self.readOnly = readOnly
         self.allowOther = allowOther
@@ -64,6 +73,7 @@ public struct MountOptions: Sendable, Hashable {
         self.maxThreads = maxThreads
         self.extraOptions = extraOptions
         self.posixACL = posixACL
+        self.opensWithoutRequests = opensWithoutRequests
         self.handlesSignals = handlesSignals
         self.debug = debug
     }

@@ -116,8 +116,8 @@ extension StoreFileSystem {
         }
     }
 
-    /// An object folder's entries: each non-nil attribute, each set to-one, each to-many, and the
-    /// scratch files an editor left there.
+    /// An object folder's entries: each non-nil attribute, each set to-one, each to-many, the
+    /// fetched properties when they are listed, and the scratch files an editor left there.
     func entries(of object: ObjectID) throws(FileSystemError) -> [(String, Node)] {
         let entity = model[object.entity]
         let snapshot = try snapshot(of: object)
@@ -132,8 +132,10 @@ extension StoreFileSystem {
                 result.append((relationship.name, .toOne(object, index)))
             }
         }
-        for (index, property) in entity.allFetchedProperties.enumerated() where hasFetchedFolder(object, index) {
-            result.append((property.name, .fetched(object, index)))
+        if configuration.listsFetchedProperties {
+            for (index, property) in entity.allFetchedProperties.enumerated() where hasFetchedFolder(object, index) {
+                result.append((property.name, .fetched(object, index)))
+            }
         }
         result.removeAll { writes.isHidden($0.0, in: object) }
         result += writes.scratchFiles(in: .object(object)).map { ($0.name, Node.scratch($0.serial)) }

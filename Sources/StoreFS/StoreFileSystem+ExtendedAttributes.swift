@@ -10,9 +10,11 @@ extension StoreFileSystem {
     static let orderName = "user.order"
 
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
-        // The kernel asks for security.* and system.posix_acl_* on every `ls -l`: answer from
-        // memory, without touching the store.
-        guard name.hasPrefix("user.") else { throw .noAttribute }
+        // `ls -l` asks for security.selinux and system.posix_acl_* on every entry, and the kernel
+        // does not cache the answer. storefs has no security labels and no ACLs: EOPNOTSUPP says
+        // so, and ls (gnulib's file_has_acl, getfilecon) then stops asking for the whole mount.
+        // ENODATA would be asked again for every entry of every listing.
+        guard name.hasPrefix("user.") else { throw .notSupported }
         let node = try node(inode)
         if node == .root && name == Self.statsName { return Data(statisticsJSON().utf8) }
         guard let value = try extendedAttributes(of: node)[name] else { throw .noAttribute }
@@ -96,11 +98,19 @@ extension StoreFileSystem {
         case .object(let object):
             let version = try engine({ () throws(ObjectGraphError) in try context.version(of: object) }, "version")
             let uuid = try storeUUID()
-            return [
+            var result = [
                 "user.object.uri": text(ObjectURI(storeUUID: uuid, entityName: model[object.entity].name, key: object.key).description),
                 "user.object.version": text(String(version)),
                 "user.object.entity": text(model[object.entity].name),
             ]
+            // Fetched properties' folders are reachable by name but not listed (unless -o
+            // list_fetched): this says which names there are.
+            let fetched = model[object.entity].allFetchedProperties.indices.filter { hasFetchedFolder(object, $0) }
+            if !fetched.isEmpty {
+                result["user.object.fetchedProperties"] = text(
+                    fetched.map { model[object.entity].allFetchedProperties[$0].name }.joined(separator: ","))
+            }
+            return result
         case .attribute(let object, let index):
             let (attribute, _) = try attributeValue(object, index)
             var result = [

@@ -343,6 +343,8 @@ public final class StoreFolderFileSystem: FileSystem {
     }
 
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
+        // No security labels or ACLs here either (see StoreFileSystem.extendedAttribute).
+        guard name.hasPrefix("user.") else { throw .notSupported }
         guard let (fileSystem, _, inner) = try route(inode) else { throw .noAttribute }
         return try fileSystem.extendedAttribute(name, of: inner)
     }

@@ -14,9 +14,12 @@ import XMLStore
         try PersistentStoreCoordinator.open(at: url, types: Self.types, options: StoreOptions(readOnly: true))
     }
 
-    @Test(arguments: ["xml", "binary", "sqlite"])
-    func cpIntoAnEmptyStoreOfAnotherTypeGivesWhatMigrateGives(_ suffix: String) throws {
-        let source = try MountedStore(objects: 300, options: ["ro"])
+    /// With `listFetched` both mounts list fetched properties' folders: cp -a then copies their
+    /// links too, and the target takes them as the computed folders they are.
+    @Test(arguments: [("xml", false), ("binary", false), ("sqlite", true)])
+    func cpIntoAnEmptyStoreOfAnotherTypeGivesWhatMigrateGives(_ suffix: String, listFetched: Bool) throws {
+        let extra = listFetched ? ["list_fetched"] : []
+        let source = try MountedStore(objects: 300, options: ["ro"] + extra)
         defer { try? source.unmount() }
         let folder = source.directory
         let copied = folder.appendingPathComponent("Copied.\(suffix)")
@@ -28,7 +31,8 @@ import XMLStore
         let target = folder.appendingPathComponent("target")
         try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
         let log = folder.appendingPathComponent("target.log").path
-        #expect(try run(try storefsBinary(), ["mount", copied.path, target.path, "--log-file", log]).status == 0)
+        let targetOptions = listFetched ? ["-o", "list_fetched"] : []
+        #expect(try run(try storefsBinary(), ["mount", copied.path, target.path, "--log-file", log] + targetOptions).status == 0)
         let copy = try run("cp", ["-a", source.path + "/.", target.path + "/"])
         #expect(copy.status == 0, "cp -a: \(copy.error)")
         let diff = try run("diff", ["-r", "--no-dereference", source.path, target.path])

@@ -51,6 +51,23 @@ import Testing
         #expect(predicate.output == highEarners.predicateString)
     }
 
+    @Test func fetchedFoldersAreReachableByNameAndListedOnlyWhenAsked() throws {
+        let hidden = try MountedStore(objects: 200, options: ["ro"])
+        defer { try? hidden.unmount() }
+        let folder = "\(hidden.path)/Employee/p1"
+        #expect(try run("ls", [folder]).status == 0)
+        #expect(!(try run("ls", [folder]).lines.contains("colleagues")), "not listed by default")
+        #expect(!(try run("find", [hidden.path]).output.contains("/colleagues")), "find walks only what is stored")
+        #expect(try run("stat", ["-c", "%F", "\(folder)/colleagues"]).output == "directory\n", "reachable by name")
+        #expect(try run("getfattr", ["--only-values", "-n", "user.object.fetchedProperties", folder]).output == "colleagues")
+
+        let listed = try MountedStore(objects: 200, options: ["ro", "list_fetched"])
+        defer { try? listed.unmount() }
+        let listedFolder = "\(listed.path)/Employee/p1"
+        #expect(try run("ls", [listedFolder]).lines.contains("colleagues"), "-o list_fetched lists them")
+        #expect(try run("ls", ["\(listedFolder)/colleagues"]).lines == (try run("ls", ["\(folder)/colleagues"]).lines))
+    }
+
     @Test func fetchRequestTemplatesAreFoldersUnderFetchRequests() throws {
         let mount = try MountedStore(objects: 500)
         defer { try? mount.unmount() }
@@ -76,9 +93,10 @@ import Testing
         try Data(XcodeModelWriter.contents(of: model).utf8).write(to: contents)
         try mount.mount(model: contents.path)
         defer { try? mount.unmount() }
-        let names = try run("ls", ["\(mount.path)/Department/p1"]).lines
-        #expect(names.contains("highEarners"))
-        #expect(!names.contains("broken"), "the broken property's folder is absent")
+        let fetched = try run("getfattr", ["--only-values", "-n", "user.object.fetchedProperties", "\(mount.path)/Department/p1"])
+        #expect(fetched.output == "highEarners", "the broken property's folder is absent")
+        #expect(try run("ls", ["\(mount.path)/Department/p1/highEarners"]).status == 0)
+        #expect(try run("ls", ["\(mount.path)/Department/p1/broken"]).error.contains("No such file or directory"))
         #expect(mount.logText.contains("Department.broken is left out"))
         #expect(mount.logText.contains("position"))
     }

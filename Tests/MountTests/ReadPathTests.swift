@@ -124,6 +124,11 @@ import Testing
         #expect(attribute.output == "Decimal")
         let unknown = try run("getfattr", ["-n", "user.no.such.name", mount.path])
         #expect(unknown.status != 0 && unknown.error.contains("No such attribute"))
+        // No security labels and no ACLs, said as such (so ls -l stops asking: next test).
+        for name in ["security.selinux", "system.posix_acl_access"] {
+            let label = try run("getfattr", ["-n", name, "\(mount.path)/Department/p1/budget"])
+            #expect(label.status != 0 && label.error.contains("Operation not supported"), "\(name): \(label.error)")
+        }
     }
 
     @Test func listingAndReadingEveryObjectCostsOneQueryPerBatch() throws {
@@ -131,9 +136,12 @@ import Testing
         defer { try? mount.unmount() }
         let before = try mount.storeRequests()
         let lookups = try mount.fuseCount("lookup")
+        let getxattrs = try mount.fuseCount("getxattr")
         let count = try run("ls", ["-l", "\(mount.path)/Employee"]).lines.count - 1
         #expect(count == 1_700)
         #expect(try mount.fuseCount("lookup") - lookups < 5, "readdirplus spares the per-entry lookups of ls -l")
+        let asked = try mount.fuseCount("getxattr") - getxattrs
+        #expect(asked < 10, "ls -l asks for labels and ACLs once per mount, not per entry: \(asked) GETXATTR")
         let cat = try sh("cat \(mount.path)/Employee/*/lastName | wc -l")
         #expect(cat.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1700")
         let requests = try mount.storeRequests() - before
@@ -156,7 +164,15 @@ import Testing
         try mount.mount(options: ["ro"])
         defer { try? mount.unmount() }
         _ = try run("find", [mount.path])
-        _ = try sh("cat \(mount.path)/Employee/*/lastName > /dev/null")
+        let reads = try mount.fuseCount("read")
+        #expect(try sh("cat \(mount.path)/Employee/*/lastName > /dev/null").status == 0)
+        let listed = try run("ls", ["\(mount.path)/Employee"]).lines.count
+        #expect(try listed > 0 && mount.fuseCount("read") - reads >= listed, "every value was read through the mount")
+        // Files of a read-only mount open without a round trip: the first OPEN is answered ENOSYS
+        // (the kernel's "never ask again"), then cat costs READ alone.
+        #expect(try mount.fuseCount("open") <= 1)
+        #expect(try mount.fuseCount("release") == 0)
+        #expect(try mount.fuseCount("flush") <= 1)
         let attempts = [
             "echo x > \(mount.path)/Department/p1/name",
             "mkdir \(mount.path)/Department/p900",

@@ -9,6 +9,7 @@ struct Mount: ParsableCommand {
             Without --foreground, storefs returns once the mount is ready and serves in the \
             background; `fusermount3 -u MOUNTPOINT` (or SIGTERM) commits pending changes and \
             unmounts. Options (-o, comma-separated): ro, allow_other, auto_unmount, model=PATH, \
+            list_fetched (list fetched properties' folders; they are reachable by name always), \
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
 

@@ -18,7 +18,7 @@ enum Background {
             logURL = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-\(getpid()).log")
         }
         if !FileManager.default.fileExists(atPath: logURL.path) {
-            FileManager.default.createFile(atPath: logURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         }
         let log = try FileHandle(forWritingTo: logURL)
         log.seekToEndOfFile()

@@ -4,7 +4,7 @@ import StoreFS
 
 /// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
 ///
-/// storefs's: `ro`/`rw`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
+/// storefs's: `ro`/`rw`, `list_fetched`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
 /// `batch_size=N`, `allow_other`, `auto_unmount`/`noauto_unmount`. mount(8)'s own (`defaults`,
 /// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else
 /// goes to libfuse.
@@ -22,6 +22,7 @@ struct MountConfiguration {
             switch name {
             case "ro": mount.readOnly = true
             case "rw": mount.readOnly = false
+            case "list_fetched": fileSystem.listsFetchedProperties = true
             case "allow_other": mount.allowOther = true
             case "auto_unmount": mount.autoUnmount = true
             case "noauto_unmount": mount.autoUnmount = false
@@ -50,6 +51,9 @@ struct MountConfiguration {
             }
         }
         fileSystem.readOnly = mount.readOnly
+        // Files of a read-only mount need no per-open state (no buffers): let the kernel open them
+        // without asking, so `cat` costs one READ instead of OPEN, READ, FLUSH and RELEASE.
+        mount.opensWithoutRequests = mount.readOnly
     }
 
     private static func required(_ value: String?, _ name: String) throws -> String {
