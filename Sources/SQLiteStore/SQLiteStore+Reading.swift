@@ -43,78 +43,98 @@ extension SQLiteStore {
         return ids.compactMap { found[$0] }
     }
 
+    /// How one entity's row is read: which selected column holds each attribute and to-one key,
+    /// worked out once per query rather than once per row.
+    private struct RowPlan {
+        var attributes: [(name: String, type: AttributeType, column: Int)] = []
+        var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
+    }
+
     private func readSnapshots(
         _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]], into found: inout [ObjectID: Snapshot]
     ) throws(ObjectGraphError) {
         // Every column any entity of the tree maps, each selected once.
-        var columns: [String] = []
         var index: [String: Int] = [:]
         var expressions: [String] = []
-        func add(_ column: String?, text: Bool = false) {
-            guard let column, index[column] == nil else { return }
-            index[column] = columns.count + 3
-            columns.append(column)
+        func add(_ column: String?, text: Bool = false) -> Int? {
+            guard let column else { return nil }
+            if let known = index[column] { return known }
+            index[column] = expressions.count + 3
             // GRDB reads TEXT as a C string, which would cut a string at an embedded NUL; as a
             // BLOB every byte arrives (and is decoded as UTF-8).
             expressions.append(text ? "CAST(\(column.quotedDatabaseIdentifier) AS BLOB)" : column.quotedDatabaseIdentifier)
+            return expressions.count + 2
         }
+        var plans: [EntityID: RowPlan] = [:]
         for id in model.entityAndSubentities(of: root) {
+            var plan = RowPlan()
             for attribute in layout[id].attributes {
-                add(attribute.column, text: attribute.attribute.type == .string || attribute.attribute.type == .uri)
+                let type = attribute.attribute.type
+                guard let column = add(attribute.column, text: type == .string || type == .uri) else { continue }
+                plan.attributes.append((attribute.attribute.name, type, column))
             }
             for toOne in layout[id].toOne {
-                add(toOne.column)
-                add(toOne.entityColumn)
+                guard let column = add(toOne.column) else { continue }
+                plan.toOne.append((toOne.name, toOne.destination, column, add(toOne.entityColumn)))
             }
+            plans[id] = plan
         }
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
         let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
         let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
-        let fetched: [Row]
+        requests.add(1, ordering: .relaxed)
         do {
-            requests.add(1, ordering: .relaxed)
-            fetched = try Row.fetchAll(db, sql: sql)
+            // A cursor reads each row in place; fetchAll would copy every row first.
+            let rows = try Row.fetchCursor(db, sql: sql)
+            while let row = try rows.next() {
+                let key = PrimaryKey(row[0])
+                guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent],
+                    let id = ids[key]?.first(where: { $0.entity == entity }), let plan = plans[entity]
+                else { continue }
+                found[id] = try snapshot(from: row, id: id, plan: plan)
+            }
+        } catch let error as ObjectGraphError {
+            throw error
         } catch {
             throw Self.mapError(error, file: path)
         }
-        for row in fetched {
-            let key = PrimaryKey(row[0])
-            guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent],
-                let id = ids[key]?.first(where: { $0.entity == entity })
-            else { continue }
-            let entityLayout = layout[entity]
-            var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)
-            for attribute in entityLayout.attributes {
-                guard let column = attribute.column, let i = index[column] else { continue }
-                let place = ValueCoding.Place(entity: entityLayout.name, attribute: attribute.attribute.name, key: key.rawValue)
-                if let value = try ValueCoding.decode(row[i] as DatabaseValue, as: attribute.attribute.type, at: place) {
-                    snapshot.attributes[attribute.attribute.name] = value
-                }
+    }
+
+    private func snapshot(from row: Row, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
+        let entityName = layout[id.entity].name
+        // Every column at once: GRDB's generic `row[i] as DatabaseValue` looks up type metadata per
+        // column, which showed in profiles of listing large entity directories.
+        let values = Array(row.databaseValues)
+        var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)
+        snapshot.attributes.reserveCapacity(plan.attributes.count)
+        for attribute in plan.attributes {
+            let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
+            if let value = try ValueCoding.decode(values[attribute.column], as: attribute.type, at: place) {
+                snapshot.attributes[attribute.name] = value
             }
-            for toOne in entityLayout.toOne {
-                guard let column = toOne.column, let i = index[column] else { continue }
-                let value: DatabaseValue = row[i]
-                guard case .int64(let destinationKey) = value.storage else {
-                    if !value.isNull {
-                        throw ObjectGraphError(
-                            .corruptStore,
-                            "\(entityLayout.name).\(toOne.name) of object p\(key.rawValue) holds \(ValueCoding.describe(value)), "
-                                + "not the key of a \(model[toOne.destination].name)")
-                    }
+        }
+        for toOne in plan.toOne {
+            let value = values[toOne.column]
+            guard case .int64(let destinationKey) = value.storage else {
+                if !value.isNull {
+                    throw ObjectGraphError(
+                        .corruptStore,
+                        "\(entityName).\(toOne.name) of object p\(id.key.rawValue) holds \(ValueCoding.describe(value)), "
+                            + "not the key of a \(model[toOne.destination].name)")
+                }
+                continue
+            }
+            var destination = toOne.destination
+            if let j = toOne.entityColumn, case .int64(let actual) = values[j].storage {
+                guard let mapped = layout.entityByZent[actual] else {
+                    logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
                 }
-                var destination = toOne.destination
-                if let entityColumn = toOne.entityColumn, let j = index[entityColumn], let actual = row[j] as Int64? {
-                    guard let mapped = layout.entityByZent[actual] else {
-                        logger.warning("\(entityLayout.name).\(toOne.name) of p\(key.rawValue) names unknown Z_ENT \(actual)")
-                        continue
-                    }
-                    destination = mapped
-                }
-                snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
+                destination = mapped
             }
-            found[id] = snapshot
+            snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
         }
+        return snapshot
     }
 
     public func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
