@@ -142,6 +142,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.opendir = { request, inode, info in
+        if declinedOpeningRequest(request, .opendir) { return }
         serve(request, .opendir) { context throws(FileSystemError) in
             .open(try context.fileSystem.openDirectory(InodeNumber(inode), flags: info!.pointee.flags), info!)
         }
@@ -247,11 +248,14 @@ private func serve(
     send(reply, to: request, context)
 }
 
-/// Answers OPEN or FLUSH with ENOSYS on a session with zero-message opens: the kernel takes that
-/// as "never ask again" (success for OPEN), so it is not counted as an error.
+/// Answers OPEN, FLUSH or OPENDIR with ENOSYS on a session with zero-message opens: the kernel
+/// takes that as "never ask again" (success for OPEN and OPENDIR), so it is not counted as an error.
 private func declinedOpeningRequest(_ request: fuse_req_t?, _ operation: OperationCounters.Operation) -> Bool {
     let context = SessionContext.of(request)
-    guard context.opensWithoutRequests.load(ordering: .relaxed) else { return false }
+    let declines = operation == .opendir
+        ? context.opensDirectoriesWithoutRequests.load(ordering: .relaxed)
+        : context.opensWithoutRequests.load(ordering: .relaxed)
+    guard declines else { return false }
     context.counters.record(operation)
     fuse_reply_err(request, ENOSYS)
     return true
@@ -408,6 +412,9 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     // Not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS from OPEN as success.
     if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
         context.opensWithoutRequests.store(true, ordering: .relaxed)
+    }
+    if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 {
+        context.opensDirectoriesWithoutRequests.store(true, ordering: .relaxed)
     }
 }
 

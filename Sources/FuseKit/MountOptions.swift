@@ -42,14 +42,17 @@ public struct MountOptions: Sendable, Hashable {
     /// `system.posix_acl_*` attributes faithfully), though it saves the GETXATTR of
     /// `system.posix_acl_access` that `ls -l` sends for every entry.
     public var posixACL: Bool
-    /// Let the kernel open and close files without asking (zero-message open,
-    /// FUSE_CAP_NO_OPEN_SUPPORT). FuseKit answers the first OPEN and FLUSH with ENOSYS; the kernel
-    /// then sends no OPEN, FLUSH or RELEASE for the rest of the mount, keeps file pages across opens,
-    /// and READs arrive with handle 0. Reading a small file costs one round trip instead of four,
-    /// and a cached one none. Default `false`: only for filesystems whose files need no per-open
-    /// state, such as a read-only storefs mount; ``FileSystem/open(_:flags:context:)``,
-    /// ``FileSystem/flush(_:handle:)`` and ``FileSystem/release(_:handle:flags:)`` are then not
-    /// called. Ignored (opens are asked as usual) when the kernel does not offer it.
+    /// Let the kernel open and close files and directories without asking (zero-message open,
+    /// FUSE_CAP_NO_OPEN_SUPPORT and FUSE_CAP_NO_OPENDIR_SUPPORT). FuseKit answers the first OPEN,
+    /// FLUSH and OPENDIR with ENOSYS; the kernel then sends no OPEN, FLUSH, RELEASE, OPENDIR or
+    /// RELEASEDIR for the rest of the mount, keeps file pages and directory listings across opens,
+    /// and READ and READDIR(PLUS) arrive with handle 0. Reading a small file costs one round trip
+    /// instead of four, and listing a directory two fewer. Default `false`: only for filesystems
+    /// that need no per-open state, such as a read-only storefs mount; ``FileSystem/open(_:flags:context:)``,
+    /// ``FileSystem/flush(_:handle:)``, ``FileSystem/release(_:handle:flags:)``,
+    /// ``FileSystem/openDirectory(_:flags:)`` and ``FileSystem/releaseDirectory(_:handle:)`` are
+    /// then not called. Each half is ignored (opens are asked as usual) when the kernel does not
+    /// offer it.
     public var opensWithoutRequests: Bool
     /// Install libfuse's handlers so SIGINT, SIGTERM and SIGHUP end ``FuseSession/run()``.
     /// Default `true`. libfuse keeps one process-wide session for its handlers, so a process that

@@ -16,6 +16,8 @@ final class SessionContext: Sendable {
     /// The kernel offered zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT) and they were asked for:
     /// OPEN and FLUSH are answered ENOSYS. Set during INIT.
     let opensWithoutRequests = Atomic<Bool>(false)
+    /// The same for directories (FUSE_CAP_NO_OPENDIR_SUPPORT): OPENDIR is answered ENOSYS.
+    let opensDirectoriesWithoutRequests = Atomic<Bool>(false)
 
     init(fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions) {
         self.fileSystem = fileSystem

@@ -4,6 +4,12 @@ import Synchronization
 
 /// Listings of open directories, taken once per opendir so that a listing read in many
 /// readdirplus calls is consistent and costs one ID query, not one per call.
+///
+/// Read-only mounts open directories without a request (zero-message opendir): their reads come
+/// with handle 0 and no release follows. Those listings are kept per directory instead, taken
+/// afresh by every read from offset 0, and only the latest few hundred directories' (a tool reads
+/// a directory to its end before the next, so an older one is rarely still being read; if it is,
+/// its next call takes the listing again).
 final class DirectoryHandles: Sendable {
     /// What an open directory lists.
     enum Listing: Sendable {
@@ -14,9 +20,16 @@ final class DirectoryHandles: Sendable {
         case names([(String, Node)])
     }
 
+    /// The handle of a directory read without opendir.
+    static let unopened = FuseKit.FileHandle(0)
+    /// Unopened listings kept at most; beyond, the oldest are dropped.
+    private static let unopenedLimit = 256
+
     private struct State {
         var next: UInt64 = 1
         var listings: [UInt64: Listing?] = [:]
+        var unopened: [InodeNumber: Listing] = [:]
+        var unopenedOrder: [InodeNumber] = []
     }
 
     private let state = Mutex(State())
@@ -30,12 +43,26 @@ final class DirectoryHandles: Sendable {
         }
     }
 
-    func listing(_ handle: FuseKit.FileHandle) -> Listing? {
-        state.withLock { $0.listings[handle.rawValue] ?? nil }
+    func listing(_ handle: FuseKit.FileHandle, of directory: InodeNumber) -> Listing? {
+        state.withLock { state in
+            if handle == Self.unopened { return state.unopened[directory] }
+            return state.listings[handle.rawValue] ?? nil
+        }
     }
 
-    func setListing(_ listing: Listing, for handle: FuseKit.FileHandle) {
-        state.withLock { $0.listings[handle.rawValue] = .some(listing) }
+    func setListing(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) {
+        state.withLock { state in
+            guard handle == Self.unopened else {
+                state.listings[handle.rawValue] = .some(listing)
+                return
+            }
+            if state.unopened.updateValue(listing, forKey: directory) == nil {
+                state.unopenedOrder.append(directory)
+                if state.unopenedOrder.count > Self.unopenedLimit {
+                    state.unopened.removeValue(forKey: state.unopenedOrder.removeFirst())
+                }
+            }
+        }
     }
 
     func close(_ handle: FuseKit.FileHandle) {

@@ -32,10 +32,10 @@ extension StoreFileSystem {
                 return
             }
         }
-        if directories.listing(handle) == nil || offset == 0 {
-            directories.setListing(try listing(of: directory), for: handle)
+        if directories.listing(handle, of: inode) == nil || offset == 0 {
+            directories.setListing(try listing(of: directory), for: handle, of: inode)
         }
-        switch directories.listing(handle) {
+        switch directories.listing(handle, of: inode) {
         case .objects(let ids, let prefetched)?:
             let start = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
             var fetchedUpTo = prefetched
@@ -47,7 +47,7 @@ extension StoreFileSystem {
                     let end = min(ids.count, index + coordinator.configuration.batchSize)
                     try prefetch(Array(ids[index..<end]))
                     fetchedUpTo = end
-                    directories.setListing(.objects(ids, prefetched: end), for: handle)
+                    directories.setListing(.objects(ids, prefetched: end), for: handle, of: inode)
                 }
                 let id = ids[index]
                 let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)

@@ -6,8 +6,11 @@ import Testing
 
 /// Reading a mounted sample store with the ordinary tools, checked against what the engine holds.
 @Suite(.serialized) struct ReadPathTests {
-    @Test func lsShowsEntitiesAndTheirObjects() throws {
-        let mount = try MountedStore(objects: 1_000)
+    /// Read-only mounts list without OPENDIR (listings kept per directory, not per handle): the
+    /// same names either way, over the many READDIRPLUS calls of an 850-entry directory.
+    @Test(arguments: [[], ["ro"]])
+    func lsShowsEntitiesAndTheirObjects(options: [String]) throws {
+        let mount = try MountedStore(objects: 1_000, options: options)
         defer { try? mount.unmount() }
         let engine = try mount.engine()
         let context = engine.newContext()
@@ -168,11 +171,15 @@ import Testing
         #expect(try sh("cat \(mount.path)/Employee/*/lastName > /dev/null").status == 0)
         let listed = try run("ls", ["\(mount.path)/Employee"]).lines.count
         #expect(try listed > 0 && mount.fuseCount("read") - reads >= listed, "every value was read through the mount")
-        // Files of a read-only mount open without a round trip: the first OPEN is answered ENOSYS
-        // (the kernel's "never ask again"), then cat costs READ alone.
+        // Files and folders of a read-only mount open without a round trip: the first OPEN is
+        // answered ENOSYS (the kernel's "never ask again"), then cat costs READ alone.
         #expect(try mount.fuseCount("open") <= 1)
         #expect(try mount.fuseCount("release") == 0)
         #expect(try mount.fuseCount("flush") <= 1)
+        // Directories too: find listed every folder without OPENDIR and RELEASEDIR.
+        #expect(try mount.fuseCount("opendir") <= 1)
+        #expect(try mount.fuseCount("releasedir") == 0)
+        #expect(try mount.fuseCount("readdirplus") > listed, "every folder was listed through the mount")
         let attempts = [
             "echo x > \(mount.path)/Department/p1/name",
             "mkdir \(mount.path)/Department/p900",
