@@ -41,6 +41,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
+        .testTarget(name: "StoreFSTests", dependencies: ["StoreFS"]),
         .testTarget(
             name: "MountTests",
             dependencies: [

@@ -122,23 +122,90 @@ enum ValueText {
         let t = date.timeIntervalSinceReferenceDate
         guard t.isFinite else { return t.description }
         let whole = t.rounded(.down)
-        let fraction = t - whole  // exact: both are close doubles
-        let parts = calendar.dateComponents(
-            [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSinceReferenceDate: whole))
-        let base = String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.year!, parts.month!, parts.day!, parts.hour!,
-            parts.minute!, parts.second!)
+        let fraction = t - whole  // exact, but for -1 < t < 0 (see DateTextTests)
+        let base = wholeSeconds(whole)
         if fraction == 0 { return base + "Z" }
+        // parseDate reads the text back as `whole + Double("0.ddd")`, so that is the round trip
+        // to check. Up to 15 digits come from rounding fraction × 10^n (fast; printf made listing
+        // a folder of dates twice as slow), more from printf.
+        func readsBack(_ decimals: String?) -> Bool {
+            guard let decimals, let back = Double("0" + decimals) else { return false }
+            return (whole + back).bitPattern == t.bitPattern
+        }
         for digits in 1...30 {
-            var decimals = String(format: "%.\(digits)f", fraction)
-            if decimals.hasPrefix("1") { continue }  // rounded up to 1.0: needs more digits
-            decimals.removeFirst()  // "0.xxx" → ".xxx"
-            let candidate = base + decimals + "Z"
-            if let back = parseDate(candidate), back.timeIntervalSinceReferenceDate.bitPattern == t.bitPattern {
-                return candidate
-            }
+            let decimals = Self.scaledDigits(fraction, digits) ?? Self.printfDigits(fraction, digits)
+            if readsBack(decimals) { return base + decimals! + "Z" }
         }
         return base + String(format: "%.30f", fraction).dropFirst() + "Z"
+    }
+
+    /// `.ddd` with `digits` digits from rounding fraction × 10^digits; nil beyond 15 digits (where
+    /// the product is no longer exact) and when it rounds up to 1.
+    private static func scaledDigits(_ fraction: Double, _ digits: Int) -> String? {
+        guard digits <= 15 else { return nil }
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = (fraction * scale).rounded()
+        guard scaled < scale else { return nil }
+        let text = String(Int64(scaled))
+        return "." + String(repeating: "0", count: digits - text.count) + text
+    }
+
+    /// `.ddd` as printf rounds it; nil when it rounds up to 1.
+    private static func printfDigits(_ fraction: Double, _ digits: Int) -> String? {
+        let text = String(format: "%.\(digits)f", fraction)
+        guard !text.hasPrefix("1") else { return nil }
+        return String(text.dropFirst())
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of a whole number of seconds since 2001 in UTC. Years 1583–9999 (the
+    /// Gregorian calendar, which Foundation's calendar switches to in 1582) by arithmetic; others
+    /// through Foundation's calendar, which also knows the Julian years before.
+    private static func wholeSeconds(_ whole: Double) -> String {
+        if let unix = Int(exactly: whole + 978_307_200) {
+            let second = ((unix % 86_400) + 86_400) % 86_400
+            let (y, m, d) = civil(fromDays: (unix - second) / 86_400)
+            guard (1583...9999).contains(y) else { return wholeSecondsByCalendar(whole) }
+            return padded(y, 4) + "-" + padded(m, 2) + "-" + padded(d, 2) + "T" + padded(second / 3600, 2) + ":"
+                + padded(second / 60 % 60, 2) + ":" + padded(second % 60, 2)
+        }
+        return wholeSecondsByCalendar(whole)
+    }
+
+    private static func wholeSecondsByCalendar(_ whole: Double) -> String {
+        let parts = calendar.dateComponents(
+            [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSinceReferenceDate: whole))
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.year!, parts.month!, parts.day!, parts.hour!,
+            parts.minute!, parts.second!)
+    }
+
+    private static func padded(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+
+    /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's civil_from_days).
+    static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// Parses `YYYY-MM-DD[THH:MM[:SS[.fraction]]][Z|±HH:MM]` (a space may stand for the T).
@@ -204,6 +271,14 @@ enum ValueText {
         guard i == scalars.count, (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else {
             return nil
         }
+        let seconds: Double
+        if !negativeYear, (1583...9999).contains(y) {
+            // Gregorian years by arithmetic, checking the day exists in its month.
+            let days = Self.days(fromCivil: y, mo, d)
+            guard Self.civil(fromDays: days) == (y, mo, d) else { return nil }
+            seconds = Double(days) * 86_400 - 978_307_200 + Double(h * 3600 + mi * 60 + s - offset)
+            return Date(timeIntervalSinceReferenceDate: seconds + fraction)
+        }
         var parts = DateComponents()
         parts.year = negativeYear ? -y : y
         parts.month = mo
@@ -214,7 +289,7 @@ enum ValueText {
         guard let whole = calendar.date(from: parts),
             calendar.component(.day, from: whole) == d
         else { return nil }
-        let seconds = whole.timeIntervalSinceReferenceDate - Double(offset)
+        seconds = whole.timeIntervalSinceReferenceDate - Double(offset)
         return Date(timeIntervalSinceReferenceDate: seconds + fraction)
     }
 }

@@ -72,7 +72,7 @@ enum AtomicStoreScenarios {
         let mountPoint = dir.appendingPathComponent("small")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         try #require(try StoreFixtures.run("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint.path) == 0)
-        defer { try? StoreFixtures.run("umount", mountPoint.path) }
+        defer { _ = try? StoreFixtures.run("umount", mountPoint.path) }
         let url = mountPoint.appendingPathComponent("store.\(type.fileExtensions[0])")
         let store = try create(type, at: url)
         let before = try Data(contentsOf: url)

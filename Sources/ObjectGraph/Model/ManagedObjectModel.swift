@@ -133,8 +133,12 @@ public struct ManagedObjectModel: Sendable, Hashable {
 
     // MARK: - Lookup
 
-    /// The entity numbered `id`.
-    public subscript(id: EntityID) -> EntityDescription { entities[id.rawValue - 1] }
+    /// The entity numbered `id`. Yielded, not returned: `model[id].name` then reads in place
+    /// instead of copying the whole description (a retain and release per field), which showed
+    /// in profiles of listing folders.
+    public subscript(id: EntityID) -> EntityDescription {
+        _read { yield entities[id.rawValue - 1] }
+    }
 
     /// The entity named `name`, or nil.
     public func entity(named name: String) -> EntityDescription? {
