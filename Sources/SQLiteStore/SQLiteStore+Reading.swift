@@ -168,7 +168,7 @@ extension SQLiteStore {
                 "SELECT \(s), \(d), t.Z_ENT FROM \(table.quotedDatabaseIdentifier) j JOIN \(destinationTable.quotedDatabaseIdentifier) t "
                 + "ON t.Z_PK = \(d) WHERE \(s) IN (\(keys)) ORDER BY \(s), \(order)\(d)"
         }
-        let fetched = try read { db in try rows(db, sql) }
+        let fetched = try read { db in try rows(db, sql, cached: false) }  // literal keys: new SQL each time
         for row in fetched {
             guard let sourceKey = row[0] as Int64?, let key = row[1] as Int64?, let zent = row[2] as Int64? else { continue }
             guard let destination = layout.entityByZent[zent] else {

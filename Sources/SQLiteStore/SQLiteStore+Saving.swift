@@ -17,8 +17,8 @@ extension SQLiteStore {
     }
 
     private func apply(_ request: SaveRequest, _ db: Database) throws(ObjectGraphError) {
-        func run(_ sql: String, _ arguments: StatementArguments = []) throws(ObjectGraphError) -> Int {
-            do { return try execute(db, sql, arguments) } catch { throw Self.mapError(error, file: path) }
+        func run(_ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws(ObjectGraphError) -> Int {
+            do { return try execute(db, sql, arguments, cached: cached) } catch { throw Self.mapError(error, file: path) }
         }
         // Inserts.
         var maxKeys: [Int64: Int64] = [:]
@@ -72,7 +72,7 @@ extension SQLiteStore {
     }
 
     private func applyToManyChanges(
-        _ changes: [SaveRequest.ToManyChange], run: (String, StatementArguments) throws(ObjectGraphError) -> Int
+        _ changes: [SaveRequest.ToManyChange], run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int
     ) throws(ObjectGraphError) {
         // Join tables: the final pairs of every listed source replace its old ones.
         struct JoinWork {
@@ -98,9 +98,9 @@ extension SQLiteStore {
                 if !isInverseToOne {
                     // No inverse: the hidden key column is this relationship's only record.
                     let clearOrder = orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
-                    _ = try run("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE \(c) = ?", [source])
+                    _ = try run("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE \(c) = ?", [source], true)
                     for destination in change.destinations {
-                        _ = try run("UPDATE \(t) SET \(c) = ? WHERE Z_PK = ?", [source, destination.key.rawValue])
+                        _ = try run("UPDATE \(t) SET \(c) = ? WHERE Z_PK = ?", [source, destination.key.rawValue], true)
                     }
                 }
                 // The inverse to-one is in the destinations' snapshots; only the order is written here.
@@ -108,7 +108,7 @@ extension SQLiteStore {
                     for (i, destination) in change.destinations.enumerated() {
                         _ = try run(
                             "UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ?",
-                            [Int64(i + 1) * 1024, destination.key.rawValue])
+                            [Int64(i + 1) * 1024, destination.key.rawValue], true)
                     }
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, _, _):
@@ -132,7 +132,7 @@ extension SQLiteStore {
             let t = table.quotedDatabaseIdentifier
             for (column, keys) in work.deletions.sorted(by: { $0.key < $1.key }) {
                 let list = keys.sorted().map(String.init).joined(separator: ",")
-                _ = try run("DELETE FROM \(t) WHERE \(column.quotedDatabaseIdentifier) IN (\(list))", [])
+                _ = try run("DELETE FROM \(t) WHERE \(column.quotedDatabaseIdentifier) IN (\(list))", [], false)
             }
             let columns = work.keyColumns + work.orderColumns
             let sql =
@@ -140,7 +140,7 @@ extension SQLiteStore {
                 + "(\(columns.map { _ in "?" }.joined(separator: ", ")))"
             for (pair, orders) in work.pairs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                 let values: [DatabaseValue] = pair.map(\.databaseValue) + work.orderColumns.map { orders[$0]?.databaseValue ?? .null }
-                _ = try run(sql, StatementArguments(values))
+                _ = try run(sql, StatementArguments(values), true)
             }
         }
     }
