@@ -37,11 +37,6 @@ public struct MountOptions: Sendable, Hashable {
     /// libfuse rejects unknown ones, so ``FuseSession/init(fileSystem:mountPoint:options:counters:)``
     /// throws for them.
     public var extraOptions: [String]
-    /// Let the kernel enforce POSIX ACLs and cache their absence (FUSE_CAP_POSIX_ACL). Default
-    /// `false`: it changes permission semantics (the filesystem must then store
-    /// `system.posix_acl_*` attributes faithfully), though it saves the GETXATTR of
-    /// `system.posix_acl_access` that `ls -l` sends for every entry.
-    public var posixACL: Bool
     /// Let the kernel open and close files and directories without asking (zero-message open,
     /// FUSE_CAP_NO_OPEN_SUPPORT and FUSE_CAP_NO_OPENDIR_SUPPORT). FuseKit answers the first OPEN,
     /// FLUSH and OPENDIR with ENOSYS; the kernel then sends no OPEN, FLUSH, RELEASE, OPENDIR or
@@ -64,7 +59,7 @@ public struct MountOptions: Sendable, Hashable {
     public init(
         readOnly: Bool = false, allowOther: Bool = false, autoUnmount: Bool = true,
         defaultPermissions: Bool = true, fsName: String = "storefs", subtype: String = "storefs",
-        maxThreads: Int = 8, extraOptions: [String] = [], posixACL: Bool = false,
+        maxThreads: Int = 8, extraOptions: [String] = [],
         opensWithoutRequests: Bool = false, handlesSignals: Bool = true, debug: Bool = false
     ) {
         self.readOnly = readOnly
@@ -75,7 +70,6 @@ public struct MountOptions: Sendable, Hashable {
         self.subtype = subtype
         self.maxThreads = maxThreads
         self.extraOptions = extraOptions
-        self.posixACL = posixACL
         self.opensWithoutRequests = opensWithoutRequests
         self.handlesSignals = handlesSignals
         self.debug = debug

@@ -10,7 +10,6 @@ final class SessionContext: Sendable {
     let fileSystem: any FileSystem
     let counters: OperationCounters
     let logger: Logger
-    let wantsPOSIXACL: Bool
     /// ``MountOptions/opensWithoutRequests`` was asked for.
     let wantsOpensWithoutRequests: Bool
     /// The kernel offered zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT) and they were asked for:
@@ -23,7 +22,6 @@ final class SessionContext: Sendable {
         self.fileSystem = fileSystem
         self.counters = counters
         self.logger = logger
-        self.wantsPOSIXACL = options.posixACL
         self.wantsOpensWithoutRequests = options.opensWithoutRequests
     }
 

@@ -6,10 +6,10 @@ import Synchronization
 /// readdirplus calls is consistent and costs one ID query, not one per call.
 ///
 /// Read-only mounts open directories without a request (zero-message opendir): their reads come
-/// with handle 0 and no release follows. Those listings are kept per directory instead, taken
-/// afresh by every read from offset 0, and only the latest few hundred directories' (a tool reads
-/// a directory to its end before the next, so an older one is rarely still being read; if it is,
-/// its next call takes the listing again).
+/// with handle 0 and no release follows. Those listings are kept per directory instead, shared by
+/// every process reading it, until the store changes (``dropUnopened()``), and only the latest few
+/// hundred directories' (a tool reads a directory to its end before the next, so an older one is
+/// rarely still being read; if it is, its next call takes the listing again).
 final class DirectoryHandles: Sendable {
     /// What an open directory lists.
     enum Listing: Sendable {
@@ -20,6 +20,13 @@ final class DirectoryHandles: Sendable {
         case names([(String, Node)])
     }
 
+    /// A listing and the serial number it was kept under: progress recorded against an older
+    /// serial (a reader that started before the listing was taken again) is not kept.
+    struct Kept: Sendable {
+        var listing: Listing
+        var serial: UInt64
+    }
+
     /// The handle of a directory read without opendir.
     static let unopened = FuseKit.FileHandle(0)
     /// Unopened listings kept at most; beyond, the oldest are dropped.
@@ -27,8 +34,9 @@ final class DirectoryHandles: Sendable {
 
     private struct State {
         var next: UInt64 = 1
-        var listings: [UInt64: Listing?] = [:]
-        var unopened: [InodeNumber: Listing] = [:]
+        var serial: UInt64 = 0
+        var listings: [UInt64: Kept?] = [:]
+        var unopened: [InodeNumber: Kept] = [:]
         var unopenedOrder: [InodeNumber] = []
     }
 
@@ -43,25 +51,53 @@ final class DirectoryHandles: Sendable {
         }
     }
 
-    func listing(_ handle: FuseKit.FileHandle, of directory: InodeNumber) -> Listing? {
+    func kept(_ handle: FuseKit.FileHandle, of directory: InodeNumber) -> Kept? {
         state.withLock { state in
             if handle == Self.unopened { return state.unopened[directory] }
             return state.listings[handle.rawValue] ?? nil
         }
     }
 
-    func setListing(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) {
+    /// Keeps `listing` for the reads that follow; returns it with its serial.
+    func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) -> Kept {
         state.withLock { state in
+            state.serial += 1
+            let kept = Kept(listing: listing, serial: state.serial)
             guard handle == Self.unopened else {
-                state.listings[handle.rawValue] = .some(listing)
-                return
+                state.listings[handle.rawValue] = .some(kept)
+                return kept
             }
-            if state.unopened.updateValue(listing, forKey: directory) == nil {
+            if state.unopened.updateValue(kept, forKey: directory) == nil {
                 state.unopenedOrder.append(directory)
                 if state.unopenedOrder.count > Self.unopenedLimit {
                     state.unopened.removeValue(forKey: state.unopenedOrder.removeFirst())
                 }
             }
+            return kept
+        }
+    }
+
+    /// Records that the rows of an entity listing's first `count` objects were fetched, if the
+    /// listing kept is still the one numbered `serial`.
+    func recordPrefetched(_ count: Int, for handle: FuseKit.FileHandle, of directory: InodeNumber, serial: UInt64) {
+        state.withLock { state in
+            func updated(_ kept: Kept?) -> Kept? {
+                guard let kept, kept.serial == serial, case .objects(let ids, _) = kept.listing else { return nil }
+                return Kept(listing: .objects(ids, prefetched: count), serial: serial)
+            }
+            if handle == Self.unopened {
+                if let kept = updated(state.unopened[directory]) { state.unopened[directory] = kept }
+            } else if let kept = updated(state.listings[handle.rawValue] ?? nil) {
+                state.listings[handle.rawValue] = .some(kept)
+            }
+        }
+    }
+
+    /// The store changed: listings read without opendir are taken again by their next read.
+    func dropUnopened() {
+        state.withLock { state in
+            state.unopened.removeAll()
+            state.unopenedOrder.removeAll()
         }
     }
 

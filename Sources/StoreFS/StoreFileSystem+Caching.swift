@@ -58,6 +58,7 @@ extension StoreFileSystem {
             start += batch.count
         }
         dropFetchedResults()
+        directories.dropUnopened()
         invalidateEverythingCached(including: stale)
     }
 

@@ -18,8 +18,9 @@ extension StoreFileSystem {
     }
 
     /// Lists a directory: `.` and `..`, then its entries. Entity directories resume by primary key
-    /// (the cookie after the object with key k is k + 3), others by position, so a listing that
-    /// changes between calls neither repeats nor skips what stayed.
+    /// (the cookie after the object with key k is k + 3), others by position in the listing kept
+    /// for the reader (per open, or per directory on read-only mounts until the store changes), so
+    /// a listing that changes between calls neither repeats nor skips what stayed.
     public func readDirectory(
         _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
@@ -32,11 +33,15 @@ extension StoreFileSystem {
                 return
             }
         }
-        if directories.listing(handle, of: inode) == nil || offset == 0 {
-            directories.setListing(try listing(of: directory), for: handle, of: inode)
+        // An opened directory is listed afresh at offset 0 (rewinddir); one read without opendir
+        // shares its listing with every reader until the store changes.
+        var kept = directories.kept(handle, of: inode)
+        if kept == nil || (offset == 0 && handle != DirectoryHandles.unopened) {
+            kept = directories.keep(try listing(of: directory), for: handle, of: inode)
         }
-        switch directories.listing(handle, of: inode) {
-        case .objects(let ids, let prefetched)?:
+        guard let kept else { return }
+        switch kept.listing {
+        case .objects(let ids, let prefetched):
             let start = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
             var fetchedUpTo = prefetched
             var index = start
@@ -47,7 +52,7 @@ extension StoreFileSystem {
                     let end = min(ids.count, index + coordinator.configuration.batchSize)
                     try prefetch(Array(ids[index..<end]))
                     fetchedUpTo = end
-                    directories.setListing(.objects(ids, prefetched: end), for: handle, of: inode)
+                    directories.recordPrefetched(end, for: handle, of: inode, serial: kept.serial)
                 }
                 let id = ids[index]
                 let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)
@@ -59,7 +64,7 @@ extension StoreFileSystem {
                 else { return }
                 index += 1
             }
-        case .names(let names)?:
+        case .names(let names):
             var index = offset <= 2 ? 0 : Int(offset) - 2
             while index < names.count {
                 let (name, node) = names[index]
@@ -68,8 +73,6 @@ extension StoreFileSystem {
                 }
                 index += 1
             }
-        case nil:
-            return
         }
     }
 

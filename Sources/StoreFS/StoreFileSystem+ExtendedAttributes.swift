@@ -12,8 +12,8 @@ extension StoreFileSystem {
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
         // `ls -l` asks for security.selinux and system.posix_acl_* on every entry, and the kernel
         // does not cache the answer. storefs has no security labels and no ACLs: EOPNOTSUPP says
-        // so, and ls (gnulib's file_has_acl, getfilecon) then stops asking for the whole mount.
-        // ENODATA would be asked again for every entry of every listing.
+        // so, and ls (gnulib's file_has_acl, getfilecon) then stops asking for the rest of its run.
+        // ENODATA would be asked again for every entry.
         guard name.hasPrefix("user.") else { throw .notSupported }
         let node = try node(inode)
         if node == .root && name == Self.statsName { return Data(statisticsJSON().utf8) }

@@ -131,11 +131,19 @@ public final class StoreFolderFileSystem: FileSystem {
         return entry
     }
 
+    /// The root's modification time is the folder's, and the kernel keeps the root's attributes
+    /// only ``rootTimeout``: store files added to or removed from the folder by other processes
+    /// change its time, which makes the kernel drop the root's cached listing (it compares the
+    /// time when a listing starts). A read-only mount, whose listings are always cached, relies on it.
     private var rootAttributes: FileAttributes {
-        FileAttributes(
+        let modified = (try? FileManager.default.attributesOfItem(atPath: directory.path)[.modificationDate]) as? Date
+        return FileAttributes(
             inode: .root, kind: .directory, permissions: configuration.readOnly ? 0o555 : 0o755, linkCount: 2,
-            uid: configuration.uid, gid: configuration.gid, modificationTime: mountTime)
+            uid: configuration.uid, gid: configuration.gid, modificationTime: modified ?? mountTime)
     }
+
+    /// Seconds the kernel may keep the root's attributes (see ``rootAttributes``).
+    static let rootTimeout = 1.0
 
     // MARK: - The folder
 
@@ -154,7 +162,7 @@ public final class StoreFolderFileSystem: FileSystem {
     }
 
     public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
-        guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, configuration.attributeTimeout) }
+        guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, Self.rootTimeout) }
         var (attributes, timeout) = try fileSystem.attributes(of: inner, handle: handle)
         attributes.inode = Self.outer(attributes.inode, slot: slot)
         return (attributes, timeout)
@@ -182,7 +190,7 @@ public final class StoreFolderFileSystem: FileSystem {
             }
             return
         }
-        let root = Entry(attributes: rootAttributes, entryTimeout: configuration.entryTimeout, attributeTimeout: configuration.attributeTimeout)
+        let root = Entry(attributes: rootAttributes, entryTimeout: configuration.entryTimeout, attributeTimeout: Self.rootTimeout)
         var entries: [(String, Entry)] = [(".", root), ("..", root)]
         let opened = state.withLock { Set($0.slotsByName.keys) }
         for name in Set(storeNames()).union(opened).sorted() {
@@ -253,7 +261,7 @@ public final class StoreFolderFileSystem: FileSystem {
     public func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext)
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     {
-        guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, configuration.attributeTimeout) }
+        guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, Self.rootTimeout) }
         var (attributes, timeout) = try fileSystem.setAttributes(of: inner, changes, handle: handle, context: context)
         attributes.inode = Self.outer(attributes.inode, slot: slot)
         return (attributes, timeout)

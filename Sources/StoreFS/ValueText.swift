@@ -268,7 +268,7 @@ enum ValueText {
                 offset = sign * (oh * 3600 + om * 60)
             }
         }
-        guard i == scalars.count, (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else {
+        guard i == scalars.count, (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else {
             return nil
         }
         let seconds: Double

@@ -230,4 +230,49 @@ import Testing
             }
         }
     }
+    /// Read-only mounts keep one listing per directory for every reader: four processes listing
+    /// the same large directories at once each get all of it.
+    @Test func concurrentReadersOfAReadOnlyMountEachSeeTheWholeListing() throws {
+        let mount = try MountedStore(objects: 2_000, options: ["ro"])
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        for entity in ["Employee", "Person"] {
+            let id = try #require(engine.model.entityID(named: entity))
+            let expected = try context.objectIDs(of: id, includingSubentities: true).map(\.key.description).sorted()
+            let folder = mount.directory.path
+            let script = (1...4).map { "ls -U \(mount.path)/\(entity) > \(folder)/list\($0) &" }.joined(separator: " ") + " wait"
+            #expect(try sh(script).status == 0)
+            for reader in 1...4 {
+                let listed = try String(contentsOfFile: "\(folder)/list\(reader)", encoding: .utf8)
+                    .split(separator: "\n").map(String.init).sorted()
+                #expect(listed == expected, "reader \(reader) of \(entity)")
+            }
+        }
+    }
+
+    /// A read-only folder-of-stores mount keeps its root listing like any other, and still shows a
+    /// store file added to the folder afterwards (the root carries the folder's time).
+    @Test func aReadOnlyFolderMountShowsStoreFilesAddedLater() throws {
+        let prepared = try MountedStore(objects: 100, mount: false)
+        let stores = prepared.directory.appendingPathComponent("stores")
+        try FileManager.default.createDirectory(at: stores, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: prepared.store, to: stores.appendingPathComponent("A.sqlite"))
+        let mountPoint = prepared.directory.appendingPathComponent("folder")
+        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        let log = prepared.directory.appendingPathComponent("folder.log").path
+        #expect(try run(try storefsBinary(), ["mount", stores.path, mountPoint.path, "-o", "ro", "--log-file", log]).status == 0)
+        defer { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) }
+        #expect(try run("ls", [mountPoint.path]).lines == ["A.sqlite"])
+        #expect(try run("ls", [mountPoint.path]).lines == ["A.sqlite"], "listed again (from the kernel's cache)")
+        try FileManager.default.copyItem(at: prepared.store, to: stores.appendingPathComponent("B.sqlite"))
+        var listed: [String] = []
+        for _ in 0..<30 {
+            listed = try run("ls", [mountPoint.path]).lines
+            if listed.count == 2 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(listed == ["A.sqlite", "B.sqlite"], "the new store shows within the root's 1 s attribute lifetime")
+        #expect(try run("ls", [mountPoint.path + "/B.sqlite/Department"]).status == 0)
+    }
 }

@@ -41,8 +41,24 @@ struct DateTextTests {
         }
     }
 
+    /// Where the arithmetic hands over to Foundation's calendar (1583 and 10000), text and value
+    /// still agree both ways.
+    @Test func theEdgesOfTheArithmeticRangeReadBack() throws {
+        for text in ["1582-12-31T23:59:59Z", "1583-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1600-02-29T12:00:00Z"] {
+            let date = try #require(ValueText.parseDate(text), "\(text)")
+            #expect(ValueText.format(date) == text)
+        }
+        let lastSecond = try #require(ValueText.parseDate("9999-12-31T23:59:59Z"))
+        let next = Date(timeIntervalSinceReferenceDate: lastSecond.timeIntervalSinceReferenceDate + 1)
+        #expect(ValueText.format(next) == "10000-01-01T00:00:00Z", "year 10000 goes through the calendar")
+        let before = try #require(ValueText.parseDate("1583-01-01T00:00:00Z"))
+        #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: before.timeIntervalSinceReferenceDate - 1))
+            == "1582-12-31T23:59:59Z")
+    }
+
     @Test func impossibleDaysAreRefused() {
-        for text in ["2023-02-29", "2024-02-30", "1900-02-29T00:00:00Z", "2023-04-31", "2023-13-01"] {
+        for text in ["2023-02-29", "2024-02-30", "1900-02-29T00:00:00Z", "2023-04-31", "2023-13-01", "2016-12-31T23:59:60Z",
+                     "2020-06-01T12:00:60Z"] {
             #expect(ValueText.parseDate(text) == nil, "\(text)")
         }
         #expect(ValueText.parseDate("2024-02-29") != nil)
