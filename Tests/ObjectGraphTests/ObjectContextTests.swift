@@ -45,6 +45,33 @@ import Testing
         #expect(context.faultsFired == ids.count)
     }
 
+    /// Walking objects in key order and reading a to-many of each (what `find` and `cp -R` do after
+    /// listing a directory): the to-many faults fire in batches too, both for objects whose rows
+    /// were read ahead by a single fault and for objects of a listing longer than the batches the
+    /// context remembers.
+    @Test func toManyFaultsFireInBatchesWhenObjectsAreWalkedInKeyOrder() throws {
+        let coordinator = makeSampleCoordinator(configuration: EngineConfiguration(batchSize: 10))
+        try SampleGenerator(objectCount: 1_000).populate(coordinator.newContext())
+        coordinator.dropCaches()
+        let context = coordinator.newContext()
+        let ids = try context.objectIDs(of: context.model.id("Employee"))
+        #expect(ids.count == 800)
+        // Rows read ahead by single faults (no listing first).
+        var before = coordinator.store.requestCount
+        for id in ids { _ = try context.destinations(of: "projects", for: id) }
+        var requests = coordinator.store.requestCount - before
+        #expect(requests <= 2 * (ids.count / 10) + 4, "\(requests) store requests for rows and projects of \(ids.count)")
+
+        // A listing of 80 batches, more than the 64 the context remembers.
+        coordinator.dropCaches()
+        let walker = coordinator.newContext()
+        try walker.prefetch(ids)
+        before = coordinator.store.requestCount
+        for id in ids { _ = try walker.destinations(of: "projects", for: id) }
+        requests = coordinator.store.requestCount - before
+        #expect(requests <= ids.count / 10 + 2, "\(requests) store requests for the projects of \(ids.count)")
+    }
+
     @Test func theRowCacheLimitTurnsOldObjectsBackIntoFaults() throws {
         let coordinator = makeSampleCoordinator(configuration: EngineConfiguration(batchSize: 100, rowCacheLimit: 64 << 10))
         try SampleGenerator(objectCount: 2_000).populate(coordinator.newContext())

@@ -27,7 +27,7 @@ bench_workspace() {
 }
 unmount_store() {
   if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
-  for _ in $(seq 1 1200); do pgrep -f "storefs mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
+  for _ in $(seq 1 1200); do pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
   echo "$NAME: storefs server for $MNT did not exit" >&2
 }
 cleanup() {

@@ -29,7 +29,7 @@ mkdir -p "$MNT"
 cleanup() {
   set +e
   if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
-  for _ in $(seq 1 300); do pgrep -f "storefs mount .* $MNT" >/dev/null || break; sleep 0.1; done
+  for _ in $(seq 1 300); do pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" >/dev/null || break; sleep 0.1; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -77,7 +77,7 @@ t2=$(now_us)
 s2=$(stats)
 listed=$(wc -l <"$WORK/list")
 fusermount3 -u "$MNT"
-while pgrep -f "storefs mount .* $MNT" >/dev/null; do sleep 0.1; done
+while pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" >/dev/null; do sleep 0.1; done
 # the same reads on a fresh mount without the listing first: faults fire one lookup at a time
 "$STOREFS" mount "$WORK/X.sqlite" "$MNT" -o ro --log-file "$WORK/mount.log"
 s3=$(stats)
@@ -86,7 +86,7 @@ head -n "$FAULTS" "$WORK/list" | sed "s|^|$MNT/Employee/|;s|\$|/lastName|" | xar
 t4=$(now_us)
 s4=$(stats)
 fusermount3 -u "$MNT"
-while pgrep -f "storefs mount .* $MNT" >/dev/null; do sleep 0.1; done
+while pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" >/dev/null; do sleep 0.1; done
 
 objects=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["objects"])' <<<"$("$STOREFS" info --json "$WORK/X.sqlite")")
 printf '\n%-44s %10s %10s %10s %12s\n' "workload" "wall s" "cpu s" "peak MiB" "rows/s"

@@ -4,7 +4,8 @@
 # `cp -a` migration of a smaller store into an empty mount against `cp -a` of the same tree into
 # tmpfs (the baseline, measured in the same run). Prints figures; asserts nothing.
 #
-# Usage: scripts/bench/migrate.sh [OBJECTS] [COPY_OBJECTS]     (default 1000000 10000)
+# Usage: scripts/bench/migrate.sh [OBJECTS] [COPY_OBJECTS]     (default 1000000 10000; OBJECTS 0
+# runs the cp -a part only)
 # STOREFS=/path/to/storefs to use a built binary; otherwise builds release.
 set -euo pipefail
 objects=${1:-1000000}
@@ -29,6 +30,7 @@ seconds() { python3 -c "import sys,time; print(f'{time.time():.3f}')"; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 
 echo "storefs: $STOREFS"
+if [ "$objects" -gt 0 ]; then
 echo "== sample store of $objects objects"
 t0=$(seconds); "$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null; t1=$(seconds)
 echo "sample: $(elapsed "$t0" "$t1") s"
@@ -55,6 +57,7 @@ for type in sqlite xml binary; do
   python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$t1 - $t0:16.2f}')"
 done
 rm -f "$work"/S.* "$work"/orig.sqlite*
+fi
 
 echo; echo "== cp -a migration of a $copy_objects-object store"
 "$STOREFS" sample --objects "$copy_objects" "$work/C.sqlite" >/dev/null
@@ -71,7 +74,8 @@ tmpfs_s=$(elapsed "$t0" "$t1")
 t0=$(seconds); cp -a "$work/src/." "$work/dst/"; t1=$(seconds)
 copy_s=$(elapsed "$t0" "$t1")
 fusermount3 -u "$work/dst"
-while pgrep -f "storefs mount $work/D.xml" >/dev/null; do sleep 0.1; done
+# The server commits after fusermount3 returns: wait for it to exit (its argv[0] is $STOREFS).
+while pgrep -f -- "$(basename "$STOREFS") mount $work/D.xml" >/dev/null; do sleep 0.1; done
 t2=$(seconds)
 total_s=$(elapsed "$t0" "$t2")
 objects_copied=$("$STOREFS" info --json "$work/D.xml" | python3 -c "import json,sys; print(json.load(sys.stdin)['objects'])")
@@ -79,3 +83,4 @@ printf "%-40s %10s\n" "cp -a into tmpfs (baseline)" "$tmpfs_s s"
 printf "%-40s %10s\n" "cp -a into an empty .xml mount" "$copy_s s"
 printf "%-40s %10s\n" "  ... until committed and unmounted" "$total_s s"
 python3 -c "print(f'ratio to tmpfs: {$total_s / $tmpfs_s:.1f}x; objects in the new store: $objects_copied')"
+[ "$objects_copied" = "$copy_objects" ] || echo "MISMATCH: the new store holds $objects_copied of $copy_objects objects"

@@ -207,6 +207,9 @@ public final class ObjectContext: Sendable {
         let fetched = try store.snapshots(for: candidates)
         state.faultsFired += fetched.count
         cache.store(fetched)
+        // The objects read ahead form a batch as a prefetch does, so their to-many faults fire
+        // together too.
+        if fetched.count > 1 { remember(fetched.map(\.objectID), &state) }
         return fetched.first { $0.objectID == id }
     }
 
@@ -258,14 +261,20 @@ public final class ObjectContext: Sendable {
             if pending.isInserted { return [] }
         }
         if let cached = cache.toManyDestinations(of: name, for: id) { return cached }
-        // Fire the same fault for the rest of the batch this object was prefetched with.
+        // Fire the same fault for the rest of the batch this object was prefetched with; when that
+        // batch is forgotten (a listing longer than the batches remembered), for the objects in
+        // memory whose keys follow, as a row fault reads ahead.
         var sources = [id]
+        func isPeer(_ peer: ObjectID) -> Bool {
+            peer != id && peer.entity == id.entity && state.pending[peer] == nil && state.deleted[peer] == nil
+                && cache.toManyDestinations(of: name, for: peer) == nil
+        }
         if let batch = state.batchOf[id].flatMap({ state.batches[$0] }) {
-            for peer in batch where peer != id && peer.entity == id.entity && state.pending[peer] == nil
-                && state.deleted[peer] == nil && cache.toManyDestinations(of: name, for: peer) == nil
-            {
-                sources.append(peer)
-            }
+            sources += batch.filter(isPeer)
+        } else if state.pending.isEmpty {
+            let start = id.key.rawValue + 1
+            sources += (start..<(start + Int64(batchSize) - 1)).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
+                .filter { isPeer($0) && cache.contains($0) }
         }
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
         for source in sources { cache.storeToMany(found[source] ?? [], of: name, for: source) }

@@ -45,7 +45,8 @@ struct Demo: ParsableCommand {
                   ls \(m)/Department/p1/employees | head   # a to-many relationship
                   ls -l \(m)/Person | head                 # subentity objects appear as links
                   getfattr -d \(m)                         # store metadata
-                  getfattr -d \(m)/Employee/p6             # the object's URI and version
+                  getfattr -d \(m)/Employee/p6             # the object's URI, version, fetched properties
+                  ls \(m)/Department/p1/highEarners        # a fetched property (reachable by name)
                   echo Hopper > \(m)/Employee/p6/lastName  # edit a value
                   grep -rl Lovelace \(m)/Employee | head
 
