@@ -408,7 +408,9 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     }
     // No FUSE_CAP_POSIX_ACL: storefs has no ACLs, and says so (EOPNOTSUPP for system.posix_acl_*),
     // which the kernel's ACL handling would take as an error on every permission check.
-    // Not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS from OPEN as success.
+
+    // Zero-message open is not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS
+    // from OPEN (OPENDIR) as success and stops sending them.
     if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
         context.opensWithoutRequests.store(true, ordering: .relaxed)
     }
