@@ -37,3 +37,16 @@ cleanup() {
   rm -rf "$WORK"
 }
 stats() { getfattr --only-values -n user.storefs.stats "$MNT" 2>/dev/null | tr -d "\n"; }
+# fuse_ops_between BEFORE AFTER: the FUSE operations between two stats() readings, most frequent first.
+fuse_ops_between() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+d = {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
+print("FUSE operations:", ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
+PY
+}
+# stat_between KEY BEFORE AFTER: how much counter KEY of stats() grew.
+stat_between() {
+  python3 -c 'import json,sys; print(json.loads(sys.argv[3])[sys.argv[1]] - json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2" "$3"
+}

@@ -66,13 +66,8 @@ for row in "storefs cp -a:$st_cp" "storefs fsync (commit):$st_sync" "storefs unm
 done
 echo "ZMILESTONE rows: $before before, $after after ($((after - before)) added; $new with keys $FIRST..$((FIRST + N - 1)); expected $N)"
 echo "row p$FIRST: $sample"
-python3 - "$s0" "$s1" <<'EOF'
-import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"commits during cp -a + fsync: {b['commits'] - a['commits']}; storeRequests {b['storeRequests'] - a['storeRequests']}")
-d = {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
-print("FUSE operations:", ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
-EOF
+echo "commits during cp -a + fsync: $(stat_between commits "$s0" "$s1"); storeRequests $(stat_between storeRequests "$s0" "$s1")"
+fuse_ops_between "$s0" "$s1"
 
 # edits of one value: echo >, sed -i, vim; on storefs (Department/p1/name) and on a tmpfs file
 "$STOREFS" mount "$store" "$MNT" --log-file "$WORK/mount.log"
@@ -103,11 +98,6 @@ echo "value now: $(cat "$F") (tmpfs: $(cat "$T"))"
 sync "$F"; s1=$(stats)
 unmount_store
 echo "stored: $(sqlite3 "$store" "SELECT ZNAME FROM ZDEPARTMENT WHERE Z_PK = 1" 2>&1)"
-python3 - "$s0" "$s1" <<'EOF'
-import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"commits during the edits: {b['commits'] - a['commits']}")
-d = {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
-print("FUSE operations:", ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
-EOF
+echo "commits during the edits: $(stat_between commits "$s0" "$s1")"
+fuse_ops_between "$s0" "$s1"
 if grep -qiE 'error|warn|fail' "$WORK/mount.log"; then echo "mount log (tail):"; tail -5 "$WORK/mount.log"; fi

@@ -67,27 +67,24 @@ extension ObjectContext {
     private func substitutingVariables(in predicate: Predicate, evaluator: PredicateEvaluator, entity: EntityID)
         throws(ObjectGraphError) -> Predicate?
     {
+        /// Every operand substituted, or nil when one cannot be.
+        func substituted(_ operands: [Predicate]) throws(ObjectGraphError) -> [Predicate]? {
+            var result: [Predicate] = []
+            for operand in operands {
+                guard let plain = try substitutingVariables(in: operand, evaluator: evaluator, entity: entity) else {
+                    return nil
+                }
+                result.append(plain)
+            }
+            return result
+        }
         switch predicate {
         case .constant:
             return predicate
         case .and(let operands):
-            var result: [Predicate] = []
-            for operand in operands {
-                guard let plain = try substitutingVariables(in: operand, evaluator: evaluator, entity: entity) else {
-                    return nil
-                }
-                result.append(plain)
-            }
-            return .and(result)
+            return try substituted(operands).map(Predicate.and)
         case .or(let operands):
-            var result: [Predicate] = []
-            for operand in operands {
-                guard let plain = try substitutingVariables(in: operand, evaluator: evaluator, entity: entity) else {
-                    return nil
-                }
-                result.append(plain)
-            }
-            return .or(result)
+            return try substituted(operands).map(Predicate.or)
         case .not(let operand):
             return try substitutingVariables(in: operand, evaluator: evaluator, entity: entity).map(Predicate.not)
         case .comparison(let lhs, let op, let rhs, let options, let modifier):
