@@ -39,7 +39,7 @@ let package = Package(
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph"]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(name: "StoreFSTests", dependencies: ["StoreFS"]),
         .testTarget(

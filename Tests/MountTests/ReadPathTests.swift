@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import SQLiteStore
+import TestSupport
 @testable import StoreFS
 import Testing
 
@@ -199,8 +200,7 @@ import Testing
     }
 
     @Test func storesFromTheCorpusMountReadOnlyAndWalkEntirely() throws {
-        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        let corpus = Corpus.directory
         let stores = try FileManager.default.contentsOfDirectory(atPath: corpus.appendingPathComponent("sqlite").path)
             .filter { $0.hasSuffix(".sqlite") }.sorted()
         #expect(stores.count >= 9)

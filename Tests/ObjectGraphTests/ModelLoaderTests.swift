@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ObjectGraph
@@ -9,14 +10,12 @@ import Testing
 
 // MARK: - Corpus
 
-/// The read-only corpus of real Xcode models: <repo>/../shared/corpus/models.
-private let corpusDirectory: URL = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("shared/corpus/models").standardizedFileURL
+/// The corpus of real Xcode models in the repository (Tests/Fixtures/corpus/models).
+private let corpusDirectory: URL = Corpus.url("models")
 
-private let corpusModelNames: [String] =
-    ((try? FileManager.default.contentsOfDirectory(atPath: corpusDirectory.path)) ?? [])
-    .filter { $0.hasSuffix(".xcdatamodeld") || $0.hasSuffix(".xcdatamodel") }.sorted()
+private let corpusModelNames: [String] = Corpus.names(in: "models") {
+    $0.hasSuffix(".xcdatamodeld") || $0.hasSuffix(".xcdatamodel")
+}
 
 private func corpusURL(_ name: String) -> URL { corpusDirectory.appendingPathComponent(name) }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import TestSupport
 import Testing
 
 // Foundation has its own `Predicate` and `Expression`; these names pick ObjectGraph's.
@@ -8,10 +9,8 @@ private typealias OGExpression = ObjectGraph.Expression
 
 // MARK: - Corpus
 
-/// The read-only corpus of real Xcode models: <repo>/../shared/corpus/models.
-private let predicateCorpusDirectory: URL = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("shared/corpus/models").standardizedFileURL
+/// The corpus of real Xcode models in the repository (Tests/Fixtures/corpus/models).
+private let predicateCorpusDirectory: URL = Corpus.url("models")
 
 /// Every `predicateString` attribute of every `contents` file in the corpus, XML-unescaped, with
 /// the file it came from.

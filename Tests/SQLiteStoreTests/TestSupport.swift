@@ -9,7 +9,7 @@ import SQLiteStore
 enum Fixtures {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let corpus = repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    static let corpus = Corpus.directory
 
     /// Item(1) ← SpecialItem(2); Owner(3); Tag(4).
     /// Item.owner ↔ Owner.items (ordered one-to-many), Item.tags ↔ Tag.items (many-to-many,

@@ -5,8 +5,7 @@ import Testing
 
 /// Temp folders, graph copying and graph comparison shared by the XML and binary store tests.
 enum StoreFixtures {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    static let corpus = Corpus.directory
 
     static func tempDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("storetypetests-\(UUID().uuidString)")
