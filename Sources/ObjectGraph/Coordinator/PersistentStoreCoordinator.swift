@@ -12,13 +12,31 @@ public final class PersistentStoreCoordinator: Sendable {
     public let store: any PersistentStore
     public let rowCache: RowCache
     public let configuration: EngineConfiguration
+    /// The lock of a store opened for writing by ``open(at:types:model:options:configuration:metadata:)``.
+    private let lock: StoreLock?
 
     public var model: ManagedObjectModel { store.model }
 
-    public init(store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration()) {
+    public convenience init(store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration()) {
+        self.init(store: store, configuration: configuration, lock: nil)
+    }
+
+    private init(store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?) {
         self.store = store
         self.configuration = configuration
         self.rowCache = RowCache(limit: configuration.rowCacheLimit)
+        self.lock = lock
+    }
+
+    /// Closes the store and lets go of its lock.
+    public func close() {
+        store.close()
+        lock?.release()
+    }
+
+    deinit {
+        // A coordinator dropped without close() still lets go of the store for other writers.
+        lock?.release()
     }
 
     /// A new, empty context on this coordinator's store.
@@ -45,7 +63,8 @@ public final class PersistentStoreCoordinator: Sendable {
         try storeType(for: url, among: types).metadata(at: url)
     }
 
-    /// Opens (or, with `options.createIfMissing`, creates) the store at `url`.
+    /// Opens (or, with `options.createIfMissing`, creates) the store at `url`. A store opened for
+    /// writing is locked against every other writer (``StoreLock``) until ``close()``.
     ///
     /// With no `model`, an existing store is opened with the model storefs keeps in its metadata,
     /// or else with what its type infers from the file. A store created here keeps `model` in its
@@ -56,6 +75,19 @@ public final class PersistentStoreCoordinator: Sendable {
         metadata: StoreMetadata = StoreMetadata()
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
         let type = try storeType(for: url, among: types)
+        let lock = options.readOnly ? nil : try StoreLock.acquire(for: url)
+        do throws(ObjectGraphError) {
+            let store = try open(at: url, type: type, model: model, options: options, metadata: metadata)
+            return PersistentStoreCoordinator(store: store, configuration: configuration, lock: lock)
+        } catch {
+            lock?.release()
+            throw error
+        }
+    }
+
+    private static func open(
+        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata
+    ) throws(ObjectGraphError) -> any PersistentStore {
         let exists = FileManager.default.fileExists(atPath: url.path)
         var model = model
         var initial = metadata
@@ -73,8 +105,7 @@ public final class PersistentStoreCoordinator: Sendable {
             initial[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             if initial.storeUUID == nil { initial.storeUUID = StoreMetadata.newStoreUUID() }
         }
-        let store = try type.open(at: url, model: model, options: options, initialMetadata: initial)
-        return PersistentStoreCoordinator(store: store, configuration: configuration)
+        return try type.open(at: url, model: model, options: options, initialMetadata: initial)
     }
 
     /// Forgets every cached row (after another process changed the store).

@@ -46,8 +46,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// out; returns false otherwise.
     func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool
 
-    /// Applies a save as one transaction.
+    /// Applies a save as one transaction (see ``SaveRequest`` for what it writes and when it
+    /// conflicts). Errors about particular objects name them (``ObjectGraphError/objects``).
     func save(_ request: SaveRequest) throws(ObjectGraphError)
+
+    /// Refuses a value this store type cannot hold for `attribute` of `entity` (SQLite has no NaN),
+    /// so the write that sets it fails instead of the save.
+    func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
 
     /// A token that changes whenever another process commits to the store; nil where the store
     /// type cannot tell.
@@ -65,6 +70,11 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// Stores that hold every value of every type accept everything.
+    public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
+        throws(ObjectGraphError)
+    {}
+
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
