@@ -39,9 +39,11 @@ let package = Package(
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "EmbeddedKernel", dependencies: ["FuseKit"], path: "Tests/EmbeddedKernel"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
-        .testTarget(name: "StoreFSTests", dependencies: ["StoreFS"]),
+        .testTarget(
+            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [

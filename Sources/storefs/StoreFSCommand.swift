@@ -9,5 +9,5 @@ struct StoreFSCommand: ParsableCommand {
             Entities are directories, objects are folders, attributes are files, relationships are \
             symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite, .xml, .binary.
             """,
-        subcommands: [Demo.self, Mount.self, Migrate.self, Info.self, Sample.self, Create.self])
+        subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Sample.self, Create.self])
 }

@@ -86,7 +86,7 @@ final class MountedStore {
             let coordinator = try PersistentStoreCoordinator.open(
                 at: store, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
             try SampleGenerator(objectCount: objects).populate(coordinator.newContext())
-            coordinator.store.close()
+            coordinator.close()
         }
         if mount { try self.mount(options: options, model: model) }
     }

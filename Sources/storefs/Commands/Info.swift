@@ -25,7 +25,7 @@ struct Info: ParsableCommand {
         }
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model), options: StoreOptions(readOnly: true))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         let metadata = try coordinator.store.metadata()
         var counts: [(String, Int)] = []
         for entity in coordinator.model.entities.sorted(by: { $0.name < $1.name }) {
