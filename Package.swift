@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "TestSupport",
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),

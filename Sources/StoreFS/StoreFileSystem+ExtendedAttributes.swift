@@ -186,6 +186,7 @@ extension StoreFileSystem {
             "cacheHits": cache.hits,
             "cacheMisses": cache.misses,
             "commits": schedule.commitCount,
+            "valuesRendered": renderedValues.renderCount,
         ]
         if let counters { object["fuse"] = counters.snapshot() }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()

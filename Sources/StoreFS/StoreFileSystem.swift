@@ -304,8 +304,13 @@ public final class StoreFileSystem: SavingFileSystem {
         let content: Data
         switch node {
         case .attribute(let object, let index):
+            if let kept = renderedValues.kept(node) {
+                content = kept
+                break
+            }
+            let generation = renderedValues.generation
             let (attribute, value) = try attributeValue(object, index)
-            content = renderedValues.content(of: value, at: node) { ValueText.content(of: value, type: attribute.type) }
+            content = renderedValues.render(node, generation: generation) { ValueText.content(of: value, type: attribute.type) }
         case .scratch(let serial):
             guard let file = scratch.file(serial), file.linkTarget == nil else { throw .notFound }
             return file.content

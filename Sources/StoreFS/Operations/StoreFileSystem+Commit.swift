@@ -10,9 +10,10 @@ import ObjectGraph
 /// once they change. Objects in folders a copy is still filling wait until they settle. At
 /// unmount, what still cannot be saved goes to a recovery file beside the store.
 extension StoreFileSystem {
-    /// Notes a change: the commit timer restarts.
+    /// Notes a change: the commit timer restarts, and texts kept for readers are not used again.
     func changed(_ object: ObjectID? = nil) {
         schedule.noteChange(object)
+        renderedValues.valuesChanged()
     }
 
     /// Commits what can be committed as one transaction and records what could not.
@@ -45,6 +46,7 @@ extension StoreFileSystem {
                     "commit (\(reason)): \(describe(change.objectID)) was changed by another process; its change is kept and this mount's change of it is not saved")
             }
             if !outcome.conflicts.isEmpty {
+                renderedValues.valuesChanged()
                 let objects = outcome.conflicts.map(\.objectID)
                 invalidateRelated(objects)
                 for object in objects { invalidateAncestorDirectories(of: object) }

@@ -23,7 +23,7 @@ extension StoreFileSystem {
         let pending = try? context.value(of: attribute, for: object)
         context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
         openFiles.update(handle) { $0.applied = nil }
-        openFiles.valueChanged(node)
+        renderedValues.valuesChanged()
         invalidateRelated([object])
         throw fileSystemError(error, "fsync \(describe(object))/\(attribute): not saved, and taken back", logger: logger)
     }
@@ -39,6 +39,7 @@ extension StoreFileSystem {
             // together with them.
             let discarded = context.discardChanges(of: [object])
             failures.clear(discarded)
+            renderedValues.valuesChanged()
             invalidateRelated(discarded)
             for id in discarded { invalidateAncestorDirectories(of: id) }
             throw fileSystemError(error, "fsync \(describe(object)): not saved, and its changes taken back", logger: logger)

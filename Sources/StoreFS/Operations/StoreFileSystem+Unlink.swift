@@ -28,7 +28,6 @@ extension StoreFileSystem {
                     removals.record(.hiddenProperty(name), in: object)
                 }
                 changed(object)
-                openFiles.valueChanged(target)
                 invalidate(.object(object))
             case .toOne(_, let index):
                 let relationship = model[object.entity].allRelationships[index]

@@ -14,10 +14,12 @@ extension StoreFileSystem {
         _ = try attributes(of: node)
         let truncating = flags.isWriting && flags.truncates
         let handle = openFiles.open(node, buffer: truncating ? Data() : nil)
-        // A writer's data bypasses the page cache (direct I/O), so other readers keep the stored
-        // value until the writer closes; readers may keep pages across opens, because storefs
-        // drops them whenever a value changes.
-        return OpenResult(handle: handle, keepCache: !flags.isWriting, directIO: flags.isWriting)
+        // On a read-write mount every open bypasses the page cache (direct I/O): the kernel keeps
+        // one size per file, which a writer's O_TRUNC sets to 0 at once, so a cached reader would
+        // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
+        // gets the stored value from storefs until the writer closes. (Read-only mounts have no
+        // writers and open files without asking, so the kernel caches their pages.)
+        return OpenResult(handle: handle, keepCache: false, directIO: true)
     }
 
     public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
@@ -110,7 +112,6 @@ extension StoreFileSystem {
         try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
             "write \(describe(object))/\(attribute.name)")
         changed(object)
-        openFiles.valueChanged(node)
         invalidate(.attribute(object, index))
         if !existed { invalidate(.object(object)) }
         return OpenFiles.AppliedValue(attribute: attribute.name, value: value)

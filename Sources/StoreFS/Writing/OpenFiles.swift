@@ -7,8 +7,10 @@ import Synchronization
 /// content its reader sees.
 ///
 /// A handle's buffer is the writer's alone: other readers keep seeing the stored value until the
-/// writer closes (or fsyncs) and the value is set. A value is rendered once per open, so reading a
-/// large value costs time proportional to what is read, not to the value's size per call.
+/// writer closes (or fsyncs) and the value is set. A reader sees the value as it was at its first
+/// read for as long as it keeps the file open, so a value set meanwhile never reaches it half
+/// (its later reads would otherwise continue in the new value); and the value is rendered once
+/// per open, so reading a large value costs time proportional to what is read.
 ///
 /// Threading: one lock; never calls out while holding it.
 final class OpenFiles: Sendable {
@@ -87,16 +89,6 @@ final class OpenFiles: Sendable {
             file.rendered = nil
             state.files[handle.rawValue] = file
             return (file.node, content)
-        }
-    }
-
-    /// Forgets the rendered content of every handle open on `node` (its value changed through the
-    /// mount, so readers that open it later or read again see the new one).
-    func valueChanged(_ node: Node) {
-        state.withLock { state in
-            for (handle, file) in state.files where file.node == node && file.rendered != nil {
-                state.files[handle]?.rendered = nil
-            }
         }
     }
 }
