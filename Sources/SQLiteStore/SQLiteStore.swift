@@ -109,7 +109,7 @@ public final class SQLiteStore: PersistentStore {
     /// The read-only connections. A WAL store whose folder cannot be written has no -shm file
     /// SQLite could create; its WAL content is then read from a private copy of the store and its
     /// -wal, made in the temporary folder (the original is never touched).
-    private static func openReader(_ url: URL, isWAL: Bool, logger: Logger) throws(ObjectGraphError)
+    static func openReader(_ url: URL, isWAL: Bool, logger: Logger) throws(ObjectGraphError)
         -> (reader: any DatabaseReader, copy: URL?)
     {
         let configuration = configuration(readOnly: true)
@@ -141,7 +141,7 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    private static func close(_ reader: any DatabaseReader, copy: URL?) {
+    static func close(_ reader: any DatabaseReader, copy: URL?) {
         try? reader.close()
         if let copy { try? FileManager.default.removeItem(at: copy) }
     }
