@@ -95,7 +95,7 @@ struct Scratch {
     var mountPoint: String { path + "/mnt" }
 
     init() throws {
-        url = URL(fileURLWithPath: "/tmp").appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: url.path + "/mnt", withIntermediateDirectories: true)
     }
 
