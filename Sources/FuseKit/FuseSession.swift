@@ -102,7 +102,8 @@ public final class FuseSession: Sendable {
             }
             phase = .mounted
         }
-        logger.info("mounted \(options.fsName) at \(mountPoint)")
+        // The program using FuseKit says "mounted" to its users; this is the library's detail.
+        logger.debug("kernel mount of \(options.fsName) at \(mountPoint) made")
         fileSystem.didMount(invalidator: invalidator)
     }
 
@@ -190,6 +191,6 @@ public final class FuseSession: Sendable {
             logger.error("a kernel notification for \(mountPoint) never returned; leaking the session")
         }
         phase.withLock { $0 = drained ? .finished : .leaked }
-        logger.info("unmounted \(mountPoint)")
+        logger.debug("session of \(mountPoint) ended")
     }
 }

@@ -8,17 +8,18 @@ import Glibc
 /// `storefs mount --foreground` as systemd runs it: readiness through NOTIFY_SOCKET, and SIGTERM
 /// committing pending changes before the process exits.
 @Suite struct ForegroundMountTests {
-    /// Starts `storefs mount --foreground ARGUMENTS STORE MOUNTPOINT` with its log in the scratch folder.
+    /// Starts `storefs mount --foreground -o OPTIONS ARGUMENTS STORE MOUNTPOINT` with its stderr in
+    /// the scratch folder's server.log.
     static func start(
-        _ scratch: Scratch, options: String, environment: [String: String] = [:]
+        _ scratch: Scratch, options: String, arguments: [String] = [], environment: [String: String] = [:]
     ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try storefsBinary())
-        process.arguments = ["mount", "--foreground", "-o", options, scratch.store, scratch.mountPoint]
+        process.arguments = ["mount", "--foreground", "-o", options] + arguments + [scratch.store, scratch.mountPoint]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         let log = scratch.path + "/server.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()

@@ -11,6 +11,11 @@ enum Server {
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
         onReady: () -> Void = {}
     ) throws {
+        let store = coordinator.store
+        let entities = coordinator.model.entities
+        let keptModel = (try? store.metadata().embeddedModel) != nil
+        logger.debug(
+            "store \(store.url?.path ?? "in memory"): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
         try serve(mountPoint: mountPoint, source: coordinator.store.url?.path ?? "memory", configuration: configuration, logger: logger, onReady: onReady) { fsConfiguration, counters in
             StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
         }
@@ -41,12 +46,33 @@ enum Server {
         var options = configuration.mount
         options.fsName = source
         let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
+        logger.debug("options: \(configuration.summary)")
         try session.mount()
         logger.info("mounted \(options.fsName) on \(mountPoint)\(options.readOnly ? " (read-only)" : "")")
         Readiness.notifySystemd()
         onReady()
         try session.run()
+        logger.debug("served \(requestSummary(counters))")
         logger.info("unmounted \(mountPoint)")
+    }
+
+    /// `1234 requests (lookup 300, getattr 12, …), 2 errors, 40 cache notifications`, largest first.
+    private static func requestSummary(_ counters: OperationCounters) -> String {
+        let events: Set<OperationCounters.Operation> = [.errors, .invalidations, .invalidationFailures]
+        var requests: [(name: String, count: Int)] = []
+        for operation in OperationCounters.Operation.allCases where !events.contains(operation) {
+            let count = counters.count(of: operation)
+            if count > 0 { requests.append((operation.rawValue, count)) }
+        }
+        requests.sort { $0.count != $1.count ? $0.count > $1.count : $0.name < $1.name }
+        let total = requests.reduce(0) { $0 + $1.count }
+        var text = "\(total) requests"
+        if !requests.isEmpty {
+            text += " (" + requests.map { "\($0.name) \($0.count)" }.joined(separator: ", ") + ")"
+        }
+        text += ", \(counters.count(of: .errors)) answered with an error"
+        text += ", \(counters.count(of: .invalidations)) cache notifications to the kernel"
+        return text
     }
 
     /// Unblocks SIGINT, SIGTERM and SIGHUP on this thread (and so on the libfuse threads it
