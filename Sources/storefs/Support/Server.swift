@@ -51,7 +51,8 @@ enum Server {
         logger.info("mounted \(options.fsName) on \(mountPoint)\(options.readOnly ? " (read-only)" : "")")
         Readiness.notifySystemd()
         onReady()
-        try session.run()
+        // STOPPING=1 before the commit at unmount, so `systemctl status` says "deactivating".
+        try session.run(stopping: { Readiness.notifySystemd("STOPPING=1\nSTATUS=committing and unmounting") })
         logger.debug("served \(requestSummary(counters))")
         logger.info("unmounted \(mountPoint)")
     }
