@@ -50,6 +50,11 @@ struct Mount: ParsableCommand {
     @Flag(name: .long, help: "Log to the system log (syslog, the journal on systemd machines) instead of stderr.")
     var syslog = false
 
+    /// Where the background server reports the progress of a long load to the `storefs mount`
+    /// waiting for it (see Background).
+    @Option(name: .long, help: .private)
+    var progressFile: String?
+
     @OptionGroup var log: LogOptions
 
     func run() throws {
@@ -91,9 +96,11 @@ struct Mount: ParsableCommand {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(store) does not exist (storefs create or storefs sample make one)")
         }
+        let progress =
+            progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model ?? configuration.model),
-            options: StoreOptions(readOnly: configuration.mount.readOnly), configuration: configuration.engine)
+            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine)
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
     }
 

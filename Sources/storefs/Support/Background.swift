@@ -12,12 +12,22 @@ import Glibc
 /// The server logs to `destination` (the system log or a file, never the caller's terminal, which
 /// may close). What it prints on stderr before that (a bad option, a store that does not open,
 /// libfuse's complaints) goes to a file the caller reads back when the server ends before the
-/// mount is ready: the log file itself, or a temporary file removed once the mount is up.
+/// mount is ready: the log file itself, or a temporary file removed once the mount is up. The
+/// server reports the progress of a long load (a large XML store) to another temporary file; the
+/// caller draws it as a bar when its stderr is a terminal, and waits as long as it advances.
 enum Background {
     static func start(arguments: [String], mountPoint: String, destination: LogDestination) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = arguments + ["--foreground"] + Self.arguments(for: destination, given: arguments)
+        // The progress also keeps a long load from counting as a server that never answers.
+        let progressPath = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-\(getpid()).progress").path
+        let progressArguments = ["--progress-file", progressPath]
+        defer { unlink(progressPath) }
+        let name = arguments.first { $0.hasSuffix(".xml") || $0.hasSuffix(".sqlite") || $0.hasSuffix(".binary") }
+        var bar = ProgressBar(label: "loading \(name.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "the store")", unit: "lines")
+        defer { bar.end() }
+        process.arguments =
+            arguments + ["--foreground"] + Self.arguments(for: destination, given: arguments) + progressArguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let startupPath: String
@@ -41,9 +51,20 @@ enum Background {
         process.standardError = startupOutput
         defer { if isTemporary { unlink(startupPath) } }
         try process.run()
-        let deadline = Date().addingTimeInterval(60)
+        // 60 s without a sign of life; a load that reports progress (a large XML store) may take longer.
+        var deadline = Date().addingTimeInterval(60)
+        var lastDone = -1
         while Date() < deadline {
-            if Readiness.isMounted(mountPoint) { return }
+            if Readiness.isMounted(mountPoint) {
+                // The load's end may have come since the last look: show it complete.
+                if let (done, total) = LoadProgressDisplay.read(progressPath) { bar.update(done, of: total) }
+                return
+            }
+            if let (done, total) = LoadProgressDisplay.read(progressPath), done != lastDone {
+                lastDone = done
+                deadline = Date().addingTimeInterval(60)
+                bar.update(done, of: total)
+            }
             if !process.isRunning {
                 let output = (try? Data(contentsOf: URL(fileURLWithPath: startupPath)))?.dropFirst(Int(startOffset)) ?? Data()
                 printError(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -52,7 +73,7 @@ enum Background {
             Thread.sleep(forTimeInterval: 0.02)
         }
         process.terminate()
-        throw ValidationError("the mount did not become ready within 60 s")
+        throw ValidationError("the mount did not become ready within 60 s (the server's log may say why)")
     }
 
     /// The server's log arguments, unless the caller gave them (then the server has them already).
