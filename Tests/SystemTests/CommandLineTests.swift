@@ -57,4 +57,24 @@ import Testing
         #expect(result.succeeded, "bash: \(result.errorOutput)")
         #expect(result.output.split(separator: "\n").contains("mount"), "completions of `storefs mo`: \(result.output)")
     }
+
+    /// `storefs sample --objects N` writes what its help says: N rounded down to a multiple of
+    /// 100, at least 100 (the company comes in units of 100 objects).
+    @Test(arguments: [(50, 100), (250, 200), (300, 300)])
+    func sampleWritesWhatItsHelpSays(requested: Int, written: Int) throws {
+        let binary = try storefsBinary()
+        // Help wraps at 80 columns: compare words.
+        let help = try run(binary, ["sample", "--help"]).output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.contains("rounded down to a multiple of 100, at least 100"), "sample --help: \(help)")
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let sample = try run(binary, ["sample", "--objects", String(requested), scratch.store])
+        #expect(sample.succeeded, "\(sample.errorOutput)")
+        #expect(sample.output.hasPrefix("wrote \(written) objects"), "storefs sample printed \(sample.output)")
+        #expect(sample.errorOutput.contains("units of 100") == (requested != written), "stderr: \(sample.errorOutput)")
+        // Counted by another reader than the one that wrote them.
+        let info = try run(binary, ["info", "--json", scratch.store])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any])
+        #expect(json["objects"] as? Int == written, "storefs info: \(info.output)")
+    }
 }
