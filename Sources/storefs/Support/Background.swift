@@ -67,12 +67,14 @@ enum Background {
             }
             if !process.isRunning {
                 let output = (try? Data(contentsOf: URL(fileURLWithPath: startupPath)))?.dropFirst(Int(startOffset)) ?? Data()
+                bar.end()
                 printError(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
                 throw ExitCode(process.terminationStatus == 0 ? 1 : process.terminationStatus)
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
         process.terminate()
+        bar.end()
         throw ValidationError("the mount did not become ready within 60 s (the server's log may say why)")
     }
 
