@@ -12,9 +12,7 @@ extension MountHelperTests {
         let result = try run(
             packageRoot.appendingPathComponent("scripts/package").path, [folder],
             environment: [
-                "BINARY": try storefsBinary(), "MANPAGES": try generatedManPages().path,
-                // The debug binary links the toolchain's Swift runtime; a release package links it in.
-                "UNPACKAGED_LIBRARIES": "allow",
+                "BINARY": try storefsBinary(), "MANPAGES": try generatedManPages().path, "COMPRESSION": "none",
             ])
         guard result.succeeded else { throw SystemTestError("scripts/package failed: \(result.errorOutput)") }
         let deb = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -69,6 +67,11 @@ extension MountHelperTests {
             #expect(listed.contains(path), "the package lacks \(path)")
             #expect(FileManager.default.fileExists(atPath: path), "dpkg -i did not put \(path)")
         }
+        // The Swift runtime comes with the package, and the binary looks for it there alone.
+        #expect(listed.contains("/usr/lib/storefs/libswiftCore.so"), "the package lacks the Swift runtime")
+        let libraries = try run(try tool("ldd", package: "libc-bin"), ["/usr/bin/storefs"]).output
+        #expect(libraries.contains("/usr/bin/../lib/storefs/libswiftCore.so"), "ldd /usr/bin/storefs: \(libraries)")
+        #expect(!libraries.contains("/opt/swift") && !libraries.contains("not found"), "ldd /usr/bin/storefs: \(libraries)")
         #expect(try run("/usr/bin/storefs", ["--version"]).output.hasPrefix("storefs "))
         let helper = try String(contentsOfFile: "/sbin/mount.fuse.storefs", encoding: .utf8)
         #expect(helper.contains("STOREFS=\"${STOREFS:-/usr/bin/storefs}\""), "the helper runs the packaged binary")
