@@ -24,7 +24,7 @@ set -eu
 action="${1:-install}"
 case "$action" in
     install|uninstall) ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "usage: $0 [install|uninstall]" >&2; exit 2 ;;
 esac
 
