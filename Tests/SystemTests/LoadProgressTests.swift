@@ -25,7 +25,9 @@ import Testing
         defer { scratch.remove() }
         let xml = try Self.makeXMLStore(scratch, objects: 3_000)
         let lines = try Self.lineCount(xml)
-        let arguments = ["mount"] + (foreground ? ["--foreground"] : []) + [xml, scratch.mountPoint, "-o", "ro"]
+        // In the background the log would go to the system log, or /var/log/storefs.log here: keep it in scratch.
+        let arguments =
+            ["mount"] + (foreground ? ["--foreground"] : ["--log-file", scratch.path + "/log"]) + [xml, scratch.mountPoint, "-o", "ro"]
         let command = ([try storefsBinary()] + arguments).map(quoted).joined(separator: " ")
         // script(1) gives the command a terminal and copies what it writes there to stdout.
         let typescript = scratch.path + "/typescript"
