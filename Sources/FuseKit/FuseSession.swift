@@ -102,7 +102,8 @@ public final class FuseSession: Sendable {
             }
             phase = .mounted
         }
-        logger.info("mounted \(options.fsName) at \(mountPoint)")
+        // The program using FuseKit says "mounted" to its users; this is the library's detail.
+        logger.debug("kernel mount of \(options.fsName) at \(mountPoint) made")
         fileSystem.didMount(invalidator: invalidator)
     }
 
@@ -137,10 +138,11 @@ public final class FuseSession: Sendable {
 
     /// Serves requests on up to ``MountOptions/maxThreads`` libfuse threads until the loop ends
     /// (a signal if ``MountOptions/handlesSignals``, `fusermount3 -u`, or ``exit()``), then calls
-    /// ``FileSystem/willUnmount()``, unmounts and destroys the session.
+    /// `stopping` (a service manager may want to hear it: the commit that follows can take a
+    /// while), ``FileSystem/willUnmount()``, unmounts and destroys the session.
     ///
     /// - Throws: ``FuseError`` if the session is not mounted or the loop failed.
-    public func run() throws(FuseError) {
+    public func run(stopping: () -> Void = {}) throws(FuseError) {
         try phase.withLock { phase throws(FuseError) in
             guard phase == .mounted else { throw FuseError("\(mountPoint): run() needs a mounted, not yet run session") }
             phase = .running
@@ -152,6 +154,7 @@ public final class FuseSession: Sendable {
         }
         let result = cfuse_session_loop_mt(handle.raw, UInt32(max(1, options.maxThreads)), -1, 0)
         if signalsInstalled { fuse_remove_signal_handlers(handle.raw) }
+        stopping()
         tearDown()
         if result < 0 {
             throw FuseError("the FUSE request loop of \(mountPoint) failed: \(String(cString: strerror(-result)))")
@@ -190,6 +193,6 @@ public final class FuseSession: Sendable {
             logger.error("a kernel notification for \(mountPoint) never returned; leaking the session")
         }
         phase.withLock { $0 = drained ? .finished : .leaked }
-        logger.info("unmounted \(mountPoint)")
+        logger.debug("session of \(mountPoint) ended")
     }
 }

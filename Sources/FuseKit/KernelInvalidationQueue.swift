@@ -69,7 +69,8 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
             if result != 0 {
                 // -ENOENT only means the kernel had nothing cached: not an error.
                 counters.record(.invalidationFailures)
-                logger.debug("notify \(what) returned \(result)")
+                // Per request, and routine: trace level (storefs -vv), not debug.
+                logger.trace("notify \(what) returned \(result)")
             }
         }
     }

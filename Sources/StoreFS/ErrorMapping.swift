@@ -20,7 +20,8 @@ func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Log
         default: .io
         }
     if error.code == .notFound {
-        logger.debug("\(operation): \(error.message)")
+        // Shells and editors look up names that do not exist all the time: trace, not debug.
+        logger.trace("\(operation): \(error.message)")
     } else {
         logger.error("\(operation): \(error.message)")
     }

@@ -33,6 +33,8 @@ struct XMLStoreDocument {
     var nextObjectID: String?
     var metadata: [String: MetadataValue] = [:]
     var objects: [RawObject] = []
+    /// Lines in the file (counted only when a load reports progress).
+    var lineCount = 0
 }
 
 /// Reads Core Data XML store files: the header (for metadata) and the objects.
@@ -100,9 +102,16 @@ enum XMLStoreReader {
     // MARK: - Objects
 
     /// Parses the whole file.
-    static func document(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
+    static func document(of data: Data, path: String, progress: LoadProgress? = nil) throws(ObjectGraphError)
+        -> XMLStoreDocument
+    {
         var doc = try header(of: data, path: path)
         let delegate = Delegate()
+        if let progress {
+            // Progress counts lines: XMLParser tells the line it is at, not the byte.
+            doc.lineCount = data.reduce(into: 1) { count, byte in if byte == 0x0A { count += 1 } }
+            delegate.progress = (progress, doc.lineCount)
+        }
         // Through a stream, not XMLParser(data:): on Linux the data variant reports an internal
         // error at the end of large documents (a 120 MB store) after parsing every element.
         let parser = XMLParser(stream: InputStream(data: data))
@@ -134,6 +143,8 @@ enum XMLStoreReader {
         var path: [String] = []
         var sawDatabaseEnd = false
         var failure: (line: Int, message: String)?
+        var progress: (callback: LoadProgress, lines: Int)?
+        var reportedLine = 0
 
         func fail(_ message: String) {
             guard failure == nil else { return }
@@ -158,6 +169,11 @@ enum XMLStoreReader {
                     return fail("<object> without type or id")
                 }
                 current = .init(type: type, id: id, line: parser.lineNumber)
+                // About 200 reports per load; the last one comes after the graph is built.
+                if let progress, parser.lineNumber - reportedLine > progress.lines / 200 {
+                    reportedLine = parser.lineNumber
+                    progress.callback.report(min(reportedLine, progress.lines - 1), progress.lines)
+                }
             case "attribute":
                 guard current != nil, path.last == "object" else { return fail("<attribute> outside <object>") }
                 guard let n = attributes["name"], let t = attributes["type"] else {

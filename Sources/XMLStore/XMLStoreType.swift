@@ -48,7 +48,7 @@ public struct XMLStoreType: PersistentStoreType {
             return XMLStore(model: model, url: url, readOnly: false, graph: graph)
         }
         let data = try AtomicFile.read(url)
-        let doc = try XMLStoreReader.document(of: data, path: path)
+        let doc = try XMLStoreReader.document(of: data, path: path, progress: options.progress)
         let resolved: ManagedObjectModel
         if let model {
             resolved = model
@@ -58,6 +58,7 @@ public struct XMLStoreType: PersistentStoreType {
             resolved = try XMLModelInference.model(from: doc, path: path)
         }
         let graph = try XMLGraphBuilder.graph(from: doc, model: resolved, path: path)
+        options.progress?.report(doc.lineCount, doc.lineCount)
         return XMLStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
     }
 }

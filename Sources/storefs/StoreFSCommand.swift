@@ -1,7 +1,11 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct StoreFSCommand: ParsableCommand {
+    /// The release, printed by `storefs --version` and put in the Debian package's version.
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "storefs",
         abstract: "Mount Core Data object-graph stores as directories.",
@@ -9,5 +13,32 @@ struct StoreFSCommand: ParsableCommand {
             Entities are directories, objects are folders, attributes are files, relationships are \
             symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite, .xml, .binary.
             """,
+        version: "storefs \(version)",
         subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Sample.self, Create.self])
+
+    /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows
+    /// that subcommand's usage. ArgumentParser knows which subcommand was parsed only while
+    /// parsing; for errors thrown later it prints the root's usage (`storefs <subcommand>`),
+    /// which tells a user nothing about the command they typed.
+    static func main() {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            try command.run()
+        } catch let error as ValidationError {
+            let subcommand = type(of: command)
+            let usage = usageString(for: subcommand).trimmingCharacters(in: .whitespacesAndNewlines)
+            // The usage starts with the command's full name, `storefs mount`.
+            let name = usage.split(separator: " ").prefix(while: { !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-") })
+                .joined(separator: " ")
+            printError("Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information.")
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

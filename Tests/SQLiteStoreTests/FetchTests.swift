@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import SQLiteStore
+import TestSupport
 import Testing
 
 // Foundation has its own `Predicate`; this name picks ObjectGraph's.
@@ -21,7 +22,8 @@ private struct FetchFixture: Sendable {
     let gate = NSLock()
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("fetch-\(UUID().uuidString).sqlite")
+        // Shared by the whole suite, so it lives until the test process exits.
+        url = try ScratchSpace.folder("fetch").appendingPathComponent("Company.sqlite")
         let sqlite = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
         try Self.fill(sqlite.newContext())

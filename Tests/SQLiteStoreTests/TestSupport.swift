@@ -51,10 +51,9 @@ enum Fixtures {
 
     static let item = EntityID(1), special = EntityID(2), owner = EntityID(3), tag = EntityID(4)
 
+    /// A new folder, removed with the rest of the test process's scratch space when it exits.
     static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sqlitestore-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        try ScratchSpace.folder("sqlitestore")
     }
 
     static func newStore(_ metadata: StoreMetadata = StoreMetadata()) throws -> (SQLiteStore, URL) {

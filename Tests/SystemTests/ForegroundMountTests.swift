@@ -8,17 +8,18 @@ import Glibc
 /// `storefs mount --foreground` as systemd runs it: readiness through NOTIFY_SOCKET, and SIGTERM
 /// committing pending changes before the process exits.
 @Suite struct ForegroundMountTests {
-    /// Starts `storefs mount --foreground ARGUMENTS STORE MOUNTPOINT` with its log in the scratch folder.
+    /// Starts `storefs mount --foreground -o OPTIONS ARGUMENTS STORE MOUNTPOINT` with its stderr in
+    /// the scratch folder's server.log.
     static func start(
-        _ scratch: Scratch, options: String, environment: [String: String] = [:]
+        _ scratch: Scratch, options: String, arguments: [String] = [], environment: [String: String] = [:]
     ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try storefsBinary())
-        process.arguments = ["mount", "--foreground", "-o", options, scratch.store, scratch.mountPoint]
+        process.arguments = ["mount", "--foreground", "-o", options] + arguments + [scratch.store, scratch.mountPoint]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         let log = scratch.path + "/server.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
@@ -122,5 +123,59 @@ import Glibc
         kill(server.processIdentifier, SIGTERM)
         #expect(waitForExit(server, timeout: 60))
         #expect(server.terminationStatus == 0, "log: \(Self.log(scratch))")
+    }
+
+    /// Collects every notification until STOPPING=1 (or 120 s) and prints them as JSON.
+    static let stopListener = """
+        import json, socket, sys
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        listener.bind(sys.argv[1])
+        listener.settimeout(120)
+        messages = []
+        try:
+            while "STOPPING=1" not in "\\n".join(messages).split("\\n"):
+                messages.append(listener.recv(4096).decode())
+        except socket.timeout:
+            pass
+        print(json.dumps(messages))
+        """
+
+    @Test func stoppingIsSentWhenSIGTERMBeginsTheCommitAndUnmount() throws {
+        let python = try tool("python3", package: "python3")
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try scratch.makeStore()
+        let socketPath = scratch.path + "/notify.sock"
+        let script = scratch.path + "/listener.py"
+        try Self.stopListener.write(toFile: script, atomically: true, encoding: .utf8)
+        let output = scratch.path + "/listener.out"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: python)
+        listener.arguments = [script, socketPath]
+        listener.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        listener.standardError = listener.standardOutput
+        try listener.run()
+        defer { if listener.isRunning { kill(listener.processIdentifier, SIGKILL) } }
+        try #require(eventually { FileManager.default.fileExists(atPath: socketPath) || !listener.isRunning })
+
+        let server = try Self.start(scratch, options: "commit_delay=3600", environment: ["NOTIFY_SOCKET": socketPath])
+        defer { Self.stop(server) }
+        try #require(eventually { isMounted(scratch.mountPoint) || !server.isRunning }, "log: \(Self.log(scratch))")
+        // A change pending at SIGTERM: the commit it needs is what STOPPING=1 announces.
+        _ = try run("/bin/ls", [scratch.mountPoint + "/Employee"])
+        #expect(try shell("echo Stopped > \(quoted(scratch.mountPoint + "/Employee/p6/lastName"))").succeeded)
+        kill(server.processIdentifier, SIGTERM)
+        #expect(waitForExit(server, timeout: 60), "storefs did not exit after SIGTERM")
+        #expect(server.terminationStatus == 0, "log: \(Self.log(scratch))")
+        #expect(waitForExit(listener, timeout: 30))
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let messages = try #require(
+            try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String], "the listener printed: \(text)")
+        let lines = messages.map { $0.split(separator: "\n").map(String.init) }
+        let ready = lines.firstIndex { $0.contains("READY=1") }
+        let stopping = lines.firstIndex { $0.contains("STOPPING=1") }
+        #expect(ready != nil && stopping != nil && ready! < stopping!, "notifications: \(messages)")
+        #expect(try storedLastName(scratch.store) == "Stopped", "the commit after STOPPING=1 did not happen")
     }
 }

@@ -18,6 +18,7 @@ import Testing
 
     @Test func uninstallRemovesExactlyWhatInstallPut() throws {
         let binary = try storefsBinary()
+        let manPages = try generatedManPages()
         let scratch = try Scratch()
         defer { scratch.remove() }
         let root = scratch.path + "/root"
@@ -26,17 +27,27 @@ import Testing
         try "#!/bin/sh\n".write(toFile: root + "/usr/local/bin/other-tool", atomically: true, encoding: .utf8)
         let before = Self.tree(root)
 
-        let environment = ["DESTDIR": root, "BINARY": binary]
+        let environment = ["DESTDIR": root, "BINARY": binary, "MANPAGES": manPages.path]
         let install = try run(
             "/bin/sh", [packageRoot.appendingPathComponent("scripts/install.sh").path], environment: environment)
         try #require(install.succeeded, "install.sh: \(install.errorOutput)")
         let installed = Set(Self.tree(root)).subtracting(before)
-        for expected in [
-            "usr/local/bin/storefs", "sbin/mount.fuse.storefs", "etc/systemd/system/storefs@.service", "etc/storefs/",
+        var expectedFiles = [
+            "usr/local/bin/storefs", "etc/systemd/system/storefs@.service", "etc/storefs/",
             "usr/local/share/doc/storefs/example.conf", "usr/local/share/doc/storefs/PRODUCTION.md",
-        ] {
+            "usr/local/share/doc/storefs/SEMANTICS.md", "usr/local/share/doc/storefs/README.md",
+            "usr/local/share/bash-completion/completions/storefs", "usr/local/share/zsh/site-functions/_storefs",
+            "usr/local/share/fish/vendor_completions.d/storefs.fish",
+        ]
+        expectedFiles += try installScriptHelpers().map { "sbin/" + $0.installedName }
+        expectedFiles += try manPageNames(in: manPages).map { "usr/local/share/man/man1/" + $0 }
+        for expected in expectedFiles {
             #expect(installed.contains(expected), "install.sh did not install \(expected)")
         }
+        #expect(try manPageNames(in: manPages).contains("storefs.mount.1"))
+        let completion = try String(
+            contentsOfFile: root + "/usr/local/share/bash-completion/completions/storefs", encoding: .utf8)
+        #expect(completion.contains("-F _storefs storefs"), "not a bash completion: \(completion.prefix(200))")
         #expect(FileManager.default.isExecutableFile(atPath: root + "/sbin/mount.fuse.storefs"))
         #expect(
             FileManager.default.contentsEqual(atPath: binary, andPath: root + "/usr/local/bin/storefs"),

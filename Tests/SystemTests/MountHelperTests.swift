@@ -36,7 +36,9 @@ import Testing
         let stored = try storedLastName(scratch.store)
         #expect(!stored.isEmpty, "the sample store has a last name for Z_PK 6")
         try Self.withHelper {
-            let mounted = try run(mount, ["-t", "fuse.storefs", scratch.store, scratch.mountPoint, "-o", "ro"])
+            // log_file keeps the test's log in its scratch folder (the default is the system log).
+            let mounted = try run(
+                mount, ["-t", "fuse.storefs", scratch.store, scratch.mountPoint, "-o", "ro,log_file=\(scratch.path)/log"])
             #expect(mounted.succeeded, "mount -t fuse.storefs: \(mounted.errorOutput)")
             defer { _ = try? run(umount, [scratch.mountPoint]) }
             // mount(8) returns once the mount answers: no waiting here.
@@ -90,7 +92,8 @@ import Testing
         let scratch = try Scratch()
         defer { scratch.remove() }
         try Self.withHelper {
-            let result = try run(mount, ["-t", "fuse.storefs", scratch.path + "/missing.sqlite", scratch.mountPoint])
+            let result = try run(
+                mount, ["-t", "fuse.storefs", scratch.path + "/missing.sqlite", scratch.mountPoint, "-o", "log_file=\(scratch.path)/log"])
             #expect(result.status == 32, "mount(8)'s status for a failed mount")
             #expect(result.errorOutput.contains("missing.sqlite"), "the reason names the store: \(result.errorOutput)")
             #expect(!isMounted(scratch.mountPoint))

@@ -95,7 +95,7 @@ struct Scratch {
     var mountPoint: String { path + "/mnt" }
 
     init() throws {
-        url = URL(fileURLWithPath: "/tmp").appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: url.path + "/mnt", withIntermediateDirectories: true)
     }
 
@@ -151,4 +151,38 @@ func shell(_ command: String) throws -> ToolResult {
 /// Quotes `text` for a shell command line.
 func quoted(_ text: String) -> String {
     "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+/// The man pages scripts/manpages generated (swift-argument-parser's manual generator, run by
+/// scripts/test before the tests, since SwiftPM cannot run a plugin while `swift test` holds the
+/// build folder).
+func generatedManPages() throws -> URL {
+    let folder = packageRoot.appendingPathComponent(".build/plugins/GenerateManual/outputs/storefs")
+    guard FileManager.default.fileExists(atPath: folder.path + "/storefs.1") else {
+        throw SystemTestError(
+            "no generated man pages in \(folder.path): run `scripts/manpages debug` before `swift test` (scripts/test does)")
+    }
+    return folder
+}
+
+/// The names of the pages in `folder` (`storefs.1`, `storefs.mount.1`, ...), sorted.
+func manPageNames(in folder: URL) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".1") }.sorted()
+}
+
+/// The mount(8)/umount(8) helpers scripts/install.sh installs, read from its HELPERS list (the
+/// one list install, uninstall and scripts/package share).
+func installScriptHelpers() throws -> [(source: String, installedName: String)] {
+    let text = try String(contentsOf: packageRoot.appendingPathComponent("scripts/install.sh"), encoding: .utf8)
+    guard let start = text.range(of: "\nHELPERS=\""),
+        let end = text.range(of: "\"", range: start.upperBound..<text.endIndex)
+    else { throw SystemTestError("scripts/install.sh has no HELPERS=\"...\" list") }
+    let helpers = text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line -> (String, String)? in
+        let fields = line.split(separator: " ").map(String.init)
+        return fields.count == 2 ? (fields[0], fields[1]) : nil
+    }
+    guard helpers.contains(where: { $0.1 == "mount.fuse.storefs" }) else {
+        throw SystemTestError("scripts/install.sh's HELPERS list lacks mount.fuse.storefs")
+    }
+    return helpers
 }

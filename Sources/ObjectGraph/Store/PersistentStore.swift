@@ -88,10 +88,13 @@ public struct StoreOptions: Sendable, Hashable {
     public var readOnly: Bool
     /// Create the store when the file does not exist (needs a model).
     public var createIfMissing: Bool
+    /// Told how far the open has come, by stores whose open reads the whole file (XML).
+    public var progress: LoadProgress?
 
-    public init(readOnly: Bool = false, createIfMissing: Bool = false) {
+    public init(readOnly: Bool = false, createIfMissing: Bool = false, progress: LoadProgress? = nil) {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
+        self.progress = progress
     }
 }
 

@@ -38,8 +38,22 @@ struct Mount: ParsableCommand {
     @Flag(name: .long, help: "Serve in the foreground until unmounted or interrupted.")
     var foreground = false
 
-    @Option(name: .long, help: "Where the background server writes its log (default: discarded).")
+    @Option(
+        name: .long,
+        help: """
+            Append the log to this file. Default: stderr with --foreground (the journal under \
+            systemd); in the background, the system log (journalctl -t storefs) or, where none \
+            listens on /dev/log, /var/log/storefs.log (~/.local/state/storefs/storefs.log for users).
+            """)
     var logFile: String?
+
+    @Flag(name: .long, help: "Log to the system log (syslog, the journal on systemd machines) instead of stderr.")
+    var syslog = false
+
+    /// Where the background server reports the progress of a long load to the `storefs mount`
+    /// waiting for it (see Background).
+    @Option(name: .long, help: .private)
+    var progressFile: String?
 
     @OptionGroup var log: LogOptions
 
@@ -57,11 +71,16 @@ struct Mount: ParsableCommand {
         guard !Readiness.isMounted(mountPoint) else {
             throw ValidationError("\(mountPoint) is already a mount point; unmount it first (fusermount3 -u \(mountPoint))")
         }
+        let destination: LogDestination =
+            if let logFile { .file(logFile) } else if syslog { .systemLog } else if foreground { .standardError } else {
+                .backgroundDefault
+            }
         if !foreground {
-            try Background.start(arguments: Array(CommandLine.arguments.dropFirst()), mountPoint: mountPoint, logFile: logFile)
+            try Background.start(
+                arguments: Array(CommandLine.arguments.dropFirst()), mountPoint: mountPoint, destination: destination)
             return
         }
-        let logger = log.bootstrap()
+        let logger = log.bootstrap(destination: destination)
         if memory {
             let model = try StoreTypes.model(at: model ?? configuration.model)!
             let coordinator = PersistentStoreCoordinator(store: InMemoryStore(model: model), configuration: configuration.engine)
@@ -77,9 +96,11 @@ struct Mount: ParsableCommand {
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(store) does not exist (storefs create or storefs sample make one)")
         }
+        let progress =
+            progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model ?? configuration.model),
-            options: StoreOptions(readOnly: configuration.mount.readOnly), configuration: configuration.engine)
+            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine)
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
     }
 

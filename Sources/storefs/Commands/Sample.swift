@@ -4,9 +4,15 @@ import ObjectGraph
 
 struct Sample: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a deterministic sample store (the built-in company model) of about N objects.")
+        abstract: "Write a deterministic sample store (the built-in company model) of about N objects.",
+        discussion: """
+            The company comes in units of 100 objects: a department, its head and 4 other \
+            managers, 80 employees, 4 projects and 10 milestones. --objects is rounded down to \
+            a whole number of units, and is at least one unit: --objects 250 writes 200 objects, \
+            --objects 50 writes 100.
+            """)
 
-    @Option(name: .long, help: "About how many objects (rounded down to a multiple of 100).")
+    @Option(name: .long, help: "How many objects: rounded down to a multiple of 100, at least 100.")
     var objects = 5_000
 
     @Option(name: .long, help: "Seed of the generator: the same seed gives the same store.")
@@ -24,6 +30,11 @@ struct Sample: ParsableCommand {
             throw ValidationError("\(store) exists; choose a new file")
         }
         guard objects > 0 else { throw ValidationError("--objects must be positive") }
+        let unit = SampleGenerator.unitSize
+        let written = max(1, objects / unit) * unit
+        if written != objects {
+            printError("storefs sample: the sample comes in units of \(unit) objects; writing \(written)")
+        }
         let started = Date()
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: SampleModel.make(), options: StoreOptions(createIfMissing: true))

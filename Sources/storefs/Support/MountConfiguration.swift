@@ -62,6 +62,20 @@ struct MountConfiguration {
         mount.opensWithoutRequests = mount.readOnly
     }
 
+    /// The settings in effect, for the log: `read-write, commit_delay 0.2 s, ...`.
+    var summary: String {
+        var parts = [mount.readOnly ? "read-only" : "read-write"]
+        parts.append("commit_delay \(fileSystem.commitDelay) s")
+        parts.append("cache_size \(engine.rowCacheLimit >> 20) MiB")
+        parts.append("batch_size \(engine.batchSize)")
+        if fileSystem.listsFetchedProperties { parts.append("list_fetched") }
+        parts.append(mount.allowOther ? "allow_other" : "owner only")
+        parts.append(mount.autoUnmount ? "auto_unmount" : "noauto_unmount")
+        if let model { parts.append("model \(model)") }
+        if !mount.extraOptions.isEmpty { parts.append("libfuse -o \(mount.extraOptions.joined(separator: ","))") }
+        return parts.joined(separator: ", ")
+    }
+
     private static func required(_ value: String?, _ name: String) throws -> String {
         guard let value, !value.isEmpty else { throw MountOptionError("-o \(name) needs a value: \(name)=...") }
         return value

@@ -52,6 +52,7 @@ enum MountRegistry {
     static func write(_ record: Record) {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if record.exitStatus == nil { removeStale() }
             let data = try JSONEncoder().encode(record)
             try data.write(to: file(for: record.mountPoint), options: .atomic)
         } catch {
@@ -63,6 +64,19 @@ enum MountRegistry {
     static func read(mountPoint: String) -> Record? {
         guard let data = try? Data(contentsOf: file(for: mountPoint)) else { return nil }
         return try? JSONDecoder().decode(Record.self, from: data)
+    }
+
+    /// Removes records of servers that ended more than an hour ago and whose status nobody read
+    /// (a mount unmounted with plain fusermount3).
+    private static func removeStale() {
+        let files = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+        for file in files where file.pathExtension == "json" {
+            let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate ?? .distantFuture
+            guard Date().timeIntervalSince(modified) > 3600, let data = try? Data(contentsOf: file),
+                let record = try? JSONDecoder().decode(Record.self, from: data), !isRunning(record.pid)
+            else { continue }
+            try? FileManager.default.removeItem(at: file)
+        }
     }
 
     static func remove(mountPoint: String) {

@@ -4,10 +4,12 @@ import Foundation
 import Glibc
 #endif
 
-/// Tells whoever started storefs that the mount is ready: systemd (Type=notify, through
-/// NOTIFY_SOCKET, no library needed) and a parent `storefs mount` waiting in the background path.
+/// Tells whoever started storefs that the mount is ready, and systemd that it is stopping:
+/// systemd (Type=notify, through NOTIFY_SOCKET, no library needed) and a parent `storefs mount`
+/// waiting in the background path.
 enum Readiness {
-    /// Sends `READY=1` (and a status line) to NOTIFY_SOCKET if it is set.
+    /// Sends `message` (by default `READY=1` and a status line; `STOPPING=1` on the way out) to
+    /// NOTIFY_SOCKET if it is set.
     static func notifySystemd(_ message: String = "READY=1\nSTATUS=mounted") {
         guard let path = ProcessInfo.processInfo.environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)

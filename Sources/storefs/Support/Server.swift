@@ -19,7 +19,12 @@ enum Server {
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
         onReady: () -> Void = {}
     ) throws {
-        let source = coordinator.store.url?.path ?? "memory"
+        let store = coordinator.store
+        let entities = coordinator.model.entities
+        let keptModel = (try? store.metadata().embeddedModel) != nil
+        logger.debug(
+            "store \(store.url?.path ?? "in memory"): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
+        let source = store.url?.path ?? "memory"
         defer { coordinator.close() }
         try serve(mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady) {
             fsConfiguration, counters in
@@ -54,6 +59,7 @@ enum Server {
         // which answers only once the session runs.
         let registered = MountRegistry.standardized(mountPoint)
         let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
+        logger.debug("options: \(configuration.summary)")
         try session.mount()
         var record = MountRegistry.Record(pid: getpid(), mountPoint: registered, store: source)
         MountRegistry.write(record)
@@ -61,13 +67,15 @@ enum Server {
         Readiness.notifySystemd()
         onReady()
         do {
-            try session.run()
+            // STOPPING=1 before the commit at unmount, so `systemctl status` says "deactivating".
+            try session.run(stopping: { Readiness.notifySystemd("STOPPING=1\nSTATUS=committing and unmounting") })
         } catch {
             record.exitStatus = 1
             record.message = "storefs: \(error)"
             MountRegistry.write(record)
             throw error
         }
+        logger.debug("served \(requestSummary(counters))")
         logger.info("unmounted \(mountPoint)")
         guard let unsaved = fileSystem.unsavedChanges else {
             record.exitStatus = 0
@@ -83,6 +91,25 @@ enum Server {
         MountRegistry.write(record)
         printError(message)
         throw ExitCode(unsavedExitStatus)
+    }
+
+    /// `1234 requests (lookup 300, getattr 12, …), 2 errors, 40 cache notifications`, largest first.
+    private static func requestSummary(_ counters: OperationCounters) -> String {
+        let events: Set<OperationCounters.Operation> = [.errors, .invalidations, .invalidationFailures]
+        var requests: [(name: String, count: Int)] = []
+        for operation in OperationCounters.Operation.allCases where !events.contains(operation) {
+            let count = counters.count(of: operation)
+            if count > 0 { requests.append((operation.rawValue, count)) }
+        }
+        requests.sort { $0.count != $1.count ? $0.count > $1.count : $0.name < $1.name }
+        let total = requests.reduce(0) { $0 + $1.count }
+        var text = "\(total) requests"
+        if !requests.isEmpty {
+            text += " (" + requests.map { "\($0.name) \($0.count)" }.joined(separator: ", ") + ")"
+        }
+        text += ", \(counters.count(of: .errors)) answered with an error"
+        text += ", \(counters.count(of: .invalidations)) cache notifications to the kernel"
+        return text
     }
 
     /// Unblocks SIGINT, SIGTERM and SIGHUP on this thread (and so on the libfuse threads it
