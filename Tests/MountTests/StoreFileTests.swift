@@ -72,7 +72,9 @@ import Testing
     @Test func aWALStoreInAFolderTheUserCannotWriteIsReadWithItsWAL() throws {
         // The main file alone holds no posts; all 84 are in its -wal. A user who cannot write the
         // folder cannot make the -shm file SQLite needs, so storefs reads a private copy.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("walreadonly-\(UUID().uuidString)")
+        // Under /tmp itself, which every user may enter (the tests' own temporary folder may not be).
+        let shared = URL(fileURLWithPath: "/tmp")
+        let folder = shared.appendingPathComponent("storefs-walreadonly-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let name = "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite"
@@ -84,16 +86,19 @@ import Testing
         let store = folder.appendingPathComponent(name).path
         let before = try checksum(store)
         // The binary is copied beside it: the build folder may lie where that user cannot go.
-        let binary = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-\(UUID().uuidString)")
+        let binary = folder.appendingPathComponent("storefs")
         try FileManager.default.copyItem(atPath: try storefsBinary(), toPath: binary.path)
-        defer { try? FileManager.default.removeItem(at: binary) }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary.path)
-        let result = try run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path, "info", "--json", store])
+        let result = try run(
+            "setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path, "info", "--json", store],
+            environment: ["TMPDIR": "/tmp"])
         #expect(result.status == 0, "\(result.error)")
         let info = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
         let counts = info?["entities"] as? [String: Any] ?? [:]
         #expect((counts["Post"] as? Int) == 84, "the WAL's posts are read: \(result.output.prefix(400))")
         #expect(try checksum(store) == before)
         #expect(sidecars(of: URL(fileURLWithPath: store)) == ["-wal"], "nothing made beside it")
+        let contents = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(contents == [name, name + "-wal", "storefs"].sorted(), "\(contents)")
     }
 }
