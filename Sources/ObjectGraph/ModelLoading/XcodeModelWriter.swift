@@ -94,6 +94,10 @@ public enum XcodeModelWriter {
         if attribute.isOptional { attributes.append(("optional", "YES")) }
         if attribute.isTransient { attributes.append(("transient", "YES")) }
         attributes.append(("attributeType", attribute.type.rawValue))
+        if let expression = attribute.derivationExpression {
+            attributes.append(("derived", "YES"))
+            attributes.append(("derivationExpression", expression))
+        }
         for (prefix, value) in [
             ("min", attribute.minValue), ("max", attribute.maxValue), ("default", attribute.defaultValue),
         ] {
@@ -109,6 +113,8 @@ public enum XcodeModelWriter {
             attributes.append(("allowsExternalBinaryDataStorage", "YES"))
         }
         append("valueTransformerName", attribute.valueTransformerName, to: &attributes)
+        append("customClassName", attribute.valueClassName, to: &attributes)
+        if attribute.preservesValueInHistoryOnDeletion { attributes.append(("preserveAfterDeletion", "YES")) }
         append("elementID", attribute.renamingIdentifier, to: &attributes)
         append("versionHashModifier", attribute.versionHashModifier, to: &attributes)
         attributes.append(("syncable", "YES"))

@@ -46,31 +46,12 @@ enum MetadataCoding {
         metadata["_NSAutoVacuumLevel"] = .string("2")
         metadata["NSPersistenceFrameworkVersion"] = .integer(frameworkVersion)
         metadata["NSStoreModelVersionIdentifiers"] = .array([.string(model.versionIdentifier ?? "")])
-        metadata["NSStoreModelVersionHashes"] = .dictionary(
-            Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, .data(versionHash(of: $0, in: model))) }))
+        let hashes = VersionHash.entityHashes(of: model)
+        metadata["NSStoreModelVersionHashes"] = .dictionary(hashes.mapValues(MetadataValue.data))
+        // Newer Core Data (framework 1044 and later) also records a digest and a checksum of the
+        // hash set; an app's Core Data compares the hashes themselves.
+        metadata["NSStoreModelVersionHashesDigest"] = .string(VersionHash.digest(of: hashes).base64EncodedString())
+        metadata["NSStoreModelVersionChecksumKey"] = .string(VersionHash.checksum(of: hashes).base64EncodedString())
         return metadata
-    }
-
-    /// A 32-byte version hash for `entity`.
-    ///
-    /// Apple's algorithm is private (COREDATA_FORMATS.md §5), so these are SHA-256 of a canonical
-    /// description of the inputs Apple documents (name, parent, abstractness, properties with
-    /// their type, optionality, transience, destination, inverse, counts, hash modifiers). They
-    /// are written only into stores storefs creates; a store that is opened keeps whatever hashes
-    /// it already has, since metadata is only rewritten from what was read.
-    static func versionHash(of entity: EntityDescription, in model: ManagedObjectModel) -> Data {
-        var text = "entity:\(entity.name);parent:\(entity.parentName ?? "");abstract:\(entity.isAbstract);"
-        text += "modifier:\(entity.versionHashModifier ?? "");"
-        for attribute in entity.allAttributes.sorted(by: { $0.name < $1.name }) {
-            text += "attribute:\(attribute.name),\(attribute.type.coreDataCode),\(attribute.isOptional),"
-            text += "\(attribute.isTransient),\(attribute.versionHashModifier ?? "");"
-        }
-        for relationship in entity.allRelationships.sorted(by: { $0.name < $1.name }) {
-            text += "relationship:\(relationship.name),\(relationship.destinationEntityName),"
-            text += "\(relationship.inverseName ?? ""),\(relationship.minCount),\(relationship.maxCount),"
-            text += "\(relationship.isOptional),\(relationship.isTransient),\(relationship.isOrdered),"
-            text += "\(relationship.versionHashModifier ?? "");"
-        }
-        return SHA256.hash(Data(text.utf8))
     }
 }
