@@ -16,6 +16,7 @@ public final class SQLiteStore: PersistentStore {
     public var storeType: String { SQLiteStoreType.typeName }
     public let url: URL?
     public let model: ManagedObjectModel
+    public let modelSource: ModelSource
     public let isReadOnly: Bool
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
@@ -74,9 +75,10 @@ public final class SQLiteStore: PersistentStore {
         }
         if let model {
             self.model = model
+            self.modelSource = .given("given by the caller")
         } else {
             do {
-                self.model = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
+                (self.model, self.modelSource) = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
             } catch {
                 try? writer.close()
                 throw error
@@ -85,21 +87,27 @@ public final class SQLiteStore: PersistentStore {
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
     }
 
-    /// The model of a store opened without one: the model storefs embedded in its metadata, or
-    /// else one inferred from the schema (see ``SchemaInference``).
+    /// The model of a store opened without one, the best there is: the model storefs keeps in its
+    /// metadata, else the compiled model Core Data cached in Z_MODELCACHE, else one inferred from
+    /// the schema (see ``SchemaInference``).
     private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, logger: Logger)
-        throws(ObjectGraphError) -> ManagedObjectModel
+        throws(ObjectGraphError) -> (ManagedObjectModel, ModelSource)
     {
         let row: Row?
+        let cached: ManagedObjectModel?
         do {
-            row = try reader.read { db in try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1") }
+            (row, cached) = try reader.read { db in
+                let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
+                return (row, ModelCache.load(from: db, schema: schema, file: file, logger: logger))
+            }
         } catch {
             throw mapError(error, file: file)
         }
         if let row, let embedded = try MetadataCoding.decode(uuid: row[0], plist: row[1], file: file).embeddedModel {
-            if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return model }
+            if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
-        return try SchemaInference.infer(from: schema, file: file, logger: logger)
+        if let cached { return (cached, .coreDataCache) }
+        return (try SchemaInference.infer(from: schema, file: file, logger: logger), .inferred)
     }
 
     // MARK: - Running statements

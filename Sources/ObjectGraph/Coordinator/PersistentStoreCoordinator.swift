@@ -13,12 +13,19 @@ public final class PersistentStoreCoordinator: Sendable {
     public let rowCache: RowCache
     public let configuration: EngineConfiguration
 
+    /// Where the model came from (``ModelSource``): what `storefs info` reports.
+    public let modelSource: ModelSource
+
     public var model: ManagedObjectModel { store.model }
 
-    public init(store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration()) {
+    public init(
+        store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration(),
+        modelSource: ModelSource? = nil
+    ) {
         self.store = store
         self.configuration = configuration
         self.rowCache = RowCache(limit: configuration.rowCacheLimit)
+        self.modelSource = modelSource ?? store.modelSource
     }
 
     /// A new, empty context on this coordinator's store.
@@ -48,20 +55,23 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Opens (or, with `options.createIfMissing`, creates) the store at `url`.
     ///
     /// With no `model`, an existing store is opened with the model storefs keeps in its metadata,
-    /// or else with what its type infers from the file. A store created here keeps `model` in its
-    /// metadata so that it opens on its own later.
+    /// or else with what its type finds in the file (Core Data's model cache, then inference). A
+    /// store created here keeps `model` in its metadata so that it opens on its own later.
+    /// `modelDescription` says where a given `model` came from (for ``modelSource``).
     public static func open(
         at url: URL, types: [any PersistentStoreType], model: ManagedObjectModel? = nil,
         options: StoreOptions = StoreOptions(), configuration: EngineConfiguration = EngineConfiguration(),
-        metadata: StoreMetadata = StoreMetadata()
+        metadata: StoreMetadata = StoreMetadata(), modelDescription: ModelSource? = nil
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
         let type = try storeType(for: url, among: types)
         let exists = FileManager.default.fileExists(atPath: url.path)
         var model = model
         var initial = metadata
+        var source: ModelSource? = model.map { _ in modelDescription ?? .given("given by the caller") }
         if exists {
             if model == nil, let text = try type.metadata(at: url).embeddedModel {
                 model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(url.path) (embedded model)")
+                source = .keptByStoreFS
             }
         } else {
             guard options.createIfMissing else {
@@ -74,7 +84,7 @@ public final class PersistentStoreCoordinator: Sendable {
             if initial.storeUUID == nil { initial.storeUUID = StoreMetadata.newStoreUUID() }
         }
         let store = try type.open(at: url, model: model, options: options, initialMetadata: initial)
-        return PersistentStoreCoordinator(store: store, configuration: configuration)
+        return PersistentStoreCoordinator(store: store, configuration: configuration, modelSource: source)
     }
 
     /// Forgets every cached row (after another process changed the store).

@@ -128,8 +128,9 @@ public enum XcodeModelWriter {
         if relationship.isToMany { attributes.append(("toMany", "YES")) }
         if relationship.minCount != 0 { attributes.append(("minCount", String(relationship.minCount))) }
         // A to-one always carries maxCount (Xcode writes "1"); a to-many only when bounded, because
-        // the loader's default for an absent maxCount is 1 for a to-one and 0 for a to-many.
-        if !relationship.isToMany || relationship.maxCount != 0 {
+        // the loader's default for an absent maxCount is 1 for a to-one and 0 for a to-many. A
+        // model built in code may say -1 for unbounded, which Xcode cannot spell.
+        if !relationship.isToMany || relationship.maxCount > 0 {
             attributes.append(("maxCount", String(relationship.maxCount)))
         }
         attributes.append(("deletionRule", relationship.deleteRule.rawValue))

@@ -16,6 +16,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     var url: URL? { get }
     /// The model the store was opened with (or inferred from its file).
     var model: ManagedObjectModel { get }
+    /// Where ``model`` came from.
+    var modelSource: ModelSource { get }
     var isReadOnly: Bool { get }
     /// Store requests made so far (queries, for SQLite).
     var requestCount: Int { get }
@@ -65,6 +67,10 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// A store that does not say otherwise was opened with a model (the coordinator knows that
+    /// case) or worked one out from its file.
+    public var modelSource: ModelSource { .inferred }
+
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
