@@ -107,7 +107,15 @@ public final class SQLiteStore: PersistentStore {
             if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
         if let cached { return (cached, .coreDataCache) }
-        return (try SchemaInference.infer(from: schema, file: file, logger: logger), .inferred)
+        let inferred = try SchemaInference.infer(from: schema, file: file, logger: logger) { table, column, destination in
+            // Some key in the column, and none that the destination's table lacks.
+            let t = table.quotedDatabaseIdentifier
+            let c = column.quotedDatabaseIdentifier
+            let sql = "SELECT EXISTS (SELECT 1 FROM \(t) WHERE \(c) IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM \(t) "
+                + "WHERE \(c) IS NOT NULL AND \(c) NOT IN (SELECT Z_PK FROM \(destination.quotedDatabaseIdentifier)))"
+            return (try? reader.read { db in try Bool.fetchOne(db, sql: sql) }) == true
+        }
+        return (inferred, .inferred)
     }
 
     // MARK: - Running statements

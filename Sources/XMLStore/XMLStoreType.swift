@@ -14,6 +14,12 @@ public struct XMLStoreType: PersistentStoreType {
     public var name: String { Self.typeName }
     public var fileExtensions: [String] { ["xml"] }
 
+    /// Core Data's XML store: a `<database>` document with its `<databaseInfo>` near the top.
+    public func recognizes(fileStart: Data) -> Bool {
+        let text = String(decoding: fileStart, as: UTF8.self)
+        return text.contains("<database>") && (text.contains("<databaseInfo>") || text.contains("CoreData.dtd"))
+    }
+
     public init() {}
 
     /// Reads `<databaseInfo>` only (a byte scan, not a parse of the objects).

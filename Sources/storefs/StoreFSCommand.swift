@@ -7,7 +7,8 @@ struct StoreFSCommand: ParsableCommand {
         abstract: "Mount Core Data object-graph stores as directories.",
         discussion: """
             Entities are directories, objects are folders, attributes are files, relationships are \
-            symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite, .xml, .binary.
+            symlinks, metadata are extended attributes. Store types follow the file suffix (.sqlite and SwiftData's \
+            .store, .xml, .binary) or, for other names, the file's content.
             """,
-        subcommands: [Demo.self, Mount.self, Migrate.self, Info.self, Sample.self, Create.self])
+        subcommands: [Demo.self, Mount.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self])
 }

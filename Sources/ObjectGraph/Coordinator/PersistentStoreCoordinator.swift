@@ -31,17 +31,27 @@ public final class PersistentStoreCoordinator: Sendable {
     /// A new, empty context on this coordinator's store.
     public func newContext() -> ObjectContext { ObjectContext(coordinator: self) }
 
-    /// The store type that claims `url` by its suffix among `types`.
+    /// How much of a file ``storeType(for:among:)`` reads to recognize its type by content.
+    public static let recognitionLength = 4096
+
+    /// The store type of `url` among `types`: the one that claims its suffix, else, for a file
+    /// that exists, the one that recognizes its first bytes (so a Core Data SQLite store opens
+    /// whatever its name).
     public static func storeType(for url: URL, among types: [any PersistentStoreType]) throws(ObjectGraphError)
         -> any PersistentStoreType
     {
         let suffix = url.pathExtension.lowercased()
-        guard let type = types.first(where: { $0.fileExtensions.contains(suffix) }) else {
-            let known = types.flatMap(\.fileExtensions).map { ".\($0)" }.joined(separator: ", ")
-            throw ObjectGraphError(
-                .unsupported, "\(url.path): unknown store suffix \".\(suffix)\"; storefs knows \(known)")
+        if let type = types.first(where: { $0.fileExtensions.contains(suffix) }) { return type }
+        if let handle = FileHandle(forReadingAtPath: url.path) {
+            defer { try? handle.close() }
+            let start = (try? handle.read(upToCount: recognitionLength)) ?? Data()
+            if let type = types.first(where: { $0.recognizes(fileStart: start) }) { return type }
         }
-        return type
+        let known = types.flatMap(\.fileExtensions).map { ".\($0)" }.joined(separator: ", ")
+        throw ObjectGraphError(
+            .unsupported,
+            "\(url.path): unknown store suffix \".\(suffix)\" and content storefs does not recognize; storefs knows "
+                + "\(known) (--type names the type of a file with another suffix)")
     }
 
     /// Reads a store's metadata without opening the whole store (Core Data's
@@ -57,13 +67,16 @@ public final class PersistentStoreCoordinator: Sendable {
     /// With no `model`, an existing store is opened with the model storefs keeps in its metadata,
     /// or else with what its type finds in the file (Core Data's model cache, then inference). A
     /// store created here keeps `model` in its metadata so that it opens on its own later.
-    /// `modelDescription` says where a given `model` came from (for ``modelSource``).
+    /// `modelDescription` says where a given `model` came from (for ``modelSource``); `forcedType`
+    /// overrides the type the file's suffix or content gives.
     public static func open(
         at url: URL, types: [any PersistentStoreType], model: ManagedObjectModel? = nil,
         options: StoreOptions = StoreOptions(), configuration: EngineConfiguration = EngineConfiguration(),
-        metadata: StoreMetadata = StoreMetadata(), modelDescription: ModelSource? = nil
+        metadata: StoreMetadata = StoreMetadata(), modelDescription: ModelSource? = nil,
+        forcedType: (any PersistentStoreType)? = nil
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
-        let type = try storeType(for: url, among: types)
+        let type: any PersistentStoreType
+        if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
         let exists = FileManager.default.fileExists(atPath: url.path)
         var model = model
         var initial = metadata

@@ -77,6 +77,11 @@ extension PersistentStore {
     { nil }
 }
 
+extension PersistentStoreType {
+    /// A type that cannot tell its files by content claims them by suffix only.
+    public func recognizes(fileStart: Data) -> Bool { false }
+}
+
 /// Options for opening a store.
 public struct StoreOptions: Sendable, Hashable {
     /// Open read-only: saves fail with ``ObjectGraphError/Code/readOnly`` and the file is never
@@ -100,6 +105,10 @@ public protocol PersistentStoreType: Sendable {
 
     /// Reads the metadata of the store at `url` without opening the whole store.
     func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata
+
+    /// Whether a file that begins with `fileStart` (up to its first 4 KiB) is a store of this type,
+    /// for files whose suffix names no type (SwiftData's `default.store`, a store renamed by a tool).
+    func recognizes(fileStart: Data) -> Bool
 
     /// Opens the store at `url`. With a nil model the store uses a model it can read from its own
     /// file (inferred from the schema, where the type allows it), or fails.
