@@ -11,6 +11,7 @@ extension SQLiteStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard !request.isEmpty else { return }
+        try refuseTextKeyTables(request)
         try write { db throws in
             try apply(request, db)
         }

@@ -23,6 +23,8 @@ public final class SQLiteStore: PersistentStore {
     let layout: StoreLayout
     let writer: any DatabaseWriter
     let reader: any DatabaseReader
+    /// Tables whose keys are TEXT (read through views, never written), upper-cased.
+    let textKeyTables: Set<String>
     let path: String
     let logger: Logger
     let requests = Atomic<Int>(0)
@@ -51,20 +53,23 @@ public final class SQLiteStore: PersistentStore {
         }
         try FileCheck.check(url)
 
-        var configuration = Configuration()
-        configuration.readonly = options.readOnly
-        configuration.label = "storefs.sqlite"
-        configuration.prepareDatabase { db in Self.addPredicateFunctions(db) }
         let schema: FileSchema
         do {
-            if options.readOnly {
-                let queue = try DatabaseQueue(path: url.path, configuration: configuration)
-                (writer, reader) = (queue, queue)
-            } else {
-                let pool = try DatabasePool(path: url.path, configuration: configuration)
-                (writer, reader) = (pool, pool)
+            var connections = try Self.connect(url, readOnly: options.readOnly, views: [])
+            schema = try connections.reader.read { db in try FileSchema.read(db) }
+            // Tables rebuilt by another tool with TEXT keys: every connection then reads them
+            // through a view that casts the keys back (see FileSchema.textKeyViews).
+            let views = schema.textKeyViews
+            if !views.isEmpty {
+                logger.notice(
+                    """
+                    \(url.path): \(views.count) table(s) hold their Z_PK/Z_ENT/Z_OPT as text (rebuilt by another tool); \
+                    they are read through views and cannot be written
+                    """)
+                try connections.writer.close()
+                connections = try Self.connect(url, readOnly: options.readOnly, views: views)
             }
-            schema = try reader.read { db in try FileSchema.read(db) }
+            (writer, reader) = connections
         } catch {
             throw Self.mapError(error, file: url.path)
         }
@@ -85,6 +90,27 @@ public final class SQLiteStore: PersistentStore {
             }
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
+        self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
+    }
+
+    /// Opens the file's connections: a read-only queue, or a WAL pool. `views` (SQL) are created
+    /// in each connection's temp schema, where they shadow the tables they read.
+    private static func connect(_ url: URL, readOnly: Bool, views: [String]) throws
+        -> (writer: any DatabaseWriter, reader: any DatabaseReader)
+    {
+        var configuration = Configuration()
+        configuration.readonly = readOnly
+        configuration.label = "storefs.sqlite"
+        configuration.prepareDatabase { db in
+            Self.addPredicateFunctions(db)
+            for view in views { try db.execute(sql: view) }
+        }
+        if readOnly {
+            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            return (queue, queue)
+        }
+        let pool = try DatabasePool(path: url.path, configuration: configuration)
+        return (pool, pool)
     }
 
     /// The model of a store opened without one, the best there is: the model storefs keeps in its
@@ -205,11 +231,20 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (_, zent) = try rootTable(of: root)
+        let (table, zent) = try rootTable(of: root)
         guard count > 0 else { return [] }
         let first: Int64 = try write { db in
-            let max: Int64 = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first?[0] ?? 0
-            try execute(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [max + Int64(count), zent])
+            // Past both Z_MAX and the largest key in the table: a tool that inserted rows without
+            // raising Z_MAX must not make storefs hand out a key that is taken.
+            let sql =
+                "SELECT max(IFNULL((SELECT CAST(Z_MAX AS INTEGER) FROM Z_PRIMARYKEY WHERE Z_ENT = ?), 0), "
+                + "IFNULL((SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)), 0))"
+            let max = try rows(db, sql, [zent]).first.flatMap { $0[0] as Int64? } ?? 0
+            let (last, overflow) = max.addingReportingOverflow(Int64(count))
+            guard !overflow, max >= 0 else {
+                throw ObjectGraphError(.corruptStore, "\(path): Z_MAX or Z_PK of \(table) is \(max); no key is left to hand out")
+            }
+            try execute(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [last, zent])
             return max + 1
         }
         return (0..<Int64(count)).map { PrimaryKey(first + $0) }

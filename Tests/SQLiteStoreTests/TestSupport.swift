@@ -75,6 +75,16 @@ enum Fixtures {
         return result.output.split(separator: "\n").map(String.init)
     }
 
+    /// Runs `sqlite3 -batch FILE SQL` allowed to write (to damage a copy on purpose).
+    @discardableResult
+    static func sqlite3Write(_ file: URL, _ sql: String) throws -> [String] {
+        let result = try runTool("sqlite3", ["-batch", "-bail", file.path], input: Data(sql.utf8))
+        guard result.status == 0, result.error.isEmpty else {
+            throw ObjectGraphError(.io, "sqlite3 failed (\(result.status)): \(result.error)")
+        }
+        return result.output.split(separator: "\n").map(String.init)
+    }
+
     /// Copies a corpus store (with its -wal) into a fresh temp folder.
     static func corpusCopy(_ name: String) throws -> URL {
         let directory = try temporaryDirectory()
