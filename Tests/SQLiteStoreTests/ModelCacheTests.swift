@@ -1,9 +1,11 @@
 import Foundation
 import GRDB
+import Logging
 import ObjectGraph
-import SQLiteStore
 import TestSupport
 import Testing
+
+@testable import SQLiteStore
 
 /// The compiled model Core Data caches in Z_MODELCACHE: every corpus store that has one opens with
 /// it, its entity version hashes are Core Data's, and it agrees with the Xcode model the store came
@@ -148,5 +150,52 @@ import Testing
         #expect(model.configurations.first?.entityNames.count == 6)
         #expect(model.entity(named: "Writer")?.isAbstract == true)
         #expect(model.entity(named: "Author")?.relationship(named: "books")?.deleteRule == .cascade)
+    }
+
+    // MARK: - Hostile caches
+
+    /// The Z_CONTENT blob of a corpus store.
+    static func cacheBlob(_ name: String) throws -> Data {
+        let url = try F.corpusCopy(name)
+        let queue = try DatabaseQueue(path: url.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        defer { try? queue.close() }
+        return try #require(try queue.read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
+    }
+
+    @Test func inflateStopsAtItsLimitAndAtTheEndOfTheData() throws {
+        let blob = try Self.cacheBlob("RhetTbull_merge_photos_libraries_Photos.sqlite")
+        let whole = try RawInflate.inflate(blob, limit: 64 << 20)
+        #expect(whole.count > blob.count)
+        #expect(throws: RawInflate.Failure.self) { try RawInflate.inflate(blob, limit: whole.count - 1) }
+        for length in stride(from: 0, to: blob.count - 1, by: max(1, blob.count / 60)) {
+            #expect(throws: RawInflate.Failure.self) { try RawInflate.inflate(blob.prefix(length), limit: 64 << 20) }
+        }
+    }
+
+    /// Bit flips in real caches (compressed and decompressed): decoded, or refused with an error.
+    @Test(arguments: ["alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"])
+    func damagedCachesAreRefusedNotCrashedOn(_ name: String) throws {
+        let blob = [UInt8](try Self.cacheBlob(name))
+        let archive = [UInt8](try RawInflate.inflate(Data(blob), limit: 64 << 20))
+        var state: UInt64 = 0xC0FF_EE00_1234_5678
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var refused = 0
+        for round in 0..<200 {
+            var bytes = round.isMultiple(of: 2) ? blob : archive
+            for _ in 0...next(3) { bytes[next(bytes.count)] ^= UInt8(1 << next(8)) }
+            do {
+                if round.isMultiple(of: 2) {
+                    _ = try ModelCache.decode(Data(bytes), file: "damaged", logger: Logger(label: "test"))
+                } else {
+                    _ = try CompiledModelLoader.decode(archive: Data(bytes), source: "damaged")
+                }
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(refused > 0)
     }
 }
