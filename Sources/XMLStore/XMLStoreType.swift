@@ -49,6 +49,8 @@ public struct XMLStoreType: PersistentStoreType {
             if metadata[StoreMetadata.modelKey] == nil {
                 metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             }
+            // Core Data's XML stores carry the entity version hashes too (the corpus's do).
+            for (key, value) in VersionHash.metadata(for: model) { metadata[key] = value }
             let graph = AtomicGraph(metadata: metadata)
             try AtomicFile.write(try XMLStoreWriter.encode(graph, model: model), to: url)
             return XMLStore(model: model, url: url, readOnly: false, graph: graph)

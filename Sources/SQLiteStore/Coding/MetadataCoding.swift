@@ -42,16 +42,9 @@ enum MetadataCoding {
         var metadata = initial
         metadata.storeType = SQLiteStoreType.typeName
         metadata.storeUUID = initial.storeUUID ?? StoreMetadata.newStoreUUID()
-        metadata["NSStoreModelVersionHashesVersion"] = .integer(3)
         metadata["_NSAutoVacuumLevel"] = .string("2")
         metadata["NSPersistenceFrameworkVersion"] = .integer(frameworkVersion)
-        metadata["NSStoreModelVersionIdentifiers"] = .array([.string(model.versionIdentifier ?? "")])
-        let hashes = VersionHash.entityHashes(of: model)
-        metadata["NSStoreModelVersionHashes"] = .dictionary(hashes.mapValues(MetadataValue.data))
-        // Newer Core Data (framework 1044 and later) also records a digest and a checksum of the
-        // hash set; an app's Core Data compares the hashes themselves.
-        metadata["NSStoreModelVersionHashesDigest"] = .string(VersionHash.digest(of: hashes).base64EncodedString())
-        metadata["NSStoreModelVersionChecksumKey"] = .string(VersionHash.checksum(of: hashes).base64EncodedString())
+        for (key, value) in VersionHash.metadata(for: model) { metadata[key] = value }
         return metadata
     }
 }

@@ -59,6 +59,21 @@ public enum VersionHash {
         return SHA256.hash(message)
     }
 
+    /// The bookkeeping keys Core Data writes into a new store's metadata for `model`: the hashes,
+    /// their version (3), digest and checksum, and the model's version identifiers.
+    public static func metadata(for model: ManagedObjectModel) -> [String: MetadataValue] {
+        let hashes = entityHashes(of: model)
+        return [
+            "NSStoreModelVersionHashes": .dictionary(hashes.mapValues(MetadataValue.data)),
+            "NSStoreModelVersionHashesVersion": .integer(3),
+            // Newer Core Data (framework 1044 and later) also records a digest and a checksum of
+            // the hash set; an app's Core Data compares the hashes themselves.
+            "NSStoreModelVersionHashesDigest": .string(digest(of: hashes).base64EncodedString()),
+            "NSStoreModelVersionChecksumKey": .string(checksum(of: hashes).base64EncodedString()),
+            "NSStoreModelVersionIdentifiers": .array([.string(model.versionIdentifier ?? "")]),
+        ]
+    }
+
     // MARK: - Pieces
 
     private static func hash(of id: EntityID, in model: ManagedObjectModel, cache: inout [EntityID: Data]) -> Data {
