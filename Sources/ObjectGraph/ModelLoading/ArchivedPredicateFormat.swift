@@ -110,11 +110,11 @@ enum ArchivedPredicateFormat {
             }
             let texts = try arguments.map { (argument) throws(ObjectGraphError) in try expression(argument, depth: depth + 1) }
             // Functions of the predicate utilities (count:, sum:, now ...) have a constant operand.
-            if operand == nil || operand?.isKind(of: "NSConstantValueExpression") == true {
+            guard let operand, !operand.isKind(of: "NSConstantValueExpression") else {
                 if selector == "count:", texts.count == 1 { return texts[0] + ".@count" }
                 return "\(selector.hasSuffix(":") ? String(selector.dropLast()) : selector):(\(texts.joined(separator: ", ")))"
             }
-            let target = try expression(operand!, depth: depth + 1)
+            let target = try expression(operand, depth: depth + 1)
             return "FUNCTION(\(target), \"\(selector)\"\(texts.map { ", " + $0 }.joined()))"
         }
         throw failure(object, "is an unsupported expression class")

@@ -63,7 +63,7 @@ enum SchemaInference {
         }
         for row in schema.entityRows {
             let parent = row.superZent != 0 && row.superZent != row.zent ? names[row.superZent] : nil
-            entities[row.zent] = EntityDescription(name: names[row.zent]!, parentName: parent)
+            entities[row.zent] = EntityDescription(name: names[row.zent] ?? "Entity\(row.zent)", parentName: parent)
             rootOf[row.zent] = root(row.zent)
         }
         // Property names taken per inheritance tree (by root Z_ENT).
@@ -89,7 +89,7 @@ enum SchemaInference {
         var toOnes: [(source: Int64, name: String, destination: Int64)] = []
         for row in schema.entityRows where rootOf[row.zent] == row.zent {
             guard let table = tableName(of: row.zent).flatMap({ schema.table(named: $0) }) else {
-                logger.warning("\(file): no table for entity \(names[row.zent]!)")
+                logger.warning("\(file): no table for entity \(names[row.zent] ?? "Entity\(row.zent)")")
                 continue
             }
             let upperColumns = table.columns.map { $0.name.uppercased() }
@@ -119,14 +119,14 @@ enum SchemaInference {
                     }
                     if let destination, let destinationName = names[destination] {
                         let name = claim(base, tree: row.zent)
-                        entities[row.zent]!.relationships.append(
+                        entities[row.zent]?.relationships.append(
                             RelationshipDescription(name: name, destinationEntityName: destinationName))
                         toOnes.append((row.zent, name, destination))
                         continue
                     }
                 }
                 let name = claim(base, tree: row.zent)
-                entities[row.zent]!.attributes.append(AttributeDescription(name: name, type: attributeType(column.type)))
+                entities[row.zent]?.attributes.append(AttributeDescription(name: name, type: attributeType(column.type)))
             }
         }
         pairInverses(toOnes, names: names, rootOf: rootOf, entities: &entities, taken: &taken)
@@ -183,7 +183,7 @@ enum SchemaInference {
         of relationship: String, on entity: Int64, to inverse: String, entities: inout [Int64: EntityDescription]
     ) {
         guard let index = entities[entity]?.relationships.firstIndex(where: { $0.name == relationship }) else { return }
-        entities[entity]!.relationships[index].inverseName = inverse
+        entities[entity]?.relationships[index].inverseName = inverse
     }
 
     /// `Ingredient` → `ingredients`, `Category` → `categories`, `Address` → `addresses`.
@@ -230,13 +230,13 @@ enum SchemaInference {
                 continue
             }
             taken[aTree, default: []].insert(relName)
-            entities[aZent]!.relationships.append(
+            entities[aZent]?.relationships.append(
                 RelationshipDescription(
                     name: relName, destinationEntityName: bName, inverseName: reflexive ? relName : inverseName, isToMany: true,
                     isOrdered: columns.contains("Z_FOK_" + bColumn.dropFirst(2))))
             if !reflexive {
                 taken[bTree, default: []].insert(inverseName)
-                entities[bZent]!.relationships.append(
+                entities[bZent]?.relationships.append(
                     RelationshipDescription(
                         name: inverseName, destinationEntityName: aName, inverseName: relName, isToMany: true,
                         isOrdered: columns.contains("Z_FOK_" + aColumn.dropFirst(2))))
