@@ -39,13 +39,15 @@ let package = Package(
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "EmbeddedKernel", dependencies: ["FuseKit"], path: "Tests/EmbeddedKernel"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
-        .testTarget(name: "StoreFSTests", dependencies: ["StoreFS"]),
+        .testTarget(
+            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "TestSupport",
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),

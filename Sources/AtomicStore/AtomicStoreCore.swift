@@ -42,9 +42,7 @@ package final class AtomicStoreCore: Sendable {
     }
 
     package func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
-        try access { state in
-            (state.graph.keysByRoot[model[entity].rootID] ?? [:]).values.count { $0.entity == entity }
-        }
+        try access { $0.graph.count(of: entity, model: model) }
     }
 
     package func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
@@ -54,26 +52,18 @@ package final class AtomicStoreCore: Sendable {
     package func toManyDestinations(of relationship: String, for sources: [ObjectID]) throws(ObjectGraphError)
         -> [ObjectID: [ObjectID]]
     {
-        try access { state in
-            var result: [ObjectID: [ObjectID]] = [:]
-            for source in sources {
-                result[source] = state.graph.toMany[.init(source: source, relationship: relationship)] ?? []
-            }
-            return result
-        }
+        try access { $0.graph.toManyDestinations(of: relationship, for: sources) }
     }
 
     package func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        try access { state in
-            let first = (state.graph.maxKey[root] ?? 0) + 1
-            state.graph.maxKey[root] = first + Int64(count) - 1
-            return (0..<Int64(count)).map { PrimaryKey(first + $0) }
+        try access { (state) throws(ObjectGraphError) in
+            try KeyRange.reserve(count, after: state.graph.maxKey[root] ?? 0, in: model[root].name) { state.graph.maxKey[root] = $0 }
         }
     }
 
     package func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
         try access { state in
-            guard state.graph.keysByRoot[root]?[key] == nil else { return false }
+            guard state.graph.isFree(key, in: root) else { return false }
             state.graph.maxKey[root] = max(state.graph.maxKey[root] ?? 0, key.rawValue)
             return true
         }
@@ -86,7 +76,7 @@ package final class AtomicStoreCore: Sendable {
                 throw ObjectGraphError(.readOnly, "\(url.path) was opened read-only; the save was not written")
             }
             var copy = state.graph
-            try copy.apply(request, model: model, storeType: storeType)
+            try copy.apply(request, model: model, storeType: storeType, keepsStoreUUID: true)
             let data = try encode(copy)
             try AtomicFile.write(data, to: url)
             state.graph = copy

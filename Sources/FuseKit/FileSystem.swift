@@ -25,7 +25,7 @@ public protocol FileSystem: AnyObject, Sendable {
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String
 
-    func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult
     /// Lists `inode` from `offset` (0 or a cookie an earlier entry gave). `add` returns false when
     /// the reply is full; the entry it refused is not part of this reply.
     ///
@@ -42,16 +42,16 @@ public protocol FileSystem: AnyObject, Sendable {
 
     /// Opens a file. `flags` carry O_TRUNC when the file is to be truncated (FuseKit asks the
     /// kernel for atomic O_TRUNC, so truncation on open arrives here, not as a SETATTR).
-    func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult
+    func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult
     func read(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data
     /// Writes `data` at `offset`; returns the number of bytes taken.
     func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int
     func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
-    func release(_ inode: InodeNumber, handle: FileHandle, flags: Int32) throws(FileSystemError)
+    func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
     func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
     func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
 
-    func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+    func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
         throws(FileSystemError) -> Entry
@@ -61,15 +61,15 @@ public protocol FileSystem: AnyObject, Sendable {
         throws(FileSystemError) -> Entry
     func unlink(parent: InodeNumber, name: String) throws(FileSystemError)
     func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError)
-    /// Renames; `flags` are renameat2's (RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2).
-    func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+    /// Renames, with renameat2's flags.
+    func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
 
     /// The value of extended attribute `name`; ENODATA when it has none.
     func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data
     func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String]
-    /// `flags` are setxattr's (XATTR_CREATE = 1, XATTR_REPLACE = 2).
-    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError)
+    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
     func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError)
 
     func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics
@@ -95,19 +95,19 @@ extension FileSystem {
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     { throw .readOnly }
     public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String { throw .invalid }
-    public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult { OpenResult() }
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult { OpenResult() }
     public func releaseDirectory(_ inode: InodeNumber, handle: FileHandle) {}
-    public func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
         OpenResult()
     }
     public func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
         throw .readOnly
     }
     public func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
-    public func release(_ inode: InodeNumber, handle: FileHandle, flags: Int32) throws(FileSystemError) {}
+    public func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
     public func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
     public func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
-    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     { throw .readOnly }
     public func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
@@ -121,14 +121,16 @@ extension FileSystem {
     { throw .readOnly }
     public func unlink(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
     public func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
-    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     { throw .readOnly }
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
         throw .noAttribute
     }
     public func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String] { [] }
-    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
+    {
         throw .notSupported
     }
     public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {

@@ -19,7 +19,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.lookup = { request, parent, name in
         serve(request, .lookup) { context throws(FileSystemError) in
             .entry(try context.fileSystem.lookup(
-                parent: InodeNumber(parent), name: String(cString: name!), context: requester(request)))
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request)))
         }
     }
     ops.forget = { request, inode, count in
@@ -61,41 +61,43 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
             // Only regular files: devices, FIFOs and sockets have no place in an object graph.
             guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else { throw .notPermitted }
             return .entry(try context.fileSystem.makeNode(
-                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
                 context: requester(request)))
         }
     }
     ops.mkdir = { request, parent, name, mode in
         serve(request, .mkdir) { context throws(FileSystemError) in
             .entry(try context.fileSystem.makeDirectory(
-                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
                 context: requester(request)))
         }
     }
     ops.unlink = { request, parent, name in
         serve(request, .unlink) { context throws(FileSystemError) in
-            try context.fileSystem.unlink(parent: InodeNumber(parent), name: String(cString: name!))
+            try context.fileSystem.unlink(parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing))
             return .ok
         }
     }
     ops.rmdir = { request, parent, name in
         serve(request, .rmdir) { context throws(FileSystemError) in
-            try context.fileSystem.removeDirectory(parent: InodeNumber(parent), name: String(cString: name!))
+            try context.fileSystem.removeDirectory(parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing))
             return .ok
         }
     }
     ops.symlink = { request, target, parent, name in
         serve(request, .symlink) { context throws(FileSystemError) in
             .entry(try context.fileSystem.makeSymbolicLink(
-                parent: InodeNumber(parent), name: String(cString: name!), target: String(cString: target!),
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new),
+                target: try FileName.decodeLinkTarget(target),
                 context: requester(request)))
         }
     }
     ops.rename = { request, parent, name, newParent, newName, flags in
         serve(request, .rename) { context throws(FileSystemError) in
             try context.fileSystem.rename(
-                parent: InodeNumber(parent), name: String(cString: name!), newParent: InodeNumber(newParent),
-                newName: String(cString: newName!), flags: flags)
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing),
+                newParent: InodeNumber(newParent), newName: try FileName.decode(newName, for: .new),
+                flags: RenameFlags(rawValue: flags))
             return .ok
         }
     }
@@ -103,7 +105,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         if declinedOpeningRequest(request, .open) { return }
         serve(request, .open) { context throws(FileSystemError) in
             let result = try context.fileSystem.open(
-                InodeNumber(inode), flags: info!.pointee.flags, context: requester(request))
+                InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request))
             return .open(result, info!)
         }
     }
@@ -129,8 +131,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.release = { request, inode, info in
         serve(request, .release) { context throws(FileSystemError) in
-            try context.fileSystem.release(
-                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), flags: info!.pointee.flags)
+            try context.fileSystem.release(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
             return .ok
         }
     }
@@ -144,7 +145,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.opendir = { request, inode, info in
         if declinedOpeningRequest(request, .opendir) { return }
         serve(request, .opendir) { context throws(FileSystemError) in
-            .open(try context.fileSystem.openDirectory(InodeNumber(inode), flags: info!.pointee.flags), info!)
+            .open(try context.fileSystem.openDirectory(InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags)), info!)
         }
     }
     ops.readdir = { request, inode, size, offset, info in
@@ -175,13 +176,15 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         serve(request, .setxattr) { context throws(FileSystemError) in
             let data = size == 0 ? Data() : Data(bytes: value!, count: size)
             try context.fileSystem.setExtendedAttribute(
-                String(cString: name!), of: InodeNumber(inode), value: data, flags: flags)
+                try FileName.decodeAttributeName(name, for: .new), of: InodeNumber(inode), value: data,
+                flags: ExtendedAttributeFlags(rawValue: flags))
             return .ok
         }
     }
     ops.getxattr = { request, inode, name, size in
         serve(request, .getxattr) { context throws(FileSystemError) in
-            let value = try context.fileSystem.extendedAttribute(String(cString: name!), of: InodeNumber(inode))
+            let value = try context.fileSystem.extendedAttribute(
+                try FileName.decodeAttributeName(name, for: .existing), of: InodeNumber(inode))
             return try sized(value, for: size)
         }
     }
@@ -197,15 +200,16 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.removexattr = { request, inode, name in
         serve(request, .removexattr) { context throws(FileSystemError) in
-            try context.fileSystem.removeExtendedAttribute(String(cString: name!), of: InodeNumber(inode))
+            try context.fileSystem.removeExtendedAttribute(
+                try FileName.decodeAttributeName(name, for: .existing), of: InodeNumber(inode))
             return .ok
         }
     }
     ops.create = { request, parent, name, mode, info in
         serve(request, .create) { context throws(FileSystemError) in
             let (entry, result) = try context.fileSystem.create(
-                parent: InodeNumber(parent), name: String(cString: name!), permissions: mode & 0o7777,
-                flags: info!.pointee.flags, context: requester(request))
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
+                flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request))
             return .create(entry, result, info!)
         }
     }

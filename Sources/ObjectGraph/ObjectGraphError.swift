@@ -29,14 +29,20 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         public static let io = Code(rawValue: "i/o error")
         /// An object or key that already exists.
         public static let exists = Code(rawValue: "already exists")
+        /// The store is in use by another writer.
+        public static let busy = Code(rawValue: "in use")
     }
 
     public var code: Code
     public var message: String
+    /// The objects the failure is about, when it is about particular ones (a conflict, a key that
+    /// exists, a value that fails validation): a partial save leaves them pending and saves the rest.
+    public var objects: [ObjectID]
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, objects: [ObjectID] = []) {
         self.code = code
         self.message = message
+        self.objects = objects
     }
 
     public var description: String { "\(code): \(message)" }

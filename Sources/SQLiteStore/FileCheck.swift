@@ -4,6 +4,27 @@ import ObjectGraph
 /// Checks a file's SQLite header before SQLite sees it, so that a truncated or foreign file gives
 /// a message that says what is wrong instead of SQLite's generic "file is not a database".
 enum FileCheck {
+    /// Whether the file's header says WAL (read and write versions 2), without opening it.
+    static func isWAL(_ url: URL) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return false }
+        defer { try? handle.close() }
+        let header = [UInt8]((try? handle.read(upToCount: 20)) ?? Data())
+        return header.count == 20 && header[18] == 2 && header[19] == 2
+    }
+
+    /// Refuses, before anything is opened, a store that cannot be written: the file, or the
+    /// folder SQLite needs for its journal or WAL. A read-only mount is what such a store allows.
+    static func checkWritable(_ url: URL) throws(ObjectGraphError) {
+        let folder = url.deletingLastPathComponent().path
+        guard access(url.path, W_OK) == 0 else {
+            throw ObjectGraphError(.readOnly, "\(url.path) cannot be written (\(String(cString: strerror(errno)))); open it read-only (-o ro)")
+        }
+        guard access(folder, W_OK) == 0 else {
+            throw ObjectGraphError(
+                .readOnly, "the folder \(folder) cannot be written, and SQLite keeps its journal there; open the store read-only (-o ro)")
+        }
+    }
+
     static func check(_ url: URL) throws(ObjectGraphError) {
         let path = url.path
         guard let handle = FileHandle(forReadingAtPath: path) else {

@@ -24,6 +24,12 @@ extension SQLiteStore {
     /// One `SELECT ... WHERE Z_PK IN (...)` per root table involved. Keys are written into the SQL
     /// as integer literals rather than bound, so no variable limit applies and no chunking is needed.
     public func snapshots(for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
+        try read { db throws in try readSnapshots(db, for: ids) }
+    }
+
+    /// ``snapshots(for:)`` on a given connection: a save reads the rows it updates inside its own
+    /// transaction.
+    func readSnapshots(_ db: Database, for ids: [ObjectID]) throws(ObjectGraphError) -> [Snapshot] {
         // Keys are unique per table, but a caller may ask for one key under several entities (it
         // does not know which subentity the object has): the row's Z_ENT picks the one that exists.
         var byTable: [String: (root: EntityID, ids: [PrimaryKey: [ObjectID]])] = [:]
@@ -35,10 +41,8 @@ extension SQLiteStore {
         }
         guard !byTable.isEmpty else { return [] }
         var found: [ObjectID: Snapshot] = [:]
-        try read { db throws in
-            for (table, group) in byTable.sorted(by: { $0.key < $1.key }) {
-                try readSnapshots(db, table: table, root: group.root, ids: group.ids, into: &found)
-            }
+        for (table, group) in byTable.sorted(by: { $0.key < $1.key }) {
+            try readSnapshots(db, table: table, root: group.root, ids: group.ids, into: &found)
         }
         return ids.compactMap { found[$0] }
     }

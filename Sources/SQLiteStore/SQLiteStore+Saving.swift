@@ -3,11 +3,12 @@ import GRDB
 import ObjectGraph
 
 extension SQLiteStore {
-    /// Applies a save in one write transaction; any error (a version conflict included) rolls
-    /// back everything.
+    /// Applies a save in one write transaction; any error (a conflict included) rolls back
+    /// everything, and errors about one object name it.
     ///
-    /// Order: inserts (and Z_MAX), updates, deletes (and their join-table rows), to-many changes,
-    /// metadata. Ordered relationships get Z_FOK_ values 1024, 2048, ... in their order.
+    /// Order: inserts (and Z_MAX), updates of the columns that changed, deletes (and their
+    /// join-table rows), to-many differences, metadata. Ordered relationships get Z_FOK_ values
+    /// 1024, 2048, ... in their order.
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard !request.isEmpty else { return }
@@ -15,6 +16,12 @@ extension SQLiteStore {
         try write { db throws in
             try apply(request, db)
         }
+    }
+
+    public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
+        throws(ObjectGraphError)
+    {
+        _ = try ValueCoding.encode(value, as: attribute, entity: try entityLayout(entity).name)
     }
 
     private func apply(_ request: SaveRequest, _ db: Database) throws(ObjectGraphError) {
@@ -25,41 +32,57 @@ extension SQLiteStore {
         var maxKeys: [Int64: Int64] = [:]
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
-            let (columns, placeholders, values) = try rowValues(of: snapshot)
-            let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+            let columns = try rowColumns(of: snapshot)
+            let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.name)).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
             let sql =
-                "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(placeholders.map { ", " + $0 }.joined()))"
+                "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
             do {
-                _ = try execute(db, sql, StatementArguments([snapshot.objectID.key.rawValue, zent] + values))
+                _ = try execute(db, sql, StatementArguments([snapshot.objectID.key.rawValue.databaseValue, zent.databaseValue] + columns.map(\.value)))
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw ObjectGraphError(
-                    .exists, "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")")
+                    .exists, "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")",
+                    objects: [snapshot.objectID])
             } catch {
                 throw Self.mapError(error, file: path)
             }
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
         }
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
-            _ = try run("UPDATE Z_PRIMARYKEY SET Z_MAX = max(IFNULL(Z_MAX, 0), ?) WHERE Z_ENT = ?", [key, rootZent])
+            _ = try run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [key, rootZent, key])
         }
-        // Updates, with the optimistic-locking check.
-        for snapshot in request.updated {
-            let (table, zent, _) = try place(of: snapshot.objectID)
-            let (columns, placeholders, values) = try rowValues(of: snapshot)
-            let sets = zip(columns, placeholders).map { "\($0.quotedDatabaseIdentifier) = \($1)" } + ["Z_OPT = Z_OPT + 1"]
-            let sql =
-                "UPDATE \(table.quotedDatabaseIdentifier) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_ENT = ? AND Z_OPT = ?"
-            let changed = try run(sql, StatementArguments(values + [snapshot.objectID.key.rawValue, zent, snapshot.version]))
-            if changed == 0 { throw conflict(snapshot.objectID, expected: snapshot.version, db) }
+        // Updates: only the columns that changed, and only where the row still holds what was read
+        // there; columns this save does not change stay as another process may have left them.
+        let updates = request.updated.filter { !$0.isEmpty }
+        if !updates.isEmpty {
+            var current: [ObjectID: Snapshot] = [:]
+            for snapshot in try readSnapshots(db, for: updates.map(\.objectID)) { current[snapshot.objectID] = snapshot }
+            for update in updates {
+                guard let stored = current[update.objectID] else { throw conflict(update.objectID, deleted: true) }
+                let changedAttributes = update.changedAttributes
+                let changedToOne = update.changedToOne
+                if changedAttributes.contains(where: { stored.attributes[$0] != update.original.attributes[$0] })
+                    || changedToOne.contains(where: { stored.toOne[$0] != update.original.toOne[$0] })
+                {
+                    throw conflict(update.objectID, deleted: false)
+                }
+                let (table, zent, _) = try place(of: update.objectID)
+                let columns = try rowColumns(of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne))
+                let sets = columns.map { "\($0.name.quotedDatabaseIdentifier) = \($0.placeholder)" } + ["Z_OPT = Z_OPT + 1"]
+                let sql = "UPDATE \(table.quotedDatabaseIdentifier) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_ENT = ?"
+                let changed = try run(
+                    sql, StatementArguments(columns.map(\.value) + [update.objectID.key.rawValue.databaseValue, zent.databaseValue]),
+                    cached: false)
+                if changed == 0 { throw conflict(update.objectID, deleted: true) }
+            }
         }
-        // Deletes, with the same check, and the join-table rows that name the object.
+        // Deletes, with the version check, and the join-table rows that name the object.
         for deletion in request.deleted {
             let (table, zent, _) = try place(of: deletion.objectID)
             let key = deletion.objectID.key.rawValue
             let changed = try run(
                 "DELETE FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ? AND Z_ENT = ? AND Z_OPT = ?",
                 [key, zent, deletion.expectedVersion])
-            if changed == 0 { throw conflict(deletion.objectID, expected: deletion.expectedVersion, db) }
+            if changed == 0 { throw conflict(deletion.objectID, deleted: try !rowExists(db, table: table, key: key)) }
             let root = layout[deletion.objectID.entity].rootID
             for join in layout.joinTables where join.root == root {
                 _ = try run("DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?", [key])
@@ -73,44 +96,59 @@ extension SQLiteStore {
         }
     }
 
+    private func rowExists(_ db: Database, table: String, key: Int64) throws(ObjectGraphError) -> Bool {
+        do {
+            return try !rows(db, "SELECT 1 FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?", [key]).isEmpty
+        } catch {
+            throw Self.mapError(error, file: path)
+        }
+    }
+
+    /// Writes to-many changes as differences: pairs and keys this save removes or adds, so what
+    /// another process changed in the same relationship stays. Ordered relationships rewrite
+    /// their order columns from the new order.
     private func applyToManyChanges(
         _ changes: [SaveRequest.ToManyChange], run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int
     ) throws(ObjectGraphError) {
-        // Join tables: the final pairs of every listed source replace its old ones.
+        // Join tables: removed pairs go, added pairs come, per table in a few statements.
         struct JoinWork {
-            var deletions: [String: Set<Int64>] = [:]
             var keyColumns: [String] = []
             var orderColumns: [String] = []
+            var removed: [[Int64]] = []
             var pairs: [[Int64]: [String: Int64]] = [:]
         }
         var joins: [String: JoinWork] = [:]
         for change in changes {
             let entityLayout = try entityLayout(change.source.entity)
             guard let mapping = entityLayout.toMany[change.relationship] else {
-                throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)")
+                throw ObjectGraphError(
+                    .notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)", objects: [change.source])
             }
             let source = change.source.key.rawValue
             switch mapping {
             case .missing:
                 throw ObjectGraphError(
-                    .unsupported, "\(path) has no place to store \(entityLayout.name).\(change.relationship); it cannot be changed")
+                    .unsupported, "\(path) has no place to store \(entityLayout.name).\(change.relationship); it cannot be changed",
+                    objects: [change.source])
             case .foreignKey(let table, let column, let orderColumn, let isInverseToOne):
                 let t = table.quotedDatabaseIdentifier
                 let c = column.quotedDatabaseIdentifier
                 if !isInverseToOne {
                     // No inverse: the hidden key column is this relationship's only record.
                     let clearOrder = orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
-                    _ = try run("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE \(c) = ?", [source], true)
-                    for destination in change.destinations {
+                    for destination in change.removed {
+                        _ = try run("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE Z_PK = ? AND \(c) = ?", [destination.key.rawValue, source], true)
+                    }
+                    for destination in change.added {
                         _ = try run("UPDATE \(t) SET \(c) = ? WHERE Z_PK = ?", [source, destination.key.rawValue], true)
                     }
                 }
-                // The inverse to-one is in the destinations' snapshots; only the order is written here.
+                // The inverse to-one is in the destinations' updates; only the order is written here.
                 if let orderColumn {
                     for (i, destination) in change.destinations.enumerated() {
                         _ = try run(
-                            "UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ?",
-                            [Int64(i + 1) * 1024, destination.key.rawValue], true)
+                            "UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?",
+                            [Int64(i + 1) * 1024, destination.key.rawValue, source], true)
                     }
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, _, _):
@@ -118,31 +156,40 @@ extension SQLiteStore {
                 // change copy all pairs so far (a migration of 100,000 objects took minutes).
                 var work = joins.removeValue(forKey: table) ?? JoinWork()
                 if work.keyColumns.isEmpty { work.keyColumns = [sourceColumn, destinationColumn].sorted() }
-                work.deletions[sourceColumn, default: []].insert(source)
                 if let orderColumn, !work.orderColumns.contains(orderColumn) { work.orderColumns.append(orderColumn) }
-                for (i, destination) in change.destinations.enumerated() {
+                func pair(_ destination: ObjectID) -> [Int64] {
                     let values = [sourceColumn: source, destinationColumn: destination.key.rawValue]
-                    let pair = work.keyColumns.map { values[$0]! }
-                    var orders = work.pairs[pair] ?? [:]
+                    return work.keyColumns.map { values[$0] ?? 0 }
+                }
+                for destination in change.removed { work.removed.append(pair(destination)) }
+                let added = Set(change.added)
+                for (i, destination) in change.destinations.enumerated() where added.contains(destination) || orderColumn != nil {
+                    var orders = work.pairs[pair(destination)] ?? [:]
                     if let orderColumn { orders[orderColumn] = Int64(i + 1) * 1024 }
-                    work.pairs[pair] = orders
+                    work.pairs[pair(destination)] = orders
                 }
                 joins[table] = work
             }
         }
         for (table, work) in joins.sorted(by: { $0.key < $1.key }) {
             let t = table.quotedDatabaseIdentifier
-            for (column, keys) in work.deletions.sorted(by: { $0.key < $1.key }) {
-                let list = keys.sorted().map(String.init).joined(separator: ",")
-                _ = try run("DELETE FROM \(t) WHERE \(column.quotedDatabaseIdentifier) IN (\(list))", [], false)
+            let match = work.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
+            for pair in work.removed {
+                _ = try run("DELETE FROM \(t) WHERE \(match)", StatementArguments(pair), true)
             }
             let columns = work.keyColumns + work.orderColumns
-            let sql =
-                "INSERT OR REPLACE INTO \(t) (\(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", "))) VALUES "
+            let insert =
+                "INSERT OR IGNORE INTO \(t) (\(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", "))) VALUES "
                 + "(\(columns.map { _ in "?" }.joined(separator: ", ")))"
             for (pair, orders) in work.pairs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                 let values: [DatabaseValue] = pair.map(\.databaseValue) + work.orderColumns.map { orders[$0]?.databaseValue ?? .null }
-                _ = try run(sql, StatementArguments(values), true)
+                _ = try run(insert, StatementArguments(values), true)
+                for (column, order) in orders.sorted(by: { $0.key < $1.key }) {
+                    // A pair that was there already keeps its row; only its place in the order moves.
+                    _ = try run(
+                        "UPDATE \(t) SET \(column.quotedDatabaseIdentifier) = ? WHERE \(match)",
+                        StatementArguments([order.databaseValue] + pair.map(\.databaseValue)), true)
+                }
             }
         }
     }
@@ -160,27 +207,41 @@ extension SQLiteStore {
         }
     }
 
-    /// The columns, SQL placeholders and values of a snapshot's row (every mapped column: a
-    /// missing name writes NULL).
-    private func rowValues(of snapshot: Snapshot) throws(ObjectGraphError) -> ([String], [String], [DatabaseValue]) {
-        let entityLayout = layout[snapshot.objectID.entity]
-        var columns: [String] = []
-        var placeholders: [String] = []
-        var values: [DatabaseValue] = []
+    /// One column of a row to write: its name, the SQL placeholder and the value.
+    private struct Column {
+        var name: String
+        var placeholder: String
+        var value: DatabaseValue
+    }
+
+    /// The columns of a snapshot's row: every mapped column (a missing name writes NULL), or only
+    /// those of the given attributes and to-one relationships.
+    private func rowColumns(of snapshot: Snapshot, attributes only: Set<String>? = nil, toOne onlyToOne: Set<String>? = nil)
+        throws(ObjectGraphError) -> [Column]
+    {
+        let id = snapshot.objectID
+        let entityLayout = layout[id.entity]
         for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
-            if model[snapshot.objectID.entity].attribute(named: name)?.isTransient == true { continue }
-            throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)")
+            if model[id.entity].attribute(named: name)?.isTransient == true { continue }
+            throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
         }
-        for attribute in entityLayout.attributes {
+        var columns: [Column] = []
+        for attribute in entityLayout.attributes where only?.contains(attribute.attribute.name) ?? true {
             let value = snapshot.attributes[attribute.attribute.name]
             guard let column = attribute.column else {
                 if value != nil {
                     throw ObjectGraphError(
-                        .unsupported, "\(path) has no column for \(entityLayout.name).\(attribute.attribute.name); it cannot be set")
+                        .unsupported, "\(path) has no column for \(entityLayout.name).\(attribute.attribute.name); it cannot be set",
+                        objects: [id])
                 }
                 continue
             }
-            var encoded = try ValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)
+            var encoded: DatabaseValue
+            do {
+                encoded = try ValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)
+            } catch {
+                throw ObjectGraphError(error.code, error.message, objects: [id])
+            }
             var placeholder = "?"
             if case .blob(let data) = encoded.storage, data.isEmpty {
                 // An empty Data binds as NULL; CAST keeps it an empty BLOB.
@@ -192,28 +253,25 @@ extension SQLiteStore {
                 encoded = Data(text.utf8).databaseValue
                 placeholder = "CAST(? AS TEXT)"
             }
-            columns.append(column)
-            placeholders.append(placeholder)
-            values.append(encoded)
+            columns.append(Column(name: column, placeholder: placeholder, value: encoded))
         }
-        for toOne in entityLayout.toOne {
+        for toOne in entityLayout.toOne where onlyToOne?.contains(toOne.name) ?? true {
             let destination = snapshot.toOne[toOne.name]
             guard let column = toOne.column else {
                 if destination != nil {
-                    throw ObjectGraphError(.unsupported, "\(path) has no column for \(entityLayout.name).\(toOne.name)")
+                    throw ObjectGraphError(.unsupported, "\(path) has no column for \(entityLayout.name).\(toOne.name)", objects: [id])
                 }
                 continue
             }
-            columns.append(column)
-            placeholders.append("?")
-            values.append(destination?.key.rawValue.databaseValue ?? .null)
+            columns.append(Column(name: column, placeholder: "?", value: destination?.key.rawValue.databaseValue ?? .null))
             if let entityColumn = toOne.entityColumn {
-                columns.append(entityColumn)
-                placeholders.append("?")
-                values.append(destination.flatMap { layout[$0.entity].zent }?.databaseValue ?? .null)
+                columns.append(
+                    Column(
+                        name: entityColumn, placeholder: "?",
+                        value: destination.flatMap { layout[$0.entity].zent }?.databaseValue ?? .null))
             }
         }
-        return (columns, placeholders, values)
+        return columns
     }
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
@@ -221,17 +279,18 @@ extension SQLiteStore {
         let entityLayout = try entityLayout(id.entity)
         let (table, rootZent) = try rootTable(of: id.entity)
         guard let zent = entityLayout.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(entityLayout.name) has no Z_PRIMARYKEY row in \(path)")
+            throw ObjectGraphError(.unsupported, "entity \(entityLayout.name) has no Z_PRIMARYKEY row in \(path)", objects: [id])
         }
         return (table, zent, rootZent)
     }
 
     private func name(of id: ObjectID) -> String { "\(layout[id.entity].name) \(id.key)" }
 
-    private func conflict(_ id: ObjectID, expected: Int64, _ db: Database) -> ObjectGraphError {
+    private func conflict(_ id: ObjectID, deleted: Bool) -> ObjectGraphError {
         ObjectGraphError(
             .conflict,
-            "\(name(of: id)) was changed or deleted in \(path) since it was read (version \(expected) expected); "
-                + "nothing was saved: reload the object and try again")
+            "\(name(of: id)) was \(deleted ? "deleted" : "changed") in \(path) by another process since it was read; "
+                + "that change is kept and this one is not saved",
+            objects: [id])
     }
 }

@@ -6,12 +6,16 @@ import Synchronization
 
 /// A Core Data SQLite store: objects in the tables Core Data lays out, read and written through GRDB.
 ///
-/// Threading: safe from many threads. A read-write store uses a `DatabasePool` (WAL: readers run
-/// concurrently with the single writer); a read-only store uses one read-only `DatabaseQueue`.
-/// Calls block on SQLite, so they belong on plain threads, not on a Swift concurrency pool thread.
+/// The file changes only when a save writes to it. Reads go through read-only connections; the
+/// connection that writes is opened at the first save, in the journal mode the file already has
+/// (a WAL store is written through a `DatabasePool`, a rollback-journal store through a
+/// `DatabaseQueue` that keeps its journal), so opening, mounting and reading never touch the file
+/// and a store stays in the mode its app chose.
 ///
-/// Opening a read-write store switches its journal to WAL (what Core Data itself uses since iOS 7);
-/// a read-only store is opened with `SQLITE_OPEN_READONLY` and never writes the main file.
+/// Threading: safe from many threads. WAL stores read through a read-only `DatabasePool` (readers
+/// run concurrently with the writer); rollback-journal stores through one read-only
+/// `DatabaseQueue`. Calls block on SQLite, so they belong on plain threads, not on a Swift
+/// concurrency pool thread.
 public final class SQLiteStore: PersistentStore {
     public var storeType: String { SQLiteStoreType.typeName }
     public let url: URL?
@@ -21,7 +25,6 @@ public final class SQLiteStore: PersistentStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
-    let writer: any DatabaseWriter
     let reader: any DatabaseReader
     /// Tables whose keys are TEXT (read through views, never written), upper-cased.
     let textKeyTables: Set<String>
@@ -29,6 +32,19 @@ public final class SQLiteStore: PersistentStore {
     let logger: Logger
     let requests = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
+    /// Whether the file is in WAL mode (its header says so), which decides how it is written.
+    let isWAL: Bool
+    /// The connection that writes, opened by the first save.
+    private let openedWriter = Mutex<(any DatabaseWriter)?>(nil)
+    /// The highest key handed out per root Z_ENT since the store opened: keys are reserved in
+    /// memory and written (Z_MAX) by the save that inserts them, so a mkdir that is never saved
+    /// leaves the file as it was.
+    let reservedKeys = Mutex<[Int64: Int64]>([:])
+    /// A copy of a WAL store made because its folder cannot be written (see ``openReader``).
+    private let privateCopy: URL?
+    /// One read connection that watches for other processes' commits: a pool's readers each
+    /// count `data_version` on their own, so their numbers cannot be compared.
+    private let watcher = Mutex<DatabaseQueue?>(nil)
 
     /// Opens (or creates) the store at `url`; see ``SQLiteStoreType/open(at:model:options:initialMetadata:)``.
     public init(
@@ -52,13 +68,14 @@ public final class SQLiteStore: PersistentStore {
             try SchemaCreation.create(at: url, model: model, metadata: initialMetadata, logger: logger)
         }
         try FileCheck.check(url)
-
+        if !options.readOnly { try FileCheck.checkWritable(url) }
+        isWAL = FileCheck.isWAL(url)
+        var opened = try Self.openReader(url, isWAL: isWAL, logger: logger)
         let schema: FileSchema
         do {
-            var connections = try Self.connect(url, readOnly: options.readOnly, views: [])
-            schema = try connections.reader.read { db in try FileSchema.read(db) }
-            // Tables rebuilt by another tool with TEXT keys: every connection then reads them
-            // through a view that casts the keys back (see FileSchema.textKeyViews).
+            schema = try opened.reader.read { db in try FileSchema.read(db) }
+            // Tables rebuilt by another tool with TEXT keys: the reader then reads them through
+            // views that cast the keys back (see FileSchema.textKeyViews); saves refuse them.
             let views = schema.textKeyViews
             if !views.isEmpty {
                 logger.notice(
@@ -66,15 +83,17 @@ public final class SQLiteStore: PersistentStore {
                     \(url.path): \(views.count) table(s) hold their Z_PK/Z_ENT/Z_OPT as text (rebuilt by another tool); \
                     they are read through views and cannot be written
                     """)
-                try connections.writer.close()
-                connections = try Self.connect(url, readOnly: options.readOnly, views: views)
+                Self.close(opened.reader, copy: opened.copy)
+                opened = try Self.openReader(url, isWAL: isWAL, logger: logger, views: views)
             }
-            (writer, reader) = connections
         } catch {
+            Self.close(opened.reader, copy: opened.copy)
             throw Self.mapError(error, file: url.path)
         }
+        reader = opened.reader
+        privateCopy = opened.copy
         guard schema.table(named: "Z_PRIMARYKEY") != nil, schema.table(named: "Z_METADATA") != nil else {
-            try? writer.close()
+            Self.close(reader, copy: opened.copy)
             throw ObjectGraphError(
                 .corruptStore, "\(url.path) is an SQLite file but not a Core Data store: Z_PRIMARYKEY or Z_METADATA is missing")
         }
@@ -85,7 +104,7 @@ public final class SQLiteStore: PersistentStore {
             do {
                 (self.model, self.modelSource) = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
             } catch {
-                try? writer.close()
+                Self.close(reader, copy: opened.copy)
                 throw error
             }
         }
@@ -93,24 +112,60 @@ public final class SQLiteStore: PersistentStore {
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
     }
 
-    /// Opens the file's connections: a read-only queue, or a WAL pool. `views` (SQL) are created
-    /// in each connection's temp schema, where they shadow the tables they read.
-    private static func connect(_ url: URL, readOnly: Bool, views: [String]) throws
-        -> (writer: any DatabaseWriter, reader: any DatabaseReader)
-    {
+    /// Every connection storefs opens on a store: waits up to ten seconds for a lock another
+    /// connection or process holds, rather than failing at once with "database is locked".
+    /// `views` (SQL) are created in each connection's temp schema, where they shadow the tables
+    /// they read.
+    static func configuration(readOnly: Bool, views: [String] = []) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.label = "storefs.sqlite"
+        configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             Self.addPredicateFunctions(db)
             for view in views { try db.execute(sql: view) }
         }
-        if readOnly {
-            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            return (queue, queue)
+        return configuration
+    }
+
+    /// The read-only connections. A WAL store whose folder cannot be written has no -shm file
+    /// SQLite could create; its WAL content is then read from a private copy of the store and its
+    /// -wal, made in the temporary folder (the original is never touched).
+    static func openReader(_ url: URL, isWAL: Bool, logger: Logger, views: [String] = []) throws(ObjectGraphError)
+        -> (reader: any DatabaseReader, copy: URL?)
+    {
+        let configuration = configuration(readOnly: true, views: views)
+        func open(_ path: String) throws -> any DatabaseReader {
+            isWAL ? try DatabasePool(path: path, configuration: configuration) : try DatabaseQueue(path: path, configuration: configuration)
         }
-        let pool = try DatabasePool(path: url.path, configuration: configuration)
-        return (pool, pool)
+        let folder = url.deletingLastPathComponent().path
+        let shm = url.path + "-shm"
+        if isWAL && !FileManager.default.fileExists(atPath: shm) && access(folder, W_OK) != 0 {
+            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-ro-\(UUID().uuidString)")
+            do {
+                try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+                let store = copy.appendingPathComponent(url.lastPathComponent)
+                try FileManager.default.copyItem(at: url, to: store)
+                if FileManager.default.fileExists(atPath: url.path + "-wal") {
+                    try FileManager.default.copyItem(atPath: url.path + "-wal", toPath: store.path + "-wal")
+                }
+                logger.notice("\(url.path): its folder cannot be written, so its WAL is read from a private copy")
+                return (try open(store.path), copy)
+            } catch {
+                try? FileManager.default.removeItem(at: copy)
+                throw mapError(error, file: url.path)
+            }
+        }
+        do {
+            return (try open(url.path), nil)
+        } catch {
+            throw mapError(error, file: url.path)
+        }
+    }
+
+    static func close(_ reader: any DatabaseReader, copy: URL?) {
+        try? reader.close()
+        if let copy { try? FileManager.default.removeItem(at: copy) }
     }
 
     /// The model of a store opened without one, the best there is: the model storefs keeps in its
@@ -163,11 +218,32 @@ public final class SQLiteStore: PersistentStore {
         }
     }
 
-    func write<T>(_ body: (Database) throws -> T) throws(ObjectGraphError) -> T {
+    /// The connection that writes, opened now if no save opened it yet.
+    func writer() throws(ObjectGraphError) -> any DatabaseWriter {
         try checkOpen()
         guard !isReadOnly else {
             throw ObjectGraphError(.readOnly, "the store \(path) is open read-only")
         }
+        return try openedWriter.withLock { (writer) throws(ObjectGraphError) -> any DatabaseWriter in
+            if let writer { return writer }
+            let configuration = Self.configuration(readOnly: false)
+            do {
+                // A pool would switch a rollback-journal store to WAL: such a store keeps its
+                // journal and is written through one connection.
+                let opened: any DatabaseWriter =
+                    isWAL
+                    ? try DatabasePool(path: path, configuration: configuration)
+                    : try DatabaseQueue(path: path, configuration: configuration)
+                writer = opened
+                return opened
+            } catch {
+                throw Self.mapError(error, file: path)
+            }
+        }
+    }
+
+    func write<T>(_ body: (Database) throws -> T) throws(ObjectGraphError) -> T {
+        let writer = try writer()
         do {
             return try writer.write(body)
         } catch let error as ObjectGraphError {
@@ -230,46 +306,72 @@ public final class SQLiteStore: PersistentStore {
         return try MetadataCoding.decode(uuid: row[0], plist: row[1], file: path)
     }
 
+    /// Reserves keys in memory above every key the file has handed out (its Z_MAX) and every key
+    /// it holds (a store whose Z_MAX lags behind its rows never reuses a key); the save that
+    /// inserts them writes Z_MAX.
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
         let (table, zent) = try rootTable(of: root)
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard count > 0 else { return [] }
-        let first: Int64 = try write { db in
-            // Past both Z_MAX and the largest key in the table: a tool that inserted rows without
-            // raising Z_MAX must not make storefs hand out a key that is taken.
-            let sql =
-                "SELECT max(IFNULL((SELECT CAST(Z_MAX AS INTEGER) FROM Z_PRIMARYKEY WHERE Z_ENT = ?), 0), "
-                + "IFNULL((SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)), 0))"
-            let max = try rows(db, sql, [zent]).first.flatMap { $0[0] as Int64? } ?? 0
-            let (last, overflow) = max.addingReportingOverflow(Int64(count))
-            guard !overflow, max >= 0 else {
-                throw ObjectGraphError(.corruptStore, "\(path): Z_MAX or Z_PK of \(table) is \(max); no key is left to hand out")
-            }
-            try execute(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [last, zent])
-            return max + 1
+        let stored = try highestStoredKey(table: table, zent: zent)
+        return try reservedKeys.withLock { (reserved) throws(ObjectGraphError) in
+            try KeyRange.reserve(count, after: max(reserved[zent] ?? 0, stored), in: layout[root].name) { reserved[zent] = $0 }
         }
-        return (0..<Int64(count)).map { PrimaryKey(first + $0) }
     }
 
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
         let (table, zent) = try rootTable(of: root)
-        return try write { db in
-            let exists = try !rows(db, "SELECT 1 FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?", [key.rawValue]).isEmpty
-            if exists { return false }
-            try execute(
-                db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [key.rawValue, zent, key.rawValue])
-            return true
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
+        let exists = try read { db in
+            try !rows(db, "SELECT 1 FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?", [key.rawValue]).isEmpty
+        }
+        guard !exists else { return false }
+        reservedKeys.withLock { $0[zent] = max($0[zent] ?? 0, key.rawValue) }
+        return true
+    }
+
+    /// The larger of Z_MAX and the largest Z_PK of a root's table. Either may hold anything in a
+    /// damaged file: what is not an integer counts as 0.
+    private func highestStoredKey(table: String, zent: Int64) throws(ObjectGraphError) -> Int64 {
+        try read { db in
+            let max = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first.map { Self.integer($0, 0) }
+            let highest = try rows(db, "SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)").first.map { Self.integer($0, 0) }
+            return Swift.max(max ?? 0, highest ?? 0)
         }
     }
 
-    /// `PRAGMA data_version` on the writer connection: it changes when another connection or
-    /// process commits to the file, and not for this store's own saves.
+    /// Column `index` of `row` as an integer, or 0 when it holds anything else (text, a blob, a
+    /// real that is not whole): GRDB's typed subscript traps on those.
+    static func integer(_ row: Row, _ index: Int) -> Int64 {
+        let value: DatabaseValue = row[index]
+        switch value.storage {
+        case .int64(let v): return v
+        case .double(let d): return Int64(exactly: d) ?? 0
+        default: return 0
+        }
+    }
+
+    /// `PRAGMA data_version`: it changes when another connection or process commits to the file.
+    /// Asked of the writer once it exists (it does not change for the writer's own saves), else of
+    /// a read connection.
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? {
         try checkOpen()
         do {
-            return try writer.writeWithoutTransaction { db in
-                requests.add(1, ordering: .relaxed)
-                return try Int64.fetchOne(db, sql: "PRAGMA data_version")
+            requests.add(1, ordering: .relaxed)
+            if let writer = openedWriter.withLock({ $0 }) {
+                return try writer.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }
             }
+            if let queue = reader as? DatabaseQueue {
+                return try queue.read { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }
+            }
+            let queue = try watcher.withLock { queue in
+                if let queue { return queue }
+                let path = privateCopy.map { $0.appendingPathComponent(url?.lastPathComponent ?? "").path } ?? self.path
+                let opened = try DatabaseQueue(path: path, configuration: Self.configuration(readOnly: true))
+                queue = opened
+                return opened
+            }
+            return try queue.read { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") }
         } catch {
             throw Self.mapError(error, file: path)
         }
@@ -277,16 +379,23 @@ public final class SQLiteStore: PersistentStore {
 
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
-        if !isReadOnly {
-            // Fold the WAL into the main file, so a closed store is one self-contained file (what
-            // migration renames into place, and what a copy of the file alone must hold).
-            do {
-                try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-            } catch {
-                logger.warning("checkpointing \(path): \(error)")
+        // Readers first: the writer, closing last, then removes the -wal and -shm files, which
+        // only the last connection to a file does (and only one that may write).
+        try? watcher.withLock { $0 }?.close()
+        Self.close(reader, copy: privateCopy)
+        if let writer = openedWriter.withLock({ $0 }) {
+            if isWAL {
+                // Fold the WAL into the main file, so a closed store is one self-contained file
+                // (what migration renames into place, and what a copy of the file alone must hold).
+                // Only a store that was written: reading never changes the file.
+                do {
+                    try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+                } catch {
+                    logger.warning("checkpointing \(path): \(error)")
+                }
             }
+            do { try writer.close() } catch { logger.warning("closing \(path): \(error)") }
         }
-        do { try writer.close() } catch { logger.warning("closing \(path): \(error)") }
     }
 
     deinit { close() }

@@ -20,16 +20,15 @@ public struct SQLiteStoreType: PersistentStoreType {
 
     public init() {}
 
-    /// Reads Z_METADATA on a read-only connection; the file is never modified.
+    /// Reads Z_METADATA on a read-only connection; the file is never modified (a WAL store whose
+    /// folder cannot be written is read from a private copy, as ``SQLiteStore`` reads it).
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
         try FileCheck.check(url)
-        var configuration = Configuration()
-        configuration.readonly = true
+        let (reader, copy) = try SQLiteStore.openReader(url, isWAL: FileCheck.isWAL(url), logger: Logger(label: "storefs.sqlite"))
+        defer { SQLiteStore.close(reader, copy: copy) }
         let row: Row?
         do {
-            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            defer { try? queue.close() }
-            row = try queue.read { db -> Row? in
+            row = try reader.read { db -> Row? in
                 guard try db.tableExists("Z_METADATA") else { return nil }
                 return try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1")
             }

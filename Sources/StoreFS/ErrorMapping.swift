@@ -13,6 +13,7 @@ func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Log
         case .deleteDenied: .notPermitted
         case .readOnly: .readOnly
         case .exists: .exists
+        case .busy: .busy
         case .unsupported: .notSupported
         case .io: .io
         case .corruptStore, .invalidModel: .io

@@ -95,6 +95,9 @@ enum Node: Hashable, Sendable {
         }
     }
 
+    /// Whether an object with `key` can be shown (keys from 1 to 2^32 - 1).
+    static func fits(_ key: PrimaryKey) -> Bool { key.rawValue >= 1 && key.rawValue <= maximumKey }
+
     /// Whether the node's numbers fit the encoding (keys below 2^32, few enough entities and
     /// properties).
     static func fits(_ id: ObjectID, property: Int = 0) -> Bool {
@@ -105,5 +108,33 @@ enum Node: Hashable, Sendable {
     private static func encode(_ kind: Kind, _ entity: Int, _ property: Int, _ key: Int64) -> InodeNumber {
         InodeNumber(
             (kind.rawValue << 60) | (UInt64(entity) << entityShift) | (UInt64(property) << keyBits) | UInt64(key))
+    }
+}
+
+extension Node {
+    var isAttribute: Bool {
+        if case .attribute = self { return true }
+        return false
+    }
+
+    var isToManyFolder: Bool {
+        if case .toMany = self { return true }
+        return false
+    }
+
+    /// Whether this is an object folder or one of its to-many folders (where scratch files live).
+    var isFolderOfObject: Bool {
+        switch self {
+        case .object, .toMany: true
+        default: false
+        }
+    }
+
+    /// The object whose folder holds this node, if any.
+    var object: ObjectID? {
+        switch self {
+        case .object(let o), .attribute(let o, _), .toOne(let o, _), .toMany(let o, _): o
+        default: nil
+        }
     }
 }

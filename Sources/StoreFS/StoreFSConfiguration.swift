@@ -22,6 +22,11 @@ public struct StoreFSConfiguration: Sendable, Hashable {
     /// walk what the store holds, once, instead of evaluating every predicate of every object
     /// (a 10,000-object sample lists ~700,000 computed links). `-o list_fetched` lists them.
     public var listsFetchedProperties = false
+    /// The largest value a write or truncate may make, in bytes. A value being written is held in
+    /// memory until it is set; 64 MiB keeps a few concurrent writers well inside a small machine's
+    /// memory, far above what attribute values hold (larger ones belong in external storage).
+    /// `-o max_value_size=MiB`.
+    public var maximumValueSize = 64 << 20
     /// Owner of every node (the user who mounted, by default).
     public var uid: UInt32 = UInt32(getuid())
     public var gid: UInt32 = UInt32(getgid())

@@ -9,8 +9,9 @@ extension StoreFileSystem {
     func startBackgroundWork() {
         rememberStoreToken()
         background.start(interval: 0.05) { [self] in
-            if !configuration.readOnly && writes.isDueForCommit(after: configuration.commitDelay) {
-                commitPendingChanges(reason: "idle")
+            if !configuration.readOnly {
+                settleFolders(copyIn.settle())
+                if schedule.isDue(after: configuration.commitDelay) { commitPendingChanges(reason: "idle") }
             }
             if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
                 lastPoll.withLock { $0 = Date() }
@@ -40,8 +41,14 @@ extension StoreFileSystem {
         }
         guard changed else { return }
         logger.info("the store changed outside this mount; refreshing")
+        renderedValues.valuesChanged()
         let cached = coordinator.rowCache.cachedVersions()
         coordinator.dropCaches()
+        // What this mount changed and did not commit yet keeps its changes on top of the new rows.
+        let pending = context.pendingChanges().filter { $0.kind == .updated }.map(\.objectID)
+        if !pending.isEmpty, let fresh = try? coordinator.store.snapshots(for: pending) {
+            context.rebasePendingChanges(on: fresh)
+        }
         var stale: [ObjectID] = []
         let ids = Array(cached.keys)
         var start = 0
@@ -120,7 +127,7 @@ extension StoreFileSystem {
 
     /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
     func invalidateListings(of objects: [ObjectID]) {
-        writes.removeFetchedScratch(of: objects)
+        scratch.removeFetchedLinks(of: objects)
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
         for object in objects {
             invalidator.invalidateInode(Node.object(object).inode)

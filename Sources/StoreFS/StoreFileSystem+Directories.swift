@@ -2,7 +2,7 @@ import FuseKit
 import ObjectGraph
 
 extension StoreFileSystem {
-    public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult {
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
         let node = try node(inode)
         switch node {
         case .root, .entity, .object, .toMany, .fetched, .templates, .template: _ = try attributes(of: node)
@@ -93,17 +93,17 @@ extension StoreFileSystem {
         case .template:
             return .names(try fetchedMembers(of: directory).map { ($0.key.description, Node.templateMember($0)) })
         case .fetched(let object, _):
-            let computed = writes.isFresh(object) ? [] : try fetchedMembers(of: directory)
+            let computed = copyIn.isFresh(object) ? [] : try fetchedMembers(of: directory)
             return .names(
                 computed.map { ($0.key.description, Node.member($0)) }
-                    + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
+                    + scratch.list(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         case .entity(let entity):
             let ids = try engine({ () throws(ObjectGraphError) in
                 try context.objectIDs(of: entity, includingSubentities: true)
             }, "list \(model[entity].name)")
             return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
         case .object(let object):
-            writes.noteListing(of: object)
+            removals.noteListing(of: object)
             return .names(try entries(of: object))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]
@@ -111,9 +111,9 @@ extension StoreFileSystem {
                 try context.destinations(of: relationship.name, for: object)
             }, "list \(describe(object))/\(relationship.name)")
             return .names(
-                writes.visibleMembers(members, of: relationship.name, in: object).filter { Node.fits($0) }
+                copyIn.visibleMembers(members, of: relationship.name, in: object).filter { Node.fits($0) }
                     .map { ($0.key.description, Node.member($0)) }
-                    + writes.scratchFiles(in: directory).map { ($0.name, Node.scratch($0.serial)) })
+                    + scratch.list(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         default:
             throw .notDirectory
         }
@@ -140,8 +140,8 @@ extension StoreFileSystem {
                 result.append((property.name, .fetched(object, index)))
             }
         }
-        result.removeAll { writes.isHidden($0.0, in: object) }
-        result += writes.scratchFiles(in: .object(object)).map { ($0.name, Node.scratch($0.serial)) }
+        result.removeAll { isHidden($0.0, in: object) }
+        result += scratch.list(in: .object(object)).map { ($0.name, Node.scratch($0.serial)) }
         return result
     }
 

@@ -8,6 +8,8 @@ import ObjectGraph
 extension StoreFileSystem {
     static let statsName = "user.storefs.stats"
     static let orderName = "user.order"
+    /// Why an object's changes (or, on the root, the store's) could not be saved.
+    static let errorName = "user.storefs.error"
 
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
         // `ls -l` asks for security.selinux and system.posix_acl_* on every entry, and the kernel
@@ -33,21 +35,25 @@ extension StoreFileSystem {
         return names
     }
 
-    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
+    {
         guard name.hasPrefix("user.") else { throw .notSupported }
         guard !configuration.readOnly else { throw .readOnly }
         let node = try node(inode)
         switch node {
         case .root:
             let key = String(name.dropFirst("user.".count))
-            guard name != Self.statsName, !StoreMetadata.managedKeys.contains(key), !StoreMetadata.bookkeepingKeys.contains(key) else {
+            guard name != Self.statsName, name != Self.errorName, !StoreMetadata.managedKeys.contains(key),
+                !StoreMetadata.bookkeepingKeys.contains(key)
+            else {
                 // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
                 logger.info("setfattr \(name): the store manages this key; it cannot be set")
                 throw .notPermitted
             }
             let current = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]
-            if flags == 1 && current != nil { throw .exists }  // XATTR_CREATE
-            if flags == 2 && current == nil { throw .noAttribute }  // XATTR_REPLACE
+            if flags.contains(.create) && current != nil { throw .exists }
+            if flags.contains(.replace) && current == nil { throw .noAttribute }
             let newValue = Self.metadataValue(from: value, like: current)
             try engine({ () throws(ObjectGraphError) in try context.setMetadata(newValue, for: key) }, "setfattr \(name)")
             changed()
@@ -81,6 +87,7 @@ extension StoreFileSystem {
             let metadata = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")
             var result: [String: Data] = [:]
             for (key, value) in metadata.values { result["user." + key] = Self.data(of: value) }
+            if let reason = failures.storeReason { result[Self.errorName] = text(reason) }
             return result
         case .entity(let id):
             guard id.rawValue >= 1 && id.rawValue <= model.entities.count else { throw .notFound }
@@ -110,6 +117,7 @@ extension StoreFileSystem {
                 result["user.object.fetchedProperties"] = text(
                     fetched.map { model[object.entity].allFetchedProperties[$0].name }.joined(separator: ","))
             }
+            if let reason = failures.reason(for: object) { result[Self.errorName] = text(reason) }
             return result
         case .attribute(let object, let index):
             let (attribute, _) = try attributeValue(object, index)
@@ -177,7 +185,8 @@ extension StoreFileSystem {
             "cacheBytes": cache.bytes,
             "cacheHits": cache.hits,
             "cacheMisses": cache.misses,
-            "commits": writes.commitCount,
+            "commits": schedule.commitCount,
+            "valuesRendered": renderedValues.renderCount,
         ]
         if let counters { object["fuse"] = counters.snapshot() }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()

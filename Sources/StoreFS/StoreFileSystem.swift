@@ -13,7 +13,7 @@ import Synchronization
 /// Threading: every method may be called concurrently from FUSE worker threads and blocks on the
 /// store where it must. State is in the engine's context (its own lock) and in small
 /// `Mutex`-guarded tables here.
-public final class StoreFileSystem: FileSystem {
+public final class StoreFileSystem: SavingFileSystem {
     public let coordinator: PersistentStoreCoordinator
     public let context: ObjectContext
     public let configuration: StoreFSConfiguration
@@ -21,10 +21,20 @@ public final class StoreFileSystem: FileSystem {
     let logger: Logger
     let mountTime = Date()
     let directories = DirectoryHandles()
-    let writes: WriteState
+    // The write path's parts, each with its own lock (Writing/).
+    let openFiles = OpenFiles()
+    let scratch = ScratchFiles()
+    let copyIn = CopyInSession()
+    let removals = RemovalLog()
+    let schedule = CommitSchedule()
+    let failures = CommitFailures()
     let invalidator = Mutex<(any KernelCacheInvalidator)?>(nil)
+    /// One commit at a time; held across the save.
     let commitLock = Mutex(())
+    /// What the last unmount left unsaved (nil: everything was saved).
+    let unsaved = Mutex<UnsavedChanges?>(nil)
     let background = BackgroundWork()
+    let renderedValues = RenderedValues()
     let storeToken = Mutex<Int64?>(nil)
     let lastPoll = Mutex(Date())
     /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only
@@ -45,7 +55,6 @@ public final class StoreFileSystem: FileSystem {
         self.configuration = configuration
         self.counters = counters
         self.logger = logger
-        self.writes = WriteState()
         self.predicates = Predicates(model: coordinator.model) { logger.error("\($0)") }
         if startsHidden { hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
@@ -57,12 +66,11 @@ public final class StoreFileSystem: FileSystem {
 
     public func willUnmount() {
         stopBackgroundWork()
-        commitPendingChanges(reason: "unmount")
-        let waiting = writes.pendingLinkCount()
-        if waiting > 0 {
-            logger.error("unmount: \(waiting) links pointed at objects that were never made; they were dropped")
-        }
+        unsaved.withLock { $0 = saveForUnmount() }
     }
+
+    /// What the unmount could not save, and where it was kept; nil when everything was saved.
+    public var unsavedChanges: UnsavedChanges? { unsaved.withLock { $0 } }
 
     // MARK: - Names
 
@@ -86,28 +94,31 @@ public final class StoreFileSystem: FileSystem {
             else { throw .notFound }
             return .template(index)
         case .template, .fetched:
-            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
+            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
             // While a copy fills a new folder, its fetched folders hold what the copy put there.
-            if case .fetched(let object, _) = parent, writes.isFresh(object) { throw .notFound }
+            if case .fetched(let object, _) = parent, copyIn.isFresh(object) { throw .notFound }
             guard let key = PrimaryKey(reference: name),
                 let member = try fetchedMembers(of: parent).first(where: { $0.key == key })
             else { throw .notFound }
             if case .template = parent { return .templateMember(member) }
             return .member(member)
         case .entity(let entity):
-            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
-            guard let key = PrimaryKey(reference: name), let object = try engine({ () throws(ObjectGraphError) in
+            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
+            // Keys the inode numbers cannot hold are never shown, so never looked for.
+            guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
+            guard let object = try engine({ () throws(ObjectGraphError) in
                 try context.objectID(forKey: key, in: entity)
             }, "lookup \(model[entity].name)/\(name)") else { throw .notFound }
-            guard Node.fits(object) else { throw .notFound }
             return object.entity == entity ? .object(object) : .subentityLink(object)
         case .object(let object):
-            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
-            if writes.isHidden(name, in: object) { throw .notFound }
+            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
+            if isHidden(name, in: object) { throw .notFound }
             let entity = model[object.entity]
             let snapshot = try snapshot(of: object)
             if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
-                guard snapshot.attributes[name] != nil else { throw .notFound }
+                guard snapshot.attributes[name] != nil || openFiles.sizeBeingWritten(.attribute(object, index)) != nil else {
+                    throw .notFound
+                }
                 return .attribute(object, index)
             }
             if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
@@ -120,14 +131,14 @@ public final class StoreFileSystem: FileSystem {
             }
             throw .notFound
         case .toMany(let object, let index):
-            if let scratch = writes.scratchFile(named: name, in: parent) { return .scratch(scratch) }
-            guard let key = PrimaryKey(reference: name) else { throw .notFound }
+            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
+            guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
             let relationship = model[object.entity].allRelationships[index]
             let members = try engine({ () throws(ObjectGraphError) in
                 try context.destinations(of: relationship.name, for: object)
             }, "lookup \(name)")
             guard let member = members.first(where: { $0.key == key }), Node.fits(member),
-                !writes.visibleMembers([member], of: relationship.name, in: object).isEmpty
+                !copyIn.visibleMembers([member], of: relationship.name, in: object).isEmpty
             else { throw .notFound }
             return .member(member)
         case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember:
@@ -149,7 +160,21 @@ public final class StoreFileSystem: FileSystem {
     // MARK: - Attributes
 
     public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
-        (try attributes(of: try node(inode)), configuration.attributeTimeout)
+        let node = try node(inode)
+        // fstat by a writer shows what it wrote (also before a new file has a value); everyone
+        // else sees the stored value until the writer closes.
+        if let handle, let file = openFiles.file(handle), file.node == node, file.dirty, let buffer = file.buffer {
+            return (writtenFileAttributes(node, size: buffer.count), configuration.attributeTimeout)
+        }
+        return (try attributes(of: node), configuration.attributeTimeout)
+    }
+
+    /// The attributes of an attribute file a writer is writing: its buffer's size.
+    func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
+        FileAttributes(
+            inode: node.inode, kind: .regularFile, permissions: configuration.readOnly ? 0o444 : 0o644, size: UInt64(size),
+            linkCount: 1, uid: configuration.uid, gid: configuration.gid,
+            modificationTime: node.object.flatMap { schedule.modificationTime(of: $0) } ?? mountTime)
     }
 
     func entry(for node: Node) throws(FileSystemError) -> Entry {
@@ -175,21 +200,25 @@ public final class StoreFileSystem: FileSystem {
             return make(.directory, directoryMode)
         case .object(let object):
             _ = try snapshot(of: object)
-            return make(.directory, directoryMode, time: writes.modificationTime(of: object))
+            return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
         case .attribute(let object, let index):
-            if let content = writes.dirtyContent(of: node) {
-                return make(.regularFile, fileMode, size: content.count, time: writes.modificationTime(of: object))
+            do throws(FileSystemError) {
+                let (attribute, value) = try attributeValue(object, index)
+                return make(
+                    .regularFile, fileMode, size: ValueText.size(of: value, type: attribute.type),
+                    time: schedule.modificationTime(of: object))
+            } catch {
+                // A file made by create has no value until its writer closes it; it exists meanwhile
+                // (tools set its times through the descriptor, which the kernel does by inode).
+                guard error == .notFound, let size = openFiles.sizeBeingWritten(node) else { throw error }
+                return writtenFileAttributes(node, size: size)
             }
-            let (attribute, value) = try attributeValue(object, index)
-            return make(
-                .regularFile, fileMode, size: ValueText.content(of: value, type: attribute.type).count,
-                time: writes.modificationTime(of: object))
         case .toOne(let object, let index):
             return make(.symbolicLink, 0o777, size: try linkTarget(of: .toOne(object, index)).utf8.count)
         case .toMany(let object, let index):
             guard index < model[object.entity].allRelationships.count else { throw .notFound }
             _ = try snapshot(of: object)
-            return make(.directory, directoryMode, time: writes.modificationTime(of: object))
+            return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
         case .member, .subentityLink, .templateMember:
             return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
         case .fetched(let object, let index):
@@ -203,9 +232,9 @@ public final class StoreFileSystem: FileSystem {
             guard predicates.templates[index] != nil else { throw .notFound }
             return make(.directory, 0o555)
         case .scratch(let serial):
-            guard let scratch = writes.scratch(serial) else { throw .notFound }
-            if let target = scratch.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
-            return make(.regularFile, fileMode, size: scratch.content.count, time: scratch.modified)
+            guard let file = scratch.file(serial) else { throw .notFound }
+            if let target = file.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
+            return make(.regularFile, fileMode, size: file.content.count, time: file.modified)
         }
     }
 
@@ -234,7 +263,7 @@ public final class StoreFileSystem: FileSystem {
             let up = node == .subentityLink(object) ? "../" : "../../"
             return "\(up)\(model[object.entity].name)/\(object.key)"
         case .scratch(let serial):
-            guard let target = writes.scratch(serial)?.linkTarget else { throw .invalid }
+            guard let target = scratch.file(serial)?.linkTarget else { throw .invalid }
             return target
         default:
             throw .invalid
@@ -243,7 +272,7 @@ public final class StoreFileSystem: FileSystem {
 
     // MARK: - Reading files
 
-    public func open(_ inode: InodeNumber, flags: Int32, context request: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError) -> OpenResult {
         let node = try node(inode)
         switch node {
         case .attribute, .scratch:
@@ -257,24 +286,39 @@ public final class StoreFileSystem: FileSystem {
 
     public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
         let content = try currentContent(of: try node(inode), handle: handle)
-        guard offset < UInt64(content.count) else { return Data() }
+        guard offset < UInt64(content.count), size > 0 else { return Data() }
         let start = content.startIndex + Int(offset)
-        return content[start..<min(start + size, content.endIndex)]
+        let end = start + min(size, content.endIndex - start)
+        return content[start..<end]
     }
 
-    /// What reading `node` gives now: the value's text, or a handle's buffered new content.
+    /// What reading `node` through `handle` gives now: the handle's buffered new content, or the
+    /// stored value's text (rendered once per handle, so that reading a large value piece by
+    /// piece costs what is read).
     func currentContent(of node: Node, handle: FuseKit.FileHandle) throws(FileSystemError) -> Data {
-        if let buffered = writes.bufferedContent(handle) { return buffered }
+        let file = handle == .none ? nil : openFiles.file(handle)
+        if let file, file.node == node {
+            if let buffer = file.buffer { return buffer }
+            if let rendered = file.rendered { return rendered }
+        }
+        let content: Data
         switch node {
         case .attribute(let object, let index):
+            if let kept = renderedValues.kept(node) {
+                content = kept
+                break
+            }
+            let generation = renderedValues.generation
             let (attribute, value) = try attributeValue(object, index)
-            return ValueText.content(of: value, type: attribute.type)
+            content = renderedValues.render(node, generation: generation) { ValueText.content(of: value, type: attribute.type) }
         case .scratch(let serial):
-            guard let scratch = writes.scratch(serial), scratch.linkTarget == nil else { throw .notFound }
-            return scratch.content
+            guard let file = scratch.file(serial), file.linkTarget == nil else { throw .notFound }
+            return file.content
         default:
             throw .isDirectory
         }
+        if let file, file.node == node { openFiles.update(handle) { $0.rendered = content } }
+        return content
     }
 
     // MARK: - Statistics
@@ -289,6 +333,12 @@ public final class StoreFileSystem: FileSystem {
     }
 
     // MARK: - Helpers
+
+    /// Whether `name` in `object`'s folder is hidden: by a removal not yet committed, or as an
+    /// untouched entry of a folder a copy is filling.
+    func isHidden(_ name: String, in object: ObjectID) -> Bool {
+        copyIn.hides(name, in: object) || removals.hides(name, in: object)
+    }
 
     func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {
         guard let node = Node(inode) else { throw .notFound }

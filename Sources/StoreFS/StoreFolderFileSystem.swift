@@ -13,7 +13,7 @@ import Synchronization
 /// bits 54–59, which ``Node`` leaves free.
 ///
 /// Threading: as ``StoreFileSystem``; the table of stores has its own lock.
-public final class StoreFolderFileSystem: FileSystem {
+public final class StoreFolderFileSystem: SavingFileSystem {
     public let directory: URL
     let types: [any PersistentStoreType]
     let configuration: StoreFSConfiguration
@@ -38,6 +38,7 @@ public final class StoreFolderFileSystem: FileSystem {
     }
 
     private let state = Mutex(State())
+    private let opening = Mutex(())
     static let maximumStores = 63
 
     public init(
@@ -64,8 +65,12 @@ public final class StoreFolderFileSystem: FileSystem {
     public func willUnmount() {
         for slot in state.withLock({ Array($0.slots.values) }) {
             slot.fileSystem.willUnmount()
-            slot.fileSystem.coordinator.store.close()
+            slot.fileSystem.coordinator.close()
         }
+    }
+
+    public var unsavedChanges: UnsavedChanges? {
+        UnsavedChanges.combined(state.withLock { Array($0.slots.values) }.compactMap(\.fileSystem.unsavedChanges))
     }
 
     // MARK: - Slots
@@ -80,6 +85,15 @@ public final class StoreFolderFileSystem: FileSystem {
 
     /// The slot of store `name`, opening the store on first use.
     func slot(named name: String, creating model: ManagedObjectModel? = nil, metadata: StoreMetadata = StoreMetadata())
+        throws(FileSystemError) -> Int
+    {
+        if let index = state.withLock({ $0.slotsByName[name] }) { return index }
+        // One store opens at a time: two first lookups of one store would each open it, and the
+        // second would find it locked for writing by the first.
+        return try opening.withLock { (_) throws(FileSystemError) -> Int in try openSlot(named: name, creating: model, metadata: metadata) }
+    }
+
+    private func openSlot(named name: String, creating model: ManagedObjectModel?, metadata: StoreMetadata)
         throws(FileSystemError) -> Int
     {
         if let index = state.withLock({ $0.slotsByName[name] }) { return index }
@@ -106,7 +120,7 @@ public final class StoreFolderFileSystem: FileSystem {
             return (free, state.invalidator)
         }
         guard let index else {
-            coordinator.store.close()
+            coordinator.close()
             logger.error("open \(name): a folder mount serves at most \(Self.maximumStores) stores")
             throw .noSpace
         }
@@ -168,7 +182,7 @@ public final class StoreFolderFileSystem: FileSystem {
         return (attributes, timeout)
     }
 
-    public func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult {
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
         guard let (fileSystem, _, inner) = try route(inode) else { return OpenResult() }
         return try fileSystem.openDirectory(inner, flags: flags)
     }
@@ -272,7 +286,7 @@ public final class StoreFolderFileSystem: FileSystem {
         return try fileSystem.readLink(inner)
     }
 
-    public func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
         guard let (fileSystem, _, inner) = try route(inode) else { throw .isDirectory }
         return try fileSystem.open(inner, flags: flags, context: context)
     }
@@ -292,9 +306,9 @@ public final class StoreFolderFileSystem: FileSystem {
         try fileSystem.flush(inner, handle: handle)
     }
 
-    public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle, flags: Int32) throws(FileSystemError) {
+    public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
         guard let (fileSystem, _, inner) = try route(inode) else { return }
-        try fileSystem.release(inner, handle: handle, flags: flags)
+        try fileSystem.release(inner, handle: handle)
     }
 
     public func fsync(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
@@ -307,7 +321,7 @@ public final class StoreFolderFileSystem: FileSystem {
         try fileSystem.fsyncDirectory(inner, handle: handle, dataOnly: dataOnly)
     }
 
-    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     {
         guard let (fileSystem, slot, inner) = try route(parent) else { throw .notPermitted }
@@ -340,7 +354,7 @@ public final class StoreFolderFileSystem: FileSystem {
         try fileSystem.removeDirectory(parent: inner, name: name)
     }
 
-    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     {
         guard let (fileSystem, slot, inner) = try route(parent), let (_, newSlot, newInner) = try route(newParent) else {
@@ -362,7 +376,9 @@ public final class StoreFolderFileSystem: FileSystem {
         return try fileSystem.extendedAttributeNames(of: inner)
     }
 
-    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { throw .notPermitted }
         try fileSystem.setExtendedAttribute(name, of: inner, value: value, flags: flags)
     }

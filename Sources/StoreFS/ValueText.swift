@@ -9,6 +9,13 @@ import ObjectGraph
 /// UTC, with as many fractional digits as it takes to read back the same value; UUIDs canonical
 /// (lower-case); binary and transformable values raw. Text types get one trailing newline when
 /// read, and a write strips exactly one.
+///
+/// Writes are strict where a lenient reading would change the value silently: apart from that one
+/// newline, nothing around a number, date, boolean, UUID or URI is ignored (spaces, a `\r` of a
+/// Windows line ending, a second newline), a number too large or too small for its type is
+/// refused rather than stored as infinity or zero, and text that is not UTF-8 is refused. Forms
+/// that denote exactly the same value are accepted and read back in the canonical form (`+7` and
+/// `007` as `7`, `0.00001` as `1e-05`, dates with an offset as UTC).
 enum ValueText {
     /// Whether files of this type are text (a trailing newline) rather than raw bytes.
     static func isText(_ type: AttributeType) -> Bool {
@@ -19,6 +26,15 @@ enum ValueText {
     static func content(of value: AttributeValue, type: AttributeType) -> Data {
         if case .data(let bytes) = value { return bytes }
         return Data((text(of: value) + "\n").utf8)
+    }
+
+    /// The size of ``content(of:type:)`` without making it (a large string is not copied).
+    static func size(of value: AttributeValue, type: AttributeType) -> Int {
+        switch value {
+        case .data(let bytes): return bytes.count
+        case .string(let text): return text.utf8.count + 1
+        default: return text(of: value).utf8.count + 1
+        }
     }
 
     static func text(of value: AttributeValue) -> String {
@@ -40,49 +56,60 @@ enum ValueText {
     /// - Throws: a message saying what the text should look like.
     static func value(from content: Data, type: AttributeType) throws(ValueTextError) -> AttributeValue {
         if !isText(type) { return .data(content) }
-        guard var text = String(data: content, encoding: .utf8) else {
+        guard var text = String(validating: content, as: UTF8.self) else {
             throw ValueTextError("the text is not valid UTF-8")
         }
         if text.hasSuffix("\n") { text.removeLast() }
+        if type == .string { return .string(text) }
+        if let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
+            first.properties.isWhitespace || last.properties.isWhitespace
+        {
+            let hint = text.hasSuffix("\r") ? " (a \\r\\n line ending: write the value with \\n)" : ""
+            throw ValueTextError("\"\(excerpt(text))\" has spaces or line breaks around the value\(hint)")
+        }
         switch type {
-        case .string, .uri:
+        case .string:
+            return .string(text)
+        case .uri:
+            // Kept as the exact text (stores hold URIs that URL parsers refuse, spaces included,
+            // and a value read must write back unchanged); what cannot be a URI at all is refused.
+            guard !text.isEmpty, !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw ValueTextError("\"\(excerpt(text))\" is not a URI (it is empty or holds control characters)")
+            }
             return .string(text)
         case .integer16, .integer32, .integer64:
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            guard let v = Int64(trimmed) else {
-                throw ValueTextError("\"\(excerpt(text))\" is not an integer")
+            guard isIntegerLiteral(text) else { throw ValueTextError("\"\(excerpt(text))\" is not an integer") }
+            guard let v = Int64(text.hasPrefix("+") ? String(text.dropFirst()) : text) else {
+                throw ValueTextError("\(excerpt(text)) is out of range for a 64-bit integer")
             }
             return .integer(v)
         case .decimal:
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            guard isDecimalLiteral(trimmed), let v = Decimal(string: trimmed, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard isDecimalLiteral(text), let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
                 throw ValueTextError("\"\(excerpt(text))\" is not a decimal number")
             }
             return .decimal(v)
         case .double:
-            guard let v = Double(text.trimmingCharacters(in: .whitespaces)) else {
-                throw ValueTextError("\"\(excerpt(text))\" is not a number")
-            }
+            guard let v = Double(text) else { throw ValueTextError("\"\(excerpt(text))\" is not a number") }
+            try checkFinite(Double(v), text)
             return .double(v)
         case .float:
-            guard let v = Float(text.trimmingCharacters(in: .whitespaces)) else {
-                throw ValueTextError("\"\(excerpt(text))\" is not a number")
-            }
+            guard let v = Float(text) else { throw ValueTextError("\"\(excerpt(text))\" is not a number") }
+            try checkFinite(Double(v), text)
             return .float(v)
         case .boolean:
-            switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+            switch text.lowercased() {
             case "true", "1", "yes": return .boolean(true)
             case "false", "0", "no": return .boolean(false)
             default: throw ValueTextError("\"\(excerpt(text))\" is not a boolean (true/false, 1/0, yes/no)")
             }
         case .date:
-            guard let date = parseDate(text.trimmingCharacters(in: .whitespaces)) else {
+            guard let date = parseDate(text) else {
                 throw ValueTextError(
                     "\"\(excerpt(text))\" is not an ISO 8601 date such as 2024-05-01T12:30:00Z or 2024-05-01T12:30:00.25+02:00")
             }
             return .date(date)
         case .uuid:
-            guard let uuid = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
+            guard let uuid = UUID(uuidString: text) else {
                 throw ValueTextError("\"\(excerpt(text))\" is not a UUID")
             }
             return .uuid(uuid)
@@ -91,6 +118,26 @@ enum ValueText {
         case .objectID, .undefined:
             throw ValueTextError("attributes of this type cannot be written")
         }
+    }
+
+    /// Refuses a number that became infinite or zero only because its type cannot hold it.
+    private static func checkFinite(_ value: Double, _ text: String) throws(ValueTextError) {
+        let lower = text.lowercased()
+        if value.isInfinite && !lower.contains("inf") {
+            throw ValueTextError("\(excerpt(text)) is too large for this number type")
+        }
+        if value == 0 {
+            let mantissa = lower.hasPrefix("0x") ? lower.dropFirst(2).prefix { $0 != "p" } : lower.prefix { $0 != "e" }
+            if mantissa.contains(where: { $0 >= "1" && $0 <= "9" || (lower.hasPrefix("0x") && $0 >= "a" && $0 <= "f") }) {
+                throw ValueTextError("\(excerpt(text)) is too small for this number type (it would be stored as 0)")
+            }
+        }
+    }
+
+    private static func isIntegerLiteral(_ text: String) -> Bool {
+        let digits = text.utf8.drop { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") }
+        return !digits.isEmpty && text.utf8.count - digits.count <= 1
+            && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     private static func isDecimalLiteral(_ text: String) -> Bool {

@@ -18,7 +18,7 @@ if !FileManager.default.fileExists(atPath: path) {
     let c = try open()
     let t = Date()
     try SampleGenerator(objectCount: 100_000).populate(c.newContext())
-    c.store.close()
+    c.close()
     print("generated in \(Date().timeIntervalSince(t)) s")
 }
 func ms(_ body: () throws -> Int) rethrows -> (Double, Int) {
@@ -45,7 +45,7 @@ for (entityName, text) in cases {
         let (warm, _) = try ms { try c.newContext().objects(matching: predicate, of: entity, strategy: strategy).count }
         let r2 = c.store.requestCount
         print("\(text) [\(strategy)]: \(n) of \(total) matched; cold \(String(format: "%.1f", cold)) ms (\(r1 - r0) requests), warm \(String(format: "%.1f", warm)) ms (\(r2 - r1) requests)")
-        c.store.close()
+        c.close()
     }
 }
 // Fetched property: colleagues of one employee (85 of 100,000 employees+managers).

@@ -10,5 +10,5 @@ struct StoreFSCommand: ParsableCommand {
             symlinks, metadata are extended attributes. Store types follow the file suffix (.sqlite and SwiftData's \
             .store, .xml, .binary) or, for other names, the file's content.
             """,
-        subcommands: [Demo.self, Mount.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self])
+        subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self])
 }

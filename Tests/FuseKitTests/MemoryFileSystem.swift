@@ -128,7 +128,7 @@ final class MemoryFileSystem: FileSystem {
         return node.target
     }
 
-    func openDirectory(_ inode: InodeNumber, flags: Int32) throws(FileSystemError) -> OpenResult { OpenResult() }
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult { OpenResult() }
 
     func readDirectory(
         _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
@@ -151,9 +151,9 @@ final class MemoryFileSystem: FileSystem {
         }
     }
 
-    func open(_ inode: InodeNumber, flags: Int32, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
         // FuseKit asks for atomic O_TRUNC: truncation on open arrives here, not as a SETATTR.
-        if flags & O_TRUNC != 0 {
+        if flags.truncates {
             state.withLock { state in state.nodes[inode]?.content = Data() }
         }
         return OpenResult(keepCache: true)
@@ -199,7 +199,7 @@ final class MemoryFileSystem: FileSystem {
         }
     }
 
-    func create(parent: InodeNumber, name: String, permissions: UInt32, flags: Int32, context: RequestContext)
+    func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     {
         (try make(name, in: parent, kind: .regularFile, permissions: permissions), OpenResult(keepCache: true))
@@ -234,14 +234,14 @@ final class MemoryFileSystem: FileSystem {
         }
     }
 
-    func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: UInt32)
+    func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     {
         try state.withLock { state throws(FileSystemError) in
             guard let inode = state.nodes[parent]?.children[name] else { throw .notFound }
             guard state.nodes[newParent] != nil else { throw .notFound }
-            if flags & 1 != 0, state.nodes[newParent]!.children[newName] != nil { throw .exists }
-            guard flags & 2 == 0 else { throw .invalid }
+            if flags.contains(.noReplace), state.nodes[newParent]!.children[newName] != nil { throw .exists }
+            guard !flags.contains(.exchange) else { throw .invalid }
             state.nodes[parent]!.children[name] = nil
             state.nodes[newParent]!.children[newName] = inode
         }
@@ -257,12 +257,12 @@ final class MemoryFileSystem: FileSystem {
         return node.extendedAttributes.keys.sorted()
     }
 
-    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: Int32) throws(FileSystemError) {
+    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags) throws(FileSystemError) {
         try state.withLock { state throws(FileSystemError) in
             guard state.nodes[inode] != nil else { throw .notFound }
             let exists = state.nodes[inode]!.extendedAttributes[name] != nil
-            if flags & 1 != 0 && exists { throw .exists }
-            if flags & 2 != 0 && !exists { throw .noAttribute }
+            if flags.contains(.create) && exists { throw .exists }
+            if flags.contains(.replace) && !exists { throw .noAttribute }
             state.nodes[inode]!.extendedAttributes[name] = value
         }
     }

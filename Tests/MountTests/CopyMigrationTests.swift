@@ -47,7 +47,7 @@ import XMLStore
         let original = try open(source.store)
         let byCopy = try open(copied)
         let byMigrate = try open(migrated)
-        defer { [original, byCopy, byMigrate].forEach { $0.store.close() } }
+        defer { [original, byCopy, byMigrate].forEach { $0.close() } }
         try expectSameGraph(original.store, byCopy.store, "cp -a into .\(suffix)")
         try expectSameGraph(byMigrate.store, byCopy.store, "cp -a and storefs migrate")
         #expect(try byCopy.store.metadata().storeType == byMigrate.store.metadata().storeType)
@@ -80,7 +80,7 @@ import XMLStore
         #expect(FileManager.default.fileExists(atPath: xml.path), "the folder holds the new store file")
         let original = try open(library)
         let migrated = try open(xml)
-        defer { [original, migrated].forEach { $0.store.close() } }
+        defer { [original, migrated].forEach { $0.close() } }
         try expectSameGraph(original.store, migrated.store, "cp -a in a folder mount")
         #expect(try migrated.store.metadata().storeType == "XML")
     }

@@ -86,7 +86,7 @@ final class MountedStore {
             let coordinator = try PersistentStoreCoordinator.open(
                 at: store, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
             try SampleGenerator(objectCount: objects).populate(coordinator.newContext())
-            coordinator.store.close()
+            coordinator.close()
         }
         if mount { try self.mount(options: options, model: model) }
     }
@@ -102,16 +102,29 @@ final class MountedStore {
         isMounted = true
     }
 
+    /// `storefs unmount`: returns once the server has saved and exited, with its status (0 saved,
+    /// 75 changes kept in a recovery file, 1 failed) and message.
+    @discardableResult
+    func unmountReportingStatus() throws -> ToolResult {
+        let result = try run(try storefsBinary(), ["unmount", mountPoint.path])
+        if result.status != 1 { isMounted = false }
+        return result
+    }
+
+    /// The recovery files unmounts left beside the store.
+    var recoveryFiles: [URL] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.contains(".storefs-recovery-") }
+            .sorted().map { directory.appendingPathComponent($0) }
+    }
+
+    /// Unmounts with `storefs unmount`, which returns once the store is saved; throws unless every
+    /// change was saved.
     func unmount() throws {
         guard isMounted else { return }
-        let result = try run("fusermount3", ["-u", mountPoint.path])
-        guard result.status == 0 else { throw HarnessError("fusermount3 -u failed: \(result.error)") }
-        // The server commits and exits after the unmount; wait until it has let go of the store.
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, (try? run("pgrep", ["-f", "storefs mount \(store.path) \(mountPoint.path)"]).status) == 0 {
-            Thread.sleep(forTimeInterval: 0.05)
+        let result = try unmountReportingStatus()
+        guard result.status == 0 else {
+            throw HarnessError("storefs unmount ended with \(result.status): \(result.error)\n\(logText.suffix(1500))")
         }
-        isMounted = false
     }
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }

@@ -107,7 +107,7 @@ import Testing
         #expect(result.status == 0, "\(result.error)")
         let model = try XcodeModelLoader.load(contents: Data(result.output.utf8), source: "exported")
         let coordinator = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         guard case .dictionary(let stored)? = try coordinator.store.metadata()["NSStoreModelVersionHashes"] else {
             Issue.record("no hashes")
             return

@@ -10,7 +10,7 @@ import Testing
     /// The value of `attribute` of `Entity/pKey` in the store file, through a fresh engine.
     func stored(_ mount: MountedStore, _ entity: String, _ key: Int64, _ attribute: String) throws -> AttributeValue? {
         let engine = try mount.engine()
-        defer { engine.store.close() }
+        defer { engine.close() }
         let context = engine.newContext()
         let id = try #require(try context.objectID(forKey: PrimaryKey(key), in: engine.model.entityID(named: entity)!))
         return try context.value(of: attribute, for: id)
@@ -22,7 +22,7 @@ import Testing
     }
 
     func sqlite(_ mount: MountedStore, _ query: String) throws -> String {
-        try run("sqlite3", [mount.store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func eachToolEditsAValue() throws {
@@ -179,11 +179,14 @@ import Testing
         #expect(try sqlite(mount, "select count(*) from ZPROJECT where Z_PK=1") == "0")
     }
 
-    @Test func twoMountsSeeEachOthersEditsAndConflictsLoseNothingSilently() throws {
+    @Test func aSecondReadWriteMountIsRefusedWhileReadOnlyMountsSeeTheEdits() throws {
         let first = try MountedStore(objects: 300)
         defer { try? first.unmount() }
         let second = MountedStoreAlias(of: first)
-        try second.mount()
+        #expect(throws: HarnessError.self) { try second.mount() }
+        #expect(second.lastError.contains("is open for writing by another storefs"), "the refusal says why: \(second.lastError)")
+        #expect(second.lastError.contains("-o ro"), "and what to do instead")
+        try second.mount(options: ["ro"])
         defer { try? second.unmount() }
         let a = "\(first.path)/Department/p3/name"
         let b = "\(second.path)/Department/p3/name"
@@ -195,30 +198,40 @@ import Testing
             if seen == "FromFirst\n" { break }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        #expect(seen == "FromFirst\n", "the second mount shows the first mount's edit")
+        #expect(seen == "FromFirst\n", "the read-only mount shows the first mount's edit")
+    }
 
-        // Both read, the first commits, the second commits a different value on top of its stale read.
-        _ = try run("cat", [a])
+    @Test func anotherProcessesChangeIsNeverRevertedAndAConflictIsReported() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let department = "\(mount.path)/Department/p3"
+        _ = try run("cat", ["\(department)/name", "\(department)/code"])
+        // Another process changes a column this mount does not edit, without bumping Z_OPT.
+        #expect(try sqlite(mount, "update ZDEPARTMENT set ZCODE = 'EXTERNAL' where Z_PK = 3; select changes()") == "1")
+        #expect(try sh("echo Mine > \(department)/name").status == 0)
+        // Another process changes the same column this mount is about to write.
+        _ = try run("cat", ["\(mount.path)/Department/p2/name"])
+        #expect(try sqlite(mount, "update ZDEPARTMENT set ZNAME = 'Theirs' where Z_PK = 2; select changes()") == "1")
         let py = """
             import os, sys
-            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC); os.write(fd, (sys.argv[2] + "\\n").encode())
+            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC); os.write(fd, b"Ours\\n")
             try:
-                os.fsync(fd); os.close(fd); print("ok")
+                os.fsync(fd); print("ok")
             except OSError as e:
                 print("error", e.errno)
+            os.close(fd)
             """
-        #expect(try run("python3", ["-c", py, a, "Winner"]).output == "ok\n")
-        let loser = try run("python3", ["-c", py, b, "Loser"]).output
-        try first.unmount()
-        try second.unmount()
-        let stored = try run("sqlite3", [first.store.path, "select ZNAME from ZDEPARTMENT where Z_PK=3"]).output
-        if loser == "ok\n" {
-            // The second mount noticed the first commit before it wrote: its value is the later one.
-            #expect(stored == "Loser\n")
+        let ours = try run("python3", ["-c", py, "\(mount.path)/Department/p2/name"]).output
+        try mount.unmount()
+        #expect(try sqlite(mount, "select ZNAME, ZCODE from ZDEPARTMENT where Z_PK = 3") == "Mine|EXTERNAL", "their column stays")
+        let stored = try sqlite(mount, "select ZNAME from ZDEPARTMENT where Z_PK = 2")
+        if ours == "ok\n" {
+            // The mount saw their change before it wrote (it polls for them): its value is the later one.
+            #expect(stored == "Ours")
         } else {
-            #expect(loser.hasPrefix("error"), "the second save reports the conflict")
-            #expect(stored == "Winner\n", "and the first value survives")
-            #expect(second.logText.contains("conflict"), "the log says why")
+            #expect(ours == "error \(EBUSY)\n", "the conflict reaches the writer at fsync: \(ours)")
+            #expect(stored == "Theirs", "and their value survives")
+            #expect(mount.logText.contains("changed by another process"), "the log says why")
         }
     }
 
@@ -257,8 +270,13 @@ final class MountedStoreAlias {
         try? FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
     }
 
-    func mount() throws {
-        let result = try run(try storefsBinary(), ["mount", first.store.path, mountPoint.path, "--log-file", log.path, "-v"])
+    private(set) var lastError = ""
+
+    func mount(options: [String] = []) throws {
+        var arguments = ["mount", first.store.path, mountPoint.path, "--log-file", log.path, "-v"]
+        if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
+        let result = try run(try storefsBinary(), arguments)
+        lastError = result.error
         guard result.status == 0 else { throw HarnessError("second mount failed: \(result.error)") }
         mounted = true
     }

@@ -46,17 +46,19 @@ private struct FetchFixture: Sendable {
         try context.save()
     }
 
-    /// A coordinator of its own on the SQLite file, so that its request count is this test's.
+    /// A read-only coordinator of its own on the SQLite file, so that its request count is this
+    /// test's (read-only: tests run at once, and a store has one writer at a time).
     func openSQLite() throws -> PersistentStoreCoordinator {
         gate.lock()
         defer { gate.unlock() }
-        return try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], model: SampleModel.make())
+        return try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(readOnly: true))
     }
 
     func close(_ coordinator: PersistentStoreCoordinator) {
         gate.lock()
         defer { gate.unlock() }
-        coordinator.store.close()
+        coordinator.close()
     }
 }
 

@@ -211,7 +211,7 @@ import Testing
         let renamed = swiftData.deletingLastPathComponent().appendingPathComponent("Library.data")
         try FileManager.default.copyItem(at: swiftData, to: renamed)
         let coordinator = try PersistentStoreCoordinator.open(at: renamed, types: types, options: StoreOptions(readOnly: true))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         #expect(coordinator.store.storeType == "SQLite")
         #expect(coordinator.modelSource == .coreDataCache)
         #expect(coordinator.model.entity(named: "Item") != nil)

@@ -185,10 +185,10 @@ import Testing
         let store2 = try F.open(url, model: F.model())
         var change = SaveRequest()
         change.toManyChanges = [
-            .init(source: tags[0], relationship: "items", destinations: [items[0]]),
-            .init(source: items[1], relationship: "tags", destinations: []),
-            .init(source: items[0], relationship: "tags", destinations: tags),
-            .init(source: owner, relationship: "items", destinations: [items[1], items[0], items[2]]),
+            .init(source: tags[0], relationship: "items", destinations: [items[0]], original: [items[1], items[0]]),
+            .init(source: items[1], relationship: "tags", destinations: [], original: [tags[0]]),
+            .init(source: items[0], relationship: "tags", destinations: tags, original: tags),
+            .init(source: owner, relationship: "items", destinations: [items[1], items[0], items[2]], original: [items[2], items[0], items[1]]),
         ]
         try store2.save(change)
         #expect(try store2.toManyDestinations(of: "items", in: F.owner, for: [owner])[owner] == [items[1], items[0], items[2]])
@@ -199,48 +199,81 @@ import Testing
         #expect(try F.sqlite3(url, "SELECT COUNT(*) FROM Z_1TAGS") == ["0"])
     }
 
-    @Test func staleVersionThrowsConflictAndKeepsStoredValue() throws {
-        let (store, _) = try F.newStore()
+    @Test func anUpdateWritesOnlyWhatChangedAndConflictsWhereTheStoreMovedOn() throws {
+        let (store, url) = try F.newStore()
         let object = id(F.owner, 1)
         var insert = SaveRequest()
-        insert.inserted = [Snapshot(objectID: object, version: 1, attributes: ["name": .string("first")])]
+        let first = Snapshot(objectID: object, version: 1, attributes: ["name": .string("first")])
+        insert.inserted = [first]
         try store.save(insert)
+        var second = first
+        second.attributes["name"] = .string("second")
         var update = SaveRequest()
-        update.updated = [Snapshot(objectID: object, version: 1, attributes: ["name": .string("second")])]
+        update.updated = [SaveRequest.Update(snapshot: second, original: first)]
         try store.save(update)
         #expect(try store.snapshots(for: [object]).first?.version == 2)
 
+        // Another process changes the name; a save that read "first" and changes the name again
+        // conflicts, names the object, and the whole save rolls back.
+        #expect(try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs' WHERE Z_PK = 1; SELECT changes()") == ["1"])
+        var third = first
+        third.attributes["name"] = .string("third")
         var stale = SaveRequest()
         stale.inserted = [Snapshot(objectID: id(F.tag, 1), version: 1)]
-        stale.updated = [Snapshot(objectID: object, version: 1, attributes: ["name": .string("third")])]
+        stale.updated = [SaveRequest.Update(snapshot: third, original: second)]
         #expect {
             try store.save(stale)
         } throws: { error in
-            let error = error as! ObjectGraphError
-            return error.code == .conflict && error.message.contains("Owner p1")
+            guard let error = error as? ObjectGraphError else { return false }
+            return error.code == .conflict && error.message.contains("Owner p1") && error.objects == [object]
         }
-        #expect(try store.snapshots(for: [object]).first?.attributes["name"] == .string("second"))
+        #expect(try store.snapshots(for: [object]).first?.attributes["name"] == .string("theirs"))
         #expect(try store.count(of: F.tag) == 0, "the whole save rolled back")
+
+        // Another process changes a column this save does not touch: the save writes its own column
+        // and leaves theirs, whatever the version says.
+        var item = SaveRequest()
+        item.inserted = [Snapshot(objectID: id(F.item, 7), version: 1)]
+        try store.save(item)
+        let read = try #require(try store.snapshots(for: [object]).first)
+        #expect(try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs again' WHERE Z_PK = 1; SELECT changes()") == ["1"])
+        var withFavorite = read
+        withFavorite.toOne["favorite"] = id(F.item, 7)
+        var merge = SaveRequest()
+        merge.updated = [SaveRequest.Update(snapshot: withFavorite, original: read)]
+        try store.save(merge)
+        let merged = try #require(try store.snapshots(for: [object]).first)
+        #expect(merged.attributes["name"] == .string("theirs again"))
+        #expect(merged.toOne["favorite"] == id(F.item, 7))
+
         var staleDelete = SaveRequest()
         staleDelete.deleted = [.init(objectID: object, expectedVersion: 1)]
         #expect { try store.save(staleDelete) } throws: { ($0 as? ObjectGraphError)?.code == .conflict }
         #expect(try store.count(of: F.owner) == 1)
     }
 
-    @Test func reserveAndClaimKeysFollowZMax() throws {
+    @Test func keysAreReservedInMemoryAndWrittenByTheSaveThatInsertsThem() throws {
         let (store, url) = try F.newStore()
         #expect(try store.reserveKeys(in: F.item, count: 3) == [PrimaryKey(1), PrimaryKey(2), PrimaryKey(3)])
         #expect(try store.reserveKeys(in: F.special, count: 2) == [PrimaryKey(4), PrimaryKey(5)], "keys are shared with the root")
+        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["0"], "reserving leaves the file as it was")
         var request = SaveRequest()
         request.inserted = [Snapshot(objectID: id(F.special, 4), version: 1)]
         try store.save(request)
+        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["4"])
         #expect(try store.claimKey(PrimaryKey(4), in: F.item) == false)
         #expect(try store.claimKey(PrimaryKey(20), in: F.item) == true)
-        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["20"])
+        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["4"], "claiming leaves the file as it was")
         #expect(try store.reserveKeys(in: F.item, count: 1) == [PrimaryKey(21)])
         request.inserted = [Snapshot(objectID: id(F.tag, 50), version: 1)]
         try store.save(request)
         #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 4") == ["50"], "insert bumps Z_MAX")
+        // A Z_MAX that lags behind the rows never hands out a key a row has.
+        #expect(try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 2 WHERE Z_ENT = 4; SELECT changes()") == ["1"])
+        #expect(try store.reserveKeys(in: F.tag, count: 1) == [PrimaryKey(51)])
+        // Text in Z_MAX counts as nothing instead of ending the process.
+        #expect(try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4; SELECT changes()") == ["1"])
+        #expect(try store.reserveKeys(in: F.tag, count: 1) == [PrimaryKey(52)])
     }
 
     @Test func snapshotsOfAThousandObjectsTakeOneRequest() throws {

@@ -85,6 +85,12 @@ enum Fixtures {
         return result.output.split(separator: "\n").map(String.init)
     }
 
+    /// Runs `sql` on the file as another process writing to it would.
+    static func sqlite3Writing(_ file: URL, _ sql: String) throws -> [String] {
+        let result = try runTool("sqlite3", ["-batch", "-cmd", ".timeout 5000", file.path, sql])
+        return result.output.split(separator: "\n").map(String.init)
+    }
+
     /// Copies a corpus store (with its -wal) into a fresh temp folder.
     static func corpusCopy(_ name: String) throws -> URL {
         let directory = try temporaryDirectory()

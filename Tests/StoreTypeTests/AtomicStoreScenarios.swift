@@ -98,7 +98,8 @@ enum AtomicStoreScenarios {
         #expect(try reopened.count(of: department) == 1)
     }
 
-    /// Read-only stores refuse saves and never touch the file; stale versions give .conflict.
+    /// Read-only stores refuse saves and never touch the file; an update whose changed property
+    /// no longer holds the value it read gives .conflict.
     static func readOnlyAndConflict(_ type: any PersistentStoreType) throws {
         let dir = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -110,26 +111,29 @@ enum AtomicStoreScenarios {
         let readOnly = try type.open(at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         #expect(readOnly.isReadOnly)
         let department = readOnly.model.entityID(named: "Department")!
-        var snapshot = try #require(try readOnly.snapshots(for: readOnly.objectIDs(of: department)).first)
+        let original = try #require(try readOnly.snapshots(for: readOnly.objectIDs(of: department)).first)
+        var snapshot = original
         snapshot.attributes["name"] = .string("changed")
         var update = SaveRequest()
-        update.updated = [snapshot]
+        update.updated = [SaveRequest.Update(snapshot: snapshot, original: original)]
         StoreFixtures.expectError(.readOnly, mentioning: url.path) { try readOnly.save(update) }
         #expect(try Data(contentsOf: url) == before)
 
         let requestsBefore = store.requestCount
-        var stale = snapshot
-        stale.version += 5
+        var misread = original
+        misread.attributes["name"] = .string("not what the store holds")
         var conflicting = SaveRequest()
-        conflicting.updated = [stale]
+        conflicting.updated = [SaveRequest.Update(snapshot: snapshot, original: misread)]
         StoreFixtures.expectError(.conflict, mentioning: "Department") { try store.save(conflicting) }
         #expect(try Data(contentsOf: url) == before)
         #expect(store.requestCount == requestsBefore + 1)
 
         try store.save(update)
         #expect(try Data(contentsOf: url) != before)
-        // The version read before that save is now stale too.
-        StoreFixtures.expectError(.conflict, mentioning: "changed by another save") { try store.save(update) }
+        // What was read before that save is now stale: the name no longer holds it.
+        var again = update
+        again.updated[0].snapshot.attributes["name"] = .string("changed again")
+        StoreFixtures.expectError(.conflict, mentioning: "changed by another save") { try store.save(again) }
         #expect(try store.snapshots(for: [snapshot.objectID]).first?.version == snapshot.version + 1)
         #expect(try store.externalChangeToken() != nil)
     }

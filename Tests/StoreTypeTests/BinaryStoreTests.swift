@@ -30,15 +30,19 @@ import AtomicStore
         let store = try AtomicStoreScenarios.create(type, at: url)
         try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 100), to: store)
         let department = store.model.entityID(named: "Department")!
-        var snapshot = try #require(try store.snapshots(for: store.objectIDs(of: department)).first)
+        let first = try #require(try store.snapshots(for: store.objectIDs(of: department)).first)
+        var second = first
+        second.attributes["name"] = .string("second")
         var request = SaveRequest()
-        request.updated = [snapshot]
+        request.updated = [SaveRequest.Update(snapshot: second, original: first)]
         try store.save(request)
-        snapshot.version += 1
-        request.updated = [snapshot]
+        var third = second
+        third.attributes["name"] = .string("third")
+        third.version += 1
+        request.updated = [SaveRequest.Update(snapshot: third, original: second)]
         try store.save(request)
         let reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
-        #expect(try reopened.snapshots(for: [snapshot.objectID]).first?.version == 3)
+        #expect(try reopened.snapshots(for: [first.objectID]).first?.version == 3)
     }
 
     @Test func crc32cCheckValue() {

@@ -30,7 +30,7 @@ import XMLStore
         try context.setMetadata(.string("kept"), for: "com.example.custom")
         try context.save()
         let uuid = try source.store.metadata().storeUUID
-        source.store.close()
+        source.close()
 
         let xml = directory.appendingPathComponent("Company.xml")
         let binary = directory.appendingPathComponent("Company.binary")
@@ -59,7 +59,7 @@ import XMLStore
         #expect(try binaryStore.store.metadata().storeType == "Binary")
         #expect(try again.store.metadata().storeType == "SQLite")
         #expect(try again.store.metadata().embeddedModel != nil, "the new store keeps the model")
-        for coordinator in [sqliteStore, xmlStore, binaryStore, again] { coordinator.store.close() }
+        for coordinator in [sqliteStore, xmlStore, binaryStore, again] { coordinator.close() }
         #expect(try sha256(first) == checksum, "the source was only read")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("migrating") }.isEmpty)
     }
@@ -81,7 +81,7 @@ import XMLStore
             try FileManager.default.copyItem(atPath: original.path + suffix, toPath: copy.path + suffix)
         }
         let source = try open(copy)
-        defer { source.store.close() }
+        defer { source.close() }
         for type in [XMLStoreType() as any PersistentStoreType, BinaryStoreType()] {
             let there = directory.appendingPathComponent("there.\(type.fileExtensions[0])")
             let back = directory.appendingPathComponent("back-\(type.name).sqlite")
@@ -91,8 +91,8 @@ import XMLStore
             try middle.migrate(to: back, type: SQLiteStoreType())
             let returned = try open(back)
             try StoreFixtures.expectSameGraph(source.store, returned.store, metadata: false)
-            middle.store.close()
-            returned.store.close()
+            middle.close()
+            returned.close()
         }
     }
 
@@ -103,10 +103,10 @@ import XMLStore
         let created = try PersistentStoreCoordinator.open(
             at: sourceURL, types: types, model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
         try SampleGenerator(objectCount: 2_000).populate(created.newContext())
-        created.store.close()
+        created.close()
         let checksum = try sha256(sourceURL)
         let source = try open(sourceURL)
-        defer { source.store.close() }
+        defer { source.close() }
 
         // A read-only destination folder (root ignores permissions: a read-only tmpfs does not).
         let readOnly = directory.appendingPathComponent("ro")
@@ -147,7 +147,7 @@ import XMLStore
         #expect(nan?.message.contains("NaN") == true)
         #expect(!FileManager.default.fileExists(atPath: nanTarget.path))
         #expect(try sha256(xml) == nanChecksum)
-        xmlStore.store.close()
+        xmlStore.close()
 
         #expect(try sha256(sourceURL) == checksum, "the source was only read")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".") }

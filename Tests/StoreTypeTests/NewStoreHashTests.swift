@@ -22,7 +22,7 @@ import XMLStore
         let types: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType()]
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: types, model: model, options: StoreOptions(createIfMissing: true))
-        coordinator.store.close()
+        coordinator.close()
         let metadata = try PersistentStoreCoordinator.metadata(at: url, types: types)
         #expect(metadata["NSStoreModelVersionHashes"] == expected)
         #expect(metadata["NSStoreModelVersionHashesVersion"] == .integer(3))

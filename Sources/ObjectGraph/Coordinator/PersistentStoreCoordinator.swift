@@ -12,20 +12,38 @@ public final class PersistentStoreCoordinator: Sendable {
     public let store: any PersistentStore
     public let rowCache: RowCache
     public let configuration: EngineConfiguration
+    /// The lock of a store opened for writing by ``open(at:types:model:options:configuration:metadata:)``.
+    private let lock: StoreLock?
 
     /// Where the model came from (``ModelSource``): what `storefs info` reports.
     public let modelSource: ModelSource
 
     public var model: ManagedObjectModel { store.model }
 
-    public init(
+    public convenience init(
         store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration(),
         modelSource: ModelSource? = nil
     ) {
+        self.init(store: store, configuration: configuration, lock: nil, modelSource: modelSource)
+    }
+
+    private init(store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?, modelSource: ModelSource?) {
         self.store = store
         self.configuration = configuration
         self.rowCache = RowCache(limit: configuration.rowCacheLimit)
+        self.lock = lock
         self.modelSource = modelSource ?? store.modelSource
+    }
+
+    /// Closes the store and lets go of its lock.
+    public func close() {
+        store.close()
+        lock?.release()
+    }
+
+    deinit {
+        // A coordinator dropped without close() still lets go of the store for other writers.
+        lock?.release()
     }
 
     /// A new, empty context on this coordinator's store.
@@ -62,7 +80,8 @@ public final class PersistentStoreCoordinator: Sendable {
         try storeType(for: url, among: types).metadata(at: url)
     }
 
-    /// Opens (or, with `options.createIfMissing`, creates) the store at `url`.
+    /// Opens (or, with `options.createIfMissing`, creates) the store at `url`. A store opened for
+    /// writing is locked against every other writer (``StoreLock``) until ``close()``.
     ///
     /// With no `model`, an existing store is opened with the model storefs keeps in its metadata,
     /// or else with what its type finds in the file (Core Data's model cache, then inference). A
@@ -77,6 +96,23 @@ public final class PersistentStoreCoordinator: Sendable {
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
         let type: any PersistentStoreType
         if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
+        let lock = options.readOnly ? nil : try StoreLock.acquire(for: url)
+        do throws(ObjectGraphError) {
+            let (store, source) = try open(
+                at: url, type: type, model: model, options: options, metadata: metadata, modelDescription: modelDescription)
+            return PersistentStoreCoordinator(store: store, configuration: configuration, lock: lock, modelSource: source)
+        } catch {
+            lock?.release()
+            throw error
+        }
+    }
+
+    /// The store and, when the caller or the store's metadata gave the model, where it came from
+    /// (nil: the store says, see ``PersistentStore/modelSource``).
+    private static func open(
+        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata,
+        modelDescription: ModelSource?
+    ) throws(ObjectGraphError) -> (any PersistentStore, ModelSource?) {
         let exists = FileManager.default.fileExists(atPath: url.path)
         var model = model
         var initial = metadata
@@ -96,8 +132,7 @@ public final class PersistentStoreCoordinator: Sendable {
             initial[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             if initial.storeUUID == nil { initial.storeUUID = StoreMetadata.newStoreUUID() }
         }
-        let store = try type.open(at: url, model: model, options: options, initialMetadata: initial)
-        return PersistentStoreCoordinator(store: store, configuration: configuration, modelSource: source)
+        return (try type.open(at: url, model: model, options: options, initialMetadata: initial), source)
     }
 
     /// Forgets every cached row (after another process changed the store).

@@ -25,11 +25,21 @@ public struct PrimaryKey: RawRepresentable, Hashable, Comparable, Sendable, Cust
     /// The reference part of Core Data's URI form, `p12`.
     public var description: String { "p\(rawValue)" }
 
-    /// Parses the reference part of a URI (`p12`); nil for anything else.
+    /// Parses the reference part of a URI in its one canonical form, `p` and the key in decimal
+    /// without sign or leading zeros (`p12`); nil for anything else, keys beyond Int64 included,
+    /// so that no two names denote one object.
     public init?(reference: some StringProtocol) {
-        guard reference.first == "p", let value = Int64(reference.dropFirst()), value > 0,
-            reference.dropFirst().allSatisfy(\.isASCII), reference.dropFirst().first != "+"
+        let digits = reference.utf8.dropFirst()
+        guard reference.utf8.first == UInt8(ascii: "p"), let first = digits.first, first != UInt8(ascii: "0"),
+            digits.count <= 19, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
         else { return nil }
+        var value: Int64 = 0
+        for digit in digits {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+        }
         self.rawValue = value
     }
 }

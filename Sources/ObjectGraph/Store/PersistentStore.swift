@@ -48,8 +48,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// out; returns false otherwise.
     func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool
 
-    /// Applies a save as one transaction.
+    /// Applies a save as one transaction (see ``SaveRequest`` for what it writes and when it
+    /// conflicts). Errors about particular objects name them (``ObjectGraphError/objects``).
     func save(_ request: SaveRequest) throws(ObjectGraphError)
+
+    /// Refuses a value this store type cannot hold for `attribute` of `entity` (SQLite has no NaN),
+    /// so the write that sets it fails instead of the save.
+    func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
 
     /// A token that changes whenever another process commits to the store; nil where the store
     /// type cannot tell.
@@ -70,6 +75,11 @@ extension PersistentStore {
     /// A store that does not say otherwise was opened with a model (the coordinator knows that
     /// case) or worked one out from its file.
     public var modelSource: ModelSource { .inferred }
+
+    /// Stores that hold every value of every type accept everything.
+    public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
+        throws(ObjectGraphError)
+    {}
 
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)

@@ -29,7 +29,7 @@ struct Create: ParsableCommand {
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model),
             options: StoreOptions(createIfMissing: true))
-        coordinator.store.close()
+        coordinator.close()
         print("created \(store) with \(coordinator.model.entities.count) entities")
     }
 }

@@ -32,7 +32,7 @@ struct Info: ParsableCommand {
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         let metadata = try coordinator.store.metadata()
         var counts: [(String, Int)] = []
         for entity in coordinator.model.entities.sorted(by: { $0.name < $1.name }) {

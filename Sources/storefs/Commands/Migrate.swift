@@ -41,7 +41,7 @@ struct Migrate: ParsableCommand {
         let started = Date()
         let coordinator = try PersistentStoreCoordinator.open(
             at: sourceURL, types: StoreTypes.all, model: try StoreTypes.model(at: model), options: StoreOptions(readOnly: true))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         var progress = ProgressBar(label: "migrate")
         try coordinator.migrate(to: destinationURL, type: destinationType) { done, total in progress.update(done, of: total) }
         var objects = 0

@@ -46,7 +46,7 @@ struct Model: ParsableCommand {
             let coordinator = try PersistentStoreCoordinator.open(
                 at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
                 modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
-            defer { coordinator.store.close() }
+            defer { coordinator.close() }
             model = coordinator.model
             origin = coordinator.modelSource.description
             if case .dictionary(let values)? = try coordinator.store.metadata()["NSStoreModelVersionHashes"] {

@@ -27,14 +27,14 @@ struct Sample: ParsableCommand {
         let started = Date()
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
-        defer { coordinator.store.close() }
+        defer { coordinator.close() }
         var progress = ProgressBar(label: "sample")
         do {
             try SampleGenerator(objectCount: objects, seed: seed).populate(coordinator.newContext()) { done, total in
                 progress.update(done, of: total)
             }
         } catch {
-            coordinator.store.close()
+            coordinator.close()
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
             throw error
         }

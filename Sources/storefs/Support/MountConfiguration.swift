@@ -5,7 +5,8 @@ import StoreFS
 /// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
 ///
 /// storefs's: `ro`/`rw`, `list_fetched`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
-/// `batch_size=N`, `allow_other`, `auto_unmount`/`noauto_unmount`. mount(8)'s own (`defaults`,
+/// `batch_size=N`, `max_value_size=MiB`, `allow_other`, `auto_unmount`/`noauto_unmount`. Numbers
+/// are checked against sane bounds, so no option can make the server overflow or allocate wildly. mount(8)'s own (`defaults`,
 /// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else
 /// goes to libfuse.
 struct MountConfiguration {
@@ -28,20 +29,25 @@ struct MountConfiguration {
             case "noauto_unmount": mount.autoUnmount = false
             case "model": model = try Self.required(value, name)
             case "commit_delay":
-                guard let seconds = Double(try Self.required(value, name)), seconds >= 0 else {
-                    throw MountOptionError("commit_delay needs a number of seconds, e.g. commit_delay=0.5")
+                guard let seconds = Double(try Self.required(value, name)), seconds >= 0, seconds <= 3600 else {
+                    throw MountOptionError("commit_delay needs a number of seconds from 0 to 3600, e.g. commit_delay=0.5")
                 }
                 fileSystem.commitDelay = seconds
             case "cache_size":
-                guard let mib = Int(try Self.required(value, name)), mib > 0 else {
-                    throw MountOptionError("cache_size needs a size in MiB, e.g. cache_size=256")
+                guard let mib = Int(try Self.required(value, name)), mib > 0, mib <= 1 << 20 else {
+                    throw MountOptionError("cache_size needs a size in MiB from 1 to 1048576, e.g. cache_size=256")
                 }
                 engine.rowCacheLimit = mib << 20
             case "batch_size":
-                guard let n = Int(try Self.required(value, name)), n > 0 else {
-                    throw MountOptionError("batch_size needs a positive number")
+                guard let n = Int(try Self.required(value, name)), n > 0, n <= 100_000 else {
+                    throw MountOptionError("batch_size needs a number from 1 to 100000")
                 }
                 engine.batchSize = n
+            case "max_value_size":
+                guard let mib = Int(try Self.required(value, name)), mib > 0, mib <= 4096 else {
+                    throw MountOptionError("max_value_size needs a size in MiB from 1 to 4096, e.g. max_value_size=256")
+                }
+                fileSystem.maximumValueSize = mib << 20
             case "defaults", "_netdev", "nofail", "noauto", "auto", "user", "users", "nouser", "exec", "noexec",
                 "suid", "nosuid", "dev", "nodev", "atime", "noatime", "relatime", "sync", "async":
                 continue

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import FuseKit
 import Logging
@@ -6,15 +7,24 @@ import StoreFS
 
 /// Opens a store and serves it on a mount point until unmounted (the foreground path of `mount`
 /// and `demo`).
+///
+/// The server records its mount (``MountRegistry``) and, when it ends, how: `storefs unmount`
+/// waits for that. It exits 0 when every change was saved and ``unsavedExitStatus`` when some
+/// were kept in a recovery file instead.
 enum Server {
+    /// The exit status of a server that could not save everything (EX_TEMPFAIL).
+    static let unsavedExitStatus: Int32 = 75
+
     static func serve(
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
         onReady: () -> Void = {}
     ) throws {
-        try serve(mountPoint: mountPoint, source: coordinator.store.url?.path ?? "memory", configuration: configuration, logger: logger, onReady: onReady) { fsConfiguration, counters in
+        let source = coordinator.store.url?.path ?? "memory"
+        defer { coordinator.close() }
+        try serve(mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady) {
+            fsConfiguration, counters in
             StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
         }
-        coordinator.store.close()
     }
 
     /// Serves a folder of stores: each store file is a folder of the mount.
@@ -28,7 +38,7 @@ enum Server {
 
     private static func serve(
         mountPoint: String, source: String, configuration: MountConfiguration, logger: Logger, onReady: () -> Void = {},
-        makeFileSystem: (StoreFSConfiguration, OperationCounters) -> any FileSystem
+        makeFileSystem: (StoreFSConfiguration, OperationCounters) -> any SavingFileSystem
     ) throws {
         unblockStopSignals()
         if FuseSession.cleanUpStaleMount(at: mountPoint) {
@@ -40,13 +50,39 @@ enum Server {
         let fileSystem = makeFileSystem(fsConfiguration, counters)
         var options = configuration.mount
         options.fsName = source
+        // Resolved before mounting: once mounted, looking at the mount point needs the server,
+        // which answers only once the session runs.
+        let registered = MountRegistry.standardized(mountPoint)
         let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
         try session.mount()
+        var record = MountRegistry.Record(pid: getpid(), mountPoint: registered, store: source)
+        MountRegistry.write(record)
         logger.info("mounted \(options.fsName) on \(mountPoint)\(options.readOnly ? " (read-only)" : "")")
         Readiness.notifySystemd()
         onReady()
-        try session.run()
+        do {
+            try session.run()
+        } catch {
+            record.exitStatus = 1
+            record.message = "storefs: \(error)"
+            MountRegistry.write(record)
+            throw error
+        }
         logger.info("unmounted \(mountPoint)")
+        guard let unsaved = fileSystem.unsavedChanges else {
+            record.exitStatus = 0
+            MountRegistry.write(record)
+            return
+        }
+        let files = unsaved.recoveryFiles.map(\.path).joined(separator: ", ")
+        let message =
+            "storefs: \(unsaved.count) changes to \(source) could not be saved (\(unsaved.summary)); "
+            + (files.isEmpty ? "writing them to a recovery file failed too (see the log)" : "they are kept in \(files); apply with `storefs recover`")
+        record.exitStatus = unsavedExitStatus
+        record.message = message
+        MountRegistry.write(record)
+        printError(message)
+        throw ExitCode(unsavedExitStatus)
     }
 
     /// Unblocks SIGINT, SIGTERM and SIGHUP on this thread (and so on the libfuse threads it

@@ -29,7 +29,7 @@ enum StoreTypes {
         }
         if isStore(url) {
             let coordinator = try PersistentStoreCoordinator.open(at: url, types: all, options: StoreOptions(readOnly: true))
-            defer { coordinator.store.close() }
+            defer { coordinator.close() }
             return LoadedModel(
                 model: coordinator.model,
                 source: .given("the model of store \(path) (\(coordinator.modelSource.description)), from --model"))

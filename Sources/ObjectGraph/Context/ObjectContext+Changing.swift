@@ -1,0 +1,401 @@
+import Foundation
+
+/// Changing objects: values, relationships with their inverses, inserts and deletes by the delete
+/// rules. Every change is checked when it is made (type, range, length, optionality, what the
+/// store can hold) and joins the change group of every object it touches.
+extension ObjectContext {
+    // MARK: - Values
+
+    /// Sets attribute `name` of `id`, after checking the value against the attribute (type, range,
+    /// length, optionality) and against what the store can hold.
+    public func setValue(_ value: AttributeValue?, of name: String, for id: ObjectID) throws(ObjectGraphError) {
+        try check(value, of: name, for: id)
+        try state.withLock { (state) throws(ObjectGraphError) in
+            beginChange(&state)
+            defer { endChange(&state) }
+            try modify(id, &state) { $0.snapshot.attributes[name] = value }
+        }
+    }
+
+    /// Checks `value` for attribute `name` of `id` as ``setValue(_:of:for:)`` would, without
+    /// setting it.
+    public func check(_ value: AttributeValue?, of name: String, for id: ObjectID) throws(ObjectGraphError) {
+        let attribute = try attribute(name, of: id.entity)
+        try Validator.check(value, for: attribute, in: model[id.entity], object: describe(id))
+        if let value { try store.check(value, for: attribute, of: id.entity) }
+    }
+
+    // MARK: - Relationships
+
+    /// Sets to-one relationship `name` of `id` to `destination`, keeping the inverse consistent.
+    public func setDestination(_ destination: ObjectID?, of name: String, for id: ObjectID) throws(ObjectGraphError) {
+        let relationship = try self.relationship(name, of: id.entity)
+        guard !relationship.isToMany else {
+            throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
+        }
+        try state.withLock { (state) throws(ObjectGraphError) in
+            beginChange(&state)
+            defer { endChange(&state) }
+            if let destination { try checkDestination(destination, of: relationship, &state) }
+            try setToOneLocked(destination, relationship, id, &state)
+        }
+    }
+
+    /// Replaces the contents of to-many relationship `name` of `id` (in order, for ordered ones),
+    /// keeping inverses consistent.
+    public func setDestinations(_ destinations: [ObjectID], of name: String, for id: ObjectID) throws(ObjectGraphError) {
+        let relationship = try self.relationship(name, of: id.entity)
+        guard relationship.isToMany else {
+            throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-one relationship")
+        }
+        var unique: [ObjectID] = []
+        var seen: Set<ObjectID> = []
+        for d in destinations where seen.insert(d).inserted { unique.append(d) }
+        try state.withLock { (state) throws(ObjectGraphError) in
+            beginChange(&state)
+            defer { endChange(&state) }
+            for d in unique { try checkDestination(d, of: relationship, &state) }
+            try setToManyLocked(unique, relationship, id, &state)
+        }
+    }
+
+    /// Adds `destination` to to-many relationship `name` of `id` (at the end, or at `index` for an
+    /// ordered relationship).
+    public func addDestination(_ destination: ObjectID, to name: String, of id: ObjectID, at index: Int? = nil)
+        throws(ObjectGraphError)
+    {
+        var list = try destinations(of: name, for: id).filter { $0 != destination }
+        list.insert(destination, at: min(max(index ?? list.count, 0), list.count))
+        try setDestinations(list, of: name, for: id)
+    }
+
+    /// Removes `destination` from to-many relationship `name` of `id`.
+    public func removeDestination(_ destination: ObjectID, from name: String, of id: ObjectID) throws(ObjectGraphError) {
+        let list = try destinations(of: name, for: id)
+        guard list.contains(destination) else {
+            throw ObjectGraphError(.notFound, "\(describe(destination)) is not in \(model[id.entity].name).\(name) of \(describe(id))")
+        }
+        try setDestinations(list.filter { $0 != destination }, of: name, for: id)
+    }
+
+    // MARK: - Inserting
+
+    /// Inserts a new object of `entity` with the model's default values. With `key`, the object
+    /// keeps that key when no object has it (``ObjectGraphError/Code/exists`` otherwise).
+    @discardableResult
+    public func insertObject(of entity: EntityID, key: PrimaryKey? = nil) throws(ObjectGraphError) -> ObjectID {
+        let description = model[entity]
+        guard !description.isAbstract else {
+            throw ObjectGraphError(.validation, "entity \(description.name) is abstract: insert an object of one of its subentities")
+        }
+        return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID in
+            beginChange(&state)
+            defer { endChange(&state) }
+            let assigned: PrimaryKey
+            if let key {
+                let taken = state.pending.keys.contains {
+                    $0.key == key && model[$0.entity].rootID == description.rootID
+                } || state.deleted.keys.contains { $0.key == key && model[$0.entity].rootID == description.rootID }
+                guard !taken, try store.claimKey(key, in: description.rootID) else {
+                    throw ObjectGraphError(.exists, "\(description.name) key \(key) is already in use")
+                }
+                assigned = key
+            } else {
+                assigned = try store.reserveKeys(in: description.rootID, count: 1)[0]
+            }
+            let id = ObjectID(entity: entity, key: assigned)
+            insertLocked(Self.newSnapshot(id, description), &state)
+            return id
+        }
+    }
+
+    /// Inserts `count` objects of `entity` with default values, reserving their keys in one store
+    /// request (for bulk loads).
+    public func insertObjects(of entity: EntityID, count: Int) throws(ObjectGraphError) -> [ObjectID] {
+        let description = model[entity]
+        return try state.withLock { (state) throws(ObjectGraphError) -> [ObjectID] in
+            let keys = try store.reserveKeys(in: description.rootID, count: count)
+            return keys.map { key in
+                let id = ObjectID(entity: entity, key: key)
+                insertLocked(Self.newSnapshot(id, description), &state, touching: false)
+                return id
+            }
+        }
+    }
+
+    /// Inserts an object with a given key and snapshot as is (no defaults), for migration and copies
+    /// that must keep identity. Relationships are set separately.
+    public func insertObject(_ snapshot: Snapshot) throws(ObjectGraphError) {
+        state.withLock { state in
+            insertLocked(
+                Snapshot(objectID: snapshot.objectID, version: 0, attributes: snapshot.attributes), &state, touching: false)
+        }
+    }
+
+    /// Bulk inserts (`touching: false`) start a group of their own per object, which the
+    /// relationships set later join.
+    private func insertLocked(_ snapshot: Snapshot, _ state: inout State, touching: Bool = true) {
+        let id = snapshot.objectID
+        state.pending[id] = PendingObject(
+            snapshot: snapshot, original: Snapshot(objectID: id, version: 0), isInserted: true)
+        state.changeCount[id, default: 0] += 1
+        if touching { state.touched.append(id) }
+    }
+
+    static func newSnapshot(_ id: ObjectID, _ entity: EntityDescription) -> Snapshot {
+        var values: [String: AttributeValue] = [:]
+        for attribute in entity.allAttributes {
+            if let value = attribute.defaultValue { values[attribute.name] = value }
+        }
+        return Snapshot(objectID: id, version: 0, attributes: values)
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes `id`, applying the delete rules of its relationships: Deny refuses while the
+    /// relationship is not empty, Cascade deletes the destinations, Nullify removes the object from
+    /// its destinations' inverses, No Action leaves them as they are. Nothing changes when the
+    /// delete is refused.
+    public func delete(_ id: ObjectID) throws(ObjectGraphError) {
+        try state.withLock { (state) throws(ObjectGraphError) in
+            beginChange(&state)
+            defer { endChange(&state) }
+            _ = try existingSnapshot(id, &state)
+            // Collect the cascade closure first, so that a Deny anywhere refuses the whole delete.
+            var closure: [ObjectID] = []
+            var seen: Set<ObjectID> = [id]
+            var queue = [id]
+            while let current = queue.popLast() {
+                closure.append(current)
+                for relationship in model[current.entity].persistentRelationships
+                where relationship.deleteRule == .cascade {
+                    for d in try relatedLocked(relationship, current, &state) where seen.insert(d).inserted {
+                        queue.append(d)
+                    }
+                }
+            }
+            for current in closure {
+                for relationship in model[current.entity].persistentRelationships where relationship.deleteRule == .deny {
+                    let blocking = try relatedLocked(relationship, current, &state).filter { !seen.contains($0) }
+                    if !blocking.isEmpty {
+                        throw ObjectGraphError(
+                            .deleteDenied,
+                            "cannot delete \(describe(current)): its relationship \(relationship.name) has the "
+                                + "Deny rule and still holds \(blocking.map(describe).joined(separator: ", "))",
+                            objects: [current])
+                    }
+                }
+            }
+            for current in closure {
+                for relationship in model[current.entity].persistentRelationships
+                where relationship.deleteRule != .noAction {
+                    guard let inverse = model.inverse(of: relationship) else { continue }
+                    for d in try relatedLocked(relationship, current, &state) where !seen.contains(d) {
+                        if inverse.isToMany {
+                            let list = try toManyLocked(inverse.name, d, &state).filter { $0 != current }
+                            try setToManyPending(inverse.name, list, d, &state)
+                        } else {
+                            try modify(d, &state) { $0.snapshot.toOne[inverse.name] = nil }
+                        }
+                    }
+                }
+            }
+            for current in closure {
+                let snapshot = try existingSnapshot(current, &state)
+                state.touched.append(current)
+                state.changeCount[current, default: 0] += 1
+                if let pending = state.pending.removeValue(forKey: current) {
+                    if pending.isInserted { continue }
+                    state.deleted[current] = pending.original
+                } else {
+                    state.deleted[current] = snapshot
+                }
+            }
+        }
+    }
+
+    // MARK: - Metadata
+
+    /// Sets a store metadata key (nil removes it); written with the next save. Keys storefs
+    /// manages (NSStoreType, NSStoreUUID) are refused.
+    public func setMetadata(_ value: MetadataValue?, for key: String) throws(ObjectGraphError) {
+        guard !StoreMetadata.managedKeys.contains(key) else {
+            throw ObjectGraphError(.readOnly, "metadata key \(key) is managed by the store and cannot be changed")
+        }
+        try state.withLock { (state) throws(ObjectGraphError) in
+            var metadata = try currentMetadata(state)
+            metadata[key] = value
+            state.metadata = metadata
+        }
+    }
+
+    /// The store's metadata with this context's unsaved changes.
+    public func metadata() throws(ObjectGraphError) -> StoreMetadata {
+        try state.withLock { (state) throws(ObjectGraphError) in try currentMetadata(state) }
+    }
+
+    func currentMetadata(_ state: State) throws(ObjectGraphError) -> StoreMetadata {
+        if let metadata = state.metadata { return metadata }
+        return try store.metadata()
+    }
+
+    // MARK: - Change groups
+
+    /// Starts one change under the lock: every object it touches until ``endChange(_:)`` joins one
+    /// change group.
+    func beginChange(_ state: inout State) {
+        state.touched = []
+    }
+
+    func endChange(_ state: inout State) {
+        unite(state.touched, &state)
+        state.touched = []
+    }
+
+    func root(of id: ObjectID, _ state: inout State) -> ObjectID {
+        var current = id
+        while let parent = state.groupParent[current], parent != current { current = parent }
+        // Path halving keeps later walks short.
+        var node = id
+        while let parent = state.groupParent[node], parent != current {
+            state.groupParent[node] = current
+            node = parent
+        }
+        return current
+    }
+
+    private func unite(_ ids: [ObjectID], _ state: inout State) {
+        guard let first = ids.first else { return }
+        if state.groupParent[first] == nil { state.groupParent[first] = first }
+        let top = root(of: first, &state)
+        for id in ids.dropFirst() {
+            if state.groupParent[id] == nil { state.groupParent[id] = id }
+            let other = root(of: id, &state)
+            if other != top { state.groupParent[other] = top }
+        }
+    }
+
+    // MARK: - Helpers
+
+    func checkDestination(_ d: ObjectID, of relationship: RelationshipDescription, _ state: inout State)
+        throws(ObjectGraphError)
+    {
+        guard let destinationEntity = model.entityID(named: relationship.destinationEntityName),
+            d.entity.rawValue >= 1, d.entity.rawValue <= model.entities.count,
+            model.entity(d.entity, isKindOf: destinationEntity)
+        else {
+            throw ObjectGraphError(
+                .validation, "\(relationship.name) holds \(relationship.destinationEntityName) objects; \(describe(d)) is not one")
+        }
+        guard state.deleted[d] == nil, try snapshotLocked(d, &state) != nil else {
+            throw ObjectGraphError(.notFound, "object \(describe(d)) does not exist")
+        }
+    }
+
+    /// The objects `relationship` of `id` reaches (to-one or to-many).
+    func relatedLocked(_ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
+        throws(ObjectGraphError) -> [ObjectID]
+    {
+        if relationship.isToMany { return try toManyLocked(relationship.name, id, &state) }
+        return try existingSnapshot(id, &state).toOne[relationship.name].map { [$0] } ?? []
+    }
+
+    /// Applies `change` to the pending state of `id`, registering it as updated on first change.
+    func modify(_ id: ObjectID, _ state: inout State, _ change: (inout PendingObject) -> Void) throws(ObjectGraphError) {
+        if state.pending[id] == nil {
+            let snapshot = try existingSnapshot(id, &state)
+            state.pending[id] = PendingObject(snapshot: snapshot, original: snapshot, isInserted: false)
+        }
+        change(&state.pending[id]!)
+        state.changeCount[id, default: 0] += 1
+        state.touched.append(id)
+    }
+
+    /// Sets the pending contents of to-many `name` of `id`, remembering the contents as read the
+    /// first time.
+    func setToManyPending(_ name: String, _ list: [ObjectID], _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) {
+        let before = try toManyLocked(name, id, &state)
+        try modify(id, &state) { pending in
+            if pending.toMany[name] == nil && !pending.isInserted { pending.originalToMany[name] = before }
+            pending.toMany[name] = list
+        }
+    }
+
+    /// Objects inserted here that a change links to: they must be saved with it, or the store
+    /// would hold a key that points at nothing.
+    private func touchInserted(_ ids: [ObjectID], _ state: inout State) {
+        for id in ids where state.pending[id]?.isInserted == true { state.touched.append(id) }
+    }
+
+    func setToOneLocked(_ destination: ObjectID?, _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
+        throws(ObjectGraphError)
+    {
+        let old = try existingSnapshot(id, &state).toOne[relationship.name]
+        guard old != destination else { return }
+        if let inverse = model.inverse(of: relationship) {
+            if let old { try unlinkInverse(inverse, of: old, from: id, &state) }
+            if let destination { try linkInverse(inverse, of: destination, to: id, &state) }
+        }
+        try modify(id, &state) { $0.snapshot.toOne[relationship.name] = destination }
+        if let destination { touchInserted([destination], &state) }
+    }
+
+    func setToManyLocked(_ list: [ObjectID], _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
+        throws(ObjectGraphError)
+    {
+        _ = try existingSnapshot(id, &state)
+        let old = try toManyLocked(relationship.name, id, &state)
+        guard old != list else { return }
+        if let inverse = model.inverse(of: relationship) {
+            let newSet = Set(list)
+            let oldSet = Set(old)
+            for removed in old where !newSet.contains(removed) {
+                try unlinkInverse(inverse, of: removed, from: id, &state)
+            }
+            for added in list where !oldSet.contains(added) {
+                try linkInverse(inverse, of: added, to: id, &state)
+            }
+        }
+        try setToManyPending(relationship.name, list, id, &state)
+        touchInserted(list, &state)
+    }
+
+    /// Removes `source` from relationship `inverse` of `object` (the other side of a change).
+    private func unlinkInverse(
+        _ inverse: RelationshipDescription, of object: ObjectID, from source: ObjectID, _ state: inout State
+    ) throws(ObjectGraphError) {
+        guard state.deleted[object] == nil, try snapshotLocked(object, &state) != nil else { return }
+        if inverse.isToMany {
+            let list = try toManyLocked(inverse.name, object, &state)
+            guard list.contains(source) else { return }
+            try setToManyPending(inverse.name, list.filter { $0 != source }, object, &state)
+        } else if try existingSnapshot(object, &state).toOne[inverse.name] == source {
+            try modify(object, &state) { $0.snapshot.toOne[inverse.name] = nil }
+        }
+    }
+
+    /// Makes relationship `inverse` of `object` include `source`, taking `object` away from the
+    /// object its to-one inverse pointed at before (so both sides of every pair agree).
+    private func linkInverse(
+        _ inverse: RelationshipDescription, of object: ObjectID, to source: ObjectID, _ state: inout State
+    ) throws(ObjectGraphError) {
+        if inverse.isToMany {
+            let list = try toManyLocked(inverse.name, object, &state)
+            guard !list.contains(source) else { return }
+            try setToManyPending(inverse.name, list + [source], object, &state)
+        } else {
+            let previous = try existingSnapshot(object, &state).toOne[inverse.name]
+            guard previous != source else { return }
+            if let previous, let forward = model.inverse(of: inverse) {
+                // `object` leaves `previous`'s side of the pair.
+                if forward.isToMany {
+                    let list = try toManyLocked(forward.name, previous, &state)
+                    try setToManyPending(forward.name, list.filter { $0 != object }, previous, &state)
+                } else {
+                    try modify(previous, &state) { $0.snapshot.toOne[forward.name] = nil }
+                }
+            }
+            try modify(object, &state) { $0.snapshot.toOne[inverse.name] = source }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+/// Handing out primary keys (Core Data's Z_MAX), checked: a store whose highest key is near
+/// Int64's limit, or a request for a huge count, fails with a clear error instead of overflowing.
+public enum KeyRange {
+    /// Reserves `count` keys after `highest` (the highest key handed out so far in the tree of
+    /// root entity `rootName`) and reports the new highest through `store`.
+    public static func reserve(
+        _ count: Int, after highest: Int64, in rootName: String, store: (Int64) -> Void
+    ) throws(ObjectGraphError) -> [PrimaryKey] {
+        guard count > 0 else { return [] }
+        let start = max(highest, 0)
+        let (last, overflow) = start.addingReportingOverflow(Int64(count))
+        guard !overflow else {
+            throw ObjectGraphError(
+                .unsupported, "\(rootName) has no free keys left: its highest key is \(highest)")
+        }
+        store(last)
+        return (1...Int64(count)).map { PrimaryKey(start + $0) }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import FuseKit
+import Logging
+import ObjectGraph
+
+/// Commits: changes collect in the context and are saved after ``StoreFSConfiguration/commitDelay``
+/// of quiet, on fsync and at unmount. A commit saves every change group that can be saved and
+/// leaves the others pending (a value that fails validation, a key another process took), with
+/// the reason in the log and in `user.storefs.error` on the object's folder; it tries them again
+/// once they change. Objects in folders a copy is still filling wait until they settle. At
+/// unmount, what still cannot be saved goes to a recovery file beside the store.
+extension StoreFileSystem {
+    /// Notes a change: the commit timer restarts, and texts kept for readers are not used again.
+    func changed(_ object: ObjectID? = nil) {
+        schedule.noteChange(object)
+        renderedValues.valuesChanged()
+    }
+
+    /// Commits what can be committed as one transaction and records what could not.
+    @discardableResult
+    func commitPendingChanges(reason: String) -> SaveOutcome {
+        commitLock.withLock { (_) -> SaveOutcome in
+            for (object, list) in removals.takeAll() {
+                for case .hiddenProperty(let name) in list where (try? context.exists(object)) == true {
+                    logger.error(
+                        "rm \(describe(object))/\(name): refused, \(name) is not optional; it keeps its value and shows again")
+                    invalidateEntry(parent: .object(object), name: name)
+                    invalidate(.object(object))
+                }
+                if list.contains(where: { if case .hiddenFolder = $0 { true } else { false } }) {
+                    invalidate(.object(object))
+                }
+            }
+            guard context.hasChanges else {
+                schedule.didCommit(retry: false)
+                return SaveOutcome()
+            }
+            let outcome = context.save(holding: copyIn.freshObjects)
+            for object in failures.record(outcome, describe: \.message) {
+                if let reason = failures.reason(for: object) {
+                    logger.error("commit (\(reason == "conflict" ? reason : "not saved")) \(describe(object)): \(reason)")
+                }
+            }
+            for change in outcome.conflicts {
+                logger.error(
+                    "commit (\(reason)): \(describe(change.objectID)) was changed by another process; its change is kept and this mount's change of it is not saved")
+            }
+            if !outcome.conflicts.isEmpty {
+                renderedValues.valuesChanged()
+                let objects = outcome.conflicts.map(\.objectID)
+                invalidateRelated(objects)
+                for object in objects { invalidateAncestorDirectories(of: object) }
+            }
+            if let error = outcome.storeError {
+                logger.error("commit (\(reason)): nothing was saved: \(error.message); the changes stay pending")
+            }
+            schedule.didCommit(retry: outcome.storeError != nil)
+            if !outcome.saved.isEmpty || outcome.savedMetadata {
+                dropFetchedResults()
+                rememberStoreToken()
+                logger.debug("committed \(outcome.saved.count) objects (\(reason))")
+            }
+            return outcome
+        }
+    }
+
+    /// Folders a copy filled that are done (quiet, fsynced, unmounting): they show everything
+    /// they hold, and their objects take part in the next commit.
+    func settleFolders(_ objects: [ObjectID]) {
+        guard !objects.isEmpty else { return }
+        invalidateListings(of: objects)
+        changed(nil)
+    }
+
+    /// The last commit, at unmount: everything settles, waiting links that never found their
+    /// object are given up, and what still cannot be saved is written to a recovery file.
+    func saveForUnmount() -> UnsavedChanges? {
+        settleFolders(copyIn.endFreshness(of: nil))
+        let orphans = copyIn.takeAllWaitingLinks().compactMap { scratch.remove($0) }
+        commitPendingChanges(reason: "unmount")
+        let pending = context.pendingChanges() + failures.droppedChanges
+        let links = orphans.compactMap { link -> RecoveryFile.WaitingLink? in
+            guard let target = link.linkTarget else { return nil }
+            return RecoveryFile.WaitingLink(folder: pathComponents(of: link.parent).joined(separator: "/"), name: link.name, target: target)
+        }
+        let metadata = context.pendingMetadata
+        guard !pending.isEmpty || !links.isEmpty || metadata != nil else { return nil }
+        let file = RecoveryFile(
+            store: coordinator.store.url?.path ?? "memory", storeUUID: (try? storeUUID()) ?? "",
+            changes: pending.map { RecoveryFile.Change($0, model: model) }, waitingLinks: links,
+            metadata: metadata.map { RecoveryFile.metadataChanges($0, from: try? coordinator.store.metadata()) } ?? [:])
+        let count = pending.count + links.count + (metadata == nil ? 0 : 1)
+        do {
+            let url = try file.write(besideStore: coordinator.store.url)
+            let store = coordinator.store.url?.path ?? "STORE"
+            logger.critical(
+                "unmount: \(count) changes could not be saved (\(file.summary)); they are kept in \(url.path): fix what it names and apply it with `storefs recover \(store) \(url.path)`")
+            return UnsavedChanges(count: count, recoveryFiles: [url], summary: file.summary)
+        } catch {
+            logger.critical("unmount: \(count) changes could not be saved, and writing the recovery file failed: \(error)")
+            return UnsavedChanges(count: count, recoveryFiles: [], summary: file.summary)
+        }
+    }
+}
+
+/// What an unmount could not save.
+public struct UnsavedChanges: Sendable {
+    /// How many changes (objects, waiting links, metadata) were not saved.
+    public var count: Int
+    /// Where they were kept (one file per store); empty when even that failed.
+    public var recoveryFiles: [URL]
+    /// The reasons, briefly.
+    public var summary: String
+
+    /// Several stores' together (a folder mount).
+    public static func combined(_ parts: [UnsavedChanges]) -> UnsavedChanges? {
+        guard !parts.isEmpty else { return nil }
+        return UnsavedChanges(
+            count: parts.reduce(0) { $0 + $1.count }, recoveryFiles: parts.flatMap(\.recoveryFiles),
+            summary: parts.map(\.summary).joined(separator: "; "))
+    }
+}
+
+/// A filesystem that saves a store, and can say after unmounting what it could not save.
+public protocol SavingFileSystem: FileSystem {
+    /// What the unmount could not save; nil when everything was saved (or before unmounting).
+    var unsavedChanges: UnsavedChanges? { get }
+}

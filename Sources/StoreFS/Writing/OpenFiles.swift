@@ -1,0 +1,94 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+import Synchronization
+
+/// Files open through the mount, by handle: what each will set when it is flushed, and the
+/// content its reader sees.
+///
+/// A handle's buffer is the writer's alone: other readers keep seeing the stored value until the
+/// writer closes (or fsyncs) and the value is set. A reader sees the value as it was at its first
+/// read for as long as it keeps the file open, so a value set meanwhile never reaches it half
+/// (its later reads would otherwise continue in the new value); and the value is rendered once
+/// per open, so reading a large value costs time proportional to what is read.
+///
+/// Threading: one lock; never calls out while holding it.
+final class OpenFiles: Sendable {
+    struct OpenFile {
+        var node: Node
+        /// The new content, once the file was written or truncated through this handle.
+        var buffer: Data?
+        var dirty = false
+        /// Whether data was written through this handle (not only truncated): a flush of a merely
+        /// truncated buffer waits for the writes or the release (the shell's `>` closes a
+        /// duplicate descriptor before it writes anything).
+        var written = false
+        /// A write through this handle was refused: it holds no value to set until a write
+        /// starts a new one at offset 0.
+        var rejected = false
+        /// The value this handle last set, so that an fsync that cannot save it takes it back.
+        var applied: AppliedValue?
+        /// The stored value's content as this handle's reader sees it, rendered at the first read.
+        var rendered: Data?
+    }
+
+    /// An attribute value set through a handle.
+    struct AppliedValue {
+        var attribute: String
+        var value: AttributeValue?
+    }
+
+    private struct State {
+        var nextHandle: UInt64 = 1
+        var files: [UInt64: OpenFile] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    func open(_ node: Node, buffer: Data?) -> FuseKit.FileHandle {
+        state.withLock { state in
+            let handle = state.nextHandle
+            state.nextHandle += 1
+            state.files[handle] = OpenFile(node: node, buffer: buffer, dirty: buffer != nil)
+            return FuseKit.FileHandle(handle)
+        }
+    }
+
+    func file(_ handle: FuseKit.FileHandle) -> OpenFile? { state.withLock { $0.files[handle.rawValue] } }
+
+    func update(_ handle: FuseKit.FileHandle, _ change: (inout OpenFile) -> Void) {
+        state.withLock { state in
+            guard var file = state.files[handle.rawValue] else { return }
+            change(&file)
+            state.files[handle.rawValue] = file
+        }
+    }
+
+    @discardableResult
+    func close(_ handle: FuseKit.FileHandle) -> OpenFile? {
+        state.withLock { $0.files.removeValue(forKey: handle.rawValue) }
+    }
+
+    /// The size of what a writer holds for `node` when the file has no stored value yet (a new
+    /// file being written): nil when nobody is writing it.
+    func sizeBeingWritten(_ node: Node) -> Int? {
+        state.withLock { state in
+            state.files.values.first { $0.node == node && $0.dirty && $0.buffer != nil }?.buffer?.count
+        }
+    }
+
+    /// Takes the handle's dirty buffer to be set (clearing it), or nil when there is none.
+    func takeBuffer(_ handle: FuseKit.FileHandle) -> (Node, Data)? {
+        state.withLock { state in
+            guard var file = state.files[handle.rawValue], file.dirty, !file.rejected, let content = file.buffer else {
+                return nil
+            }
+            file.dirty = false
+            file.written = false
+            file.buffer = nil
+            file.rendered = nil
+            state.files[handle.rawValue] = file
+            return (file.node, content)
+        }
+    }
+}

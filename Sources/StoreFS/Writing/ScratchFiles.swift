@@ -1,0 +1,105 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+import Synchronization
+
+/// Files and links tools make under names that are not properties: an editor's temporary and
+/// swap files, `sed -i`'s and Python's temporary files, `ln -sf`'s temporary link, the links a
+/// copy makes before the objects they point at exist. They live in memory, never in the store.
+///
+/// Threading: one lock; never calls out while holding it.
+final class ScratchFiles: Sendable {
+    struct ScratchFile {
+        var parent: Node
+        var name: String
+        var content: Data
+        var modified: Date
+        /// The target, when the scratch entry is a symlink.
+        var linkTarget: String?
+    }
+
+    private struct State {
+        var nextSerial: UInt64 = 1
+        var files: [UInt64: ScratchFile] = [:]
+        /// The scratch files of each folder by name: lookups in object folders must not scan every
+        /// scratch file (a copy in progress holds thousands of waiting links).
+        var byFolder: [Node: [String: UInt64]] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    func named(_ name: String, in parent: Node) -> UInt64? {
+        state.withLock { $0.byFolder[parent]?[name] }
+    }
+
+    func list(in parent: Node) -> [(name: String, serial: UInt64)] {
+        state.withLock { state in
+            (state.byFolder[parent] ?? [:]).map { ($0.key, $0.value) }.sorted { $0.name < $1.name }
+        }
+    }
+
+    func create(named name: String, in parent: Node, content: Data = Data(), linkTarget: String? = nil) -> UInt64 {
+        state.withLock { state in
+            let serial = state.nextSerial
+            state.nextSerial += 1
+            if let old = state.byFolder[parent]?[name] { state.files[old] = nil }
+            state.files[serial] = ScratchFile(parent: parent, name: name, content: content, modified: Date(), linkTarget: linkTarget)
+            state.byFolder[parent, default: [:]][name] = serial
+            return serial
+        }
+    }
+
+    func file(_ serial: UInt64) -> ScratchFile? { state.withLock { $0.files[serial] } }
+
+    func setContent(_ serial: UInt64, _ content: Data) {
+        state.withLock { state in
+            state.files[serial]?.content = content
+            state.files[serial]?.modified = Date()
+        }
+    }
+
+    func rename(_ serial: UInt64, to name: String, in parent: Node) {
+        state.withLock { state in
+            guard let old = state.files[serial] else { return }
+            state.byFolder[old.parent]?[old.name] = nil
+            if let replaced = state.byFolder[parent]?[name] { state.files[replaced] = nil }
+            state.files[serial]?.name = name
+            state.files[serial]?.parent = parent
+            state.byFolder[parent, default: [:]][name] = serial
+        }
+    }
+
+    @discardableResult
+    func remove(_ serial: UInt64) -> ScratchFile? {
+        state.withLock { state in
+            guard let removed = state.files.removeValue(forKey: serial) else { return nil }
+            if state.byFolder[removed.parent]?[removed.name] == serial {
+                state.byFolder[removed.parent]?[removed.name] = nil
+            }
+            return removed
+        }
+    }
+
+    /// Removes the links a copy put in the fetched folders of `objects` (their folders compute
+    /// their own once the copy is done).
+    func removeFetchedLinks(of objects: [ObjectID]) {
+        let set = Set(objects)
+        state.withLock { state in
+            for (serial, file) in state.files {
+                guard case .fetched(let object, _) = file.parent, set.contains(object) else { continue }
+                state.files[serial] = nil
+                state.byFolder[file.parent] = nil
+            }
+        }
+    }
+
+    /// Removes the scratch files of an object's folder and of its to-many folders.
+    func removeAll(of object: ObjectID) {
+        state.withLock { state in
+            for (serial, file) in state.files where file.parent.object == object {
+                state.files[serial] = nil
+                state.byFolder[file.parent] = nil
+            }
+        }
+    }
+}
