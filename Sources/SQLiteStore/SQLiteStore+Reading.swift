@@ -119,7 +119,7 @@ extension SQLiteStore {
         }
         for toOne in plan.toOne {
             let value = values[toOne.column]
-            guard case .int64(let destinationKey) = value.storage else {
+            guard let destinationKey = Self.key(in: value) else {
                 if !value.isNull {
                     throw ObjectGraphError(
                         .corruptStore,
@@ -129,7 +129,7 @@ extension SQLiteStore {
                 continue
             }
             var destination = toOne.destination
-            if let j = toOne.entityColumn, case .int64(let actual) = values[j].storage {
+            if let j = toOne.entityColumn, let actual = Self.key(in: values[j]) {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -139,6 +139,16 @@ extension SQLiteStore {
             snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
         }
         return snapshot
+    }
+
+    /// A key column's value: an integer, or the same digits as text (a table rebuilt by another
+    /// tool without column types).
+    static func key(in value: DatabaseValue) -> Int64? {
+        switch value.storage {
+        case .int64(let key): key
+        case .string(let text): Int64(text)
+        default: nil
+        }
     }
 
     public func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])

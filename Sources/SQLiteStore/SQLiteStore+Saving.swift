@@ -12,6 +12,7 @@ extension SQLiteStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard !request.isEmpty else { return }
+        try refuseTextKeyTables(request)
         try write { db throws in
             try apply(request, db)
         }
@@ -86,6 +87,7 @@ extension SQLiteStore {
             for join in layout.joinTables where join.root == root {
                 _ = try run("DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?", [key])
             }
+            try clearHiddenKeys(of: key, root: root, run: run)
         }
         try applyToManyChanges(request.toManyChanges, run: run)
         if let metadata = request.metadata {
@@ -189,6 +191,19 @@ extension SQLiteStore {
                         StatementArguments([order.databaseValue] + pair.map(\.databaseValue)), true)
                 }
             }
+        }
+    }
+
+    /// Clears the hidden key columns that hold a deleted object's key: a to-many relationship
+    /// without inverse lives only in its destinations' rows, which the engine does not rewrite
+    /// when the source goes, so the store does (no row is left pointing at the deleted object).
+    private func clearHiddenKeys(
+        of key: Int64, root: EntityID, run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int
+    ) throws(ObjectGraphError) {
+        for hidden in layout.hiddenKeyColumns where hidden.root == root {
+            let c = hidden.column.quotedDatabaseIdentifier
+            let order = hidden.orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
+            _ = try run("UPDATE \(hidden.table.quotedDatabaseIdentifier) SET \(c) = NULL\(order) WHERE \(c) = ?", [key], true)
         }
     }
 
