@@ -415,7 +415,9 @@ struct ArchiveBuilder {
     @Test func compiledModelFilesAndFolders() throws {
         let (builder, root) = ArchiveBuilder.sampleModel()
         let data = builder.encode(root: root)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("momd-\(UUID().uuidString)/App.momd")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("momd-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let folder = scratch.appendingPathComponent("App.momd")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try data.write(to: folder.appendingPathComponent("App 2.mom"))
         // One version: taken without a VersionInfo.plist.

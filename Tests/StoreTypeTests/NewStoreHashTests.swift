@@ -13,12 +13,14 @@ import XMLStore
         let model = try XcodeModelLoader.load(
             from: Corpus.url("models/alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
         // The hashes Core Data wrote into a store of this model (read from a copy).
-        let apple = try StoreFixtures.tempDirectory().appendingPathComponent("apple.sqlite")
+        let folder = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let apple = folder.appendingPathComponent("apple.sqlite")
         try FileManager.default.copyItem(at: Corpus.url("sqlite/alemar11_CoreDataPlus_SampleModel_V1.sqlite"), to: apple)
         let expected = try SQLiteStoreType().metadata(at: apple)["NSStoreModelVersionHashes"]
         #expect(expected != nil)
 
-        let url = try StoreFixtures.tempDirectory().appendingPathComponent("New.\(suffix)")
+        let url = folder.appendingPathComponent("New.\(suffix)")
         let types: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType()]
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: types, model: model, options: StoreOptions(createIfMissing: true))
