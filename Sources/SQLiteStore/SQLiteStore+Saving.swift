@@ -48,7 +48,9 @@ extension SQLiteStore {
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
         }
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
-            _ = try run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [key, rootZent, key])
+            // A Z_MAX that is not an integer (NULL, or text another tool left) counts as below every key.
+            _ = try run(
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND (typeof(Z_MAX) != 'integer' OR Z_MAX < ?)", [key, rootZent, key])
         }
         // Updates: only the columns that changed, and only where the row still holds what was read
         // there; columns this save does not change stay as another process may have left them.
