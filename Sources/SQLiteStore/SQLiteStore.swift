@@ -63,7 +63,7 @@ public final class SQLiteStore: PersistentStore {
                 let pool = try DatabasePool(path: url.path, configuration: configuration)
                 (writer, reader) = (pool, pool)
             }
-            schema = try reader.read { db in try FileSchema.read(db) }
+            schema = try reader.read { db in try FileSchema.read(db, file: url.path) }
         } catch {
             throw Self.mapError(error, file: url.path)
         }
@@ -90,13 +90,13 @@ public final class SQLiteStore: PersistentStore {
     private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, logger: Logger)
         throws(ObjectGraphError) -> ManagedObjectModel
     {
-        let row: Row?
+        let metadata: StoreMetadata?
         do {
-            row = try reader.read { db in try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1") }
+            metadata = try reader.read { db in try MetadataCoding.read(db, file: file) }
         } catch {
             throw mapError(error, file: file)
         }
-        if let row, let embedded = try MetadataCoding.decode(uuid: row[0], plist: row[1], file: file).embeddedModel {
+        if let embedded = metadata?.embeddedModel {
             if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return model }
         }
         return try SchemaInference.infer(from: schema, file: file, logger: logger)
@@ -183,17 +183,33 @@ public final class SQLiteStore: PersistentStore {
     // MARK: - PersistentStore: metadata, keys, lifecycle
 
     public func metadata() throws(ObjectGraphError) -> StoreMetadata {
-        let row = try read { db in try rows(db, "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").first }
-        guard let row else { throw ObjectGraphError(.corruptStore, "\(path): Z_METADATA has no row") }
-        return try MetadataCoding.decode(uuid: row[0], plist: row[1], file: path)
+        let metadata = try read { db in
+            requests.add(1, ordering: .relaxed)
+            return try MetadataCoding.read(db, file: path)
+        }
+        guard let metadata else { throw ObjectGraphError(.corruptStore, "\(path): Z_METADATA has no row") }
+        return metadata
     }
 
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (_, zent) = try rootTable(of: root)
+        let (table, zent) = try rootTable(of: root)
         guard count > 0 else { return [] }
         let first: Int64 = try write { db in
-            let max: Int64 = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first?[0] ?? 0
-            try execute(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [max + Int64(count), zent])
+            let stored = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first?.storedValues.first ?? .null
+            // Z_MAX comes from the file: checked before the arithmetic (a damaged store may hold
+            // text there, or a key so high that no more keys exist).
+            guard let max = stored.isNull ? 0 : stored.storedInteger, max >= 0 else {
+                throw ObjectGraphError(
+                    .corruptStore,
+                    "\(path): Z_PRIMARYKEY.Z_MAX of \(table) (Z_ENT \(zent)) holds \(stored.storedDescription), not a key; "
+                        + "new objects cannot get keys until it holds the highest Z_PK in use")
+            }
+            let (last, overflow) = max.addingReportingOverflow(Int64(count))
+            guard !overflow else {
+                throw ObjectGraphError(
+                    .unsupported, "\(path): \(table) has handed out key \(max) (Z_MAX); no higher key exists for a new object")
+            }
+            try execute(db, "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [last, zent])
             return max + 1
         }
         return (0..<Int64(count)).map { PrimaryKey(first + $0) }

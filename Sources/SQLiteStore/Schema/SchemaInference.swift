@@ -36,15 +36,22 @@ enum SchemaInference {
         }
         var entities: [Int64: EntityDescription] = [:]
         var rootOf: [Int64: Int64] = [:]
-        func root(_ zent: Int64, depth: Int = 0) -> Int64 {
-            guard depth < 1000, let row = schema.entityRows.first(where: { $0.zent == zent }), row.superZent != 0,
-                names[row.superZent] != nil, row.superZent != zent
-            else { return zent }
-            return root(row.superZent, depth: depth + 1)
+        let rowByZent = Dictionary(schema.entityRows.map { ($0.zent, $0) }, uniquingKeysWith: { a, _ in a })
+        /// The top of `zent`'s Z_SUPER chain; a loop (Z_SUPER cycles in a damaged file) stops at
+        /// the first entity seen twice, and the model then reports the cycle.
+        func root(_ zent: Int64) -> Int64 {
+            var current = zent
+            var seen: Set<Int64> = [zent]
+            while let row = rowByZent[current], row.superZent != 0, names[row.superZent] != nil,
+                seen.insert(row.superZent).inserted
+            {
+                current = row.superZent
+            }
+            return current
         }
         for row in schema.entityRows {
             let parent = row.superZent != 0 && row.superZent != row.zent ? names[row.superZent] : nil
-            entities[row.zent] = EntityDescription(name: names[row.zent]!, parentName: parent)
+            entities[row.zent] = EntityDescription(name: names[row.zent] ?? "Entity\(row.zent)", parentName: parent)
             rootOf[row.zent] = root(row.zent)
         }
         // Property names taken per inheritance tree (by root Z_ENT).
@@ -62,10 +69,11 @@ enum SchemaInference {
         let zentByUpperName = Dictionary(names.map { ($0.value.uppercased(), $0.key) }, uniquingKeysWith: { a, _ in a })
 
         for row in schema.entityRows where rootOf[row.zent] == row.zent {
-            guard let table = schema.table(named: StoreLayout.tableName(forRoot: names[row.zent]!))
+            let name = names[row.zent] ?? "Entity\(row.zent)"
+            guard let table = schema.table(named: StoreLayout.tableName(forRoot: name))
                 ?? schema.table(named: StoreLayout.tableName(forRoot: row.name))
             else {
-                logger.warning("\(file): no table for entity \(names[row.zent]!)")
+                logger.warning("\(file): no table for entity \(name)")
                 continue
             }
             let upperColumns = table.columns.map { $0.name.uppercased() }
@@ -87,14 +95,14 @@ enum SchemaInference {
                         }
                         if let destination, let destinationName = names[destination] {
                             let name = claim(base, tree: row.zent)
-                            entities[row.zent]!.relationships.append(
+                            entities[row.zent]?.relationships.append(
                                 RelationshipDescription(name: name, destinationEntityName: destinationName))
                             continue
                         }
                     }
                 }
                 let name = claim(base, tree: row.zent)
-                entities[row.zent]!.attributes.append(AttributeDescription(name: name, type: attributeType(column.type)))
+                entities[row.zent]?.attributes.append(AttributeDescription(name: name, type: attributeType(column.type)))
             }
         }
         inferJoinTables(schema: schema, names: names, rootOf: rootOf, entities: &entities, taken: &taken, logger: logger)
@@ -135,13 +143,13 @@ enum SchemaInference {
                 continue
             }
             taken[aTree, default: []].insert(relName)
-            entities[aZent]!.relationships.append(
+            entities[aZent]?.relationships.append(
                 RelationshipDescription(
                     name: relName, destinationEntityName: bName, inverseName: reflexive ? relName : inverseName, isToMany: true,
                     isOrdered: columns.contains("Z_FOK_" + bColumn.dropFirst(2))))
             if !reflexive {
                 taken[bTree, default: []].insert(inverseName)
-                entities[bZent]!.relationships.append(
+                entities[bZent]?.relationships.append(
                     RelationshipDescription(
                         name: inverseName, destinationEntityName: aName, inverseName: relName, isToMany: true,
                         isOrdered: columns.contains("Z_FOK_" + aColumn.dropFirst(2))))
