@@ -64,10 +64,17 @@ package final class AtomicStoreCore: Sendable {
     }
 
     package func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        try access { state in
-            let first = (state.graph.maxKey[root] ?? 0) + 1
-            state.graph.maxKey[root] = first + Int64(count) - 1
-            return (0..<Int64(count)).map { PrimaryKey(first + $0) }
+        try access { (state) throws(ObjectGraphError) in
+            // The highest key comes from the file (an XML store's nextObjectID, a binary store's
+            // max key): checked before the arithmetic.
+            let last = state.graph.maxKey[root] ?? 0
+            let (end, overflow) = last.addingReportingOverflow(Int64(count))
+            guard count >= 0, last >= 0, !overflow else {
+                throw ObjectGraphError(
+                    .unsupported, "\(url.path): \(model[root].name) has handed out key \(last); no higher key exists for a new object")
+            }
+            state.graph.maxKey[root] = end
+            return (0..<Int64(count)).map { PrimaryKey(last + 1 + $0) }
         }
     }
 

@@ -122,7 +122,7 @@ public final class ObjectContext: Sendable {
             let entities = Set(live.map(\.entity))
             var wanted = live
             let readAhead = state.pending.isEmpty ? Int64(batchSize) : 1
-            for next in (key.rawValue + 1)..<(key.rawValue + readAhead) {
+            for next in Self.keys(from: key.rawValue, count: readAhead).dropFirst() {
                 for entity in entities {
                     let other = ObjectID(entity: entity, key: PrimaryKey(next))
                     if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) { wanted.append(other) }
@@ -193,6 +193,14 @@ public final class ObjectContext: Sendable {
         }
     }
 
+    /// `count` keys from `first` on (at least `first` itself), fewer near Int64.max: keys come
+    /// from names and store rows (a to-one column holding 9223372036854775807), so read-ahead
+    /// arithmetic must not overflow.
+    private static func keys(from first: Int64, count: Int64) -> ClosedRange<Int64> {
+        let (last, overflow) = first.addingReportingOverflow(max(count, 1) - 1)
+        return first...(overflow ? Int64.max : last)
+    }
+
     private func snapshotLocked(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot? {
         if let pending = state.pending[id] { return pending.snapshot }
         if state.deleted[id] != nil { return nil }
@@ -202,7 +210,7 @@ public final class ObjectContext: Sendable {
         // `cat` of every object); a random read pays for a few hundred rows it may not need.
         let start = id.key.rawValue
         let readAhead = state.pending.isEmpty ? Int64(batchSize) : 1
-        let candidates = (start..<(start + readAhead)).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
+        let candidates = Self.keys(from: start, count: readAhead).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
             .filter { $0 == id || (state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0)) }
         let fetched = try store.snapshots(for: candidates)
         state.faultsFired += fetched.count
@@ -272,8 +280,8 @@ public final class ObjectContext: Sendable {
         if let batch = state.batchOf[id].flatMap({ state.batches[$0] }) {
             sources += batch.filter(isPeer)
         } else if state.pending.isEmpty {
-            let start = id.key.rawValue + 1
-            sources += (start..<(start + Int64(batchSize) - 1)).map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
+            sources += Self.keys(from: id.key.rawValue, count: Int64(batchSize)).dropFirst()
+                .map { ObjectID(entity: id.entity, key: PrimaryKey($0)) }
                 .filter { isPeer($0) && cache.contains($0) }
         }
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)

@@ -26,9 +26,14 @@ public struct PrimaryKey: RawRepresentable, Hashable, Comparable, Sendable, Cust
     public var description: String { "p\(rawValue)" }
 
     /// Parses the reference part of a URI (`p12`); nil for anything else.
+    ///
+    /// Only the form ``description`` prints is accepted (no sign, no leading zero), so that every
+    /// object has exactly one name: `p012` would otherwise reach the folder listed as `p12`.
     public init?(reference: some StringProtocol) {
-        guard reference.first == "p", let value = Int64(reference.dropFirst()), value > 0,
-            reference.dropFirst().allSatisfy(\.isASCII), reference.dropFirst().first != "+"
+        let digits = reference.utf8.dropFirst()
+        guard reference.utf8.first == UInt8(ascii: "p"), let lead = digits.first, lead != UInt8(ascii: "0"),
+            digits.count <= 19, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let value = Int64(reference.dropFirst())
         else { return nil }
         self.rawValue = value
     }
