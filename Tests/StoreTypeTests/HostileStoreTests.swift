@@ -6,6 +6,10 @@ import Testing
 import XMLStore
 import BinaryStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Store files that once ended the process that opened them (Tests/Fixtures/hostile, found by
 /// scripts/fuzz, scripts/mutate-stores or reported in issue 11), opened by the real store code as
 /// `storefs info` and a read-only mount open them. Each must open, or be refused with an
@@ -196,6 +200,32 @@ import BinaryStore
         let (folder, file) = try HostileInputs.copy("sqlite-store", "zprimarykey-without-zmax.sqlite")
         defer { try? FileManager.default.removeItem(at: folder) }
         Self.expectRefusal(.corruptStore, naming: file, ["Z_PRIMARYKEY has no column Z_MAX"]) { try Self.openAndWalk(file) }
+    }
+
+    // MARK: - Atomic stores
+
+    @Test(arguments: ["xml", "binary"])
+    func temporaryFileOfASaveKilledMidwayIsRemovedWhenTheStoreOpensForWriting(suffix: String) throws {
+        // kill -9 between writing the temporary file and renaming it left it beside the store
+        // for good (found by scripts/crash-trials).
+        let folder = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("Company.\(suffix)")
+        let type = try PersistentStoreCoordinator.storeType(for: file, among: Self.types)
+        try type.open(at: file, model: SampleModel.make(), options: StoreOptions(createIfMissing: true), initialMetadata: StoreMetadata())
+            .close()
+        var dead: pid_t = 4_000_000
+        while kill(dead, 0) == 0 || errno != ESRCH { dead -= 1 }
+        let stale = folder.appendingPathComponent(".Company.\(suffix).storefs-\(dead)-12345")
+        let live = folder.appendingPathComponent(".Company.\(suffix).storefs-\(getpid())-678")
+        let other = folder.appendingPathComponent(".Other.\(suffix).storefs-\(dead)-9")
+        for url in [stale, live, other] { try Data("half a save".utf8).write(to: url) }
+        try type.open(at: file, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata()).close()
+        #expect(FileManager.default.fileExists(atPath: stale.path), "a read-only open removed a file")
+        try type.open(at: file, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata()).close()
+        #expect(!FileManager.default.fileExists(atPath: stale.path), "the dead save's file is still there")
+        #expect(FileManager.default.fileExists(atPath: live.path), "a running process's save was removed")
+        #expect(FileManager.default.fileExists(atPath: other.path), "another store's file was removed")
     }
 
     // MARK: - XML
