@@ -7,9 +7,11 @@ extension SQLiteStore {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
         return try read { db in
-            // A Z_PK that is not an integer (a table not declared the way Core Data declares it)
-            // names no object: such rows are left out.
-            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? ORDER BY Z_PK", [zent]).compactMap {
+            // A Z_PK that is not a positive integer (a table not declared the way Core Data
+            // declares it, or a hand-edited key) names no object: such rows are left out, here
+            // and in count(of:), and nothing downstream (names p<N>, XML ids z<N>, the binary
+            // format's unsigned keys) meets a key below 1.
+            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition) ORDER BY Z_PK", [zent]).compactMap {
                 $0.storedValues.first?.storedInteger.map { ObjectID(entity: entity, key: PrimaryKey($0)) }
             }
         }
@@ -19,10 +21,14 @@ extension SQLiteStore {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return 0 }
         return try read { db in
-            let count = try rows(db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ?", [zent])
+            let count = try rows(
+                db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition)", [zent])
             return Int(clamping: count.first?.storedValues.first?.storedInteger ?? 0)
         }
     }
+
+    /// The rows that are objects: a positive integer key.
+    static let objectKeyCondition = "typeof(Z_PK) = 'integer' AND Z_PK > 0"
 
     /// One `SELECT ... WHERE Z_PK IN (...)` per root table involved. Keys are written into the SQL
     /// as integer literals rather than bound, so no variable limit applies and no chunking is needed.

@@ -202,6 +202,45 @@ import Glibc
         Self.expectRefusal(.corruptStore, naming: file, ["Z_PRIMARYKEY has no column Z_MAX"]) { try Self.openAndWalk(file) }
     }
 
+    @Test func nonPositiveKeysAreLeftOutAndTheStoreMigratesToEveryType() throws {
+        // A Project whose Z_PK is -5: the binary writer trapped converting it to an unsigned key,
+        // and the XML writer wrote z-5, which no reader accepts (found migrating mutated stores).
+        let (folder, file) = try HostileInputs.copy("sqlite-store", "negative-key.sqlite")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let coordinator = try Self.openAndWalk(file)
+        defer { coordinator.store.close() }
+        let project = try #require(coordinator.model.entityID(named: "Project"))
+        #expect(try coordinator.store.objectIDs(of: project).map(\.key) == [PrimaryKey(2)])
+        #expect(try coordinator.store.count(of: project) == 1)
+        for suffix in ["xml", "binary"] {
+            let target = folder.appendingPathComponent("migrated.\(suffix)")
+            try coordinator.migrate(to: target, type: try PersistentStoreCoordinator.storeType(for: target, among: Self.types))
+            let reopened = try Self.openAndWalk(target)
+            #expect(try reopened.store.count(of: project) == 1, "\(suffix)")
+            reopened.store.close()
+        }
+    }
+
+    @Test func keysTooLargeForOneXMLStoreAreRefusedNotTrapped() throws {
+        // Keys near Int64.max in several entities: an XML store numbers objects z<N> across the
+        // whole file, and adding the entities' offsets overflowed.
+        let (folder, file) = try HostileInputs.copy("sqlite-store", "keys-near-int64-max.sqlite")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let coordinator = try Self.openAndWalk(file)
+        defer { coordinator.store.close() }
+        let target = folder.appendingPathComponent("migrated.xml")
+        do {
+            try coordinator.migrate(to: target, type: XMLStoreType())
+            Issue.record("the graph was written to an XML store")
+        } catch {
+            #expect(error.code == .unsupported && error.message.contains("too large for one XML store"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        let binary = folder.appendingPathComponent("migrated.binary")
+        try coordinator.migrate(to: binary, type: BinaryStoreType())
+        try Self.openAndWalk(binary).store.close()
+    }
+
     // MARK: - Atomic stores
 
     @Test(arguments: ["xml", "binary"])
