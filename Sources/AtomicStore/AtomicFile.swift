@@ -71,6 +71,25 @@ package enum AtomicFile {
         }
     }
 
+    /// Removes the temporary files a save of `url` left when its process died between creating
+    /// and renaming them (`kill -9`, power loss): `.NAME.storefs-PID-N` beside the store whose PID
+    /// is no running process. Saves of live processes (another mount of the store) are left
+    /// alone. Returns the names removed; called when a store opens for writing.
+    @discardableResult
+    package static func removeStaleTemporaries(of url: URL) -> [String] {
+        let directory = url.deletingLastPathComponent().path
+        let prefix = "." + url.lastPathComponent + ".storefs-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(prefix) {
+            let parts = name.dropFirst(prefix.count).split(separator: "-")
+            guard parts.count == 2, let pid = pid_t(parts[0]), pid > 0, UInt32(parts[1]) != nil else { continue }
+            guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if unlink(directory + "/" + name) == 0 { removed.append(name) }
+        }
+        return removed
+    }
+
     /// A token of the file's identity and last change: inode, size and mtime (ns), hashed with
     /// FNV-1a 64; nil when the file cannot be stat'ed.
     package static func changeToken(_ url: URL) -> Int64? {

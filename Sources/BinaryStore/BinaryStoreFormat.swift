@@ -308,7 +308,11 @@ enum BinaryStoreFormat {
         for _ in 0..<rootCount {
             let root = try entity(try r.count())
             guard model[root].parentID == nil else { throw r.corrupt("\(model[root].name) is listed as a root entity but is not one") }
-            graph.maxKey[root] = Int64(try r.count())
+            // A key, not a count: it may exceed the section's size (a store of a few objects whose
+            // keys reach 100000 was written fine and then refused as "count exceeds the data").
+            let maxKey = try r.varint()
+            guard maxKey <= UInt64(Int64.max) else { throw r.corrupt("highest key \(maxKey) is invalid") }
+            graph.maxKey[root] = Int64(maxKey)
         }
         var refs: [(ObjectID, String, ObjectID)] = []
         let blockCount = try r.count()

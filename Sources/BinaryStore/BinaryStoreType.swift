@@ -76,6 +76,8 @@ public struct BinaryStoreType: PersistentStoreType {
             try AtomicFile.write(try BinaryStoreFormat.encode(graph, model: model), to: url)
             return BinaryStore(model: model, url: url, readOnly: false, graph: graph)
         }
+        // A save killed between writing its temporary file and renaming it left that file behind.
+        if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
         let data = try AtomicFile.read(url)
         let (resolved, graph) = try BinaryStoreFormat.decode(data, model: model, path: path)
         return BinaryStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)

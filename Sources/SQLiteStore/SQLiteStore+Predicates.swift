@@ -30,7 +30,8 @@ extension SQLiteStore {
         var ids: [ObjectID] = []
         ids.reserveCapacity(found.count)
         for row in found {
-            guard let key = row[0] as Int64?, let zent = row[1] as Int64?, let id = layout.entityByZent[zent] else {
+            let values = row.storedValues
+            guard let key = values[0].storedInteger, let zent = values[1].storedInteger, let id = layout.entityByZent[zent] else {
                 continue
             }
             ids.append(ObjectID(entity: id, key: PrimaryKey(key)))

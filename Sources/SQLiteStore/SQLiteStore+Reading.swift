@@ -7,8 +7,12 @@ extension SQLiteStore {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
         return try read { db in
-            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? ORDER BY Z_PK", [zent]).map {
-                ObjectID(entity: entity, key: PrimaryKey($0[0]))
+            // A Z_PK that is not a positive integer (a table not declared the way Core Data
+            // declares it, or a hand-edited key) names no object: such rows are left out, here
+            // and in count(of:), and nothing downstream (names p<N>, XML ids z<N>, the binary
+            // format's unsigned keys) meets a key below 1.
+            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition) ORDER BY Z_PK", [zent]).compactMap {
+                $0.storedValues.first?.storedInteger.map { ObjectID(entity: entity, key: PrimaryKey($0)) }
             }
         }
     }
@@ -17,9 +21,14 @@ extension SQLiteStore {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return 0 }
         return try read { db in
-            try rows(db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ?", [zent]).first?[0] ?? 0
+            let count = try rows(
+                db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition)", [zent])
+            return Int(clamping: count.first?.storedValues.first?.storedInteger ?? 0)
         }
     }
+
+    /// The rows that are objects: a positive integer key.
+    static let objectKeyCondition = "typeof(Z_PK) = 'integer' AND Z_PK > 0"
 
     /// One `SELECT ... WHERE Z_PK IN (...)` per root table involved. Keys are written into the SQL
     /// as integer literals rather than bound, so no variable limit applies and no chunking is needed.
@@ -91,25 +100,28 @@ extension SQLiteStore {
             // A cursor reads each row in place; fetchAll would copy every row first.
             let rows = try Row.fetchCursor(db, sql: sql)
             while let row = try rows.next() {
-                let key = PrimaryKey(row[0])
-                guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent],
-                    let id = ids[key]?.first(where: { $0.entity == entity }), let plan = plans[entity]
+                // Every column at once, by storage class: GRDB's generic `row[i] as T` looks up type
+                // metadata per column (it showed in profiles of listing large entity directories)
+                // and traps on a value that does not convert (TEXT in Z_ENT of a damaged file).
+                let values = row.storedValues
+                guard let rawKey = values[0].storedInteger, let zent = values[1].storedInteger,
+                    let entity = layout.entityByZent[zent],
+                    let id = ids[PrimaryKey(rawKey)]?.first(where: { $0.entity == entity }), let plan = plans[entity]
                 else { continue }
-                found[id] = try snapshot(from: row, id: id, plan: plan)
+                found[id] = try snapshot(from: values, id: id, plan: plan)
             }
         } catch let error as ObjectGraphError {
-            throw error
+            // A row that does not decode is named by entity, property and key; say which file.
+            throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
         } catch {
             throw Self.mapError(error, file: path)
         }
     }
 
-    private func snapshot(from row: Row, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
+    private func snapshot(from values: [DatabaseValue], id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
-        // Every column at once: GRDB's generic `row[i] as DatabaseValue` looks up type metadata per
-        // column, which showed in profiles of listing large entity directories.
-        let values = Array(row.databaseValues)
-        var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)
+        // Z_OPT only detects conflicts; one that is not an integer reads as 0, as NULL does.
+        var snapshot = Snapshot(objectID: id, version: values[2].storedInteger ?? 0)
         snapshot.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
             let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
@@ -184,7 +196,9 @@ extension SQLiteStore {
         }
         let fetched = try read { db in try rows(db, sql, cached: false) }  // literal keys: new SQL each time
         for row in fetched {
-            guard let sourceKey = row[0] as Int64?, let key = row[1] as Int64?, let zent = row[2] as Int64? else { continue }
+            let values = row.storedValues
+            guard let sourceKey = values[0].storedInteger, let key = values[1].storedInteger, let zent = values[2].storedInteger
+            else { continue }
             guard let destination = layout.entityByZent[zent] else {
                 logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
                 continue

@@ -73,7 +73,7 @@ public final class SQLiteStore: PersistentStore {
         var opened = try Self.openReader(url, isWAL: isWAL, logger: logger)
         let schema: FileSchema
         do {
-            schema = try opened.reader.read { db in try FileSchema.read(db) }
+            schema = try opened.reader.read { db in try FileSchema.read(db, file: url.path) }
             // Tables rebuilt by another tool with TEXT keys: the reader then reads them through
             // views that cast the keys back (see FileSchema.textKeyViews); saves refuse them.
             let views = schema.textKeyViews
@@ -174,17 +174,16 @@ public final class SQLiteStore: PersistentStore {
     private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, logger: Logger)
         throws(ObjectGraphError) -> (ManagedObjectModel, ModelSource)
     {
-        let row: Row?
+        let metadata: StoreMetadata?
         let cached: ManagedObjectModel?
         do {
-            (row, cached) = try reader.read { db in
-                let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
-                return (row, ModelCache.load(from: db, schema: schema, file: file, logger: logger))
+            (metadata, cached) = try reader.read { db in
+                (try MetadataCoding.read(db, file: file), ModelCache.load(from: db, schema: schema, file: file, logger: logger))
             }
         } catch {
             throw mapError(error, file: file)
         }
-        if let row, let embedded = try MetadataCoding.decode(uuid: row[0], plist: row[1], file: file).embeddedModel {
+        if let embedded = metadata?.embeddedModel {
             if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
         if let cached { return (cached, .coreDataCache) }
@@ -301,9 +300,12 @@ public final class SQLiteStore: PersistentStore {
     // MARK: - PersistentStore: metadata, keys, lifecycle
 
     public func metadata() throws(ObjectGraphError) -> StoreMetadata {
-        let row = try read { db in try rows(db, "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1").first }
-        guard let row else { throw ObjectGraphError(.corruptStore, "\(path): Z_METADATA has no row") }
-        return try MetadataCoding.decode(uuid: row[0], plist: row[1], file: path)
+        let metadata = try read { db in
+            requests.add(1, ordering: .relaxed)
+            return try MetadataCoding.read(db, file: path)
+        }
+        guard let metadata else { throw ObjectGraphError(.corruptStore, "\(path): Z_METADATA has no row") }
+        return metadata
     }
 
     /// Reserves keys in memory above every key the file has handed out (its Z_MAX) and every key

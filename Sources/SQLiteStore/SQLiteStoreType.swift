@@ -26,19 +26,20 @@ public struct SQLiteStoreType: PersistentStoreType {
         try FileCheck.check(url)
         let (reader, copy) = try SQLiteStore.openReader(url, isWAL: FileCheck.isWAL(url), logger: Logger(label: "storefs.sqlite"))
         defer { SQLiteStore.close(reader, copy: copy) }
-        let row: Row?
+        let metadata: StoreMetadata??
         do {
-            row = try reader.read { db -> Row? in
+            metadata = try reader.read { db -> StoreMetadata?? in
                 guard try db.tableExists("Z_METADATA") else { return nil }
-                return try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1")
+                return .some(try MetadataCoding.read(db, file: url.path))
             }
         } catch {
             throw SQLiteStore.mapError(error, file: url.path)
         }
-        guard let row else {
+        guard let metadata else {
             throw ObjectGraphError(.corruptStore, "\(url.path) is an SQLite file but not a Core Data store: it has no Z_METADATA table")
         }
-        return try MetadataCoding.decode(uuid: row[0], plist: row[1], file: url.path)
+        guard let metadata else { throw ObjectGraphError(.corruptStore, "\(url.path): Z_METADATA has no row") }
+        return metadata
     }
 
     public func open(

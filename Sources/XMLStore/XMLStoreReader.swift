@@ -106,6 +106,8 @@ enum XMLStoreReader {
         -> XMLStoreDocument
     {
         var doc = try header(of: data, path: path)
+        // FoundationXML traps on names that are not UTF-8 (see XMLInputCheck).
+        try XMLInputCheck.requireUTF8(data, source: path, code: .corruptStore)
         let delegate = Delegate()
         if let progress {
             // Progress counts lines: XMLParser tells the line it is at, not the byte.
@@ -141,6 +143,9 @@ enum XMLStoreReader {
         var attribute: XMLStoreDocument.RawAttribute?
         var text = ""
         var path: [String] = []
+        /// Elements open inside `<databaseInfo>` (the metadata property list), which are not checked
+        /// one by one; counted so that each start tag costs O(1) however deep the plist nests.
+        var insideInfo = 0
         var sawDatabaseEnd = false
         var failure: (line: Int, message: String)?
         var progress: (callback: LoadProgress, lines: Int)?
@@ -156,11 +161,16 @@ enum XMLStoreReader {
             _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
             attributes: [String: String] = [:]
         ) {
+            guard failure == nil else { return }
+            guard path.count < XMLInputCheck.maximumDepth else {
+                return fail("elements nest more than \(XMLInputCheck.maximumDepth) levels deep (Core Data writes 4)")
+            }
             defer { path.append(name) }
-            if path.contains("databaseInfo") { return }
+            if insideInfo > 0 || name == "databaseInfo" && path == ["database"] { insideInfo += 1 }
+            if insideInfo > 1 { return }
             switch name {
             case "database":
-                if !path.isEmpty { fail("<database> inside <\(path.last!)>") }
+                if let outer = path.last { fail("<database> inside <\(outer)>") }
             case "databaseInfo":
                 if path != ["database"] { fail("<databaseInfo> outside <database>") }
             case "object":
@@ -185,7 +195,7 @@ enum XMLStoreReader {
                 guard current != nil, path.last == "object" else { return fail("<relationship> outside <object>") }
                 guard let n = attributes["name"] else { return fail("<relationship> without name") }
                 let refs = (attributes["idrefs"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
-                current!.relationships.append(
+                current?.relationships.append(
                     .init(name: n, type: attributes["type"] ?? "", destination: attributes["destination"] ?? "",
                           idrefs: refs.map(String.init)))
             default:
@@ -206,8 +216,11 @@ enum XMLStoreReader {
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            path.removeLast()
-            if path.contains("databaseInfo") { return }
+            guard failure == nil, path.popLast() != nil else { return }
+            if insideInfo > 0 {
+                insideInfo -= 1
+                return
+            }
             switch name {
             case "attribute":
                 if var a = attribute {

@@ -55,6 +55,8 @@ public struct XMLStoreType: PersistentStoreType {
             try AtomicFile.write(try XMLStoreWriter.encode(graph, model: model), to: url)
             return XMLStore(model: model, url: url, readOnly: false, graph: graph)
         }
+        // A save killed between writing its temporary file and renaming it left that file behind.
+        if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
         let data = try AtomicFile.read(url)
         let doc = try XMLStoreReader.document(of: data, path: path, progress: options.progress)
         let resolved: ManagedObjectModel

@@ -31,15 +31,30 @@ enum XMLStoreWriter {
             maxByRoot[root] = m
         }
         for (root, m) in graph.maxKey { maxByRoot[root] = max(maxByRoot[root] ?? 0, m) }
+        // Keys come from files (a store being migrated): every sum below is checked, and a graph
+        // whose ids would not fit z<Int64> is refused instead of trapping.
+        func tooLarge() -> ObjectGraphError {
+            ObjectGraphError(
+                .unsupported,
+                "the keys of this graph are too large for one XML store: it numbers objects z<N> with N up to "
+                    + "\(Int64.max) across all entities; keep it in an SQLite or binary store")
+        }
         var offsets: [EntityID: Int64] = [:]
         var running: Int64 = 0
-        for root in model.rootEntities.map(\.id) {
-            offsets[root] = collide ? running : 0
-            running += maxByRoot[root] ?? 0
-        }
         var nextObjectID: Int64 = 0
         for root in model.rootEntities.map(\.id) {
-            nextObjectID = max(nextObjectID, offsets[root]! + (maxByRoot[root] ?? 0))
+            let offset = collide ? running : 0
+            offsets[root] = offset
+            // The highest id of this root; every id of it is at most that (keys <= its maximum).
+            let (top, overflow) = offset.addingReportingOverflow(maxByRoot[root] ?? 0)
+            guard !overflow else { throw tooLarge() }
+            let (sum, runningOverflow) = running.addingReportingOverflow(maxByRoot[root] ?? 0)
+            running = runningOverflow ? Int64.max : sum
+            nextObjectID = max(nextObjectID, top)
+        }
+        for id in graph.snapshots.keys where id.key.rawValue < 1 {
+            throw ObjectGraphError(
+                .unsupported, "object \(model[id.entity].name) \(id.key) has a key below 1, which an XML store cannot number")
         }
 
         var metadata = graph.metadata
@@ -48,7 +63,7 @@ enum XMLStoreWriter {
         metadata[StoreMetadata.storeUUIDKey] = nil
         var keyTable: [String: MetadataValue] = [:]
         for root in model.rootEntities {
-            keyTable[root.name] = .array([.integer(offsets[root.id]!), .integer(maxByRoot[root.id] ?? 0)])
+            keyTable[root.name] = .array([.integer(offsets[root.id] ?? 0), .integer(maxByRoot[root.id] ?? 0)])
         }
         metadata[keysKey] = .dictionary(keyTable)
         let plist = try plistText(metadata)
@@ -68,11 +83,12 @@ enum XMLStoreWriter {
                 </databaseInfo>
 
             """
-        func z(_ id: ObjectID) -> Int64 { offsets[model[id.entity].rootID]! + id.key.rawValue }
+        /// Below every offset + key, checked above (offset + highest key fits).
+        func z(_ id: ObjectID) -> Int64 { (offsets[model[id.entity].rootID] ?? 0) &+ id.key.rawValue }
 
         let ordered = graph.snapshots.keys.sorted { z($0) < z($1) }
         for id in ordered {
-            let snapshot = graph.snapshots[id]!
+            guard let snapshot = graph.snapshots[id] else { continue }
             let entity = model[id.entity]
             out += "    <object type=\"\(XMLValueFormat.attributeEscape(entity.name.uppercased()))\" id=\"z\(z(id))\">\n"
             for attribute in entity.persistentAttributes {

@@ -70,9 +70,9 @@ enum XMLValueFormat {
         switch type {
         case .integer16, .integer32, .integer64:
             let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            if let v = Int64(t) { return type.integerRange!.contains(v) ? .integer(v) : nil }
+            if let v = Int64(t) { return type.fullIntegerRange.contains(v) ? .integer(v) : nil }
             // Some writers print whole floats for integers ("5.0"); accept exact ones.
-            if let d = Double(t), d.rounded() == d, let v = Int64(exactly: d), type.integerRange!.contains(v) {
+            if let d = Double(t), d.rounded() == d, let v = Int64(exactly: d), type.fullIntegerRange.contains(v) {
                 return .integer(v)
             }
             return nil
@@ -218,4 +218,10 @@ enum XMLValueFormat {
         }
         return out
     }
+}
+
+extension AttributeType {
+    /// ``integerRange``, or every Int64 for a type without one (only integer types reach the
+    /// callers; spelled without a force unwrap so no path from a file can trap on it).
+    fileprivate var fullIntegerRange: ClosedRange<Int64> { integerRange ?? Int64.min...Int64.max }
 }

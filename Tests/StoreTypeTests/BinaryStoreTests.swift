@@ -45,6 +45,25 @@ import AtomicStore
         #expect(try reopened.snapshots(for: [first.objectID]).first?.version == 3)
     }
 
+    @Test func storeWhoseHighestKeyExceedsItsSizeReopens() throws {
+        // The highest key was read as a count bounded by the section's size: a small store with
+        // an object made as Department/p100000 was written fine and then refused as corrupt
+        // (found by scripts/crash-trials).
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("keys.binary")
+        let store = try AtomicStoreScenarios.create(type, at: url)
+        let department = try #require(store.model.entityID(named: "Department"))
+        #expect(try store.claimKey(PrimaryKey(100_000), in: department))
+        var request = SaveRequest()
+        request.inserted = [Snapshot(objectID: ObjectID(entity: department, key: PrimaryKey(100_000)), version: 1)]
+        request.inserted[0].attributes["name"] = .string("Far")
+        try store.save(request)
+        let reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
+        #expect(try reopened.objectIDs(of: department).map(\.key) == [PrimaryKey(100_000)])
+        #expect(try reopened.reserveKeys(in: department, count: 1) == [PrimaryKey(100_001)])
+    }
+
     @Test func crc32cCheckValue() {
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
         #expect(CRC32C.checksum(Array(repeating: 0, count: 32)) == 0x8A91_36AA)

@@ -13,6 +13,10 @@ public struct ManagedObjectModel: Sendable, Hashable {
     public let versionIdentifier: String?
     private let idsByName: [String: EntityID]
 
+    /// How many ancestors an entity may have. Real models have a few; the model is walked by
+    /// recursion and may come from a file (a store's schema or kept model), so the depth is bounded.
+    public static let maximumInheritanceDepth = 64
+
     /// Builds and checks a model from entity declarations.
     ///
     /// - Throws: ``ObjectGraphError/Code/invalidModel`` naming the entity and property at fault.
@@ -50,6 +54,12 @@ public struct ManagedObjectModel: Sendable, Hashable {
         func visit(_ name: String, depth: Int) throws(ObjectGraphError) {
             guard depth <= declared.count else {
                 throw ObjectGraphError(.invalidModel, "entity \(name) is its own ancestor")
+            }
+            guard depth <= Self.maximumInheritanceDepth else {
+                throw ObjectGraphError(
+                    .invalidModel,
+                    "entity \(name) has more than \(Self.maximumInheritanceDepth) ancestors; storefs supports "
+                        + "inheritance up to that depth")
             }
             order.append(name)
             for child in (children[name] ?? []).sorted() { try visit(child, depth: depth + 1) }

@@ -39,12 +39,25 @@ struct XMLElementTree: Sendable {
     /// - Throws: ``ObjectGraphError/Code/invalidModel`` naming `source` and the line at which the
     ///   XML stops being well formed.
     static func parse(_ data: Data, source: String) throws(ObjectGraphError) -> XMLElementTree {
+        guard data.count <= XMLInputCheck.maximumModelSize else {
+            throw ObjectGraphError(
+                .invalidModel,
+                "\(source): \(data.count) bytes is too large for a model's contents "
+                    + "(storefs reads up to \(XMLInputCheck.maximumModelSize >> 20) MiB); is this a model file?")
+        }
+        try XMLInputCheck.requireUTF8(data, source: source, code: .invalidModel)
         let parser = XMLParser(data: data)
         let builder = TreeBuilder()
         parser.delegate = builder
         parser.shouldProcessNamespaces = false
         parser.shouldResolveExternalEntities = false
         let succeeded = parser.parse()
+        if let line = builder.tooDeepLine {
+            throw ObjectGraphError(
+                .invalidModel,
+                "\(source): line \(line): elements nest more than \(XMLInputCheck.maximumDepth) levels deep "
+                    + "(Xcode writes 4); this is not a model Xcode wrote")
+        }
         if !succeeded || builder.failure != nil {
             let line = builder.failureLine ?? parser.lineNumber
             var reason = describe(builder.failure ?? parser.parserError)
@@ -94,11 +107,20 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
     private(set) var failure: Error?
     private(set) var failureLine: Int?
     private(set) var failureColumn: Int?
+    /// The line at which nesting passed ``XMLInputCheck/maximumDepth`` (the parse stops there:
+    /// the tree is walked and freed recursively, so depth must stay bounded).
+    private(set) var tooDeepLine: Int?
 
     func parser(
         _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
         qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
     ) {
+        guard tooDeepLine == nil else { return }
+        guard stack.count < XMLInputCheck.maximumDepth else {
+            tooDeepLine = parser.lineNumber
+            parser.abortParsing()
+            return
+        }
         stack.append(
             XMLElementTree(
                 name: elementName, attributes: attributeDict, children: [], line: parser.lineNumber))
@@ -108,7 +130,7 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
         qualifiedName qName: String?
     ) {
-        guard let element = stack.popLast() else { return }
+        guard tooDeepLine == nil, let element = stack.popLast() else { return }
         if stack.isEmpty {
             root = element
         } else {

@@ -4,8 +4,15 @@
 /// case-insensitive. Not supported (each an error naming the position): `%@`-style placeholders,
 /// arithmetic, `SUBQUERY`, `FUNCTION`, and `CAST` to anything but `"NSDate"`.
 ///
+/// Parentheses, `NOT`s and aggregates nest at most ``maximumNesting`` levels: predicates are
+/// evaluated, translated to SQL and freed by recursion, and a predicate comes from a model file
+/// (possibly one a store carries), so its depth is input that must be bounded.
+///
 /// Threading: stateless; call from any thread.
 public enum PredicateParser {
+    /// How deep parentheses, `NOT` and `{...}` may nest (Xcode's predicate editor writes a few levels).
+    public static let maximumNesting = 100
+
     /// Parses `text` into a ``Predicate``.
     ///
     /// - Throws: ``ObjectGraphError/Code/invalidModel`` with a message that quotes the predicate and
@@ -21,7 +28,9 @@ public enum PredicateParser {
     }
 
     static func error(_ text: String, at position: Int, _ expectation: String) -> ObjectGraphError {
-        ObjectGraphError(.invalidModel, "predicate \"\(text)\" at position \(position): \(expectation)")
+        // A long predicate (one from a hostile model can be megabytes) is quoted by its start.
+        let quoted = text.count <= 200 ? "\"\(text)\"" : "\"\(text.prefix(100))…\" (\(text.count) characters)"
+        return ObjectGraphError(.invalidModel, "predicate \(quoted) at position \(position): \(expectation)")
     }
 
     private struct State {
@@ -29,6 +38,8 @@ public enum PredicateParser {
         let text: String
         let tokens: [Token]
         var index = 0
+        /// Open parentheses, `NOT`s and aggregates around the current token.
+        var nesting = 0
 
         init(text: String, tokens: [Token]) {
             self.text = text
@@ -57,6 +68,15 @@ public enum PredicateParser {
 
         func isSymbol(_ s: String) -> Bool { peek.kind == .symbol(s) }
 
+        /// Enters one more level of nesting at `token`, or throws beyond ``maximumNesting``.
+        mutating func nest(at token: Token) throws(ObjectGraphError) {
+            guard nesting < PredicateParser.maximumNesting else {
+                throw error(
+                    at: token, "the predicate nests more than \(PredicateParser.maximumNesting) levels deep here; simplify it")
+            }
+            nesting += 1
+        }
+
         // MARK: - Predicates
 
         mutating func orPredicate() throws(ObjectGraphError) -> Predicate {
@@ -80,6 +100,8 @@ public enum PredicateParser {
         mutating func notPredicate(after op: Token?) throws(ObjectGraphError) -> Predicate {
             if keyword == "NOT" || isSymbol("!") {
                 let op = advance()
+                try nest(at: op)
+                defer { nesting -= 1 }
                 return .not(try notPredicate(after: op))
             }
             if peek.kind == .end, let op {
@@ -91,6 +113,8 @@ public enum PredicateParser {
         mutating func primary() throws(ObjectGraphError) -> Predicate {
             if isSymbol("(") {
                 let open = advance()
+                try nest(at: open)
+                defer { nesting -= 1 }
                 let inner = try orPredicate()
                 guard isSymbol(")") else {
                     throw error(
@@ -248,6 +272,8 @@ public enum PredicateParser {
 
         mutating func aggregate() throws(ObjectGraphError) -> Expression {
             let open = advance()
+            try nest(at: open)
+            defer { nesting -= 1 }
             var items: [Expression] = []
             if isSymbol("}") {
                 _ = advance()

@@ -85,7 +85,7 @@ enum ValueCoding {
         case .int64(let v):
             switch type {
             case .integer16, .integer32, .integer64:
-                guard type.integerRange!.contains(v) else { throw bad(" (out of range)") }
+                guard type.fullIntegerRange.contains(v) else { throw bad(" (out of range)") }
                 return .integer(v)
             case .boolean: return .boolean(v != 0)
             case .double:
@@ -104,7 +104,7 @@ enum ValueCoding {
         case .double(let v):
             switch type {
             case .integer16, .integer32, .integer64:
-                guard let i = Int64(exactly: v), type.integerRange!.contains(i) else { throw bad() }
+                guard let i = Int64(exactly: v), type.fullIntegerRange.contains(i) else { throw bad() }
                 return .integer(i)
             case .boolean:
                 guard v == 0 || v == 1 else { throw bad() }
@@ -124,7 +124,7 @@ enum ValueCoding {
             switch type {
             case .string, .uri: return .string(s)
             case .integer16, .integer32, .integer64:
-                guard let i = Int64(s), type.integerRange!.contains(i) else { throw bad() }
+                guard let i = Int64(s), type.fullIntegerRange.contains(i) else { throw bad() }
                 return .integer(i)
             case .boolean:
                 guard let i = Int64(s), i == 0 || i == 1 else { throw bad() }
@@ -173,4 +173,10 @@ enum ValueCoding {
         case .blob(let d): "a BLOB of \(d.count) bytes"
         }
     }
+}
+
+extension AttributeType {
+    /// ``integerRange``, or every Int64 for a type without one (only integer types reach the
+    /// callers; spelled without a force unwrap so no path from a file can trap on it).
+    fileprivate var fullIntegerRange: ClosedRange<Int64> { integerRange ?? Int64.min...Int64.max }
 }

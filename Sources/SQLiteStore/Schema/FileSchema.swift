@@ -1,4 +1,5 @@
 import GRDB
+import ObjectGraph
 
 /// What an SQLite file holds: its tables with their columns, its indexes and the rows of
 /// Z_PRIMARYKEY, read once when a store opens.
@@ -13,7 +14,9 @@ struct FileSchema: Sendable {
         var zent: Int64
         var name: String
         var superZent: Int64
-        var max: Int64
+        /// The last key handed out; nil when the file holds something else than an integer there
+        /// (reading needs no Z_MAX, and handing out keys then fails with a message naming the row).
+        var max: Int64?
     }
 
     /// Tables by upper-cased name (SQLite table names are case-insensitive).
@@ -23,35 +26,57 @@ struct FileSchema: Sendable {
     /// Z_PRIMARYKEY rows below 16000 (entities, not Core Data's system tables), by Z_ENT.
     var entityRows: [EntityRow] = []
 
-    static func read(_ db: Database) throws -> FileSchema {
+    static func read(_ db: Database, file: String) throws -> FileSchema {
         var schema = FileSchema()
         let masterRows = try Row.fetchAll(
             db, sql: "SELECT type, name, tbl_name FROM main.sqlite_master WHERE type IN ('table', 'index')")
+        // Every value is read by storage class (StoredValue.swift): a damaged file can hold
+        // anything anywhere, and GRDB's typed subscripts trap on what does not convert.
         for row in masterRows {
-            let type: String = row[0]
-            let name: String = row[1]
-            let table: String = row[2]
+            let values = row.storedValues
+            guard let type = values[0].storedText, let name = values[1].storedText, let table = values[2].storedText
+            else { continue }
             if type == "table" {
                 // main.: a view in the temp schema may shadow the table (see textKeyViews).
-                let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(name.quotedDatabaseIdentifier))").map {
-                    Column(name: $0["name"], type: (($0["type"] as String?) ?? "").uppercased())
+                // table_info: cid, name, type, notnull, dflt_value, pk.
+                let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(name.quotedDatabaseIdentifier))").compactMap {
+                    (info: Row) -> Column? in
+                    let values = info.storedValues
+                    guard values.count > 2, let column = values[1].storedText else { return nil }
+                    return Column(name: column, type: (values[2].storedText ?? "").uppercased())
                 }
                 schema.tables[name.uppercased()] = (name, columns)
             } else {
+                // index_info: seqno, cid, name (NULL for an expression).
                 let columns = try Row.fetchAll(db, sql: "PRAGMA main.index_info(\(name.quotedDatabaseIdentifier))")
-                    .compactMap { $0["name"] as String? }
+                    .compactMap { (info: Row) -> String? in
+                        let values = info.storedValues
+                        return values.count > 2 ? values[2].storedText : nil
+                    }
                 schema.indexes[name.uppercased()] = (table, columns)
             }
         }
-        if schema.tables["Z_PRIMARYKEY"] != nil {
+        if let bookkeeping = schema.tables["Z_PRIMARYKEY"] {
+            let names = Set(bookkeeping.columns.map { $0.name.uppercased() })
+            for column in ["Z_ENT", "Z_NAME", "Z_SUPER", "Z_MAX"] where !names.contains(column) {
+                throw ObjectGraphError(
+                    .corruptStore,
+                    "\(file): table Z_PRIMARYKEY has no column \(column): this is not a Core Data store, or its bookkeeping was damaged")
+            }
+            // Rows whose Z_ENT is not an integer name no entity a row could point at; Z_NAME that
+            // is not text reads as empty (the entity is then named Entity<Z_ENT>), Z_SUPER that is
+            // not an integer as a root.
             schema.entityRows = try Row.fetchAll(
                 // CAST: a table rebuilt by another tool may hold these numbers as text.
                 db,
                 sql: "SELECT CAST(Z_ENT AS INTEGER) AS e, Z_NAME, CAST(Z_SUPER AS INTEGER), CAST(Z_MAX AS INTEGER) "
                     + "FROM main.Z_PRIMARYKEY WHERE CAST(Z_ENT AS INTEGER) < 16000 ORDER BY e"
-            ).map {
-                EntityRow(
-                    zent: $0[0] ?? 0, name: $0[1] ?? "", superZent: $0[2] ?? 0, max: $0[3] ?? 0)
+            ).compactMap { (row: Row) -> EntityRow? in
+                let values = row.storedValues
+                guard let zent = values[0].storedInteger else { return nil }
+                return EntityRow(
+                    zent: zent, name: values[1].storedText ?? "", superZent: values[2].storedInteger ?? 0,
+                    max: values[3].isNull ? 0 : values[3].storedInteger)
             }
         }
         return schema
