@@ -57,7 +57,7 @@ package final class AtomicStoreCore: Sendable {
 
     package func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
         try access { (state) throws(ObjectGraphError) in
-            try KeyRange.reserve(count, after: state.graph.maxKey[root] ?? 0, in: model[root].name) { state.graph.maxKey[root] = $0 }
+            try KeyRange.reserve(count, after: state.graph.maxKey[root] ?? 0, in: "\(url.path): \(model[root].name)") { state.graph.maxKey[root] = $0 }
         }
     }
 

@@ -317,7 +317,7 @@ public final class SQLiteStore: PersistentStore {
         guard count > 0 else { return [] }
         let stored = try highestStoredKey(table: table, zent: zent)
         return try reservedKeys.withLock { (reserved) throws(ObjectGraphError) in
-            try KeyRange.reserve(count, after: max(reserved[zent] ?? 0, stored), in: layout[root].name) { reserved[zent] = $0 }
+            try KeyRange.reserve(count, after: max(reserved[zent] ?? 0, stored), in: "\(path): \(layout[root].name)") { reserved[zent] = $0 }
         }
     }
 

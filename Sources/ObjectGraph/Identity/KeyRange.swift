@@ -2,7 +2,7 @@
 /// Int64's limit, or a request for a huge count, fails with a clear error instead of overflowing.
 public enum KeyRange {
     /// Reserves `count` keys after `highest` (the highest key handed out so far in the tree of
-    /// root entity `rootName`) and reports the new highest through `store`.
+    /// root entity `rootName`, which names the store too) and reports the new highest through `store`.
     public static func reserve(
         _ count: Int, after highest: Int64, in rootName: String, store: (Int64) -> Void
     ) throws(ObjectGraphError) -> [PrimaryKey] {
@@ -11,7 +11,7 @@ public enum KeyRange {
         let (last, overflow) = start.addingReportingOverflow(Int64(count))
         guard !overflow else {
             throw ObjectGraphError(
-                .unsupported, "\(rootName) has no free keys left: its highest key is \(highest)")
+                .unsupported, "\(rootName) has handed out key \(highest); no higher key exists for a new object")
         }
         store(last)
         return (1...Int64(count)).map { PrimaryKey(start + $0) }

@@ -51,15 +51,17 @@ enum SchemaInference {
         var entities: [Int64: EntityDescription] = [:]
         var rootOf: [Int64: Int64] = [:]
         let rowsByZent = Dictionary(schema.entityRows.map { ($0.zent, $0) }, uniquingKeysWith: { a, _ in a })
+        /// The top of `zent`'s Z_SUPER chain; a loop (Z_SUPER cycles in a damaged file) stops at
+        /// the first entity seen twice, and the model then reports the cycle.
         func root(_ zent: Int64) -> Int64 {
-            // Bounded walk: Z_SUPER chains in a damaged file may loop.
             var current = zent
-            for _ in 0...schema.entityRows.count {
-                guard let row = rowsByZent[current], row.superZent != 0, names[row.superZent] != nil, row.superZent != current
-                else { return current }
+            var seen: Set<Int64> = [zent]
+            while let row = rowsByZent[current], row.superZent != 0, names[row.superZent] != nil,
+                seen.insert(row.superZent).inserted
+            {
                 current = row.superZent
             }
-            return zent
+            return current
         }
         for row in schema.entityRows {
             let parent = row.superZent != 0 && row.superZent != row.zent ? names[row.superZent] : nil
