@@ -48,7 +48,8 @@ public struct SaveOutcome: Sendable {
     /// A failure that is not about any object (the disk, a trigger, a lock): nothing was saved.
     public var storeError: ObjectGraphError?
     /// What the store changed on its own while saving (Core Data's triggers, relationship
-    /// clean-up): those objects were read again, and what shows them must be refreshed.
+    /// clean-up): those objects were read again, and what shows them must be refreshed (when the
+    /// store could not name them all, every object that was cached is listed).
     public var storeEffects = SaveEffects()
 
     public init() {}
@@ -124,8 +125,7 @@ extension ObjectContext {
                 do throws(ObjectGraphError) {
                     let effects = try store.saveReportingEffects(request)
                     didSave(ids, &state)
-                    absorb(effects, &state)
-                    outcome.storeEffects = effects
+                    outcome.storeEffects = absorb(effects, &state)
                     outcome.saved += ids
                     if metadata != nil {
                         state.metadata = nil

@@ -72,8 +72,9 @@ extension StoreFileSystem {
         guard !effects.isEmpty else { return }
         renderedValues.valuesChanged()
         if effects.refreshesEverything {
+            // More rows than the store counts: every cached object (the engine names them).
             directories.dropUnopened()
-            invalidateEverythingCached(including: Array(coordinator.rowCache.cachedVersions().keys))
+            invalidateEverythingCached(including: Array(effects.refreshed))
         } else {
             invalidateRelated(Array(effects.refreshed))
         }
