@@ -31,6 +31,9 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         public static let exists = Code(rawValue: "already exists")
         /// The store is in use by another writer.
         public static let busy = Code(rawValue: "in use")
+        /// A change the store does not allow to anyone, such as setting a value it computes itself
+        /// (a derived attribute its triggers maintain).
+        public static let notPermitted = Code(rawValue: "not permitted")
     }
 
     public var code: Code

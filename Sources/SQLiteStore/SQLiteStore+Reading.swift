@@ -59,7 +59,8 @@ extension SQLiteStore {
     /// How one entity's row is read: which selected column holds each attribute and to-one key,
     /// worked out once per query rather than once per row.
     private struct RowPlan {
-        var attributes: [(name: String, type: AttributeType, column: Int)] = []
+        /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
+        var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
     }
 
@@ -84,7 +85,7 @@ extension SQLiteStore {
             for attribute in layout[id].attributes {
                 let type = attribute.attribute.type
                 guard let column = add(attribute.column, text: type == .string || type == .uri) else { continue }
-                plan.attributes.append((attribute.attribute.name, type, column))
+                plan.attributes.append((attribute.attribute.name, type, column, attribute.attribute.allowsExternalBinaryDataStorage))
             }
             for toOne in layout[id].toOne {
                 guard let column = add(toOne.column) else { continue }
@@ -125,7 +126,11 @@ extension SQLiteStore {
         snapshot.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
             let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
-            if let value = try ValueCoding.decode(values[attribute.column], as: attribute.type, at: place) {
+            var stored = values[attribute.column]
+            if attribute.external {
+                stored = mechanisms.externalData.resolve(stored, place: "\(entityName).\(attribute.name) of p\(id.key.rawValue)")
+            }
+            if let value = try ValueCoding.decode(stored, as: attribute.type, at: place) {
                 snapshot.attributes[attribute.name] = value
             }
         }

@@ -10,21 +10,73 @@ extension SQLiteStore {
     /// join-table rows), to-many differences, metadata. Ordered relationships get Z_FOK_ values
     /// 1024, 2048, ... in their order.
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
+        _ = try saveReportingEffects(request)
+    }
+
+    /// Applies a save in one write transaction with what Core Data's mechanisms add to it: the
+    /// triggers run (their hooks report the rows they changed), keys that would leave a
+    /// relationship inconsistent are cleared, persistent history is appended, large external
+    /// values are written to files before the commit and replaced ones removed after it.
+    public func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
-        guard !request.isEmpty else { return }
+        guard !request.isEmpty else { return SaveEffects() }
         try refuseTextKeyTables(request)
-        try write { db throws in
-            try apply(request, db)
+        var files = ExternalDataChanges()
+        do {
+            let effects = try write { db throws in
+                mechanisms.effects.begin()
+                var written = WrittenChanges()
+                try apply(request, db, &written, &files)
+                if let history = mechanisms.history {
+                    try history.append(written, layout: layout, db: db) { sql, arguments in
+                        _ = try execute(db, sql, arguments, cached: false)
+                    }
+                }
+                return storeEffects(of: written, reports: mechanisms.effects.drain())
+            }
+            files.committed(logger: logger)
+            return effects
+        } catch {
+            files.rolledBack()
+            throw error
         }
+    }
+
+    /// What the triggers and the store's own clean-up changed, as objects to read again;
+    /// objects this save deleted are left out.
+    private func storeEffects(
+        of written: WrittenChanges, reports: (reports: Set<TriggerEffects.Report>, overflowed: Bool, malformed: [String: Int])
+    ) -> SaveEffects {
+        for (function, count) in reports.malformed.sorted(by: { $0.key < $1.key }) {
+            logger.warning("\(path): a trigger called \(function) \(count) times with arguments of unexpected types; ignored")
+        }
+        var refreshed = written.repaired
+        for report in reports.reports {
+            guard let entity = layout.entityByZent[report.zent], report.key > 0 else { continue }
+            refreshed.insert(ObjectID(entity: entity, key: PrimaryKey(report.key)))
+        }
+        for (id, _) in written.deleted { refreshed.remove(id) }
+        return SaveEffects(refreshed: refreshed, refreshesEverything: reports.overflowed)
     }
 
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {
-        _ = try ValueCoding.encode(value, as: attribute, entity: try entityLayout(entity).name)
+        let entityName = try entityLayout(entity).name
+        if mechanisms.isComputed(attribute.name, of: entity) { throw computedAttribute(attribute.name, of: entityName) }
+        _ = try ValueCoding.encode(value, as: attribute, entity: entityName)
     }
 
-    private func apply(_ request: SaveRequest, _ db: Database) throws(ObjectGraphError) {
+    private func computedAttribute(_ name: String, of entity: String, object: ObjectID? = nil) -> ObjectGraphError {
+        ObjectGraphError(
+            .notPermitted,
+            "\(entity).\(name) is a derived attribute: the store's triggers compute it, so it cannot be set",
+            objects: object.map { [$0] } ?? [])
+    }
+
+    private func apply(_ request: SaveRequest, _ db: Database, _ written: inout WrittenChanges, _ files: inout ExternalDataChanges)
+        throws(ObjectGraphError)
+    {
         func run(_ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws(ObjectGraphError) -> Int {
             do { return try execute(db, sql, arguments, cached: cached) } catch { throw Self.mapError(error, file: path) }
         }
@@ -32,7 +84,7 @@ extension SQLiteStore {
         var maxKeys: [Int64: Int64] = [:]
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
-            let columns = try rowColumns(of: snapshot)
+            let columns = try rowColumns(of: snapshot, files: &files)
             let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.name)).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
             let sql =
                 "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
@@ -46,6 +98,7 @@ extension SQLiteStore {
                 throw Self.mapError(error, file: path)
             }
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
+            written.insert(snapshot.objectID)
         }
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
             // A Z_MAX that is not an integer (NULL, or text another tool left) counts as below every key.
@@ -67,20 +120,30 @@ extension SQLiteStore {
                 {
                     throw conflict(update.objectID, deleted: false)
                 }
+                if let computed = changedAttributes.first(where: { mechanisms.isComputed($0, of: update.objectID.entity) }) {
+                    throw computedAttribute(computed, of: layout[update.objectID.entity].name, object: update.objectID)
+                }
                 let (table, zent, _) = try place(of: update.objectID)
-                let columns = try rowColumns(of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne))
+                try noteReplacedExternalData(of: update.objectID, attributes: Set(changedAttributes), db, &files)
+                let columns = try rowColumns(
+                    of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne), files: &files)
                 let sets = columns.map { "\($0.name.quotedDatabaseIdentifier) = \($0.placeholder)" } + ["Z_OPT = Z_OPT + 1"]
                 let sql = "UPDATE \(table.quotedDatabaseIdentifier) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_ENT = ?"
                 let changed = try run(
                     sql, StatementArguments(columns.map(\.value) + [update.objectID.key.rawValue.databaseValue, zent.databaseValue]),
                     cached: false)
                 if changed == 0 { throw conflict(update.objectID, deleted: true) }
+                written.update(update.objectID, changedAttributes + changedToOne)
             }
+            try repairOneToOne(updates, db, &written)
         }
+        try bumpVersionsOfToManyChanges(request, run: run, &written)
         // Deletes, with the version check, and the join-table rows that name the object.
         for deletion in request.deleted {
             let (table, zent, _) = try place(of: deletion.objectID)
             let key = deletion.objectID.key.rawValue
+            let tombstone = try tombstoneValues(of: deletion.objectID, db)
+            try noteReplacedExternalData(of: deletion.objectID, attributes: nil, db, &files)
             let changed = try run(
                 "DELETE FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ? AND Z_ENT = ? AND Z_OPT = ?",
                 [key, zent, deletion.expectedVersion])
@@ -90,7 +153,9 @@ extension SQLiteStore {
                 _ = try run("DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?", [key])
             }
             try clearHiddenKeys(of: key, root: root, run: run)
+            written.deleted.append((deletion.objectID, tombstone))
         }
+        try clearKeys(to: request.deleted.map(\.objectID), db, &written)
         try applyToManyChanges(request.toManyChanges, run: run)
         if let metadata = request.metadata {
             let plist = try MetadataCoding.encode(metadata)
@@ -218,9 +283,10 @@ extension SQLiteStore {
 
     /// The columns of a snapshot's row: every mapped column (a missing name writes NULL), or only
     /// those of the given attributes and to-one relationships.
-    private func rowColumns(of snapshot: Snapshot, attributes only: Set<String>? = nil, toOne onlyToOne: Set<String>? = nil)
-        throws(ObjectGraphError) -> [Column]
-    {
+    private func rowColumns(
+        of snapshot: Snapshot, attributes only: Set<String>? = nil, toOne onlyToOne: Set<String>? = nil,
+        files: inout ExternalDataChanges
+    ) throws(ObjectGraphError) -> [Column] {
         let id = snapshot.objectID
         let entityLayout = layout[id.entity]
         for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
@@ -229,6 +295,8 @@ extension SQLiteStore {
         }
         var columns: [Column] = []
         for attribute in entityLayout.attributes where only?.contains(attribute.attribute.name) ?? true {
+            // Left to the triggers that compute it (an insert's trigger fills it in).
+            if mechanisms.isComputed(attribute.attribute.name, of: id.entity) { continue }
             let value = snapshot.attributes[attribute.attribute.name]
             guard let column = attribute.column else {
                 if value != nil {
@@ -243,6 +311,9 @@ extension SQLiteStore {
                 encoded = try ValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
+            }
+            if attribute.attribute.allowsExternalBinaryDataStorage, case .blob(let data) = encoded.storage {
+                encoded = try mechanisms.externalData.encode(data, changes: &files)
             }
             var placeholder = "?"
             if case .blob(let data) = encoded.storage, data.isEmpty {
@@ -277,7 +348,7 @@ extension SQLiteStore {
     }
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
-    private func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
+    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
         let entityLayout = try entityLayout(id.entity)
         let (table, rootZent) = try rootTable(of: id.entity)
         guard let zent = entityLayout.zent else {
@@ -288,7 +359,7 @@ extension SQLiteStore {
 
     private func name(of id: ObjectID) -> String { "\(layout[id.entity].name) \(id.key)" }
 
-    private func conflict(_ id: ObjectID, deleted: Bool) -> ObjectGraphError {
+    func conflict(_ id: ObjectID, deleted: Bool) -> ObjectGraphError {
         ObjectGraphError(
             .conflict,
             "\(name(of: id)) was \(deleted ? "deleted" : "changed") in \(path) by another process since it was read; "

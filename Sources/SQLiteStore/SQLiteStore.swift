@@ -34,6 +34,8 @@ public final class SQLiteStore: PersistentStore {
     let closed = Atomic<Bool>(false)
     /// Whether the file is in WAL mode (its header says so), which decides how it is written.
     let isWAL: Bool
+    /// Core Data's triggers, history and external data, as this file uses them.
+    let mechanisms: CoreDataMechanisms
     /// The connection that writes, opened by the first save.
     private let openedWriter = Mutex<(any DatabaseWriter)?>(nil)
     /// The highest key handed out per root Z_ENT since the store opened: keys are reserved in
@@ -110,20 +112,39 @@ public final class SQLiteStore: PersistentStore {
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
+        if options.readOnly {
+            mechanisms = CoreDataMechanisms(url: url, logger: logger)
+        } else {
+            do {
+                mechanisms = try CoreDataMechanisms(
+                    url: url, reader: reader, schema: schema, model: self.model, modelSource: modelSource, layout: layout,
+                    logger: logger)
+            } catch {
+                Self.close(reader, copy: opened.copy)
+                throw error
+            }
+        }
     }
 
     /// Every connection storefs opens on a store: waits up to ten seconds for a lock another
     /// connection or process holds, rather than failing at once with "database is locked".
     /// `views` (SQL) are created in each connection's temp schema, where they shadow the tables
-    /// they read.
-    static func configuration(readOnly: Bool, views: [String] = []) -> Configuration {
+    /// they read. Core Data's SQL functions are there on every connection, the trigger hooks
+    /// (`hooks`) reporting into `effects`; the connection that writes commits with
+    /// `synchronous = FULL`, so an acknowledged commit survives a power loss.
+    static func configuration(
+        readOnly: Bool, views: [String] = [], hooks: [String] = CoreDataFunctions.knownHooks,
+        effects: TriggerEffects = TriggerEffects()
+    ) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.label = "storefs.sqlite"
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             Self.addPredicateFunctions(db)
+            CoreDataFunctions.register(on: db, hooks: hooks, effects: effects)
             for view in views { try db.execute(sql: view) }
+            if !readOnly { try db.execute(sql: "PRAGMA synchronous = FULL") }
         }
         return configuration
     }
@@ -225,7 +246,7 @@ public final class SQLiteStore: PersistentStore {
         }
         return try openedWriter.withLock { (writer) throws(ObjectGraphError) -> any DatabaseWriter in
             if let writer { return writer }
-            let configuration = Self.configuration(readOnly: false)
+            let configuration = Self.configuration(readOnly: false, hooks: mechanisms.hooks, effects: mechanisms.effects)
             do {
                 // A pool would switch a rollback-journal store to WAL: such a store keeps its
                 // journal and is written through one connection.

@@ -10,7 +10,7 @@ func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Log
         case .notFound: .notFound
         case .validation: .invalid
         case .conflict: .busy
-        case .deleteDenied: .notPermitted
+        case .deleteDenied, .notPermitted: .notPermitted
         case .readOnly: .readOnly
         case .exists: .exists
         case .busy: .busy

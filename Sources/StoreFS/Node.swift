@@ -35,6 +35,9 @@ enum Node: Hashable, Sendable {
     case template(Int)
     /// A link in a template's folder to this object (`../../Entity/pN`).
     case templateMember(ObjectID)
+    /// The read-only rendering of an archived value beside its attribute file (`ATTR.json`),
+    /// by the attribute's index.
+    case rendering(ObjectID, Int)
 
     private static let keyBits: UInt64 = 32
     private static let propertyBits: UInt64 = 12
@@ -47,7 +50,7 @@ enum Node: Hashable, Sendable {
 
     private enum Kind: UInt64 {
         case entity = 1, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates, template,
-            templateMember
+            templateMember, rendering
     }
 
     var inode: InodeNumber {
@@ -65,6 +68,7 @@ enum Node: Hashable, Sendable {
         case .templates: return Self.encode(.templates, 0, 0, 0)
         case .template(let i): return Self.encode(.template, 0, i, 0)
         case .templateMember(let o): return Self.encode(.templateMember, o.entity.rawValue, 0, o.key.rawValue)
+        case .rendering(let o, let i): return Self.encode(.rendering, o.entity.rawValue, i, o.key.rawValue)
         }
     }
 
@@ -92,6 +96,7 @@ enum Node: Hashable, Sendable {
         case .templates: self = .templates
         case .template: self = .template(property)
         case .templateMember: self = .templateMember(object)
+        case .rendering: self = .rendering(object, property)
         }
     }
 
@@ -133,7 +138,7 @@ extension Node {
     /// The object whose folder holds this node, if any.
     var object: ObjectID? {
         switch self {
-        case .object(let o), .attribute(let o, _), .toOne(let o, _), .toMany(let o, _): o
+        case .object(let o), .attribute(let o, _), .toOne(let o, _), .toMany(let o, _), .rendering(let o, _): o
         default: nil
         }
     }

@@ -126,6 +126,11 @@ extension StoreFileSystem {
                 "user.attribute.optional": text(attribute.isOptional ? "true" : "false"),
             ]
             if let transformer = attribute.valueTransformerName { result["user.attribute.transformer"] = text(transformer) }
+            // Renderings are not listed in the folder: this says which there are.
+            if Self.isRenderable(attribute.type) {
+                let names = renderings(of: object, index)
+                if !names.isEmpty { result["user.attribute.renderings"] = text(names.joined(separator: ",")) }
+            }
             return result
         case .toOne(let object, let index), .toMany(let object, let index):
             _ = try attributes(of: node)
@@ -159,7 +164,7 @@ extension StoreFileSystem {
                 "user.fetched.entity": text(template.entityName),
                 "user.fetched.predicate": text(template.predicateString ?? "TRUEPREDICATE"),
             ]
-        case .scratch:
+        case .scratch, .rendering:
             _ = try attributes(of: node)
             return [:]
         }

@@ -129,6 +129,7 @@ public final class StoreFileSystem: SavingFileSystem {
             if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }), hasFetchedFolder(object, index) {
                 return .fetched(object, index)
             }
+            if let rendering = renderingNode(named: name, in: object, snapshot: snapshot) { return rendering }
             throw .notFound
         case .toMany(let object, let index):
             if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
@@ -141,7 +142,7 @@ public final class StoreFileSystem: SavingFileSystem {
                 !copyIn.visibleMembers([member], of: relationship.name, in: object).isEmpty
             else { throw .notFound }
             return .member(member)
-        case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember:
+        case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember, .rendering:
             throw .notDirectory
         }
     }
@@ -151,7 +152,7 @@ public final class StoreFileSystem: SavingFileSystem {
         switch node {
         case .root, .entity: .root
         case .object(let o): .entity(o.entity)
-        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _), .fetched(let o, _): .object(o)
+        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _), .fetched(let o, _), .rendering(let o, _): .object(o)
         case .templates, .template: node == .templates ? .root : .templates
         case .member, .subentityLink, .scratch, .templateMember: .root
         }
@@ -235,6 +236,8 @@ public final class StoreFileSystem: SavingFileSystem {
             guard let file = scratch.file(serial) else { throw .notFound }
             if let target = file.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
             return make(.regularFile, fileMode, size: file.content.count, time: file.modified)
+        case .rendering(let object, _):
+            return make(.regularFile, 0o444, size: try renderedContent(of: node).count, time: schedule.modificationTime(of: object))
         }
     }
 
@@ -277,6 +280,10 @@ public final class StoreFileSystem: SavingFileSystem {
         switch node {
         case .attribute, .scratch:
             return try openFile(node, flags: flags)
+        case .rendering:
+            // Computed from the value: read-only, like fetched properties.
+            if flags.isWriting { throw configuration.readOnly ? .readOnly : .notPermitted }
+            return try openFile(node, flags: flags)
         case .root, .entity, .object, .toMany, .fetched, .templates, .template:
             throw .isDirectory
         default:
@@ -314,6 +321,8 @@ public final class StoreFileSystem: SavingFileSystem {
         case .scratch(let serial):
             guard let file = scratch.file(serial), file.linkTarget == nil else { throw .notFound }
             return file.content
+        case .rendering:
+            content = try renderedContent(of: node)
         default:
             throw .isDirectory
         }

@@ -47,6 +47,10 @@ public struct SaveOutcome: Sendable {
     public var savedMetadata = false
     /// A failure that is not about any object (the disk, a trigger, a lock): nothing was saved.
     public var storeError: ObjectGraphError?
+    /// What the store changed on its own while saving (Core Data's triggers, relationship
+    /// clean-up): those objects were read again, and what shows them must be refreshed (when the
+    /// store could not name them all, every object that was cached is listed).
+    public var storeEffects = SaveEffects()
 
     public init() {}
 }
@@ -70,8 +74,9 @@ extension ObjectContext {
             for id in all.sorted() where state.pending[id] != nil {
                 try validateForSave(id, &state)
             }
-            try store.save(request(for: all, metadata: state.metadata, &state))
+            let effects = try store.saveReportingEffects(request(for: all, metadata: state.metadata, &state))
             didSave(all, &state)
+            absorb(effects, &state)
             state.metadata = nil
         }
     }
@@ -118,8 +123,9 @@ extension ObjectContext {
                     break
                 }
                 do throws(ObjectGraphError) {
-                    try store.save(request)
+                    let effects = try store.saveReportingEffects(request)
                     didSave(ids, &state)
+                    outcome.storeEffects = absorb(effects, &state)
                     outcome.saved += ids
                     if metadata != nil {
                         state.metadata = nil
@@ -226,25 +232,27 @@ extension ObjectContext {
     /// this context did not change shows the store's value; a changed one keeps the value that
     /// was read, so the save still detects a conflict there. `fresh` are snapshots just read.
     public func rebasePendingChanges(on fresh: [Snapshot]) {
-        state.withLock { state in
-            for snapshot in fresh {
-                guard var pending = state.pending[snapshot.objectID], !pending.isInserted else { continue }
-                var original = pending.original
-                let names = Set(snapshot.attributes.keys).union(original.attributes.keys)
-                for name in names where pending.snapshot.attributes[name] == original.attributes[name] {
-                    pending.snapshot.attributes[name] = snapshot.attributes[name]
-                    original.attributes[name] = snapshot.attributes[name]
-                }
-                let links = Set(snapshot.toOne.keys).union(original.toOne.keys)
-                for name in links where pending.snapshot.toOne[name] == original.toOne[name] {
-                    pending.snapshot.toOne[name] = snapshot.toOne[name]
-                    original.toOne[name] = snapshot.toOne[name]
-                }
-                original.version = snapshot.version
-                pending.snapshot.version = snapshot.version
-                pending.original = original
-                state.pending[snapshot.objectID] = pending
+        state.withLock { state in rebase(on: fresh, &state) }
+    }
+
+    func rebase(on fresh: [Snapshot], _ state: inout State) {
+        for snapshot in fresh {
+            guard var pending = state.pending[snapshot.objectID], !pending.isInserted else { continue }
+            var original = pending.original
+            let names = Set(snapshot.attributes.keys).union(original.attributes.keys)
+            for name in names where pending.snapshot.attributes[name] == original.attributes[name] {
+                pending.snapshot.attributes[name] = snapshot.attributes[name]
+                original.attributes[name] = snapshot.attributes[name]
             }
+            let links = Set(snapshot.toOne.keys).union(original.toOne.keys)
+            for name in links where pending.snapshot.toOne[name] == original.toOne[name] {
+                pending.snapshot.toOne[name] = snapshot.toOne[name]
+                original.toOne[name] = snapshot.toOne[name]
+            }
+            original.version = snapshot.version
+            pending.snapshot.version = snapshot.version
+            pending.original = original
+            state.pending[snapshot.objectID] = pending
         }
     }
 

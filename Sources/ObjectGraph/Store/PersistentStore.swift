@@ -52,6 +52,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// conflicts). Errors about particular objects name them (``ObjectGraphError/objects``).
     func save(_ request: SaveRequest) throws(ObjectGraphError)
 
+    /// Applies a save as ``save(_:)`` does and says what the store changed on its own meanwhile
+    /// (triggers, relationship clean-up), for the engine to read those objects again.
+    func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects
+
     /// Refuses a value this store type cannot hold for `attribute` of `entity` (SQLite has no NaN),
     /// so the write that sets it fails instead of the save.
     func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
@@ -75,6 +79,12 @@ extension PersistentStore {
     /// A store that does not say otherwise was opened with a model (the coordinator knows that
     /// case) or worked one out from its file.
     public var modelSource: ModelSource { .inferred }
+
+    /// Stores that change nothing on their own report nothing.
+    public func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects {
+        try save(request)
+        return SaveEffects()
+    }
 
     /// Stores that hold every value of every type accept everything.
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)

@@ -51,6 +51,7 @@ extension StoreFileSystem {
                 invalidateRelated(objects)
                 for object in objects { invalidateAncestorDirectories(of: object) }
             }
+            refreshStoreEffects(outcome.storeEffects)
             if let error = outcome.storeError {
                 logger.error("commit (\(reason)): nothing was saved: \(error.message); the changes stay pending")
             }
@@ -62,6 +63,22 @@ extension StoreFileSystem {
             }
             return outcome
         }
+    }
+
+    /// Objects the store changed on its own while saving (Core Data's triggers, relationship
+    /// clean-up): the kernel forgets what it cached of them, so their files show the new values
+    /// and sizes.
+    func refreshStoreEffects(_ effects: SaveEffects) {
+        guard !effects.isEmpty else { return }
+        renderedValues.valuesChanged()
+        if effects.refreshesEverything {
+            // More rows than the store counts: every cached object (the engine names them).
+            directories.dropUnopened()
+            invalidateEverythingCached(including: Array(effects.refreshed))
+        } else {
+            invalidateRelated(Array(effects.refreshed))
+        }
+        logger.debug("the store changed \(effects.refreshesEverything ? "many" : String(effects.refreshed.count)) objects on its own while saving; refreshed")
     }
 
     /// Folders a copy filled that are done (quiet, fsynced, unmounting): they show everything

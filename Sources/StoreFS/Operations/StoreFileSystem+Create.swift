@@ -46,6 +46,10 @@ extension StoreFileSystem {
             logger.error("create \(describe(object))/\(name): \(name) is a relationship; use ln -s")
             throw .notPermitted
         }
+        if isRenderingName(name, of: object) {
+            logger.error("create \(describe(object))/\(name): the name of a value's rendering, which is computed and read-only")
+            throw .notPermitted
+        }
         _ = try snapshot(of: object)
         if let existing = scratch.named(name, in: parent) { return .scratch(existing) }
         return .scratch(scratch.create(named: name, in: parent))

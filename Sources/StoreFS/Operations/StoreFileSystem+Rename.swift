@@ -18,6 +18,10 @@ extension StoreFileSystem {
             throw .notPermitted
         }
         guard from == to else { throw .crossDevice }
+        if isRenderingName(newName, of: object) || isRenderingName(name, of: object) {
+            logger.error("mv \(name) \(newName) in \(describe(object)): a value's rendering is computed and read-only")
+            throw .notPermitted
+        }
         let source = try child(named: name, in: from)
         let existing = try? child(named: newName, in: to)
         if flags.contains(.noReplace) && existing != nil { throw .exists }

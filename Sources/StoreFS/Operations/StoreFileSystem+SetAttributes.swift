@@ -42,6 +42,8 @@ extension StoreFileSystem {
             case .scratch(let serial):
                 guard let file = scratch.file(serial), file.linkTarget == nil else { throw .invalid }
                 scratch.setContent(serial, Self.resize(file.content, to: newSize))
+            case .rendering:
+                throw .notPermitted
             default:
                 throw .isDirectory
             }

@@ -49,6 +49,9 @@ extension StoreFileSystem {
                 changed(object)
             case .toMany:
                 throw .isDirectory
+            case .rendering:
+                logger.error("rm \(describe(object))/\(name): a rendering of a value is computed and cannot be removed")
+                throw .notPermitted
             default:
                 throw .notFound
             }

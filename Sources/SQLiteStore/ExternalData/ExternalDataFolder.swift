@@ -1,0 +1,222 @@
+import Foundation
+import GRDB
+import Logging
+import ObjectGraph
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Core Data's external binary data: values of attributes that allow external storage ("Allows
+/// External Storage" in Xcode) are kept in the row with a one-byte marker, and the large ones in
+/// files beside the store.
+///
+/// The format, as three independent public readers of real app stores describe it (no store in
+/// the test corpus holds such a value, so it is not verified against Core Data itself):
+/// - `0x01` followed by the value's bytes: the value is in the row;
+/// - `0x02` followed by a UUID in ASCII (36 characters; a trailing NUL is accepted): the value is
+///   the file `.<store name without extension>_SUPPORT/_EXTERNAL_DATA/<UUID>` beside the store.
+///
+/// Only attributes whose model allows external storage are read this way: the same first bytes
+/// occur in other columns (hashes, UUIDs). Values written go to a file when they are larger than
+/// ``threshold`` (Core Data decides per value, "about 100 KB" in public reports), written to a
+/// temporary name, synced and renamed before the transaction that refers to them commits; the
+/// files of values a save replaces or deletes are removed after it commits (``ExternalDataChanges``).
+///
+/// Threading: a value; share it freely. Reading and writing files is safe from any thread.
+struct ExternalDataFolder: Sendable {
+    /// `.<name>_SUPPORT/_EXTERNAL_DATA` beside the store.
+    let folder: URL
+    /// The store file, whose owner and mode new files and folders take.
+    let store: URL
+    let logger: Logger
+
+    /// Values larger than this go to a file.
+    static let threshold = 128 * 1024
+    /// Larger files are not read (a damaged or hostile folder cannot make storefs allocate
+    /// without bound): such a value reads as absent, with a log line.
+    static let maximumFileSize = 1 << 30
+    static let inlineMarker: UInt8 = 0x01
+    static let externalMarker: UInt8 = 0x02
+    /// The suffix of files being written; leftovers of a crash are storefs's to remove.
+    static let temporarySuffix = ".storefs-tmp"
+
+    init(store: URL, logger: Logger) {
+        let name = store.deletingPathExtension().lastPathComponent
+        self.store = store
+        self.folder = store.deletingLastPathComponent().appendingPathComponent(".\(name)_SUPPORT")
+            .appendingPathComponent("_EXTERNAL_DATA")
+        self.logger = logger
+    }
+
+    // MARK: - Reading
+
+    /// The value a stored column holds: the bytes after an inline marker, or the content of the
+    /// file an external reference names. A reference whose file is missing, unreadable or too
+    /// large reads as NULL (the object stays readable; the log names the file); a value without
+    /// a marker (written by a tool that did not know the format) is shown as it is.
+    func resolve(_ value: DatabaseValue, place: @autoclosure () -> String) -> DatabaseValue {
+        guard case .blob(let data) = value.storage, let marker = data.first else { return value }
+        switch marker {
+        case Self.inlineMarker:
+            return Data(data.dropFirst()).databaseValue
+        case Self.externalMarker:
+            guard let name = Self.fileName(inReference: data) else {
+                logger.error("\(place()): an external data reference that is not a UUID; the value reads as absent")
+                return .null
+            }
+            let file = folder.appendingPathComponent(name)
+            do {
+                return try Self.read(file).databaseValue
+            } catch {
+                logger.error("\(place()): its value is kept in \(file.path), which cannot be read (\(error)); it reads as absent")
+                return .null
+            }
+        default:
+            logger.debug("\(place()): a value without Core Data's external-storage marker; shown as stored")
+            return value
+        }
+    }
+
+    /// The file name (an upper-case UUID) an external reference names; nil unless the bytes are
+    /// the marker and a UUID, so no reference can name another path.
+    static func fileName(inReference data: Data) -> String? {
+        var bytes = data.dropFirst()
+        guard data.first == externalMarker else { return nil }
+        if bytes.last == 0 { bytes = bytes.dropLast() }
+        guard bytes.count == 36, let text = String(bytes: bytes, encoding: .ascii), let uuid = UUID(uuidString: text) else {
+            return nil
+        }
+        // Core Data's UUIDs are upper case; a lower-case name on disk is kept as written.
+        return text == uuid.uuidString || text == uuid.uuidString.lowercased() ? text : nil
+    }
+
+    private static func read(_ file: URL) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        let size = try handle.seekToEnd()
+        guard size <= UInt64(maximumFileSize) else {
+            throw ObjectGraphError(.io, "\(size) bytes, more than the \(maximumFileSize) storefs reads")
+        }
+        try handle.seek(toOffset: 0)
+        let data = try handle.read(upToCount: Int(size)) ?? Data()
+        guard data.count == Int(size) else { throw ObjectGraphError(.io, "the file changed while it was read") }
+        return data
+    }
+
+    // MARK: - Writing
+
+    /// The column value for `data`: inline with its marker, or, above ``threshold``, a reference
+    /// to a new file written (and synced) now and listed in `changes` so it goes if the save
+    /// does not commit.
+    func encode(_ data: Data, changes: inout ExternalDataChanges) throws(ObjectGraphError) -> DatabaseValue {
+        guard data.count > Self.threshold else {
+            var inline = Data([Self.inlineMarker])
+            inline.append(data)
+            return inline.databaseValue
+        }
+        let name = UUID().uuidString
+        let file = folder.appendingPathComponent(name)
+        do {
+            try makeFolder()
+            let temporary = folder.appendingPathComponent(".\(name)\(Self.temporarySuffix)")
+            try write(data, to: temporary)
+            changes.staged.append(file)
+            guard rename(temporary.path, file.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                try? FileManager.default.removeItem(at: temporary)
+                throw ObjectGraphError(.io, "cannot rename \(temporary.path) to \(name): \(reason)")
+            }
+            try Self.sync(folder.path)
+        } catch let error as ObjectGraphError {
+            throw error
+        } catch {
+            throw ObjectGraphError(.io, "writing external data to \(file.path): \(error)")
+        }
+        var reference = Data([Self.externalMarker])
+        reference.append(contentsOf: Array(name.utf8))
+        return reference.databaseValue
+    }
+
+    /// The file a stored column value refers to, if it is an external reference.
+    func file(referencedBy value: DatabaseValue) -> URL? {
+        guard case .blob(let data) = value.storage, let name = Self.fileName(inReference: data) else { return nil }
+        return folder.appendingPathComponent(name)
+    }
+
+    private func write(_ data: Data, to file: URL) throws {
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ObjectGraphError(.io, "cannot create \(file.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var written = 0
+        try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            guard let base = buffer.baseAddress else { return }
+            while written < buffer.count {
+                let n = Glibc.write(fd, base + written, buffer.count - written)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw ObjectGraphError(.io, "writing \(file.path): \(String(cString: strerror(errno)))") }
+                written += n
+            }
+        }
+        adoptOwnership(fd: fd, mode: storeMode & 0o666)
+        guard fsync(fd) == 0 else { throw ObjectGraphError(.io, "syncing \(file.path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Makes `.X_SUPPORT/_EXTERNAL_DATA` as Core Data would, owned like the store (storefs
+    /// often runs as root on another user's store) with the store's mode plus search bits.
+    private func makeFolder() throws {
+        let support = folder.deletingLastPathComponent()
+        for directory in [support, folder] where !FileManager.default.fileExists(atPath: directory.path) {
+            let mode = (storeMode & 0o777) | ((storeMode & 0o444) >> 2)
+            guard mkdir(directory.path, mode_t(mode)) == 0 || errno == EEXIST else {
+                throw ObjectGraphError(.io, "cannot make \(directory.path): \(String(cString: strerror(errno)))")
+            }
+            let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if fd >= 0 {
+                adoptOwnership(fd: fd, mode: mode)
+                close(fd)
+            }
+            try Self.sync(directory.deletingLastPathComponent().path)
+        }
+    }
+
+    private var storeMode: UInt32 {
+        var info = stat()
+        return stat(store.path, &info) == 0 ? UInt32(info.st_mode) & 0o7777 : 0o644
+    }
+
+    private func adoptOwnership(fd: Int32, mode: UInt32) {
+        var info = stat()
+        guard stat(store.path, &info) == 0 else { return }
+        if getuid() == 0 { _ = fchown(fd, info.st_uid, info.st_gid) }
+        _ = fchmod(fd, mode_t(mode))
+    }
+
+    static func sync(_ directory: String) throws {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw ObjectGraphError(.io, "cannot open \(directory): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw ObjectGraphError(.io, "syncing \(directory): \(String(cString: strerror(errno)))") }
+    }
+}
+
+/// The files one save adds and makes obsolete: the new ones go if the save does not commit, the
+/// replaced and deleted ones once it has.
+struct ExternalDataChanges {
+    var staged: [URL] = []
+    var obsolete: [URL] = []
+
+    /// After the commit: the files of replaced and deleted values go.
+    func committed(logger: Logger) {
+        for file in Set(obsolete) where !staged.contains(file) {
+            if unlink(file.path) != 0 && errno != ENOENT {
+                logger.warning("removing \(file.path), no longer referenced: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// After a rollback: the files this save wrote go; the old ones stay referenced.
+    func rolledBack() {
+        for file in staged { unlink(file.path) }
+    }
+}

@@ -1,0 +1,278 @@
+import Foundation
+import GRDB
+import Logging
+import ObjectGraph
+
+/// Core Data's persistent history, written as Core Data writes it: each save of a store whose
+/// app tracks history appends one transaction and one change per inserted, updated and deleted
+/// object, in the same SQLite transaction as the change itself, so the app (and CloudKit
+/// mirroring) learns what storefs changed.
+///
+/// The format was read off the real rows of the corpus stores (Notes, Photos, SwiftData,
+/// CoreDataPlus; docs/SEMANTICS.md has the evidence):
+/// - `ATRANSACTION`: key = the transaction number, `ZTIMESTAMP` seconds since 2001, and the
+///   author, bundle identifier, process name and context name as keys of interned strings in
+///   `ATRANSACTIONSTRING` (`ZAUTHORTS`, ...); `Z_OPT` NULL.
+/// - `ACHANGE`: `ZCHANGETYPE` 0 insert, 1 update, 2 delete; `ZENTITY`/`ZENTITYPK` the object's
+///   concrete Z_ENT and Z_PK; `ZTRANSACTIONID`; for updates `ZCOLUMNS`, a bit set (most
+///   significant bit first) over the entity's property slots (``slots(of:)``); for deletes
+///   `ZTOMBSTONE0…` the values of the attributes preserved after deletion.
+/// - Keys from the `Z_PRIMARYKEY` rows `CHANGE`, `TRANSACTION`, `TRANSACTIONSTRING`.
+/// Rows changed by triggers get no change (none does in the corpus's history).
+///
+/// History is written only where the app tracks it: the tables exist **and** hold a
+/// transaction. Core Data forces a store opened without tracking into read-only mode once it
+/// has history, and an app that turned tracking off deleted its history first; writing into
+/// empty tables could therefore lock such an app out (an inference from Core Data's documented
+/// behaviour).
+///
+/// Threading: a value built once per store; share it freely.
+struct PersistentHistory: Sendable {
+    /// Z_ENT of the three history tables' rows (Z_PRIMARYKEY `CHANGE`, `TRANSACTION`,
+    /// `TRANSACTIONSTRING`), and the tombstone columns of `ACHANGE` in order.
+    struct Tables: Sendable {
+        var change: Int64
+        var transaction: Int64
+        var string: Int64
+        var tombstoneColumns: [String]
+    }
+
+    /// What storefs writes as author, bundle identifier and process name.
+    static let author = "storefs"
+
+    let tables: Tables
+    /// Per entity (index = EntityID - 1): the slot names of ``slots(of:)``.
+    let slots: [[String]]
+    /// Per entity: the attributes whose values a delete keeps, in tombstone order.
+    let preserved: [[String]]
+    private let toOneSlots: [[String: [String]]]
+
+    init(tables: Tables, model: ManagedObjectModel) {
+        self.tables = tables
+        var slots: [[String]] = []
+        var preserved: [[String]] = []
+        var toOneSlots: [[String: [String]]] = []
+        for entity in model.entities {
+            let (list, extra) = Self.slots(of: entity.id, in: model)
+            slots.append(list)
+            toOneSlots.append(extra)
+            let byName = Dictionary(entity.allAttributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            preserved.append(list.filter { byName[$0]?.preservesValueInHistoryOnDeletion == true })
+        }
+        self.slots = slots
+        self.preserved = preserved
+        self.toOneSlots = toOneSlots
+    }
+
+    // MARK: - Slots
+
+    /// The properties an update's `ZCOLUMNS` bits stand for, in bit order: to-one relationships,
+    /// then one `NAME#entity` slot per to-one whose destination has subentities (its `Z<n>_`
+    /// column), one `NAME#order` slot per to-one whose inverse is ordered (its `Z_FOK_` column),
+    /// then non-transient attributes, then to-many relationships. Within each group the
+    /// properties the root entity declares come first, then each subentity level's down to this
+    /// entity, and within a level by name (code point order). Also returns, per to-one, the
+    /// slots a change of it marks.
+    static func slots(of id: EntityID, in model: ManagedObjectModel) -> ([String], [String: [String]]) {
+        var chain: [EntityDescription] = []
+        var current: EntityID? = id
+        while let e = current, chain.count <= model.entities.count {
+            chain.insert(model[e], at: 0)
+            current = model[e].parentID
+        }
+        var level: [String: Int] = [:]
+        var attributes: [AttributeDescription] = []
+        var relationships: [RelationshipDescription] = []
+        for (depth, entity) in chain.enumerated() {
+            for attribute in entity.attributes where level[attribute.name] == nil {
+                level[attribute.name] = depth
+                attributes.append(attribute)
+            }
+            for relationship in entity.relationships where level[relationship.name] == nil {
+                level[relationship.name] = depth
+                relationships.append(relationship)
+            }
+        }
+        func order(_ a: String, _ b: String) -> Bool {
+            let (la, lb) = (level[a] ?? 0, level[b] ?? 0)
+            return la != lb ? la < lb : a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
+        }
+        let toOne = relationships.filter { !$0.isTransient && !$0.isToMany }.sorted { order($0.name, $1.name) }
+        let toMany = relationships.filter { !$0.isTransient && $0.isToMany }.map(\.name).sorted(by: order)
+        var extra: [String: [String]] = [:]
+        var entitySlots: [String] = []
+        var orderSlots: [String] = []
+        for relationship in toOne {
+            var marks = [relationship.name]
+            if let destination = model.entityID(named: relationship.destinationEntityName), !model[destination].subentityIDs.isEmpty {
+                entitySlots.append(relationship.name + "#entity")
+                marks.append(relationship.name + "#entity")
+            }
+            if let inverse = model.inverse(of: relationship), inverse.isToMany, inverse.isOrdered {
+                orderSlots.append(relationship.name + "#order")
+                marks.append(relationship.name + "#order")
+            }
+            extra[relationship.name] = marks
+        }
+        let plain = attributes.filter { !$0.isTransient }.map(\.name).sorted(by: order)
+        return (toOne.map(\.name) + entitySlots + orderSlots + plain + toMany, extra)
+    }
+
+    func slots(of entity: EntityID) -> [String] {
+        entity.rawValue >= 1 && entity.rawValue <= slots.count ? slots[entity.rawValue - 1] : []
+    }
+
+    /// `ZCOLUMNS` for an update of `names` of an object of `entity`: a changed to-one marks its
+    /// entity and order slots too (Core Data's rows mark both together).
+    func columnMask(for names: Set<String>, of entity: EntityID) -> Data {
+        let list = slots(of: entity)
+        var marked: Set<String> = []
+        let extra = entity.rawValue >= 1 && entity.rawValue <= toOneSlots.count ? toOneSlots[entity.rawValue - 1] : [:]
+        for name in names { marked.formUnion(extra[name] ?? [name]) }
+        var bytes = [UInt8](repeating: 0, count: (list.count + 7) / 8)
+        for (i, slot) in list.enumerated() where marked.contains(slot) {
+            bytes[i / 8] |= 0x80 >> UInt8(i % 8)
+        }
+        return Data(bytes)
+    }
+
+    /// The slot names a `ZCOLUMNS` value marks; nil when its length or bits do not fit the
+    /// entity's slots (another model than the one the store was written with).
+    func decode(mask: Data, of entity: EntityID) -> [String]? {
+        let list = slots(of: entity)
+        guard mask.count == (list.count + 7) / 8 else { return nil }
+        var names: [String] = []
+        for (byteIndex, byte) in mask.enumerated() {
+            for bit in 0..<8 where byte & (0x80 >> UInt8(bit)) != 0 {
+                let slot = byteIndex * 8 + bit
+                guard slot < list.count else { return nil }
+                names.append(list[slot])
+            }
+        }
+        return names
+    }
+
+    // MARK: - Finding it in a store
+
+    /// The store's history, when its app tracks it (see the type's documentation); nil when the
+    /// store has no history tables or they hold no transaction.
+    ///
+    /// - Throws: ``ObjectGraphError/Code/unsupported`` when it has history storefs cannot
+    ///   continue: an unknown layout of the tables, a model inferred from the schema (which
+    ///   cannot give the slots), or recent changes whose bits do not fit this model's slots.
+    static func find(
+        in db: Database, schema: FileSchema, model: ManagedObjectModel, modelSource: ModelSource, layout: StoreLayout,
+        file: String, logger: Logger
+    ) throws -> PersistentHistory? {
+        let names = ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
+        guard names.allSatisfy({ schema.table(named: $0) != nil }) else { return nil }
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.ATRANSACTION)") == true else {
+            logger.info("\(file): its persistent history tables are empty (tracking turned off); storefs writes no history")
+            return nil
+        }
+        func refuse(_ why: String) -> ObjectGraphError {
+            ObjectGraphError(
+                .unsupported,
+                "\(file) keeps Core Data's persistent history, which storefs must continue with each save, but \(why). "
+                    + "Mount it read-only (-o ro) to browse it.")
+        }
+        let required: [String: [String]] = [
+            "ACHANGE": ["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"],
+            "ATRANSACTION": ["Z_PK", "Z_ENT", "Z_OPT", "ZAUTHORTS", "ZBUNDLEIDTS", "ZCONTEXTNAMETS", "ZPROCESSIDTS", "ZTIMESTAMP"],
+            "ATRANSACTIONSTRING": ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME"],
+        ]
+        for (table, columns) in required.sorted(by: { $0.key < $1.key }) {
+            let missing = columns.filter { !schema.hasColumn($0, in: table) }
+            if !missing.isEmpty { throw refuse("its table \(table) has no column \(missing.joined(separator: ", ")) (an unknown layout)") }
+        }
+        var ents: [String: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT Z_NAME, Z_ENT FROM main.Z_PRIMARYKEY WHERE Z_NAME IN ('CHANGE', 'TRANSACTION', 'TRANSACTIONSTRING')") {
+            if let name = row[0] as String?, let zent = row[1] as Int64? { ents[name] = zent }
+        }
+        guard let change = ents["CHANGE"], let transaction = ents["TRANSACTION"], let string = ents["TRANSACTIONSTRING"] else {
+            throw refuse("Z_PRIMARYKEY has no rows CHANGE, TRANSACTION and TRANSACTIONSTRING for it")
+        }
+        if case .inferred = modelSource {
+            throw refuse("the store holds no model (Z_MODELCACHE) and the model inferred from its schema cannot say which bits a change sets; give the app's model with --model")
+        }
+        let tombstones = schema.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
+            .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+        let history = PersistentHistory(
+            tables: Tables(change: change, transaction: transaction, string: string, tombstoneColumns: tombstones), model: model)
+        // The last updates Core Data wrote must fit this model's slots: if they do not, the slots
+        // storefs would mark would name other properties to the app.
+        for row in try Row.fetchAll(
+            db, sql: "SELECT ZENTITY, ZCOLUMNS FROM main.ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL ORDER BY Z_PK DESC LIMIT 200")
+        {
+            guard let zent = row[0] as Int64?, let entity = layout.entityByZent[zent], let mask = row[1] as Data? else { continue }
+            if history.decode(mask: mask, of: entity) == nil {
+                throw refuse(
+                    "its recorded changes of \(model[entity].name) do not fit the properties of the model storefs has "
+                        + "(\(history.slots(of: entity).count) slots, \(mask.count) bytes); give the app's model with --model")
+            }
+        }
+        return history
+    }
+
+    // MARK: - Appending
+
+    /// Appends one transaction recording `changes`, in the caller's write transaction.
+    func append(_ changes: WrittenChanges, layout: StoreLayout, db: Database, run: (String, StatementArguments) throws -> Void) throws {
+        guard !changes.isEmpty else { return }
+        var nextKeys: [Int64: Int64] = [:]
+        func nextKey(_ zent: Int64, table: String) throws -> Int64 {
+            if let next = nextKeys[zent] {
+                nextKeys[zent] = next + 1
+                return next
+            }
+            let max = try Int64.fetchOne(db, sql: "SELECT IFNULL(Z_MAX, 0) FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [zent]) ?? 0
+            let top = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)") ?? 0
+            let (next, overflow) = Swift.max(max, top).addingReportingOverflow(1)
+            guard !overflow else { throw ObjectGraphError(.io, "the history table \(table) has no key left") }
+            nextKeys[zent] = next + 1
+            return next
+        }
+        func intern(_ text: String) throws -> Int64 {
+            if let key = try Int64.fetchOne(db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text]) {
+                return key
+            }
+            let key = try nextKey(tables.string, table: "ATRANSACTIONSTRING")
+            try run("INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, NULL, ?)", [key, tables.string, text])
+            return key
+        }
+        let name = try intern(Self.author)
+        let transaction = try nextKey(tables.transaction, table: "ATRANSACTION")
+        try run(
+            "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) "
+                + "VALUES (?, ?, NULL, ?, ?, NULL, ?, ?)",
+            [transaction, tables.transaction, name, name, name, Date().timeIntervalSinceReferenceDate])
+        func zent(_ id: ObjectID) -> Int64 { layout[id.entity].zent ?? 0 }
+        let tombstoneSQL = tables.tombstoneColumns.map { ", " + $0.quotedDatabaseIdentifier }.joined()
+        let tombstoneValues = tables.tombstoneColumns.map { _ in ", ?" }.joined()
+        let insert =
+            "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneSQL)) "
+            + "VALUES (?, ?, NULL, ?, ?, ?, ?, ?\(tombstoneValues))"
+        func add(_ type: Int64, _ id: ObjectID, columns: Data?, tombstone: [DatabaseValue] = []) throws {
+            let key = try nextKey(tables.change, table: "ACHANGE")
+            var values: [DatabaseValue] = [
+                key.databaseValue, tables.change.databaseValue, type.databaseValue, zent(id).databaseValue,
+                id.key.rawValue.databaseValue, transaction.databaseValue, columns?.databaseValue ?? .null,
+            ]
+            for i in tables.tombstoneColumns.indices { values.append(i < tombstone.count ? tombstone[i] : .null) }
+            try run(insert, StatementArguments(values))
+        }
+        for id in changes.inserted { try add(0, id, columns: nil) }
+        for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) {
+            try add(1, id, columns: columnMask(for: names, of: id.entity))
+        }
+        for (id, tombstone) in changes.deleted { try add(2, id, columns: nil, tombstone: tombstone) }
+        for (zent, next) in nextKeys.sorted(by: { $0.key < $1.key }) {
+            try run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [next - 1, zent, next - 1])
+        }
+    }
+
+    /// The attributes of `entity` a delete records, in tombstone order.
+    func preservedAttributes(of entity: EntityID) -> [String] {
+        entity.rawValue >= 1 && entity.rawValue <= preserved.count ? preserved[entity.rawValue - 1] : []
+    }
+}
