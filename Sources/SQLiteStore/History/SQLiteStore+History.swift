@@ -9,7 +9,7 @@ extension SQLiteStore {
     /// no history. Changes of entities the model does not know are left out.
     public func persistentHistory(after: Int64 = 0) throws(ObjectGraphError) -> [HistoryTransaction] {
         try read { db in
-            let schema = try FileSchema.read(db)
+            let schema = try FileSchema.read(db, file: path)
             guard ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].allSatisfy({ schema.table(named: $0) != nil }) else { return [] }
             let history: PersistentHistory
             if let known = mechanisms.history {
