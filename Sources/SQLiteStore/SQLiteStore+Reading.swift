@@ -1,16 +1,22 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ObjectGraph
 
 extension SQLiteStore {
     public func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
-        return try read { db in
-            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? ORDER BY Z_PK", [zent]).map {
-                ObjectID(entity: entity, key: PrimaryKey($0[0]))
+        var ids: [ObjectID] = []
+        try read { (db: Database) throws -> Void in
+            try eachRow(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) ORDER BY Z_PK") { row in
+                // A key that is not an integer (a damaged row) names no object.
+                if case .int64(let key) = DatabaseValue(sqliteStatement: row, index: 0).storage {
+                    ids.append(ObjectID(entity: entity, key: PrimaryKey(key)))
+                }
             }
         }
+        return ids
     }
 
     public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
@@ -86,39 +92,65 @@ extension SQLiteStore {
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
         let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
         let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
-        requests.add(1, ordering: .relaxed)
-        do {
-            // A cursor reads each row in place; fetchAll would copy every row first.
-            let rows = try Row.fetchCursor(db, sql: sql)
-            while let row = try rows.next() {
-                let key = PrimaryKey(row[0])
-                guard let zent = row[1] as Int64?, let entity = layout.entityByZent[zent],
-                    let id = ids[key]?.first(where: { $0.entity == entity }), let plan = plans[entity]
-                else { continue }
-                found[id] = try snapshot(from: row, id: id, plan: plan)
-            }
-        } catch let error as ObjectGraphError {
-            throw error
-        } catch {
-            throw Self.mapError(error, file: path)
+        try eachRow(db, sql) { (row) throws(ObjectGraphError) in
+            // Z_PK and Z_ENT are INTEGER columns in any store Core Data wrote; a row where they
+            // hold anything else is not one of the objects asked for.
+            guard case .int64(let pk) = DatabaseValue(sqliteStatement: row, index: 0).storage,
+                case .int64(let zent) = DatabaseValue(sqliteStatement: row, index: 1).storage,
+                let entity = layout.entityByZent[zent], let id = ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
+                let plan = plans[entity]
+            else { return }
+            found[id] = try snapshot(from: row, id: id, plan: plan)
         }
     }
 
-    private func snapshot(from row: Row, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
+    /// Runs one counted query and hands each row to `body` as the raw SQLite statement, whose
+    /// columns are read by index (``DatabaseValue/init(sqliteStatement:index:)``): GRDB's `Row`
+    /// copies every row and looks up type metadata per column, about a fifth of the time of
+    /// listing a large entity or reading a store to migrate it.
+    func eachRow(_ db: Database, _ sql: String, _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void)
+        throws(ObjectGraphError)
+    {
+        requests.add(1, ordering: .relaxed)
+        let statement: Statement
+        do {
+            statement = try db.makeStatement(sql: sql)  // literal keys: new SQL every time, not cached
+        } catch {
+            throw Self.mapError(error, file: path)
+        }
+        let raw = statement.sqliteStatement
+        defer { sqlite3_reset(raw) }
+        while true {
+            let code = sqlite3_step(raw)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+                throw Self.mapError(DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql), file: path)
+            }
+            try body(raw)
+        }
+    }
+
+    private func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
-        // Every column at once: GRDB's generic `row[i] as DatabaseValue` looks up type metadata per
-        // column, which showed in profiles of listing large entity directories.
-        let values = Array(row.databaseValues)
-        var snapshot = Snapshot(objectID: id, version: row[2] ?? 0)
+        let version: Int64
+        switch DatabaseValue(sqliteStatement: row, index: 2).storage {
+        case .int64(let v): version = v
+        case .double(let d): version = Int64(exactly: d) ?? 0
+        default: version = 0
+        }
+        var snapshot = Snapshot(objectID: id, version: version)
         snapshot.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
+            let value = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
+            if value.isNull { continue }
             let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
-            if let value = try ValueCoding.decode(values[attribute.column], as: attribute.type, at: place) {
+            if let value = try ValueCoding.decode(value, as: attribute.type, at: place) {
                 snapshot.attributes[attribute.name] = value
             }
         }
         for toOne in plan.toOne {
-            let value = values[toOne.column]
+            let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
             guard case .int64(let destinationKey) = value.storage else {
                 if !value.isNull {
                     throw ObjectGraphError(
@@ -129,7 +161,7 @@ extension SQLiteStore {
                 continue
             }
             var destination = toOne.destination
-            if let j = toOne.entityColumn, case .int64(let actual) = values[j].storage {
+            if let j = toOne.entityColumn, case .int64(let actual) = DatabaseValue(sqliteStatement: row, index: CInt(j)).storage {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -172,15 +204,24 @@ extension SQLiteStore {
                 "SELECT \(s), \(d), t.Z_ENT FROM \(table.quotedDatabaseIdentifier) j JOIN \(destinationTable.quotedDatabaseIdentifier) t "
                 + "ON t.Z_PK = \(d) WHERE \(s) IN (\(keys)) ORDER BY \(s), \(order)\(d)"
         }
-        let fetched = try read { db in try rows(db, sql, cached: false) }  // literal keys: new SQL each time
-        for row in fetched {
-            guard let sourceKey = row[0] as Int64?, let key = row[1] as Int64?, let zent = row[2] as Int64? else { continue }
-            guard let destination = layout.entityByZent[zent] else {
-                logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
-                continue
-            }
-            for source in sourcesByKey[sourceKey] ?? [] {
-                result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
+        try read { (db: Database) throws -> Void in
+            try eachRow(db, sql) { (row) throws(ObjectGraphError) in
+                // Keys and Z_ENT that are not integers (a damaged row) name no object.
+                func integer(_ index: CInt) -> Int64? {
+                    switch DatabaseValue(sqliteStatement: row, index: index).storage {
+                    case .int64(let v): return v
+                    case .double(let d): return Int64(exactly: d)
+                    default: return nil
+                    }
+                }
+                guard let sourceKey = integer(0), let key = integer(1), let zent = integer(2) else { return }
+                guard let destination = layout.entityByZent[zent] else {
+                    logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
+                    return
+                }
+                for source in sourcesByKey[sourceKey] ?? [] {
+                    result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
+                }
             }
         }
         return result
