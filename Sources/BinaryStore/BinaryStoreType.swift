@@ -13,6 +13,11 @@ public struct BinaryStoreType: PersistentStoreType {
     public var name: String { Self.typeName }
     public var fileExtensions: [String] { ["binary"] }
 
+    /// storefs's binary format, by its magic bytes.
+    public func recognizes(fileStart: Data) -> Bool {
+        fileStart.count >= BinaryStoreFormat.magic.count && fileStart.prefix(BinaryStoreFormat.magic.count).elementsEqual(BinaryStoreFormat.magic)
+    }
+
     public init() {}
 
     /// Reads the header and the metadata section only.

@@ -35,7 +35,7 @@ public protocol FileSystem: AnyObject, Sendable {
     /// the reply then fails). An error thrown after entries were accepted is not reported: those
     /// entries are sent and the next call, from the last cookie, meets the error again.
     func readDirectory(
-        _ inode: InodeNumber, handle: FileHandle, offset: UInt64, plus: Bool,
+        _ inode: InodeNumber, handle: FileHandle, offset: UInt64, plus: Bool, context: RequestContext,
         add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError)
     func releaseDirectory(_ inode: InodeNumber, handle: FileHandle)
@@ -59,8 +59,8 @@ public protocol FileSystem: AnyObject, Sendable {
         throws(FileSystemError) -> Entry
     func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
         throws(FileSystemError) -> Entry
-    func unlink(parent: InodeNumber, name: String) throws(FileSystemError)
-    func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError)
+    func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError)
+    func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError)
     /// Renames, with renameat2's flags.
     func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
@@ -119,8 +119,10 @@ extension FileSystem {
     public func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
         throws(FileSystemError) -> Entry
     { throw .readOnly }
-    public func unlink(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
-    public func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) { throw .readOnly }
+    public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) { throw .readOnly }
+    public func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
+        throw .readOnly
+    }
     public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     { throw .readOnly }

@@ -74,13 +74,15 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.unlink = { request, parent, name in
         serve(request, .unlink) { context throws(FileSystemError) in
-            try context.fileSystem.unlink(parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing))
+            try context.fileSystem.unlink(
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request))
             return .ok
         }
     }
     ops.rmdir = { request, parent, name in
         serve(request, .rmdir) { context throws(FileSystemError) in
-            try context.fileSystem.removeDirectory(parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing))
+            try context.fileSystem.removeDirectory(
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request))
             return .ok
         }
     }
@@ -359,7 +361,7 @@ private func listDirectory(
             do throws(FileSystemError) {
                 try context.fileSystem.readDirectory(
                     InodeNumber(inode), handle: FileHandle(info?.pointee.fh ?? 0),
-                    offset: UInt64(bitPattern: Int64(offset)), plus: plus
+                    offset: UInt64(bitPattern: Int64(offset)), plus: plus, context: requester(request)
                 ) { item in
                     let remaining = size - used
                     let needed = item.name.withCString { name in

@@ -11,7 +11,7 @@ extension SQLiteStore {
         try read { (db: Database) throws -> Void in
             try eachRow(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) ORDER BY Z_PK") { row in
                 // A key that is not an integer (a damaged row) names no object.
-                if case .int64(let key) = DatabaseValue(sqliteStatement: row, index: 0).storage {
+                if let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) {
                     ids.append(ObjectID(entity: entity, key: PrimaryKey(key)))
                 }
             }
@@ -93,10 +93,10 @@ extension SQLiteStore {
         let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
         let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
         try eachRow(db, sql) { (row) throws(ObjectGraphError) in
-            // Z_PK and Z_ENT are INTEGER columns in any store Core Data wrote; a row where they
-            // hold anything else is not one of the objects asked for.
-            guard case .int64(let pk) = DatabaseValue(sqliteStatement: row, index: 0).storage,
-                case .int64(let zent) = DatabaseValue(sqliteStatement: row, index: 1).storage,
+            // Z_PK and Z_ENT are integers (or their digits as text, in a table another tool
+            // rebuilt); a row where they hold anything else is not one of the objects asked for.
+            guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
                 let entity = layout.entityByZent[zent], let id = ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
                 let plan = plans[entity]
             else { return }
@@ -151,7 +151,7 @@ extension SQLiteStore {
         }
         for toOne in plan.toOne {
             let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
-            guard case .int64(let destinationKey) = value.storage else {
+            guard let destinationKey = Self.key(in: value) else {
                 if !value.isNull {
                     throw ObjectGraphError(
                         .corruptStore,
@@ -161,7 +161,7 @@ extension SQLiteStore {
                 continue
             }
             var destination = toOne.destination
-            if let j = toOne.entityColumn, case .int64(let actual) = DatabaseValue(sqliteStatement: row, index: CInt(j)).storage {
+            if let j = toOne.entityColumn, let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j))) {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -171,6 +171,16 @@ extension SQLiteStore {
             snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
         }
         return snapshot
+    }
+
+    /// A key column's value: an integer, or the same digits as text (a table rebuilt by another
+    /// tool without column types).
+    static func key(in value: DatabaseValue) -> Int64? {
+        switch value.storage {
+        case .int64(let key): key
+        case .string(let text): Int64(text)
+        default: nil
+        }
     }
 
     public func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
@@ -207,13 +217,7 @@ extension SQLiteStore {
         try read { (db: Database) throws -> Void in
             try eachRow(db, sql) { (row) throws(ObjectGraphError) in
                 // Keys and Z_ENT that are not integers (a damaged row) name no object.
-                func integer(_ index: CInt) -> Int64? {
-                    switch DatabaseValue(sqliteStatement: row, index: index).storage {
-                    case .int64(let v): return v
-                    case .double(let d): return Int64(exactly: d)
-                    default: return nil
-                    }
-                }
+                func integer(_ index: CInt) -> Int64? { Self.key(in: DatabaseValue(sqliteStatement: row, index: index)) }
                 guard let sourceKey = integer(0), let key = integer(1), let zent = integer(2) else { return }
                 guard let destination = layout.entityByZent[zent] else {
                     logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")

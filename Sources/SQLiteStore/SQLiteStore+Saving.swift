@@ -12,6 +12,7 @@ extension SQLiteStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard !request.isEmpty else { return }
+        try refuseTextKeyTables(request)
         try write { db throws in
             try apply(request, db)
         }
@@ -59,7 +60,9 @@ extension SQLiteStore {
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
         }
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
-            _ = try run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [key, rootZent, key])
+            // A Z_MAX that is not an integer (NULL, or text another tool left) counts as below every key.
+            _ = try run(
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND (typeof(Z_MAX) != 'integer' OR Z_MAX < ?)", [key, rootZent, key])
         }
         // Updates: only the columns that changed, and only where the row still holds what was read
         // there; columns this save does not change stay as another process may have left them.
@@ -98,6 +101,7 @@ extension SQLiteStore {
             for join in layout.joinTables where join.root == root {
                 _ = try run("DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?", [key])
             }
+            try clearHiddenKeys(of: key, root: root, run: run)
         }
         try applyToManyChanges(request.toManyChanges, run: run)
         if let metadata = request.metadata {
@@ -201,6 +205,19 @@ extension SQLiteStore {
                         StatementArguments([order.databaseValue] + pair.map(\.databaseValue)), true)
                 }
             }
+        }
+    }
+
+    /// Clears the hidden key columns that hold a deleted object's key: a to-many relationship
+    /// without inverse lives only in its destinations' rows, which the engine does not rewrite
+    /// when the source goes, so the store does (no row is left pointing at the deleted object).
+    private func clearHiddenKeys(
+        of key: Int64, root: EntityID, run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int
+    ) throws(ObjectGraphError) {
+        for hidden in layout.hiddenKeyColumns where hidden.root == root {
+            let c = hidden.column.quotedDatabaseIdentifier
+            let order = hidden.orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
+            _ = try run("UPDATE \(hidden.table.quotedDatabaseIdentifier) SET \(c) = NULL\(order) WHERE \(c) = ?", [key], true)
         }
     }
 

@@ -20,11 +20,14 @@ public final class SQLiteStore: PersistentStore {
     public var storeType: String { SQLiteStoreType.typeName }
     public let url: URL?
     public let model: ManagedObjectModel
+    public let modelSource: ModelSource
     public let isReadOnly: Bool
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
     let reader: any DatabaseReader
+    /// Tables whose keys are TEXT (read through views, never written), upper-cased.
+    let textKeyTables: Set<String>
     let path: String
     let logger: Logger
     let requests = Atomic<Int>(0)
@@ -67,16 +70,28 @@ public final class SQLiteStore: PersistentStore {
         try FileCheck.check(url)
         if !options.readOnly { try FileCheck.checkWritable(url) }
         isWAL = FileCheck.isWAL(url)
-        let opened = try Self.openReader(url, isWAL: isWAL, logger: logger)
-        reader = opened.reader
-        privateCopy = opened.copy
+        var opened = try Self.openReader(url, isWAL: isWAL, logger: logger)
         let schema: FileSchema
         do {
-            schema = try reader.read { db in try FileSchema.read(db) }
+            schema = try opened.reader.read { db in try FileSchema.read(db) }
+            // Tables rebuilt by another tool with TEXT keys: the reader then reads them through
+            // views that cast the keys back (see FileSchema.textKeyViews); saves refuse them.
+            let views = schema.textKeyViews
+            if !views.isEmpty {
+                logger.notice(
+                    """
+                    \(url.path): \(views.count) table(s) hold their Z_PK/Z_ENT/Z_OPT as text (rebuilt by another tool); \
+                    they are read through views and cannot be written
+                    """)
+                Self.close(opened.reader, copy: opened.copy)
+                opened = try Self.openReader(url, isWAL: isWAL, logger: logger, views: views)
+            }
         } catch {
-            Self.close(reader, copy: opened.copy)
+            Self.close(opened.reader, copy: opened.copy)
             throw Self.mapError(error, file: url.path)
         }
+        reader = opened.reader
+        privateCopy = opened.copy
         guard schema.table(named: "Z_PRIMARYKEY") != nil, schema.table(named: "Z_METADATA") != nil else {
             Self.close(reader, copy: opened.copy)
             throw ObjectGraphError(
@@ -84,35 +99,42 @@ public final class SQLiteStore: PersistentStore {
         }
         if let model {
             self.model = model
+            self.modelSource = .given("given by the caller")
         } else {
             do {
-                self.model = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
+                (self.model, self.modelSource) = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
             } catch {
                 Self.close(reader, copy: opened.copy)
                 throw error
             }
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
+        self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
     }
 
     /// Every connection storefs opens on a store: waits up to ten seconds for a lock another
     /// connection or process holds, rather than failing at once with "database is locked".
-    static func configuration(readOnly: Bool) -> Configuration {
+    /// `views` (SQL) are created in each connection's temp schema, where they shadow the tables
+    /// they read.
+    static func configuration(readOnly: Bool, views: [String] = []) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
         configuration.label = "storefs.sqlite"
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in Self.addPredicateFunctions(db) }
+        configuration.prepareDatabase { db in
+            Self.addPredicateFunctions(db)
+            for view in views { try db.execute(sql: view) }
+        }
         return configuration
     }
 
     /// The read-only connections. A WAL store whose folder cannot be written has no -shm file
     /// SQLite could create; its WAL content is then read from a private copy of the store and its
     /// -wal, made in the temporary folder (the original is never touched).
-    static func openReader(_ url: URL, isWAL: Bool, logger: Logger) throws(ObjectGraphError)
+    static func openReader(_ url: URL, isWAL: Bool, logger: Logger, views: [String] = []) throws(ObjectGraphError)
         -> (reader: any DatabaseReader, copy: URL?)
     {
-        let configuration = configuration(readOnly: true)
+        let configuration = configuration(readOnly: true, views: views)
         func open(_ path: String) throws -> any DatabaseReader {
             isWAL ? try DatabasePool(path: path, configuration: configuration) : try DatabaseQueue(path: path, configuration: configuration)
         }
@@ -146,21 +168,35 @@ public final class SQLiteStore: PersistentStore {
         if let copy { try? FileManager.default.removeItem(at: copy) }
     }
 
-    /// The model of a store opened without one: the model storefs embedded in its metadata, or
-    /// else one inferred from the schema (see ``SchemaInference``).
+    /// The model of a store opened without one, the best there is: the model storefs keeps in its
+    /// metadata, else the compiled model Core Data cached in Z_MODELCACHE, else one inferred from
+    /// the schema (see ``SchemaInference``).
     private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, logger: Logger)
-        throws(ObjectGraphError) -> ManagedObjectModel
+        throws(ObjectGraphError) -> (ManagedObjectModel, ModelSource)
     {
         let row: Row?
+        let cached: ManagedObjectModel?
         do {
-            row = try reader.read { db in try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1") }
+            (row, cached) = try reader.read { db in
+                let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
+                return (row, ModelCache.load(from: db, schema: schema, file: file, logger: logger))
+            }
         } catch {
             throw mapError(error, file: file)
         }
         if let row, let embedded = try MetadataCoding.decode(uuid: row[0], plist: row[1], file: file).embeddedModel {
-            if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return model }
+            if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
-        return try SchemaInference.infer(from: schema, file: file, logger: logger)
+        if let cached { return (cached, .coreDataCache) }
+        let inferred = try SchemaInference.infer(from: schema, file: file, logger: logger) { table, column, destination in
+            // Some key in the column, and none that the destination's table lacks.
+            let t = table.quotedDatabaseIdentifier
+            let c = column.quotedDatabaseIdentifier
+            let sql = "SELECT EXISTS (SELECT 1 FROM \(t) WHERE \(c) IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM \(t) "
+                + "WHERE \(c) IS NOT NULL AND \(c) NOT IN (SELECT Z_PK FROM \(destination.quotedDatabaseIdentifier)))"
+            return (try? reader.read { db in try Bool.fetchOne(db, sql: sql) }) == true
+        }
+        return (inferred, .inferred)
     }
 
     // MARK: - Running statements

@@ -9,7 +9,14 @@ public struct SQLiteStoreType: PersistentStoreType {
     static let typeName = "SQLite"
 
     public var name: String { Self.typeName }
-    public var fileExtensions: [String] { ["sqlite"] }
+    /// `.sqlite`, and SwiftData's `.store` (the same format: SwiftData keeps its data in a Core
+    /// Data SQLite store). Files with other names are recognized by content.
+    public var fileExtensions: [String] { ["sqlite", "store"] }
+
+    /// An SQLite database file; whether it is a Core Data store is checked when it opens.
+    public func recognizes(fileStart: Data) -> Bool {
+        fileStart.count >= 16 && fileStart.prefix(16).elementsEqual(Array("SQLite format 3\0".utf8))
+    }
 
     public init() {}
 

@@ -33,7 +33,14 @@ extension StoreFileSystem {
 
     /// Compares the store's change token with the last one seen; when another process committed,
     /// re-reads the cached rows and invalidates what changed.
+    ///
+    /// Runs under the commit lock: rows read here and put back in the cache would otherwise be
+    /// older than a commit of this mount made meanwhile, and a reader would see a value go back.
     func checkForExternalChanges() {
+        commitLock.withLock { _ in refreshAfterExternalChanges() }
+    }
+
+    private func refreshAfterExternalChanges() {
         guard let token = try? coordinator.store.externalChangeToken() else { return }
         let changed = storeToken.withLock { old in
             defer { old = token }

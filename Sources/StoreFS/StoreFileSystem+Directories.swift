@@ -22,7 +22,8 @@ extension StoreFileSystem {
     /// for the reader (per open, or per directory on read-only mounts until the store changes), so
     /// a listing that changes between calls neither repeats nor skips what stayed.
     public func readDirectory(
-        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
+        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, context request: RequestContext,
+        add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         let directory = try node(inode)
         // An object folder's entries all come from its one snapshot: read it once per call, not
@@ -40,7 +41,7 @@ extension StoreFileSystem {
         // shares its listing with every reader until the store changes.
         var kept = directories.kept(handle, of: inode)
         if kept == nil || (offset == 0 && handle != DirectoryHandles.unopened) {
-            kept = directories.keep(try listing(of: directory, known: known), for: handle, of: inode)
+            kept = directories.keep(try listing(of: directory, for: request.pid, known: known), for: handle, of: inode)
         }
         guard let kept else { return }
         switch kept.listing {
@@ -80,7 +81,9 @@ extension StoreFileSystem {
     }
 
     /// The entries of a directory other than `.` and `..`.
-    func listing(of directory: Node, known: Snapshot? = nil) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of directory: Node, for pid: Int32 = 0, known: Snapshot? = nil) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         switch directory {
         case .root:
             let hidden = hiddenEntities.withLock { $0 }
@@ -106,7 +109,7 @@ extension StoreFileSystem {
             }, "list \(model[entity].name)")
             return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
         case .object(let object):
-            removals.noteListing(of: object)
+            removals.noteListing(of: object, by: pid)
             return .names(try entries(of: object, known: known))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]

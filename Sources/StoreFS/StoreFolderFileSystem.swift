@@ -193,11 +193,12 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     }
 
     public func readDirectory(
-        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
+        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, context: RequestContext,
+        add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         if let (fileSystem, slot, inner) = try route(inode) {
             if inner == .root { state.withLock { $0.lastTouched = slot } }
-            try fileSystem.readDirectory(inner, handle: handle, offset: offset, plus: plus) { entry in
+            try fileSystem.readDirectory(inner, handle: handle, offset: offset, plus: plus, context: context) { entry in
                 var entry = entry
                 entry.entry = Self.outer(entry.entry, slot: slot)
                 return add(entry)
@@ -341,17 +342,17 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         return Self.outer(try fileSystem.makeSymbolicLink(parent: inner, name: name, target: target, context: context), slot: slot)
     }
 
-    public func unlink(parent: InodeNumber, name: String) throws(FileSystemError) {
+    public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
         guard let (fileSystem, _, inner) = try route(parent) else { throw .isDirectory }
-        try fileSystem.unlink(parent: inner, name: name)
+        try fileSystem.unlink(parent: inner, name: name, context: context)
     }
 
-    public func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) {
+    public func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
         guard let (fileSystem, _, inner) = try route(parent) else {
             logger.error("rmdir \(name): stores are not deleted through the mount; remove the file")
             throw .notPermitted
         }
-        try fileSystem.removeDirectory(parent: inner, name: name)
+        try fileSystem.removeDirectory(parent: inner, name: name, context: context)
     }
 
     public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)

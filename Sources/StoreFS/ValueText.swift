@@ -156,14 +156,6 @@ enum ValueText {
 
     // MARK: - Dates
 
-    private static let utc = TimeZone(identifier: "UTC")!
-
-    private static var calendar: Calendar {
-        var c = Calendar(identifier: .gregorian)
-        c.timeZone = utc
-        return c
-    }
-
     /// ISO 8601 in UTC with the fewest fractional digits that read back to the same Double.
     static func format(_ date: Date) -> String {
         let t = date.timeIntervalSinceReferenceDate
@@ -205,26 +197,19 @@ enum ValueText {
         return String(text.dropFirst())
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS` of a whole number of seconds since 2001 in UTC. Years 1583–9999 (the
-    /// Gregorian calendar, which Foundation's calendar switches to in 1582) by arithmetic; others
-    /// through Foundation's calendar, which also knows the Julian years before.
+    /// `YYYY-MM-DDTHH:MM:SS` of a whole number of seconds since 2001 in UTC, in ISO 8601's
+    /// proleptic Gregorian calendar for every year: Foundation's calendar switches to the Julian
+    /// calendar before 15 October 1582 (its "0001-01-01" is the proleptic 0000-12-30), which ISO
+    /// 8601 does not. Years before 1 are astronomical (0000 is 1 BC, -0001 is 2 BC); years after
+    /// 9999 take as many digits as they need. Instants too far out for an Int of seconds (beyond
+    /// about 292 billion years) print as their number of seconds.
     private static func wholeSeconds(_ whole: Double) -> String {
-        if let unix = Int(exactly: whole + 978_307_200) {
-            let second = ((unix % 86_400) + 86_400) % 86_400
-            let (y, m, d) = civil(fromDays: (unix - second) / 86_400)
-            guard (1583...9999).contains(y) else { return wholeSecondsByCalendar(whole) }
-            return padded(y, 4) + "-" + padded(m, 2) + "-" + padded(d, 2) + "T" + padded(second / 3600, 2) + ":"
-                + padded(second / 60 % 60, 2) + ":" + padded(second % 60, 2)
-        }
-        return wholeSecondsByCalendar(whole)
-    }
-
-    private static func wholeSecondsByCalendar(_ whole: Double) -> String {
-        let parts = calendar.dateComponents(
-            [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSinceReferenceDate: whole))
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d", parts.year!, parts.month!, parts.day!, parts.hour!,
-            parts.minute!, parts.second!)
+        guard let unix = Int(exactly: whole + 978_307_200) else { return whole.description }
+        let second = ((unix % 86_400) + 86_400) % 86_400
+        let (y, m, d) = civil(fromDays: (unix - second) / 86_400)
+        let year = y < 0 ? "-" + padded(-y, 4) : padded(y, 4)
+        return year + "-" + padded(m, 2) + "-" + padded(d, 2) + "T" + padded(second / 3600, 2) + ":"
+            + padded(second / 60 % 60, 2) + ":" + padded(second % 60, 2)
     }
 
     private static func padded(_ value: Int, _ width: Int) -> String {
@@ -275,13 +260,19 @@ enum ValueText {
             return true
         }
         var negativeYear = false
-        if i < scalars.count, scalars[i] == UInt8(ascii: "-") {
-            negativeYear = true
+        if i < scalars.count, scalars[i] == UInt8(ascii: "-") || scalars[i] == UInt8(ascii: "+") {
+            negativeYear = scalars[i] == UInt8(ascii: "-")
             i += 1
         }
-        guard let y = number(4), expect(UInt8(ascii: "-")), let mo = number(2), expect(UInt8(ascii: "-")),
-            let d = number(2)
+        // Four digits, or more for years after 9999 (bounded: no Int overflow below).
+        var yearDigits = 0
+        while i + yearDigits < scalars.count, yearDigits < 13, scalars[i + yearDigits] >= 48 && scalars[i + yearDigits] <= 57 {
+            yearDigits += 1
+        }
+        guard (4...12).contains(yearDigits), let unsignedYear = number(yearDigits), expect(UInt8(ascii: "-")),
+            let mo = number(2), expect(UInt8(ascii: "-")), let d = number(2)
         else { return nil }
+        let y = negativeYear ? -unsignedYear : unsignedYear
         var h = 0
         var mi = 0
         var s = 0
@@ -318,25 +309,10 @@ enum ValueText {
         guard i == scalars.count, (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 60 else {
             return nil
         }
-        let seconds: Double
-        if !negativeYear, (1583...9999).contains(y) {
-            // Gregorian years by arithmetic, checking the day exists in its month.
-            let days = Self.days(fromCivil: y, mo, d)
-            guard Self.civil(fromDays: days) == (y, mo, d) else { return nil }
-            seconds = Double(days) * 86_400 - 978_307_200 + Double(h * 3600 + mi * 60 + s - offset)
-            return Date(timeIntervalSinceReferenceDate: seconds + fraction)
-        }
-        var parts = DateComponents()
-        parts.year = negativeYear ? -y : y
-        parts.month = mo
-        parts.day = d
-        parts.hour = h
-        parts.minute = mi
-        parts.second = s
-        guard let whole = calendar.date(from: parts),
-            calendar.component(.day, from: whole) == d
-        else { return nil }
-        seconds = whole.timeIntervalSinceReferenceDate - Double(offset)
+        // Proleptic Gregorian for every year, checking the day exists in its month.
+        let days = Self.days(fromCivil: y, mo, d)
+        guard Self.civil(fromDays: days) == (y, mo, d) else { return nil }
+        let seconds = Double(days) * 86_400 - 978_307_200 + Double(h * 3600 + mi * 60 + s - offset)
         return Date(timeIntervalSinceReferenceDate: seconds + fraction)
     }
 }

@@ -14,6 +14,12 @@ public struct XMLStoreType: PersistentStoreType {
     public var name: String { Self.typeName }
     public var fileExtensions: [String] { ["xml"] }
 
+    /// Core Data's XML store: a `<database>` document with its `<databaseInfo>` near the top.
+    public func recognizes(fileStart: Data) -> Bool {
+        let text = String(decoding: fileStart, as: UTF8.self)
+        return text.contains("<database>") && (text.contains("<databaseInfo>") || text.contains("CoreData.dtd"))
+    }
+
     public init() {}
 
     /// Reads `<databaseInfo>` only (a byte scan, not a parse of the objects).
@@ -43,6 +49,8 @@ public struct XMLStoreType: PersistentStoreType {
             if metadata[StoreMetadata.modelKey] == nil {
                 metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             }
+            // Core Data's XML stores carry the entity version hashes too (the corpus's do).
+            for (key, value) in VersionHash.metadata(for: model) { metadata[key] = value }
             let graph = AtomicGraph(metadata: metadata)
             try AtomicFile.write(try XMLStoreWriter.encode(graph, model: model), to: url)
             return XMLStore(model: model, url: url, readOnly: false, graph: graph)

@@ -11,10 +11,11 @@ struct StoreFSCommand: ParsableCommand {
         abstract: "Mount Core Data object-graph stores as directories.",
         discussion: """
             Entities are directories, objects are folders, attributes are files, relationships are \
-            symlinks, metadata are extended attributes. Store types follow the file suffix: .sqlite, .xml, .binary.
+            symlinks, metadata are extended attributes. Store types follow the file suffix (.sqlite and SwiftData's \
+            .store, .xml, .binary) or, for other names, the file's content.
             """,
         version: "storefs \(version)",
-        subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Sample.self, Create.self])
+        subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows
     /// that subcommand's usage. ArgumentParser knows which subcommand was parsed only while

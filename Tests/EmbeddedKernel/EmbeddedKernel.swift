@@ -146,7 +146,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         while true {
             var batch: [DirectoryEntry] = []
             do throws(FileSystemError) {
-                try fileSystem.readDirectory(inode, handle: handle, offset: offset, plus: true) { entry in
+                try fileSystem.readDirectory(inode, handle: handle, offset: offset, plus: true, context: requester) { entry in
                     guard batch.count < 64 else { return false }
                     batch.append(entry)
                     return true
@@ -363,7 +363,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
             if entry.attributes.kind == .directory { throw KernelError(call: "unlink", errno: EISDIR) }
         }
         do throws(FileSystemError) {
-            try fileSystem.unlink(parent: directory, name: name)
+            try fileSystem.unlink(parent: directory, name: name, context: requester)
         } catch {
             throw fail("unlink", error)
         }
@@ -373,7 +373,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func rmdir(_ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "rmdir")
         do throws(FileSystemError) {
-            try fileSystem.removeDirectory(parent: directory, name: name)
+            try fileSystem.removeDirectory(parent: directory, name: name, context: requester)
         } catch {
             throw fail("rmdir", error)
         }

@@ -185,7 +185,7 @@ struct FuseSessionTests {
         let sub = fs.child("sub")!
         let gone = fs.child("n0.txt", of: sub)!
         #expect(try tool("stat", mount.file("sub/n0.txt")).status == 0)
-        try fs.unlink(parent: sub, name: "n0.txt")
+        try fs.unlink(parent: sub, name: "n0.txt", context: RequestContext(uid: 0, gid: 0, pid: 0))
         invalidator.notifyDelete(parent: sub, child: gone, name: "n0.txt")
         #expect(mount.eventually { mount.counters.count(of: .invalidations) == 4 })
         #expect(try tool("stat", mount.file("sub/n0.txt")).status != 0)

@@ -131,7 +131,8 @@ final class MemoryFileSystem: FileSystem {
     func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult { OpenResult() }
 
     func readDirectory(
-        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, add: (DirectoryEntry) -> Bool
+        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, context: RequestContext,
+        add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         // Snapshot under the lock, then add outside it (add calls back into libfuse).
         let listing: [(String, Node)] = try state.withLock { state throws(FileSystemError) in
@@ -217,7 +218,7 @@ final class MemoryFileSystem: FileSystem {
         try make(name, in: parent, kind: .symbolicLink, permissions: 0o777, target: target)
     }
 
-    func unlink(parent: InodeNumber, name: String) throws(FileSystemError) {
+    func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
         try state.withLock { state throws(FileSystemError) in
             guard let inode = state.nodes[parent]?.children[name] else { throw .notFound }
             guard state.nodes[inode]!.attributes.kind != .directory else { throw .isDirectory }
@@ -225,7 +226,7 @@ final class MemoryFileSystem: FileSystem {
         }
     }
 
-    func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) {
+    func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
         try state.withLock { state throws(FileSystemError) in
             guard let inode = state.nodes[parent]?.children[name] else { throw .notFound }
             guard state.nodes[inode]!.attributes.kind == .directory else { throw .notDirectory }

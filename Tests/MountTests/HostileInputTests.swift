@@ -145,4 +145,19 @@ import Glibc
         #expect(status.status == 0, "\(status.error)")
         #expect(try sqlite(mount.store, "select ZMANAGER from ZPERSON where Z_PK = 5000") == "9000")
     }
+
+    @Test func aStoreWhoseZMaxHoldsTextOpensAndNeverReusesAKey() throws {
+        let mount = try MountedStore(objects: 300, mount: false)
+        #expect(try sqlite(mount.store, "update Z_PRIMARYKEY set Z_MAX = 'lots' where Z_NAME = 'Person'; select changes()") == "1")
+        let highest = try #require(Int64(try sqlite(mount.store, "select max(Z_PK) from ZPERSON")))
+        let info = try run(try storefsBinary(), ["info", mount.store.path])
+        #expect(info.status == 0, "storefs info: \(info.error)")
+        try mount.mount()
+        #expect(try run("mkdir", ["\(mount.path)/Employee/newcomer"]).status == 0)
+        let made = try #require(try run("ls", ["\(mount.path)/Employee"]).lines.compactMap { PrimaryKey(reference: $0) }.max())
+        #expect(made.rawValue == highest + 1, "the new key is above every key the table holds")
+        #expect(try sh("echo Lovelace > \(mount.path)/Employee/\(made)/lastName").status == 0)
+        try mount.unmount()
+        #expect(try sqlite(mount.store, "select Z_MAX from Z_PRIMARYKEY where Z_NAME = 'Person'") == "\(highest + 1)")
+    }
 }

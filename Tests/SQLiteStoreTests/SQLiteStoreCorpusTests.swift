@@ -93,7 +93,7 @@ import Testing
         let post = try #require(store.model.entityID(named: "Post"))
         #expect(try store.count(of: post) == 84)
         let snapshot = try #require(try store.snapshots(for: store.objectIDs(of: post)).first)
-        #expect(snapshot.attributes["postid"] != nil)
+        #expect(snapshot.attributes["postID"] != nil)
         #expect(snapshot.toOne["color"]?.entity == store.model.entityID(named: "Color"))
     }
 }

@@ -74,6 +74,16 @@ enum Fixtures {
         return result.output.split(separator: "\n").map(String.init)
     }
 
+    /// Runs `sqlite3 -batch FILE SQL` allowed to write (to damage a copy on purpose).
+    @discardableResult
+    static func sqlite3Write(_ file: URL, _ sql: String) throws -> [String] {
+        let result = try runTool("sqlite3", ["-batch", "-bail", file.path], input: Data(sql.utf8))
+        guard result.status == 0, result.error.isEmpty else {
+            throw ObjectGraphError(.io, "sqlite3 failed (\(result.status)): \(result.error)")
+        }
+        return result.output.split(separator: "\n").map(String.init)
+    }
+
     /// Runs `sql` on the file as another process writing to it would.
     static func sqlite3Writing(_ file: URL, _ sql: String) throws -> [String] {
         let result = try runTool("sqlite3", ["-batch", "-cmd", ".timeout 5000", file.path, sql])

@@ -41,19 +41,41 @@ struct DateTextTests {
         }
     }
 
-    /// Where the arithmetic hands over to Foundation's calendar (1583 and 10000), text and value
-    /// still agree both ways.
-    @Test func theEdgesOfTheArithmeticRangeReadBack() throws {
+    /// Around the years where Foundation's calendar changes (1582, and 10000 where ISO 8601 needs
+    /// a fifth digit), text and value agree both ways.
+    @Test func theEdgesOfTheFourDigitYearsReadBack() throws {
         for text in ["1582-12-31T23:59:59Z", "1583-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1600-02-29T12:00:00Z"] {
             let date = try #require(ValueText.parseDate(text), "\(text)")
             #expect(ValueText.format(date) == text)
         }
         let lastSecond = try #require(ValueText.parseDate("9999-12-31T23:59:59Z"))
         let next = Date(timeIntervalSinceReferenceDate: lastSecond.timeIntervalSinceReferenceDate + 1)
-        #expect(ValueText.format(next) == "10000-01-01T00:00:00Z", "year 10000 goes through the calendar")
+        #expect(ValueText.format(next) == "10000-01-01T00:00:00Z")
+        #expect(ValueText.parseDate("10000-01-01T00:00:00Z") == next)
         let before = try #require(ValueText.parseDate("1583-01-01T00:00:00Z"))
         #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: before.timeIntervalSinceReferenceDate - 1))
             == "1582-12-31T23:59:59Z")
+    }
+
+    /// Before 1582 dates are ISO 8601's proleptic Gregorian, not Foundation's Julian calendar
+    /// (which calls 0000-12-30 "0001-01-01"). Seconds from Python's proleptic `date.toordinal`.
+    @Test func datesBefore1582AreProlepticGregorian() throws {
+        let cases: [(String, Double)] = [
+            ("0001-01-01T00:00:00Z", -63_113_904_000), ("0000-12-30T00:00:00Z", -63_114_076_800),
+            ("1582-10-04T00:00:00Z", -13_198_550_400), ("1582-10-15T00:00:00Z", -13_197_600_000),
+            ("1000-03-01T00:00:00Z", -31_583_433_600), ("0001-12-31T00:00:00Z", -63_082_454_400),
+        ]
+        for (text, seconds) in cases {
+            #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: seconds)) == text)
+            #expect(ValueText.parseDate(text)?.timeIntervalSinceReferenceDate == seconds, "\(text)")
+        }
+        // Years before 1 are astronomical: 0000 is 1 BC and leap (divisible by 400); -0001 is 2 BC.
+        #expect(ValueText.parseDate("0000-02-29") != nil)
+        #expect(ValueText.parseDate("1000-02-29") == nil, "a Julian leap day, not a Gregorian one")
+        let bc = try #require(ValueText.parseDate("-0001-12-31T23:59:59Z"))
+        #expect(bc.timeIntervalSinceReferenceDate == -63_114_076_800 - 86_400 * 365 + 86_399)
+        #expect(ValueText.format(bc) == "-0001-12-31T23:59:59Z")
+        #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: bc.timeIntervalSinceReferenceDate + 1)) == "0000-01-01T00:00:00Z")
     }
 
     @Test func impossibleDaysAreRefused() {

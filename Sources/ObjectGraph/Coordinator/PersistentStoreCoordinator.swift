@@ -15,17 +15,24 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The lock of a store opened for writing by ``open(at:types:model:options:configuration:metadata:)``.
     private let lock: StoreLock?
 
+    /// Where the model came from (``ModelSource``): what `storefs info` reports.
+    public let modelSource: ModelSource
+
     public var model: ManagedObjectModel { store.model }
 
-    public convenience init(store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration()) {
-        self.init(store: store, configuration: configuration, lock: nil)
+    public convenience init(
+        store: any PersistentStore, configuration: EngineConfiguration = EngineConfiguration(),
+        modelSource: ModelSource? = nil
+    ) {
+        self.init(store: store, configuration: configuration, lock: nil, modelSource: modelSource)
     }
 
-    private init(store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?) {
+    private init(store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?, modelSource: ModelSource?) {
         self.store = store
         self.configuration = configuration
         self.rowCache = RowCache(limit: configuration.rowCacheLimit)
         self.lock = lock
+        self.modelSource = modelSource ?? store.modelSource
     }
 
     /// Closes the store and lets go of its lock.
@@ -42,17 +49,27 @@ public final class PersistentStoreCoordinator: Sendable {
     /// A new, empty context on this coordinator's store.
     public func newContext() -> ObjectContext { ObjectContext(coordinator: self) }
 
-    /// The store type that claims `url` by its suffix among `types`.
+    /// How much of a file ``storeType(for:among:)`` reads to recognize its type by content.
+    public static let recognitionLength = 4096
+
+    /// The store type of `url` among `types`: the one that claims its suffix, else, for a file
+    /// that exists, the one that recognizes its first bytes (so a Core Data SQLite store opens
+    /// whatever its name).
     public static func storeType(for url: URL, among types: [any PersistentStoreType]) throws(ObjectGraphError)
         -> any PersistentStoreType
     {
         let suffix = url.pathExtension.lowercased()
-        guard let type = types.first(where: { $0.fileExtensions.contains(suffix) }) else {
-            let known = types.flatMap(\.fileExtensions).map { ".\($0)" }.joined(separator: ", ")
-            throw ObjectGraphError(
-                .unsupported, "\(url.path): unknown store suffix \".\(suffix)\"; storefs knows \(known)")
+        if let type = types.first(where: { $0.fileExtensions.contains(suffix) }) { return type }
+        if let handle = FileHandle(forReadingAtPath: url.path) {
+            defer { try? handle.close() }
+            let start = (try? handle.read(upToCount: recognitionLength)) ?? Data()
+            if let type = types.first(where: { $0.recognizes(fileStart: start) }) { return type }
         }
-        return type
+        let known = types.flatMap(\.fileExtensions).map { ".\($0)" }.joined(separator: ", ")
+        throw ObjectGraphError(
+            .unsupported,
+            "\(url.path): unknown store suffix \".\(suffix)\" and content storefs does not recognize; storefs knows "
+                + "\(known) (--type names the type of a file with another suffix)")
     }
 
     /// Reads a store's metadata without opening the whole store (Core Data's
@@ -67,33 +84,43 @@ public final class PersistentStoreCoordinator: Sendable {
     /// writing is locked against every other writer (``StoreLock``) until ``close()``.
     ///
     /// With no `model`, an existing store is opened with the model storefs keeps in its metadata,
-    /// or else with what its type infers from the file. A store created here keeps `model` in its
-    /// metadata so that it opens on its own later.
+    /// or else with what its type finds in the file (Core Data's model cache, then inference). A
+    /// store created here keeps `model` in its metadata so that it opens on its own later.
+    /// `modelDescription` says where a given `model` came from (for ``modelSource``); `forcedType`
+    /// overrides the type the file's suffix or content gives.
     public static func open(
         at url: URL, types: [any PersistentStoreType], model: ManagedObjectModel? = nil,
         options: StoreOptions = StoreOptions(), configuration: EngineConfiguration = EngineConfiguration(),
-        metadata: StoreMetadata = StoreMetadata()
+        metadata: StoreMetadata = StoreMetadata(), modelDescription: ModelSource? = nil,
+        forcedType: (any PersistentStoreType)? = nil
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
-        let type = try storeType(for: url, among: types)
+        let type: any PersistentStoreType
+        if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
         let lock = options.readOnly ? nil : try StoreLock.acquire(for: url)
         do throws(ObjectGraphError) {
-            let store = try open(at: url, type: type, model: model, options: options, metadata: metadata)
-            return PersistentStoreCoordinator(store: store, configuration: configuration, lock: lock)
+            let (store, source) = try open(
+                at: url, type: type, model: model, options: options, metadata: metadata, modelDescription: modelDescription)
+            return PersistentStoreCoordinator(store: store, configuration: configuration, lock: lock, modelSource: source)
         } catch {
             lock?.release()
             throw error
         }
     }
 
+    /// The store and, when the caller or the store's metadata gave the model, where it came from
+    /// (nil: the store says, see ``PersistentStore/modelSource``).
     private static func open(
-        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata
-    ) throws(ObjectGraphError) -> any PersistentStore {
+        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata,
+        modelDescription: ModelSource?
+    ) throws(ObjectGraphError) -> (any PersistentStore, ModelSource?) {
         let exists = FileManager.default.fileExists(atPath: url.path)
         var model = model
         var initial = metadata
+        var source: ModelSource? = model.map { _ in modelDescription ?? .given("given by the caller") }
         if exists {
             if model == nil, let text = try type.metadata(at: url).embeddedModel {
                 model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(url.path) (embedded model)")
+                source = .keptByStoreFS
             }
         } else {
             guard options.createIfMissing else {
@@ -105,7 +132,7 @@ public final class PersistentStoreCoordinator: Sendable {
             initial[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             if initial.storeUUID == nil { initial.storeUUID = StoreMetadata.newStoreUUID() }
         }
-        return try type.open(at: url, model: model, options: options, initialMetadata: initial)
+        return (try type.open(at: url, model: model, options: options, initialMetadata: initial), source)
     }
 
     /// Forgets every cached row (after another process changed the store).

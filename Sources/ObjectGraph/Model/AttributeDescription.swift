@@ -19,13 +19,23 @@ public struct AttributeDescription: Sendable, Hashable {
     /// Xcode's `elementID` (Core Data's renaming identifier).
     public var renamingIdentifier: String?
     public var versionHashModifier: String?
+    /// Xcode's `preserveAfterDeletion` (Core Data's `preservesValueInHistoryOnDeletion`): the value
+    /// stays in persistent history after the object is deleted. It is part of the version hash.
+    public var preservesValueInHistoryOnDeletion: Bool
+    /// The class of a transformable attribute's values (Xcode's `customClassName`), kept for export.
+    public var valueClassName: String?
+    /// A derived attribute's expression (Xcode's `derivationExpression`): Core Data computes the
+    /// value in the store, so it is read, never written.
+    public var derivationExpression: String?
 
     public init(
         name: String, type: AttributeType, isOptional: Bool = true, isTransient: Bool = false,
         defaultValue: AttributeValue? = nil, minValue: AttributeValue? = nil,
         maxValue: AttributeValue? = nil, allowsExternalBinaryDataStorage: Bool = false,
         valueTransformerName: String? = nil, userInfo: [String: String] = [:],
-        renamingIdentifier: String? = nil, versionHashModifier: String? = nil
+        renamingIdentifier: String? = nil, versionHashModifier: String? = nil,
+        preservesValueInHistoryOnDeletion: Bool = false, valueClassName: String? = nil,
+        derivationExpression: String? = nil
     ) {
         self.name = name
         self.type = type
@@ -39,5 +49,8 @@ public struct AttributeDescription: Sendable, Hashable {
         self.userInfo = userInfo
         self.renamingIdentifier = renamingIdentifier
         self.versionHashModifier = versionHashModifier
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        self.valueClassName = valueClassName
+        self.derivationExpression = derivationExpression
     }
 }

@@ -92,7 +92,12 @@ struct XcodeContentsReader {
             allowsExternalBinaryDataStorage: try flag("allowsExternalBinaryDataStorage", of: element, here),
             valueTransformerName: nonEmpty(element.attributes["valueTransformerName"]),
             renamingIdentifier: nonEmpty(element.attributes["elementID"]),
-            versionHashModifier: nonEmpty(element.attributes["versionHashModifier"]))
+            versionHashModifier: nonEmpty(element.attributes["versionHashModifier"]),
+            preservesValueInHistoryOnDeletion: try flag("preserveAfterDeletion", of: element, here),
+            valueClassName: nonEmpty(element.attributes["customClassName"]))
+        if try flag("derived", of: element, here) {
+            attribute.derivationExpression = element.attributes["derivationExpression"] ?? ""
+        }
         attribute.defaultValue = try value(
             "default", of: element, type: type, here, parse: XcodeValueFormat.defaultValue)
         attribute.minValue = try value("min", of: element, type: type, here, parse: XcodeValueFormat.bound)

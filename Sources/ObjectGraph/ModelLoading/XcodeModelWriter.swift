@@ -94,6 +94,10 @@ public enum XcodeModelWriter {
         if attribute.isOptional { attributes.append(("optional", "YES")) }
         if attribute.isTransient { attributes.append(("transient", "YES")) }
         attributes.append(("attributeType", attribute.type.rawValue))
+        if let expression = attribute.derivationExpression {
+            attributes.append(("derived", "YES"))
+            attributes.append(("derivationExpression", expression))
+        }
         for (prefix, value) in [
             ("min", attribute.minValue), ("max", attribute.maxValue), ("default", attribute.defaultValue),
         ] {
@@ -109,6 +113,8 @@ public enum XcodeModelWriter {
             attributes.append(("allowsExternalBinaryDataStorage", "YES"))
         }
         append("valueTransformerName", attribute.valueTransformerName, to: &attributes)
+        append("customClassName", attribute.valueClassName, to: &attributes)
+        if attribute.preservesValueInHistoryOnDeletion { attributes.append(("preserveAfterDeletion", "YES")) }
         append("elementID", attribute.renamingIdentifier, to: &attributes)
         append("versionHashModifier", attribute.versionHashModifier, to: &attributes)
         attributes.append(("syncable", "YES"))
@@ -122,8 +128,9 @@ public enum XcodeModelWriter {
         if relationship.isToMany { attributes.append(("toMany", "YES")) }
         if relationship.minCount != 0 { attributes.append(("minCount", String(relationship.minCount))) }
         // A to-one always carries maxCount (Xcode writes "1"); a to-many only when bounded, because
-        // the loader's default for an absent maxCount is 1 for a to-one and 0 for a to-many.
-        if !relationship.isToMany || relationship.maxCount != 0 {
+        // the loader's default for an absent maxCount is 1 for a to-one and 0 for a to-many. A
+        // model built in code may say -1 for unbounded, which Xcode cannot spell.
+        if !relationship.isToMany || relationship.maxCount > 0 {
             attributes.append(("maxCount", String(relationship.maxCount)))
         }
         attributes.append(("deletionRule", relationship.deleteRule.rawValue))

@@ -16,6 +16,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     var url: URL? { get }
     /// The model the store was opened with (or inferred from its file).
     var model: ManagedObjectModel { get }
+    /// Where ``model`` came from.
+    var modelSource: ModelSource { get }
     var isReadOnly: Bool { get }
     /// Store requests made so far (queries, for SQLite).
     var requestCount: Int { get }
@@ -70,6 +72,10 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// A store that does not say otherwise was opened with a model (the coordinator knows that
+    /// case) or worked one out from its file.
+    public var modelSource: ModelSource { .inferred }
+
     /// Stores that hold every value of every type accept everything.
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
@@ -79,6 +85,11 @@ extension PersistentStore {
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     { nil }
+}
+
+extension PersistentStoreType {
+    /// A type that cannot tell its files by content claims them by suffix only.
+    public func recognizes(fileStart: Data) -> Bool { false }
 }
 
 /// Options for opening a store.
@@ -107,6 +118,10 @@ public protocol PersistentStoreType: Sendable {
 
     /// Reads the metadata of the store at `url` without opening the whole store.
     func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata
+
+    /// Whether a file that begins with `fileStart` (up to its first 4 KiB) is a store of this type,
+    /// for files whose suffix names no type (SwiftData's `default.store`, a store renamed by a tool).
+    func recognizes(fileStart: Data) -> Bool
 
     /// Opens the store at `url`. With a nil model the store uses a model it can read from its own
     /// file (inferred from the schema, where the type allows it), or fails.

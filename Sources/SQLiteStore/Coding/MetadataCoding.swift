@@ -42,35 +42,9 @@ enum MetadataCoding {
         var metadata = initial
         metadata.storeType = SQLiteStoreType.typeName
         metadata.storeUUID = initial.storeUUID ?? StoreMetadata.newStoreUUID()
-        metadata["NSStoreModelVersionHashesVersion"] = .integer(3)
         metadata["_NSAutoVacuumLevel"] = .string("2")
         metadata["NSPersistenceFrameworkVersion"] = .integer(frameworkVersion)
-        metadata["NSStoreModelVersionIdentifiers"] = .array([.string(model.versionIdentifier ?? "")])
-        metadata["NSStoreModelVersionHashes"] = .dictionary(
-            Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, .data(versionHash(of: $0, in: model))) }))
+        for (key, value) in VersionHash.metadata(for: model) { metadata[key] = value }
         return metadata
-    }
-
-    /// A 32-byte version hash for `entity`.
-    ///
-    /// Apple's algorithm is private (COREDATA_FORMATS.md §5), so these are SHA-256 of a canonical
-    /// description of the inputs Apple documents (name, parent, abstractness, properties with
-    /// their type, optionality, transience, destination, inverse, counts, hash modifiers). They
-    /// are written only into stores storefs creates; a store that is opened keeps whatever hashes
-    /// it already has, since metadata is only rewritten from what was read.
-    static func versionHash(of entity: EntityDescription, in model: ManagedObjectModel) -> Data {
-        var text = "entity:\(entity.name);parent:\(entity.parentName ?? "");abstract:\(entity.isAbstract);"
-        text += "modifier:\(entity.versionHashModifier ?? "");"
-        for attribute in entity.allAttributes.sorted(by: { $0.name < $1.name }) {
-            text += "attribute:\(attribute.name),\(attribute.type.coreDataCode),\(attribute.isOptional),"
-            text += "\(attribute.isTransient),\(attribute.versionHashModifier ?? "");"
-        }
-        for relationship in entity.allRelationships.sorted(by: { $0.name < $1.name }) {
-            text += "relationship:\(relationship.name),\(relationship.destinationEntityName),"
-            text += "\(relationship.inverseName ?? ""),\(relationship.minCount),\(relationship.maxCount),"
-            text += "\(relationship.isOptional),\(relationship.isTransient),\(relationship.isOrdered),"
-            text += "\(relationship.versionHashModifier ?? "");"
-        }
-        return SHA256.hash(Data(text.utf8))
     }
 }

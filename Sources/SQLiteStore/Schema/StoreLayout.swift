@@ -60,6 +60,10 @@ struct StoreLayout: Sendable {
     let entityByZent: [Int64: EntityID]
     /// Join tables and the entity trees on each side, for deleting an object's pairs.
     let joinTables: [(table: String, column: String, root: EntityID)]
+    /// Hidden key columns of to-many relationships without inverse (`Z<n><REL>` in the destination
+    /// table, with their `Z_FOK_` column) and the tree of the source whose key they hold, for
+    /// clearing them when the source is deleted.
+    let hiddenKeyColumns: [(table: String, column: String, orderColumn: String?, root: EntityID)]
     /// Tables for a new file (empty when reading an existing one).
     let plannedTables: [PlannedTable]
 
@@ -318,6 +322,15 @@ struct StoreLayout: Sendable {
         // Deduplicate join-table entries (both sides of a pair add theirs).
         var seen = Set<String>()
         self.joinTables = joinTables.filter { seen.insert($0.table + "." + $0.column).inserted }
+        var hidden: [(table: String, column: String, orderColumn: String?, root: EntityID)] = []
+        var seenHidden = Set<String>()
+        for entity in model.entities {
+            for case .foreignKey(let table, let column, let orderColumn, false)? in layouts[entity.id.rawValue - 1].toMany.values
+            where seenHidden.insert(table + "." + column).inserted {
+                hidden.append((table, column, orderColumn, entity.rootID))
+            }
+        }
+        self.hiddenKeyColumns = hidden
 
         self.entities = layouts
         var byZent: [Int64: EntityID] = [:]

@@ -7,7 +7,7 @@ import ObjectGraph
 /// refused delete leaves the object exactly as it was). An emptied to-many or fetched folder is
 /// hidden until the next commit, so `rm -r` of an object can pass through it.
 extension StoreFileSystem {
-    public func removeDirectory(parent: InodeNumber, name: String) throws(FileSystemError) {
+    public func removeDirectory(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
         guard !configuration.readOnly else { throw .readOnly }
         let directory = try node(parent)
         let target = try child(named: name, in: directory)

@@ -6,8 +6,12 @@ import ObjectGraph
 /// in a to-many folder removes that destination, a scratch file goes. What a removal inside an
 /// object folder did is kept until the next commit, so that `rm -r` (which empties the folder
 /// before its rmdir) can take it back and delete the object by its rules instead.
+///
+/// A value that is not optional cannot be removed (EPERM at once), except by the process that is
+/// emptying the folder to delete the object (`rm -r`): then the entry is hidden, and shows again
+/// (with its value) if the object is not deleted after all.
 extension StoreFileSystem {
-    public func unlink(parent: InodeNumber, name: String) throws(FileSystemError) {
+    public func unlink(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
         guard !configuration.readOnly else { throw .readOnly }
         let directory = try node(parent)
         switch directory {
@@ -24,6 +28,7 @@ extension StoreFileSystem {
                         "rm \(describe(object))/\(name)")
                     removals.record(.attribute(name, old), in: object)
                 } else {
+                    try refuseMandatoryRemoval(name, of: object, by: request.pid)
                     // Refused at the next commit unless `rmdir` deletes the object first (rm -r).
                     removals.record(.hiddenProperty(name), in: object)
                 }
@@ -38,6 +43,7 @@ extension StoreFileSystem {
                     removals.record(.toOne(name, old), in: object)
                     invalidateRelationship(name, of: object, touching: [old])
                 } else {
+                    try refuseMandatoryRemoval(name, of: object, by: request.pid)
                     removals.record(.hiddenProperty(name), in: object)
                 }
                 changed(object)
@@ -84,5 +90,12 @@ extension StoreFileSystem {
         default:
             throw .notPermitted
         }
+    }
+
+    /// EPERM for removing mandatory value `name`, unless process `pid` is emptying the folder.
+    private func refuseMandatoryRemoval(_ name: String, of object: ObjectID, by pid: Int32) throws(FileSystemError) {
+        guard !removals.isEmptying(object, by: pid) else { return }
+        logger.error("rm \(describe(object))/\(name): \(name) is not optional and cannot be removed (rm -r of the folder deletes the object)")
+        throw .notPermitted
     }
 }

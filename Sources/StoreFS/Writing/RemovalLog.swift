@@ -7,6 +7,11 @@ import Synchronization
 /// rules instead: a Deny rule then sees the relationships as they were, and a refused `rm -r`
 /// leaves the object exactly as it was.
 ///
+/// It also knows which process listed a folder last: `rm -r` (and `find -delete`) list a folder
+/// before they empty it, so a removal of a mandatory value by the process that just listed the
+/// folder is the start of a delete of the object, which may go ahead (hidden until the rmdir);
+/// from anyone else it is refused at once.
+///
 /// Threading: one lock; never calls out while holding it.
 final class RemovalLog: Sendable {
     enum Removal: Sendable {
@@ -22,7 +27,7 @@ final class RemovalLog: Sendable {
 
     private struct State {
         var removals: [ObjectID: [(sequence: Int, removal: Removal)]] = [:]
-        var lastListed: [ObjectID: Int] = [:]
+        var lastListed: [ObjectID: (sequence: Int, pid: Int32)] = [:]
         var sequence = 0
     }
 
@@ -37,18 +42,23 @@ final class RemovalLog: Sendable {
 
     /// Notes that `object`'s folder was listed from the start: `rm -r` lists a folder before it
     /// empties it, so only removals made after the last listing belong to an `rm -r`.
-    func noteListing(of object: ObjectID) {
+    func noteListing(of object: ObjectID, by pid: Int32) {
         state.withLock { state in
             state.sequence += 1
-            state.lastListed[object] = state.sequence
+            state.lastListed[object] = (state.sequence, pid)
         }
+    }
+
+    /// Whether process `pid` listed `object`'s folder last (and so may be emptying it to delete it).
+    func isEmptying(_ object: ObjectID, by pid: Int32) -> Bool {
+        state.withLock { $0.lastListed[object]?.pid == pid }
     }
 
     /// The removals in `object`'s folder made since it was last listed (what an `rm -r` did),
     /// taken out so they are not applied twice; earlier ones stay until the commit.
     func takeRecent(in object: ObjectID) -> [Removal] {
         state.withLock { state in
-            let since = state.lastListed[object] ?? Int.max
+            let since = state.lastListed[object]?.sequence ?? Int.max
             let all = state.removals[object] ?? []
             state.removals[object] = all.filter { $0.sequence < since }
             return all.filter { $0.sequence > since }.map(\.removal)

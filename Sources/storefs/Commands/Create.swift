@@ -3,9 +3,16 @@ import Foundation
 import ObjectGraph
 
 struct Create: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write an empty store for a model.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write an empty store for a model.",
+        discussion: """
+            A SQLite or XML store records the entity version hashes Core Data computes for the model, \
+            so an app with the same model opens it without a migration.
+            """)
 
-    @Option(name: .long, help: "The model: an Xcode .xcdatamodeld or .xcdatamodel folder, or a contents file.")
+    @Option(
+        name: .long,
+        help: "The model: an Xcode .xcdatamodeld/.xcdatamodel (or its contents file), a compiled .momd/.mom, or a store whose model to use.")
     var model: String
 
     @Argument(help: "The store to write; its suffix gives the type (.sqlite). It must not exist.")

@@ -6,8 +6,13 @@ struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a store's type, UUID, metadata and object counts per entity.")
 
-    @Option(name: .long, help: "The model, when the store holds none (Core Data SQLite stores can do without).")
+    @Option(
+        name: .long,
+        help: "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own.")
     var model: String?
+
+    @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
+    var type: String?
 
     @Flag(name: .long, help: "Print JSON.")
     var json = false
@@ -18,13 +23,15 @@ struct Info: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func run() throws {
-        _ = log.bootstrap()
+        let logger = log.bootstrap()
         let url = URL(fileURLWithPath: store)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(store) does not exist")
         }
+        let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model), options: StoreOptions(readOnly: true))
+            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
+            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
         defer { coordinator.close() }
         let metadata = try coordinator.store.metadata()
         var counts: [(String, Int)] = []
@@ -40,6 +47,7 @@ struct Info: ParsableCommand {
                 "objects": counts.reduce(0) { $0 + $1.1 },
                 "metadata": custom.mapValues(Self.jsonValue),
                 "hasEmbeddedModel": metadata.embeddedModel != nil,
+                "model": ["source": coordinator.modelSource.kind, "description": coordinator.modelSource.description],
             ]
             object["metadata"] = custom.mapValues(Self.jsonValue)
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
@@ -49,7 +57,7 @@ struct Info: ParsableCommand {
         print("store:    \(url.path)")
         print("type:     \(metadata.storeType ?? coordinator.store.storeType)")
         print("uuid:     \(metadata.storeUUID ?? "")")
-        print("model:    \(metadata.embeddedModel != nil ? "kept in the store" : (model ?? "inferred from the store"))")
+        print("model:    \(coordinator.modelSource.description)")
         print("metadata:")
         for (key, value) in custom.sorted(by: { $0.key < $1.key }) {
             print("  \(key) = \(Self.text(value))")

@@ -20,7 +20,7 @@ struct Migrate: ParsableCommand {
     @Option(name: .long, help: "The destination's type: sqlite, xml or binary.")
     var type: String?
 
-    @Option(name: .long, help: "The model, when the source holds none.")
+    @Option(name: .long, help: "The model to read the source with (Xcode model, compiled model or store); by default its own.")
     var model: String?
 
     @OptionGroup var log: LogOptions
@@ -33,10 +33,7 @@ struct Migrate: ParsableCommand {
             throw ValidationError("\(source) does not exist")
         }
         let destinationType: any PersistentStoreType
-        if let type {
-            guard let found = StoreTypes.all.first(where: { $0.name.lowercased() == type.lowercased() || $0.fileExtensions.contains(type.lowercased()) }) else {
-                throw ValidationError("unknown store type \(type); use sqlite, xml or binary")
-            }
+        if let found = try StoreTypes.type(named: type) {
             destinationType = found
         } else {
             destinationType = try PersistentStoreCoordinator.storeType(for: destinationURL, among: StoreTypes.all)

@@ -22,8 +22,13 @@ struct Mount: ParsableCommand {
     @Option(name: .customShort("o"), help: "Mount options, comma-separated.")
     var options: [String] = []
 
-    @Option(name: .long, help: "The model, when the store holds none (`sample` names the built-in sample model).")
+    @Option(
+        name: .long,
+        help: "The model to mount the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store (`sample` names the built-in sample model). By default the store's own.")
     var model: String?
+
+    @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
+    var type: String?
 
     var store: String { paths[0] }
     var mountPoint: String { paths[paths.count - 1] }
@@ -98,9 +103,12 @@ struct Mount: ParsableCommand {
         }
         let progress =
             progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
+        let given = try StoreTypes.loadModel(at: model ?? configuration.model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model ?? configuration.model),
-            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine)
+            at: url, types: StoreTypes.all, model: given?.model,
+            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine,
+            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+        logger.info("model of \(store): \(coordinator.modelSource.description)")
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
     }
 

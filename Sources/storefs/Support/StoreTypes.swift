@@ -1,17 +1,72 @@
 import Foundation
+import Logging
 import ObjectGraph
 import BinaryStore
 import SQLiteStore
 import XMLStore
 
-/// The store types the CLI knows, by file suffix.
+/// The store types the CLI knows, and how `--model` and `--type` are read.
 enum StoreTypes {
     static let all: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType(), BinaryStoreType()]
 
-    /// The model at `path` (.xcdatamodeld, .xcdatamodel or a contents file), or nil for no path.
-    static func model(at path: String?) throws -> ManagedObjectModel? {
+    /// A model from `--model`, with what `storefs info` says about where it came from.
+    struct LoadedModel {
+        var model: ManagedObjectModel
+        var source: ModelSource
+    }
+
+    /// The model at `path`, or nil for no path: `sample` (the built-in sample model), an Xcode
+    /// `.xcdatamodeld`/`.xcdatamodel`/`contents`, a compiled `.momd`/`.mom`, or another store (its
+    /// model: the one it keeps, its Core Data cache, or what its type infers).
+    static func loadModel(at path: String?, logger: Logger? = nil) throws -> LoadedModel? {
         guard let path else { return nil }
-        if path == "sample" && !FileManager.default.fileExists(atPath: path) { return SampleModel.make() }
-        return try XcodeModelLoader.load(from: URL(fileURLWithPath: path))
+        if path == "sample" && !FileManager.default.fileExists(atPath: path) {
+            return LoadedModel(model: SampleModel.make(), source: .given("the built-in sample model (--model sample)"))
+        }
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
+        }
+        if isStore(url) {
+            let coordinator = try PersistentStoreCoordinator.open(at: url, types: all, options: StoreOptions(readOnly: true))
+            defer { coordinator.close() }
+            return LoadedModel(
+                model: coordinator.model,
+                source: .given("the model of store \(path) (\(coordinator.modelSource.description)), from --model"))
+        }
+        let loaded = try ModelLoader.load(from: url)
+        for note in loaded.notes { logger?.notice("\(note)") }
+        let kind = ModelLoader.isCompiledModel(url) ? "compiled model" : "Xcode model"
+        return LoadedModel(model: loaded.model, source: .given("\(kind) \(path), from --model"))
+    }
+
+    /// The model at `path` alone (see ``loadModel(at:logger:)``).
+    static func model(at path: String?) throws -> ManagedObjectModel? {
+        try loadModel(at: path)?.model
+    }
+
+    /// Whether `url` is a store file rather than a model: a file (models are folders, or
+    /// `contents`/`.mom` files) that a store type claims by suffix or by content.
+    static func isStore(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            !ModelLoader.isCompiledModel(url)
+        else { return false }
+        let suffix = url.pathExtension.lowercased()
+        if all.contains(where: { $0.fileExtensions.contains(suffix) }) { return true }
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return false }
+        defer { try? handle.close() }
+        let start = (try? handle.read(upToCount: PersistentStoreCoordinator.recognitionLength)) ?? Data()
+        return all.contains { $0.recognizes(fileStart: start) }
+    }
+
+    /// The type `--type` names: `sqlite`, `xml` or `binary` (a type name or one of its suffixes).
+    static func type(named name: String?) throws -> (any PersistentStoreType)? {
+        guard let name else { return nil }
+        let lowered = name.lowercased()
+        guard let found = all.first(where: { $0.name.lowercased() == lowered || $0.fileExtensions.contains(lowered) }) else {
+            throw ObjectGraphError(.unsupported, "unknown store type \(name); use sqlite, xml or binary")
+        }
+        return found
     }
 }

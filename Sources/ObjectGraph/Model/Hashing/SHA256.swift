@@ -1,10 +1,11 @@
 import Foundation
 
-/// A small SHA-256, used only for the entity version hashes storefs writes into new stores.
+/// A small SHA-256 (FIPS 180-4): the digest of Core Data's entity version hashes and of the
+/// version checksum in store metadata.
 ///
 /// Foundation on Linux has no digest API and the package takes no crypto dependency for this one
-/// use; the hash is not security relevant.
-enum SHA256 {
+/// use; the hash is not security relevant. Stateless; safe from any thread.
+package enum SHA256 {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -17,7 +18,7 @@ enum SHA256 {
     ]
 
     /// The 32-byte digest of `message`.
-    static func hash(_ message: Data) -> Data {
+    package static func hash(_ message: Data) -> Data {
         var h: [UInt32] = [
             0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
         ]
