@@ -22,6 +22,8 @@ let package = Package(
             name: "SQLiteStore",
             dependencies: [
                 "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
+                // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph"]),

@@ -349,7 +349,10 @@ private func listDirectory(
     _ info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool
 ) {
     serve(request, plus ? .readdirplus : .readdir) { context throws(FileSystemError) in
-        var buffer = [UInt8](repeating: 0, count: size)
+        // Not zeroed first: fuse_add_direntry(_plus) writes every byte of what it adds (padding
+        // included) and only the `used` bytes it wrote are sent. The kernel asks for up to
+        // max_pages (1 MiB); zeroing that per request showed in profiles of `find`.
+        var buffer = [UInt8](unsafeUninitializedCapacity: max(size, 0)) { _, count in count = max(size, 0) }
         var used = 0
         var lookedUp: [InodeNumber] = []
         var failure: FileSystemError?

@@ -1,20 +1,26 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ObjectGraph
 
 extension SQLiteStore {
     public func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
-        return try read { db in
+        var ids: [ObjectID] = []
+        try read { (db: Database) throws -> Void in
             // A Z_PK that is not a positive integer (a table not declared the way Core Data
             // declares it, or a hand-edited key) names no object: such rows are left out, here
             // and in count(of:), and nothing downstream (names p<N>, XML ids z<N>, the binary
             // format's unsigned keys) meets a key below 1.
-            try rows(db, "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition) ORDER BY Z_PK", [zent]).compactMap {
-                $0.storedValues.first?.storedInteger.map { ObjectID(entity: entity, key: PrimaryKey($0)) }
+            let sql = "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) AND \(Self.objectKeyCondition) ORDER BY Z_PK"
+            try eachRow(db, sql) { row in
+                if let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)), key > 0 {
+                    ids.append(ObjectID(entity: entity, key: PrimaryKey(key)))
+                }
             }
         }
+        return ids
     }
 
     public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
@@ -96,46 +102,73 @@ extension SQLiteStore {
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
         let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
         let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
-        requests.add(1, ordering: .relaxed)
-        do {
-            // A cursor reads each row in place; fetchAll would copy every row first.
-            let rows = try Row.fetchCursor(db, sql: sql)
-            while let row = try rows.next() {
-                // Every column at once, by storage class: GRDB's generic `row[i] as T` looks up type
-                // metadata per column (it showed in profiles of listing large entity directories)
-                // and traps on a value that does not convert (TEXT in Z_ENT of a damaged file).
-                let values = row.storedValues
-                guard let rawKey = values[0].storedInteger, let zent = values[1].storedInteger,
-                    let entity = layout.entityByZent[zent],
-                    let id = ids[PrimaryKey(rawKey)]?.first(where: { $0.entity == entity }), let plan = plans[entity]
-                else { continue }
-                found[id] = try snapshot(from: values, id: id, plan: plan)
+        try eachRow(db, sql) { (row) throws(ObjectGraphError) in
+            // Z_PK and Z_ENT are integers (or their digits as text, in a table another tool
+            // rebuilt); a row where they hold anything else is not one of the objects asked for.
+            guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                let entity = layout.entityByZent[zent], let id = ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
+                let plan = plans[entity]
+            else { return }
+            do throws(ObjectGraphError) {
+                found[id] = try snapshot(from: row, id: id, plan: plan)
+            } catch {
+                // A row that does not decode is named by entity, property and key; say which file.
+                throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
             }
-        } catch let error as ObjectGraphError {
-            // A row that does not decode is named by entity, property and key; say which file.
-            throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
-        } catch {
-            throw Self.mapError(error, file: path)
         }
     }
 
-    private func snapshot(from values: [DatabaseValue], id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
+    /// Runs one counted query and hands each row to `body` as the raw SQLite statement, whose
+    /// columns are read by index (``DatabaseValue/init(sqliteStatement:index:)``): GRDB's `Row`
+    /// copies every row and looks up type metadata per column, about a fifth of the time of
+    /// listing a large entity or reading a store to migrate it.
+    func eachRow(_ db: Database, _ sql: String, _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void)
+        throws(ObjectGraphError)
+    {
+        requests.add(1, ordering: .relaxed)
+        let statement: Statement
+        do {
+            statement = try db.makeStatement(sql: sql)  // literal keys: new SQL every time, not cached
+        } catch {
+            throw Self.mapError(error, file: path)
+        }
+        let raw = statement.sqliteStatement
+        defer { sqlite3_reset(raw) }
+        while true {
+            let code = sqlite3_step(raw)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+                throw Self.mapError(DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql), file: path)
+            }
+            try body(raw)
+        }
+    }
+
+    private func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
-        // Z_OPT only detects conflicts; one that is not an integer reads as 0, as NULL does.
-        var snapshot = Snapshot(objectID: id, version: values[2].storedInteger ?? 0)
+        let version: Int64
+        switch DatabaseValue(sqliteStatement: row, index: 2).storage {
+        case .int64(let v): version = v
+        case .double(let d): version = Int64(exactly: d) ?? 0
+        default: version = 0
+        }
+        var snapshot = Snapshot(objectID: id, version: version)
         snapshot.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
-            let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
-            var stored = values[attribute.column]
+            var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
+            if stored.isNull { continue }
             if attribute.external {
                 stored = mechanisms.externalData.resolve(stored, place: "\(entityName).\(attribute.name) of p\(id.key.rawValue)")
             }
+            let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
             if let value = try ValueCoding.decode(stored, as: attribute.type, at: place) {
                 snapshot.attributes[attribute.name] = value
             }
         }
         for toOne in plan.toOne {
-            let value = values[toOne.column]
+            let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
             guard let destinationKey = Self.key(in: value) else {
                 if !value.isNull {
                     throw ObjectGraphError(
@@ -146,7 +179,7 @@ extension SQLiteStore {
                 continue
             }
             var destination = toOne.destination
-            if let j = toOne.entityColumn, let actual = Self.key(in: values[j]) {
+            if let j = toOne.entityColumn, let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j))) {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -199,17 +232,18 @@ extension SQLiteStore {
                 "SELECT \(s), \(d), t.Z_ENT FROM \(table.quotedDatabaseIdentifier) j JOIN \(destinationTable.quotedDatabaseIdentifier) t "
                 + "ON t.Z_PK = \(d) WHERE \(s) IN (\(keys)) ORDER BY \(s), \(order)\(d)"
         }
-        let fetched = try read { db in try rows(db, sql, cached: false) }  // literal keys: new SQL each time
-        for row in fetched {
-            let values = row.storedValues
-            guard let sourceKey = values[0].storedInteger, let key = values[1].storedInteger, let zent = values[2].storedInteger
-            else { continue }
-            guard let destination = layout.entityByZent[zent] else {
-                logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
-                continue
-            }
-            for source in sourcesByKey[sourceKey] ?? [] {
-                result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
+        try read { (db: Database) throws -> Void in
+            try eachRow(db, sql) { (row) throws(ObjectGraphError) in
+                // Keys and Z_ENT that are not integers (a damaged row) name no object.
+                func integer(_ index: CInt) -> Int64? { Self.key(in: DatabaseValue(sqliteStatement: row, index: index)) }
+                guard let sourceKey = integer(0), let key = integer(1), let zent = integer(2) else { return }
+                guard let destination = layout.entityByZent[zent] else {
+                    logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
+                    return
+                }
+                for source in sourcesByKey[sourceKey] ?? [] {
+                    result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
+                }
             }
         }
         return result

@@ -80,16 +80,28 @@ extension SQLiteStore {
         func run(_ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws(ObjectGraphError) -> Int {
             do { return try execute(db, sql, arguments, cached: cached) } catch { throw Self.mapError(error, file: path) }
         }
-        // Inserts.
+        // Inserts: one prepared statement per entity and shape of placeholders, reused for every
+        // row of the save (building and looking up the SQL per row was a third of a bulk insert).
         var maxKeys: [Int64: Int64] = [:]
+        var insertStatements: [[Int]: Statement] = [:]
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
             let columns = try rowColumns(of: snapshot, files: &files)
-            let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.name)).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-            let sql =
-                "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
+            let shape = [snapshot.objectID.entity.rawValue] + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
             do {
-                _ = try execute(db, sql, StatementArguments([snapshot.objectID.key.rawValue.databaseValue, zent.databaseValue] + columns.map(\.value)))
+                let statement: Statement
+                if let prepared = insertStatements[shape] {
+                    statement = prepared
+                } else {
+                    let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.name)).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+                    let sql =
+                        "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
+                    statement = try db.makeStatement(sql: sql)
+                    insertStatements[shape] = statement
+                }
+                requests.add(1, ordering: .relaxed)
+                try statement.execute(
+                    arguments: StatementArguments([snapshot.objectID.key.rawValue.databaseValue, zent.databaseValue] + columns.map(\.value)))
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw ObjectGraphError(
                     .exists, "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")",
@@ -289,9 +301,14 @@ extension SQLiteStore {
     ) throws(ObjectGraphError) -> [Column] {
         let id = snapshot.objectID
         let entityLayout = layout[id.entity]
-        for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
-            if model[id.entity].attribute(named: name)?.isTransient == true { continue }
-            throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
+        // Every name the snapshot holds must be an attribute the layout maps (or a transient one):
+        // counted in one pass, searched name by name only when one is not.
+        let mapped = entityLayout.attributes.count { snapshot.attributes[$0.attribute.name] != nil }
+        if mapped != snapshot.attributes.count {
+            for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
+                if model[id.entity].attribute(named: name)?.isTransient == true { continue }
+                throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
+            }
         }
         var columns: [Column] = []
         for attribute in entityLayout.attributes where only?.contains(attribute.attribute.name) ?? true {

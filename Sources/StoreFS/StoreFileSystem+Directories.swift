@@ -26,8 +26,11 @@ extension StoreFileSystem {
         add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         let directory = try node(inode)
+        // An object folder's entries all come from its one snapshot: read it once per call, not
+        // once per entry.
+        let known: Snapshot? = if case .object(let object) = directory { try snapshot(of: object) } else { nil }
         if offset == 0 {
-            guard add(DirectoryEntry(name: ".", entry: try entry(for: directory), nextOffset: 1)) else { return }
+            guard add(DirectoryEntry(name: ".", entry: try entry(for: directory, known: known), nextOffset: 1)) else { return }
         }
         if offset <= 1 {
             guard add(DirectoryEntry(name: "..", entry: try entry(for: parent(of: directory)), nextOffset: 2)) else {
@@ -38,7 +41,7 @@ extension StoreFileSystem {
         // shares its listing with every reader until the store changes.
         var kept = directories.kept(handle, of: inode)
         if kept == nil || (offset == 0 && handle != DirectoryHandles.unopened) {
-            kept = directories.keep(try listing(of: directory, for: request.pid), for: handle, of: inode)
+            kept = directories.keep(try listing(of: directory, for: request.pid, known: known), for: handle, of: inode)
         }
         guard let kept else { return }
         switch kept.listing {
@@ -69,7 +72,7 @@ extension StoreFileSystem {
             var index = offset <= 2 ? 0 : Int(offset) - 2
             while index < names.count {
                 let (name, node) = names[index]
-                if let e = try? entry(for: node) {
+                if let e = try? entry(for: node, known: known) {
                     guard add(DirectoryEntry(name: name, entry: e, nextOffset: UInt64(index) + 3)) else { return }
                 }
                 index += 1
@@ -78,7 +81,9 @@ extension StoreFileSystem {
     }
 
     /// The entries of a directory other than `.` and `..`.
-    func listing(of directory: Node, for pid: Int32 = 0) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of directory: Node, for pid: Int32 = 0, known: Snapshot? = nil) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         switch directory {
         case .root:
             let hidden = hiddenEntities.withLock { $0 }
@@ -105,7 +110,7 @@ extension StoreFileSystem {
             return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
         case .object(let object):
             removals.noteListing(of: object, by: pid)
-            return .names(try entries(of: object))
+            return .names(try entries(of: object, known: known))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]
             let members = try engine({ () throws(ObjectGraphError) in
@@ -122,9 +127,9 @@ extension StoreFileSystem {
 
     /// An object folder's entries: each non-nil attribute, each set to-one, each to-many, the
     /// fetched properties when they are listed, and the scratch files an editor left there.
-    func entries(of object: ObjectID) throws(FileSystemError) -> [(String, Node)] {
+    func entries(of object: ObjectID, known: Snapshot? = nil) throws(FileSystemError) -> [(String, Node)] {
         let entity = model[object.entity]
-        let snapshot = try snapshot(of: object)
+        let snapshot = try snapshot(of: object, known: known)
         var result: [(String, Node)] = []
         for (index, attribute) in entity.allAttributes.enumerated() where snapshot.attributes[attribute.name] != nil {
             result.append((attribute.name, .attribute(object, index)))

@@ -178,13 +178,15 @@ public final class StoreFileSystem: SavingFileSystem {
             modificationTime: node.object.flatMap { schedule.modificationTime(of: $0) } ?? mountTime)
     }
 
-    func entry(for node: Node) throws(FileSystemError) -> Entry {
+    /// `known`: the snapshot of the object whose folder holds `node`, when the caller has it
+    /// (a folder listing reads it once for all its entries instead of once per entry).
+    func entry(for node: Node, known: Snapshot? = nil) throws(FileSystemError) -> Entry {
         Entry(
-            attributes: try attributes(of: node), entryTimeout: configuration.entryTimeout,
+            attributes: try attributes(of: node, known: known), entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
     }
 
-    func attributes(of node: Node) throws(FileSystemError) -> FileAttributes {
+    func attributes(of node: Node, known: Snapshot? = nil) throws(FileSystemError) -> FileAttributes {
         let directoryMode: UInt32 = configuration.readOnly ? 0o555 : 0o755
         let fileMode: UInt32 = configuration.readOnly ? 0o444 : 0o644
         func make(_ kind: NodeKind, _ permissions: UInt32, size: Int = 0, time: Date? = nil) -> FileAttributes {
@@ -200,11 +202,11 @@ public final class StoreFileSystem: SavingFileSystem {
             guard entity.rawValue >= 1 && entity.rawValue <= model.entities.count else { throw .notFound }
             return make(.directory, directoryMode)
         case .object(let object):
-            _ = try snapshot(of: object)
+            _ = try snapshot(of: object, known: known)
             return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
         case .attribute(let object, let index):
             do throws(FileSystemError) {
-                let (attribute, value) = try attributeValue(object, index)
+                let (attribute, value) = try attributeValue(object, index, known: known)
                 return make(
                     .regularFile, fileMode, size: ValueText.size(of: value, type: attribute.type),
                     time: schedule.modificationTime(of: object))
@@ -215,16 +217,16 @@ public final class StoreFileSystem: SavingFileSystem {
                 return writtenFileAttributes(node, size: size)
             }
         case .toOne(let object, let index):
-            return make(.symbolicLink, 0o777, size: try linkTarget(of: .toOne(object, index)).utf8.count)
+            return make(.symbolicLink, 0o777, size: try linkTarget(of: .toOne(object, index), known: known).utf8.count)
         case .toMany(let object, let index):
             guard index < model[object.entity].allRelationships.count else { throw .notFound }
-            _ = try snapshot(of: object)
+            _ = try snapshot(of: object, known: known)
             return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
         case .member, .subentityLink, .templateMember:
             return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
         case .fetched(let object, let index):
             guard hasFetchedFolder(object, index) else { throw .notFound }
-            _ = try snapshot(of: object)
+            _ = try snapshot(of: object, known: known)
             return make(.directory, 0o555)
         case .templates:
             guard !predicates.templates.isEmpty else { throw .notFound }
@@ -247,12 +249,12 @@ public final class StoreFileSystem: SavingFileSystem {
         try linkTarget(of: try node(inode))
     }
 
-    func linkTarget(of node: Node) throws(FileSystemError) -> String {
+    func linkTarget(of node: Node, known: Snapshot? = nil) throws(FileSystemError) -> String {
         switch node {
         case .toOne(let object, let index):
             let relationships = model[object.entity].allRelationships
             guard index < relationships.count else { throw .notFound }
-            guard let destination = try snapshot(of: object).toOne[relationships[index].name] else { throw .notFound }
+            guard let destination = try snapshot(of: object, known: known).toOne[relationships[index].name] else { throw .notFound }
             return "../../\(model[destination.entity].name)/\(destination.key)"
         case .member(let destination):
             guard destination.entity.rawValue >= 1 && destination.entity.rawValue <= model.entities.count else {
@@ -354,6 +356,13 @@ public final class StoreFileSystem: SavingFileSystem {
         return node
     }
 
+    /// The snapshot of `object`: `known` when it is that object's (read once by the caller for
+    /// many entries of one folder), else the context's.
+    func snapshot(of object: ObjectID, known: Snapshot?) throws(FileSystemError) -> Snapshot {
+        if let known, known.objectID == object { return known }
+        return try snapshot(of: object)
+    }
+
     func snapshot(of object: ObjectID) throws(FileSystemError) -> Snapshot {
         guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else { throw .notFound }
         guard let snapshot = try engine({ () throws(ObjectGraphError) in try context.snapshot(of: object) }, "read \(object)")
@@ -361,10 +370,12 @@ public final class StoreFileSystem: SavingFileSystem {
         return snapshot
     }
 
-    func attributeValue(_ object: ObjectID, _ index: Int) throws(FileSystemError) -> (AttributeDescription, AttributeValue) {
+    func attributeValue(_ object: ObjectID, _ index: Int, known: Snapshot? = nil) throws(FileSystemError)
+        -> (AttributeDescription, AttributeValue)
+    {
         let attributes = model[object.entity].allAttributes
         guard index < attributes.count else { throw .notFound }
-        guard let value = try snapshot(of: object).attributes[attributes[index].name] else { throw .notFound }
+        guard let value = try snapshot(of: object, known: known).attributes[attributes[index].name] else { throw .notFound }
         return (attributes[index], value)
     }
 

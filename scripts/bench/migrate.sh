@@ -16,15 +16,19 @@ if [ -z "${STOREFS:-}" ]; then
   swift build -c release --product storefs >/dev/null
   STOREFS="$(swift build -c release --show-bin-path)/storefs"
 fi
+[ -x /usr/bin/time ] || apt-get install -y -qq time >/dev/null
+echo "== storefs migrate benchmark ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 work=$(mktemp -d /tmp/storefs-bench-migrate.XXXXXX)
 cleanup() {
   for m in "$work"/src "$work"/dst "$work"/tmpfs; do
-    mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true; }
+    mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
   done
   sleep 0.5
-  rm -rf "$work"
+  # never through a mount that is still there (a busy one detached lazily above)
+  rm -rf --one-file-system "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 seconds() { python3 -c "import sys,time; print(f'{time.time():.3f}')"; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
@@ -33,7 +37,7 @@ echo "storefs: $STOREFS"
 if [ "$objects" -gt 0 ]; then
 echo "== sample store of $objects objects"
 t0=$(seconds); "$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null; t1=$(seconds)
-echo "sample: $(elapsed "$t0" "$t1") s"
+python3 -c "print(f'sample: {$t1 - $t0:.2f} s, {$objects / ($t1 - $t0):,.0f} objects/s')"
 
 printf "\n%-22s %10s %14s\n" "migration" "seconds" "objects/s"
 migrate() {
@@ -50,11 +54,12 @@ mv "$work/S.sqlite" "$work/orig.sqlite"
 migrate xml sqlite; rm "$work/S.sqlite"
 migrate binary sqlite
 
-printf "\n%-8s %12s %16s\n" "type" "MiB" "info (load) s"
+printf "\n%-8s %12s %16s %14s %12s\n" "type" "MiB" "info (load) s" "peak RSS MiB" "RSS/file"
 for type in sqlite xml binary; do
   size=$(stat -c %s "$work/S.$type")
-  t0=$(seconds); "$STOREFS" info "$work/S.$type" >/dev/null; t1=$(seconds)
-  python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$t1 - $t0:16.2f}')"
+  /usr/bin/time -f "%e %M" -o "$work/info.time" "$STOREFS" info "$work/S.$type" >/dev/null
+  read -r secs rss_kb <"$work/info.time"
+  python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$secs:16.2f} {$rss_kb/1024:14.1f} {$rss_kb*1024/$size:11.2f}x')"
 done
 rm -f "$work"/S.* "$work"/orig.sqlite*
 fi

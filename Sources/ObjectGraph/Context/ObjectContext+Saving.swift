@@ -323,6 +323,7 @@ extension ObjectContext {
     /// Moves what a save wrote into the row cache and forgets it as pending. Updated objects are
     /// read again when next needed: another process may have changed what this save left alone.
     private func didSave(_ ids: [ObjectID], _ state: inout State) {
+        state.saves += 1
         var stale = ids.filter { state.deleted[$0] != nil }
         for id in ids {
             guard let pending = state.pending[id] else { continue }

@@ -14,8 +14,11 @@ import Synchronization
 /// that is valid and leaves the others pending, so one change that cannot be saved never holds
 /// back or loses another (``save()`` is all or nothing).
 ///
-/// Threading: safe from any thread. One lock guards the context's state; store requests are made
-/// while holding it, so calls block (plain threads only, never a Swift concurrency pool thread).
+/// Threading: safe from any thread. One lock guards the context's state. Reads that fault (rows,
+/// to-many contents, a listing's IDs, a lookup by key) query the store without holding it, so a
+/// read served from memory never waits for another thread's query, and readers of different
+/// objects query in parallel; changes and saves hold it across their store requests. Calls
+/// block (plain threads only, never a Swift concurrency pool thread).
 public final class ObjectContext: Sendable {
     /// An existing or inserted object's pending state: its full new snapshot, the snapshot it was
     /// read as, and the to-many relationships whose contents changed with their contents as read.
@@ -55,6 +58,15 @@ public final class ObjectContext: Sendable {
         /// How often each changed object was changed: a failed group is retried once this moves.
         var changeCount: [ObjectID: Int] = [:]
         var failures: [ObjectID: Failure] = [:]
+        /// Saves so far: a listing read from the store without the lock is read again under it
+        /// when a save moved objects from pending into the store meanwhile.
+        var saves = 0
+    }
+
+    /// What a read found under the lock: its answer, or the store request to make without it.
+    enum Lookup<Answer> {
+        case found(Answer)
+        case fetch([ObjectID])
     }
 
     /// Batches remembered for to-many batch faulting: enough for the listings in use at once.
@@ -104,9 +116,17 @@ public final class ObjectContext: Sendable {
         -> [ObjectID]
     {
         let entities = includingSubentities ? model.entityAndSubentities(of: entity) : [entity]
+        // The IDs are read without the lock; when a save committed meanwhile (its inserts are no
+        // longer pending, and may not be in what was read), they are read again under it.
+        let savesBefore = state.withLock { $0.saves }
+        var read: [ObjectID] = []
+        for e in entities { read += try store.objectIDs(of: e) }
         return try state.withLock { (state) throws(ObjectGraphError) -> [ObjectID] in
-            var ids: [ObjectID] = []
-            for e in entities { ids += try store.objectIDs(of: e) }
+            var ids = read
+            if state.saves != savesBefore {
+                ids = []
+                for e in entities { ids += try store.objectIDs(of: e) }
+            }
             if !state.deleted.isEmpty { ids.removeAll { state.deleted[$0] != nil } }
             let wanted = Set(entities)
             ids += state.pending.values.filter { $0.isInserted && wanted.contains($0.snapshot.objectID.entity) }
@@ -139,12 +159,12 @@ public final class ObjectContext: Sendable {
     /// Costs at most one store request (keys are unique in an inheritance tree).
     public func objectID(forKey key: PrimaryKey, in entity: EntityID) throws(ObjectGraphError) -> ObjectID? {
         let candidates = model.entityAndSubentities(of: entity).map { ObjectID(entity: $0, key: key) }
-        return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID? in
-            if let found = candidates.first(where: { state.pending[$0] != nil }) { return found }
+        let lookup = state.withLock { state -> Lookup<ObjectID?> in
+            if let found = candidates.first(where: { state.pending[$0] != nil }) { return .found(found) }
             let live = candidates.filter { state.deleted[$0] == nil }
-            if let found = live.first(where: { cache.contains($0) }) { return found }
-            guard !live.isEmpty else { return nil }
-            // Read ahead as snapshotLocked does: the keys that follow, in the same request; not
+            if let found = live.first(where: { cache.contains($0) }) { return .found(found) }
+            guard !live.isEmpty else { return .found(nil) }
+            // Read ahead as a row fault does: the keys that follow, in the same request; not
             // while changes are pending (a copy into the mount looks up keys that do not exist
             // yet, and each would fetch a batch of nothing).
             let entities = Set(live.map(\.entity))
@@ -155,11 +175,31 @@ public final class ObjectContext: Sendable {
                     if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) { wanted.append(other) }
                 }
             }
-            let snapshots = try store.snapshots(for: wanted)
-            state.faultsFired += snapshots.count
-            cache.store(snapshots)
-            return snapshots.first(where: { live.contains($0.objectID) })?.objectID
+            return .fetch(wanted)
         }
+        guard case .fetch(let wanted) = lookup else {
+            if case .found(let answer) = lookup { return answer }
+            return nil
+        }
+        let snapshots = try fetchSnapshots(wanted)
+        return state.withLock { state -> ObjectID? in
+            // What changed while the store was asked: an insert or delete of this key here.
+            if let found = candidates.first(where: { state.pending[$0] != nil }) { return found }
+            return snapshots.first(where: { candidates.contains($0.objectID) && state.deleted[$0.objectID] == nil })?.objectID
+        }
+    }
+
+    /// Reads `ids`' rows without the lock, keeps them in the row cache unless a save or refresh
+    /// forgot rows meanwhile (they might predate it), and counts the faults.
+    func fetchSnapshots(_ ids: [ObjectID], remembering: Bool = false) throws(ObjectGraphError) -> [Snapshot] {
+        let generation = cache.generation
+        let fetched = try store.snapshots(for: ids)
+        let kept = cache.store(fetched, ifGeneration: generation)
+        state.withLock { state in
+            state.faultsFired += fetched.count
+            if remembering && kept { remember(fetched.map(\.objectID), &state) }
+        }
+        return fetched
     }
 
     /// Up to `count` keys after `key`, stopping at Int64's end: a store's keys (and names users
@@ -186,47 +226,70 @@ public final class ObjectContext: Sendable {
     /// Fires the faults of `ids` in batches: one store request per ``EngineConfiguration/batchSize``
     /// objects not already in memory.
     public func prefetch(_ ids: [ObjectID]) throws(ObjectGraphError) {
-        try state.withLock { (state) throws(ObjectGraphError) in
-            let missing = ids.filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
-            var start = 0
-            while start < missing.count {
-                let batch = Array(missing[start..<min(start + batchSize, missing.count)])
-                let snapshots = try store.snapshots(for: batch)
-                cache.store(snapshots)
+        let missing = state.withLock { state in
+            ids.filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
+        }
+        var start = 0
+        while start < missing.count {
+            let batch = Array(missing[start..<min(start + batchSize, missing.count)])
+            let generation = cache.generation
+            let snapshots = try store.snapshots(for: batch)
+            let kept = cache.store(snapshots, ifGeneration: generation)
+            state.withLock { state in
                 state.faultsFired += snapshots.count
-                remember(batch, &state)
-                start += batchSize
+                if kept { remember(batch, &state) }
             }
+            start += batchSize
         }
     }
 
     /// Fires the to-many faults of `relationship` for `ids` in batches.
     public func prefetch(_ relationship: String, for ids: [ObjectID]) throws(ObjectGraphError) {
         guard let first = ids.first else { return }
-        try state.withLock { (state) throws(ObjectGraphError) in
-            let missing = ids.filter {
+        let missing = state.withLock { state in
+            ids.filter {
                 state.pending[$0]?.toMany[relationship] == nil
                     && cache.toManyDestinations(of: relationship, for: $0) == nil
             }
-            var start = 0
-            while start < missing.count {
-                let batch = Array(missing[start..<min(start + batchSize, missing.count)])
-                let found = try store.toManyDestinations(of: relationship, in: first.entity, for: batch)
-                for (source, destinations) in found {
-                    cache.storeToMany(destinations, of: relationship, for: source)
-                }
-                start += batchSize
-            }
+        }
+        var start = 0
+        while start < missing.count {
+            let batch = Array(missing[start..<min(start + batchSize, missing.count)])
+            let generation = cache.generation
+            let found = try store.toManyDestinations(of: relationship, in: first.entity, for: batch)
+            cache.storeToMany(found, of: relationship, ifGeneration: generation)
+            start += batchSize
         }
     }
 
     /// The snapshot of `id` as this context sees it (pending changes included); nil when the
     /// object does not exist.
     public func snapshot(of id: ObjectID) throws(ObjectGraphError) -> Snapshot? {
-        try state.withLock { (state) throws(ObjectGraphError) -> Snapshot? in
-            if state.deleted[id] != nil { return nil }
-            return try snapshotLocked(id, &state)
+        let lookup = state.withLock { state -> Lookup<Snapshot?> in
+            if let pending = state.pending[id] { return .found(pending.snapshot) }
+            if state.deleted[id] != nil { return .found(nil) }
+            if let cached = cache.snapshot(for: id) { return .found(cached) }
+            return .fetch(faultCandidates(id, state))
         }
+        guard case .fetch(let candidates) = lookup else {
+            if case .found(let answer) = lookup { return answer }
+            return nil
+        }
+        let fetched = try fetchSnapshots(candidates, remembering: candidates.count > 1)
+        return state.withLock { state -> Snapshot? in
+            // Changed here while the store was asked: the change wins.
+            if let pending = state.pending[id] { return pending.snapshot }
+            if state.deleted[id] != nil { return nil }
+            return fetched.first { $0.objectID == id }
+        }
+    }
+
+    /// The objects a fault of `id` reads: `id`, and the keys that follow it in its entity that
+    /// are not in memory (see ``snapshotLocked(_:_:)``).
+    func faultCandidates(_ id: ObjectID, _ state: State) -> [ObjectID] {
+        let following = Self.keys(following: id.key, count: state.pending.isEmpty ? batchSize - 1 : 0)
+        return [id] + following.map { ObjectID(entity: id.entity, key: $0) }
+            .filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
     }
 
     func snapshotLocked(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot? {
@@ -236,9 +299,7 @@ public final class ObjectContext: Sendable {
         // Read ahead: a fault that fires alone fires for the batch of keys that follow it too, in
         // the same request, since objects are mostly read in key order (a listing, then a `cat` of
         // every object); a random read pays for a few hundred rows it may not need.
-        let following = Self.keys(following: id.key, count: state.pending.isEmpty ? batchSize - 1 : 0)
-        let candidates = [id] + following.map { ObjectID(entity: id.entity, key: $0) }
-            .filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
+        let candidates = faultCandidates(id, state)
         let fetched = try store.snapshots(for: candidates)
         state.faultsFired += fetched.count
         cache.store(fetched)
@@ -260,9 +321,10 @@ public final class ObjectContext: Sendable {
     /// The value of attribute `name` of `id`; nil when the value is nil.
     public func value(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
         _ = try attribute(name, of: id.entity)
-        return try state.withLock { (state) throws(ObjectGraphError) in
-            try existingSnapshot(id, &state).attributes[name]
+        guard let snapshot = try snapshot(of: id) else {
+            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
         }
+        return snapshot.attributes[name]
     }
 
     /// The value of attribute `name` of `id` as the store holds it (nil for an object inserted here
@@ -282,9 +344,10 @@ public final class ObjectContext: Sendable {
         guard !relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
         }
-        return try state.withLock { (state) throws(ObjectGraphError) in
-            try existingSnapshot(id, &state).toOne[name]
+        guard let snapshot = try snapshot(of: id) else {
+            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
         }
+        return snapshot.toOne[name]
     }
 
     /// The destinations of to-many relationship `name` of `id`, in order for ordered ones.
@@ -293,21 +356,39 @@ public final class ObjectContext: Sendable {
         guard relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-one relationship")
         }
-        return try state.withLock { (state) throws(ObjectGraphError) in
-            _ = try existingSnapshot(id, &state)
-            return try toManyLocked(name, id, &state)
+        guard try snapshot(of: id) != nil else {
+            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
+        }
+        let lookup = state.withLock { state -> Lookup<[ObjectID]> in
+            if let pending = state.pending[id] {
+                if let list = pending.toMany[name] { return .found(list) }
+                if pending.isInserted { return .found([]) }
+            }
+            if let cached = cache.toManyDestinations(of: name, for: id) { return .found(cached) }
+            return .fetch(toManySources(name, id, state))
+        }
+        guard case .fetch(let sources) = lookup else {
+            if case .found(let answer) = lookup { return answer }
+            return []
+        }
+        let generation = cache.generation
+        let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
+        var lists: [ObjectID: [ObjectID]] = [:]
+        for source in sources { lists[source] = found[source] ?? [] }
+        cache.storeToMany(lists, of: name, ifGeneration: generation)
+        return state.withLock { state -> [ObjectID] in
+            if let pending = state.pending[id] {
+                if let list = pending.toMany[name] { return list }
+                if pending.isInserted { return [] }
+            }
+            return found[id] ?? []
         }
     }
 
-    func toManyLocked(_ name: String, _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [ObjectID] {
-        if let pending = state.pending[id] {
-            if let list = pending.toMany[name] { return list }
-            if pending.isInserted { return [] }
-        }
-        if let cached = cache.toManyDestinations(of: name, for: id) { return cached }
-        // Fire the same fault for the rest of the batch this object was prefetched with; when that
-        // batch is forgotten (a listing longer than the batches remembered), for the objects in
-        // memory whose keys follow, as a row fault reads ahead.
+    /// The objects a to-many fault of `id` reads together: `id`, and the rest of the batch it
+    /// was prefetched with; when that batch is forgotten (a listing longer than the batches
+    /// remembered), the objects in memory whose keys follow, as a row fault reads ahead.
+    func toManySources(_ name: String, _ id: ObjectID, _ state: State) -> [ObjectID] {
         var sources = [id]
         func isPeer(_ peer: ObjectID) -> Bool {
             peer != id && peer.entity == id.entity && state.pending[peer] == nil && state.deleted[peer] == nil
@@ -319,6 +400,17 @@ public final class ObjectContext: Sendable {
             sources += Self.keys(following: id.key, count: batchSize - 1).map { ObjectID(entity: id.entity, key: $0) }
                 .filter { isPeer($0) && cache.contains($0) }
         }
+        return sources
+    }
+
+    func toManyLocked(_ name: String, _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [ObjectID] {
+        if let pending = state.pending[id] {
+            if let list = pending.toMany[name] { return list }
+            if pending.isInserted { return [] }
+        }
+        if let cached = cache.toManyDestinations(of: name, for: id) { return cached }
+        // Fire the same fault for the rest of the batch this object was prefetched with.
+        let sources = toManySources(name, id, state)
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
         for source in sources { cache.storeToMany(found[source] ?? [], of: name, for: source) }
         return found[id] ?? []

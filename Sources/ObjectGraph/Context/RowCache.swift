@@ -27,6 +27,10 @@ public final class RowCache: Sendable {
         var hits = 0
         var misses = 0
         var evictions = 0
+        /// Moves whenever entries are forgotten (a save, a refresh, another process's commit):
+        /// a read made without the context's lock stores its rows only if it did not move
+        /// meanwhile, so a row read before a save never replaces what the save left.
+        var generation: UInt64 = 0
     }
 
     private let limit: Int
@@ -63,6 +67,40 @@ public final class RowCache: Sendable {
         }
     }
 
+    /// The current generation (see ``store(_:ifGeneration:)``).
+    public var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Stores `snapshots` read from the store when nothing was forgotten since `generation` was
+    /// taken (before the read); returns whether they were stored.
+    @discardableResult
+    public func store(_ snapshots: some Sequence<Snapshot>, ifGeneration generation: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.generation == generation else { return false }
+            for s in snapshots { insert(s, into: &state) }
+            return true
+        }
+    }
+
+    /// Stores to-many contents read from the store, as ``store(_:ifGeneration:)`` does.
+    @discardableResult
+    public func storeToMany(_ lists: [ObjectID: [ObjectID]], of relationship: String, ifGeneration generation: UInt64)
+        -> Bool
+    {
+        state.withLock { state in
+            guard state.generation == generation else { return false }
+            for (id, destinations) in lists {
+                let key = ToManyKey(source: id, relationship: relationship)
+                if let old = state.old.toMany.removeValue(forKey: key) { state.old.bytes -= Self.cost(of: old) }
+                if let old = state.young.toMany.updateValue(destinations, forKey: key) {
+                    state.young.bytes -= Self.cost(of: old)
+                }
+                state.young.bytes += Self.cost(of: destinations)
+                rotateIfNeeded(&state)
+            }
+            return true
+        }
+    }
+
     public func toManyDestinations(of relationship: String, for id: ObjectID) -> [ObjectID]? {
         let key = ToManyKey(source: id, relationship: relationship)
         return state.withLock { state in
@@ -93,6 +131,7 @@ public final class RowCache: Sendable {
     /// Forgets everything cached about `ids` (after they were deleted or changed elsewhere).
     public func remove(_ ids: some Sequence<ObjectID>) {
         state.withLock { state in
+            state.generation &+= 1
             for id in ids {
                 if let s = state.young.snapshots.removeValue(forKey: id) { state.young.bytes -= s.approximateSize }
                 if let s = state.old.snapshots.removeValue(forKey: id) { state.old.bytes -= s.approximateSize }
@@ -106,6 +145,7 @@ public final class RowCache: Sendable {
     /// Drops everything (after another process changed the store).
     public func removeAll() {
         state.withLock { state in
+            state.generation &+= 1
             state.evictions += state.young.snapshots.count + state.old.snapshots.count
             state.young = Generation()
             state.old = Generation()

@@ -5,9 +5,10 @@ import Foundation
 enum Validator {
     static func check(
         _ value: AttributeValue?, for attribute: AttributeDescription, in entity: EntityDescription,
-        object: String? = nil
+        object: @autoclosure () -> String? = nil
     ) throws(ObjectGraphError) {
-        let subject = "\(object ?? entity.name).\(attribute.name)"
+        // Built only for a message: checking every value of a bulk insert made it per value.
+        var subject: String { "\(object() ?? entity.name).\(attribute.name)" }
         guard let value else {
             if !attribute.isOptional && !attribute.isTransient {
                 throw ObjectGraphError(.validation, "\(subject) is not optional and cannot be nil")
@@ -30,21 +31,23 @@ enum Validator {
         }
     }
 
-    static func check(count: Int, for relationship: RelationshipDescription, object: String) throws(ObjectGraphError) {
+    static func check(count: Int, for relationship: RelationshipDescription, object: @autoclosure () -> String)
+        throws(ObjectGraphError)
+    {
         if count == 0 {
             if !relationship.isOptional {
-                throw ObjectGraphError(.validation, "\(object).\(relationship.name) is not optional and cannot be empty")
+                throw ObjectGraphError(.validation, "\(object()).\(relationship.name) is not optional and cannot be empty")
             }
             return
         }
         if relationship.isToMany {
             if relationship.minCount > 0 && count < relationship.minCount {
                 throw ObjectGraphError(
-                    .validation, "\(object).\(relationship.name) needs at least \(relationship.minCount) objects, has \(count)")
+                    .validation, "\(object()).\(relationship.name) needs at least \(relationship.minCount) objects, has \(count)")
             }
             if relationship.maxCount > 0 && count > relationship.maxCount {
                 throw ObjectGraphError(
-                    .validation, "\(object).\(relationship.name) holds at most \(relationship.maxCount) objects, has \(count)")
+                    .validation, "\(object()).\(relationship.name) holds at most \(relationship.maxCount) objects, has \(count)")
             }
         }
     }

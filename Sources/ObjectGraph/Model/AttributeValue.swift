@@ -29,12 +29,13 @@ public enum AttributeValue: Sendable, Hashable {
     }
 
     /// An estimate of the memory the value takes, for the row cache's limit.
+    /// Only what lives outside the dictionary bucket that holds the value: a string longer than
+    /// a small string (15 bytes) or data takes an allocation of its own (header and rounding).
     public var approximateSize: Int {
         switch self {
-        case .string(let s): 16 + s.utf8.count
-        case .data(let d): 16 + d.count
-        case .decimal: 20
-        default: 9
+        case .string(let s): s.utf8.count > 15 ? 48 + s.utf8.count : 0
+        case .data(let d): d.count > 14 ? 48 + d.count : 0
+        default: 0
         }
     }
 }

@@ -23,9 +23,28 @@ public struct Snapshot: Sendable, Hashable {
         self.toOne = toOne
     }
 
-    /// An estimate of the memory the snapshot takes, for the row cache's limit.
+    /// An estimate of the memory the snapshot takes, for the row cache's limit: what the process
+    /// really holds for it, not only its values' bytes. A dictionary keeps a quarter or more of its
+    /// buckets free (15 attributes take 32 buckets of 40 bytes), and names and values longer than
+    /// a small string take an allocation of their own; counting only the values' bytes let a
+    /// 64 MiB cache take 160 MB (measured: 85,000 sample Employees).
     public var approximateSize: Int {
-        64 + attributes.reduce(0) { $0 + 24 + $1.key.utf8.count + $1.value.approximateSize }
-            + toOne.count * 48
+        var size = 96  // the cache's bucket for the snapshot, its two dictionaries' headers
+        size += Self.dictionaryBytes(attributes.count, bucket: 40)
+        for (name, value) in attributes {
+            if name.utf8.count > 15 { size += 32 + name.utf8.count }
+            size += value.approximateSize
+        }
+        size += Self.dictionaryBytes(toOne.count, bucket: 32)
+        return size
+    }
+
+    /// The storage of a Swift dictionary of `count` entries: buckets are a power of two filled to
+    /// at most three quarters, plus a header and malloc's own rounding.
+    static func dictionaryBytes(_ count: Int, bucket: Int) -> Int {
+        guard count > 0 else { return 0 }
+        var buckets = 1
+        while buckets * 3 < count * 4 { buckets <<= 1 }
+        return 64 + buckets * (bucket + 1)
     }
 }
