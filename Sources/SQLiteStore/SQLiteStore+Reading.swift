@@ -178,6 +178,8 @@ extension SQLiteStore {
                 }
                 continue
             }
+            // A key below 1 is no object's (objectIDs leaves such rows out): a dangling reference.
+            guard destinationKey > 0 else { continue }
             var destination = toOne.destination
             if let j = toOne.entityColumn, let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j))) {
                 guard let mapped = layout.entityByZent[actual] else {
@@ -236,7 +238,7 @@ extension SQLiteStore {
             try eachRow(db, sql) { (row) throws(ObjectGraphError) in
                 // Keys and Z_ENT that are not integers (a damaged row) name no object.
                 func integer(_ index: CInt) -> Int64? { Self.key(in: DatabaseValue(sqliteStatement: row, index: index)) }
-                guard let sourceKey = integer(0), let key = integer(1), let zent = integer(2) else { return }
+                guard let sourceKey = integer(0), let key = integer(1), key > 0, let zent = integer(2) else { return }
                 guard let destination = layout.entityByZent[zent] else {
                     logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
                     return

@@ -203,4 +203,32 @@ import Testing
         let readOnly = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         readOnly.close()
     }
+
+    /// History rows with values of the wrong kind (a damaged or hostile file) are read by storage
+    /// class: opening the store for writing, saving and reading the history back never trap in a
+    /// typed read (they did: `row[i] as Int64?` on text).
+    @Test func damagedHistoryValuesAreReadWithoutATrap() throws {
+        let notes = try CorpusStore(Self.notes14) { url in
+            let db = try DatabaseQueue(path: url.path)
+            try db.write { db in
+                try db.execute(sql: "UPDATE ACHANGE SET ZENTITY = 'abc' WHERE Z_PK IN (SELECT Z_PK FROM ACHANGE ORDER BY Z_PK DESC LIMIT 3)")
+                try db.execute(sql: "UPDATE ACHANGE SET ZCOLUMNS = 42 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ACHANGE WHERE ZCHANGETYPE = 1)")
+                try db.execute(sql: "UPDATE ATRANSACTION SET ZTIMESTAMP = 'yesterday' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTION)")
+                try db.execute(sql: "UPDATE ATRANSACTIONSTRING SET ZNAME = x'ff00' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTIONSTRING)")
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_NAME = 'CHANGE'")
+            }
+            try db.close()
+        }
+        let before = try notes.store.persistentHistory()
+        #expect(before.count == 51, "every transaction is still read")
+        #expect(before.first?.timestamp == Date(timeIntervalSinceReferenceDate: 0), "a timestamp that is not a number reads as 0")
+        let folder = try notes.entity("ICFolder")
+        let id = try #require(try notes.context.objectIDs(of: folder).first)
+        try notes.context.setValue(.string("renamed by storefs"), of: "title", for: id)
+        let outcome = notes.context.save(holding: [])
+        #expect(outcome.failed.isEmpty && outcome.storeError == nil, "\(outcome)")
+        let after = try notes.store.persistentHistory()
+        #expect(after.count == 52, "the save appended one transaction")
+        #expect(after.last?.changes.contains { $0.objectID == id && $0.kind == .update } == true)
+    }
 }

@@ -148,6 +148,26 @@ import Glibc
         #expect(try context.objectID(forKey: department.key, in: department.entity) == nil)
     }
 
+    @Test func aNegativeKeyInAToOneColumnIsNoLinkAndRelinkingSaves() throws {
+        let (folder, file) = try HostileInputs.copy("sqlite-store", "foreign-key-negative.sqlite")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Relinking faults the old destination to unlink its inverse; its read-ahead computed
+        // Int64.max - (-5) and trapped (found in review of the reliability merge).
+        let coordinator = try Self.openAndWalk(file, readOnly: false)
+        defer { coordinator.store.close() }
+        let context = coordinator.newContext()
+        let employee = try #require(coordinator.model.entityID(named: "Employee"))
+        let department = try #require(coordinator.model.entityID(named: "Department"))
+        let first = try #require(try context.objectIDs(of: employee).first)
+        #expect(try context.destination(of: "department", for: first) == nil, "a key below 1 is no object's")
+        let target = try #require(try context.objectIDs(of: department).first)
+        try context.setDestination(target, of: "department", for: first)
+        let outcome = context.save(holding: [])
+        #expect(outcome.failed.isEmpty && outcome.storeError == nil, "\(outcome)")
+        #expect(outcome.saved.contains(first))
+        #expect(try coordinator.newContext().destination(of: "department", for: first) == target)
+    }
+
     @Test func textInAToOneColumnIsAClearErrorNamingTheRow() throws {
         let (folder, file) = try HostileInputs.copy("sqlite-store", "foreign-key-text.sqlite")
         defer { try? FileManager.default.removeItem(at: folder) }

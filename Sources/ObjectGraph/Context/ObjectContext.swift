@@ -205,7 +205,8 @@ public final class ObjectContext: Sendable {
     /// Up to `count` keys after `key`, stopping at Int64's end: a store's keys (and names users
     /// type) may come close to it.
     static func keys(following key: PrimaryKey, count: Int) -> [PrimaryKey] {
-        guard count > 0, key.rawValue < Int64.max else { return [] }
+        // Keys below 1 are no object's (a store row may still point at one): nothing to read ahead.
+        guard count > 0, key.rawValue > 0, key.rawValue < Int64.max else { return [] }
         let available = Int64.max - key.rawValue
         let taken = min(Int64(count), available)
         return (1...taken).map { PrimaryKey(key.rawValue + $0) }

@@ -187,7 +187,9 @@ struct PersistentHistory: Sendable {
         }
         var ents: [String: Int64] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT Z_NAME, Z_ENT FROM main.Z_PRIMARYKEY WHERE Z_NAME IN ('CHANGE', 'TRANSACTION', 'TRANSACTIONSTRING')") {
-            if let name = row[0] as String?, let zent = row[1] as Int64? { ents[name] = zent }
+            // By storage class: GRDB's typed reads trap on a value that does not convert.
+            let values = row.storedValues
+            if let name = values[0].storedText, let zent = values[1].storedInteger { ents[name] = zent }
         }
         guard let change = ents["CHANGE"], let transaction = ents["TRANSACTION"], let string = ents["TRANSACTIONSTRING"] else {
             throw refuse("Z_PRIMARYKEY has no rows CHANGE, TRANSACTION and TRANSACTIONSTRING for it")
@@ -204,7 +206,9 @@ struct PersistentHistory: Sendable {
         for row in try Row.fetchAll(
             db, sql: "SELECT ZENTITY, ZCOLUMNS FROM main.ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL ORDER BY Z_PK DESC LIMIT 200")
         {
-            guard let zent = row[0] as Int64?, let entity = layout.entityByZent[zent], let mask = row[1] as Data? else { continue }
+            let values = row.storedValues
+            guard let zent = values[0].storedInteger, let entity = layout.entityByZent[zent], let mask = values[1].storedBytes
+            else { continue }
             if history.decode(mask: mask, of: entity) == nil {
                 throw refuse(
                     "its recorded changes of \(model[entity].name) do not fit the properties of the model storefs has "
@@ -225,15 +229,21 @@ struct PersistentHistory: Sendable {
                 nextKeys[zent] = next + 1
                 return next
             }
-            let max = try Int64.fetchOne(db, sql: "SELECT IFNULL(Z_MAX, 0) FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [zent]) ?? 0
-            let top = try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)") ?? 0
+            // Z_MAX or a key that is not an integer (a damaged file) counts as 0; the other bounds it.
+            func integer(_ sql: String, _ arguments: StatementArguments = []) throws -> Int64 {
+                try Row.fetchOne(db, sql: sql, arguments: arguments)?.storedValues.first?.storedInteger ?? 0
+            }
+            let max = try integer("SELECT IFNULL(Z_MAX, 0) FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent])
+            let top = try integer("SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)")
             let (next, overflow) = Swift.max(max, top).addingReportingOverflow(1)
             guard !overflow else { throw ObjectGraphError(.io, "the history table \(table) has no key left") }
             nextKeys[zent] = next + 1
             return next
         }
         func intern(_ text: String) throws -> Int64 {
-            if let key = try Int64.fetchOne(db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text]) {
+            if let key = try Row.fetchOne(db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text])?
+                .storedValues.first?.storedInteger
+            {
                 return key
             }
             let key = try nextKey(tables.string, table: "ATRANSACTIONSTRING")

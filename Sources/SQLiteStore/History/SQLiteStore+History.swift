@@ -21,7 +21,8 @@ extension SQLiteStore {
             }
             var strings: [Int64: String] = [:]
             for row in try rows(db, "SELECT Z_PK, ZNAME FROM ATRANSACTIONSTRING") {
-                if let key = row[0] as Int64?, let name = row[1] as String? { strings[key] = name }
+                let values = row.storedValues  // by storage class: typed reads trap on what does not convert
+                if let key = values[0].storedInteger, let name = values[1].storedText { strings[key] = name }
             }
             func string(_ value: DatabaseValue) -> String? { Self.key(in: value).flatMap { strings[$0] } }
             let tombstoneColumns = history.tables.tombstoneColumns.map { ", " + $0.quotedDatabaseIdentifier }.joined()
@@ -32,7 +33,7 @@ extension SQLiteStore {
             {
                 let number = Self.integer(t, 0)
                 var transaction = HistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: (t[1] as Double?) ?? 0), author: string(t[2]),
+                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: Self.seconds(t[1])), author: string(t[2]),
                     bundleID: string(t[3]), contextName: string(t[4]), processID: string(t[5]), changes: [])
                 for c in try rows(
                     db,
@@ -43,7 +44,7 @@ extension SQLiteStore {
                     else { continue }
                     let id = ObjectID(entity: entity, key: PrimaryKey(Self.integer(c, 3)))
                     var change = HistoryChange(changeID: Self.integer(c, 0), kind: kind, objectID: id, updatedProperties: [], tombstone: [:])
-                    if kind == .update, let mask = c[4] as Data? {
+                    if kind == .update, let mask = (c[4] as DatabaseValue).storedBytes {
                         change.updatedProperties = history.decode(mask: mask, of: entity) ?? ["<\(mask.count) bytes that do not fit the model>"]
                     }
                     if kind == .delete {
@@ -77,6 +78,15 @@ extension SQLiteStore {
             return found.first.map { Array($0.databaseValues) } ?? []
         } catch {
             throw Self.mapError(error, file: path)
+        }
+    }
+
+    /// A timestamp column (seconds since 2001) as stored: a real or an integer; anything else 0.
+    static func seconds(_ value: DatabaseValue) -> Double {
+        switch value.storage {
+        case .double(let seconds): seconds
+        case .int64(let seconds): Double(seconds)
+        default: 0
         }
     }
 }

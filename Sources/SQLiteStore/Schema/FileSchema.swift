@@ -14,9 +14,6 @@ struct FileSchema: Sendable {
         var zent: Int64
         var name: String
         var superZent: Int64
-        /// The last key handed out; nil when the file holds something else than an integer there
-        /// (reading needs no Z_MAX, and handing out keys then fails with a message naming the row).
-        var max: Int64?
     }
 
     /// Tables by upper-cased name (SQLite table names are case-insensitive).
@@ -63,20 +60,19 @@ struct FileSchema: Sendable {
                     .corruptStore,
                     "\(file): table Z_PRIMARYKEY has no column \(column): this is not a Core Data store, or its bookkeeping was damaged")
             }
-            // Rows whose Z_ENT is not an integer name no entity a row could point at; Z_NAME that
-            // is not text reads as empty (the entity is then named Entity<Z_ENT>), Z_SUPER that is
-            // not an integer as a root.
+            // Rows whose Z_ENT is not a positive integer (or its digits as text) name no entity a
+            // row could point at; Z_NAME that is not text reads as empty (the entity is then named
+            // Entity<Z_ENT>), Z_SUPER that is not an integer as a root.
             schema.entityRows = try Row.fetchAll(
                 // CAST: a table rebuilt by another tool may hold these numbers as text.
                 db,
-                sql: "SELECT CAST(Z_ENT AS INTEGER) AS e, Z_NAME, CAST(Z_SUPER AS INTEGER), CAST(Z_MAX AS INTEGER) "
+                sql: "SELECT CAST(Z_ENT AS INTEGER) AS e, Z_NAME, CAST(Z_SUPER AS INTEGER) "
                     + "FROM main.Z_PRIMARYKEY WHERE CAST(Z_ENT AS INTEGER) < 16000 ORDER BY e"
             ).compactMap { (row: Row) -> EntityRow? in
                 let values = row.storedValues
-                guard let zent = values[0].storedInteger else { return nil }
+                guard let zent = values[0].storedInteger, zent > 0 else { return nil }
                 return EntityRow(
-                    zent: zent, name: values[1].storedText ?? "", superZent: values[2].storedInteger ?? 0,
-                    max: values[3].isNull ? 0 : values[3].storedInteger)
+                    zent: zent, name: values[1].storedText ?? "", superZent: values[2].storedInteger ?? 0)
             }
         }
         return schema
