@@ -58,7 +58,7 @@ import Testing
         for entity in entities where !entity.isAbstract {
             guard let id = try? context.insertObject(of: entity.id) else { continue }
             for attribute in entity.persistentAttributes where !attribute.isOptional {
-                if (try? context.value(of: attribute.name, for: id)) ?? nil == nil, let zero = Self.zero(attribute.type) {
+                if (try? context.value(of: attribute.name, for: id)) ?? nil == nil, let zero = attribute.type.zeroValue {
                     try? context.setValue(zero, of: attribute.name, for: id)
                 }
             }
@@ -97,21 +97,6 @@ import Testing
             }
         }
         return (plan, model)
-    }
-
-    static func zero(_ type: AttributeType) -> AttributeValue? {
-        switch type {
-        case .integer16, .integer32, .integer64: .integer(0)
-        case .decimal: .decimal(0)
-        case .double: .double(0)
-        case .float: .float(0)
-        case .string, .uri: .string("")
-        case .boolean: .boolean(false)
-        case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
-        case .binaryData, .transformable: .data(Data())
-        case .uuid: .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
-        case .objectID, .undefined: nil
-        }
     }
 
     @Test(arguments: Corpus.names(in: "sqlite") { $0.hasSuffix(".sqlite") || $0.hasSuffix(".store") })

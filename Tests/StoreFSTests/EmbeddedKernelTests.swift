@@ -81,7 +81,7 @@ import Glibc
     @Test func thousandsOfHostileCallsGiveErrorsAndNeverEndTheFileSystem() throws {
         let mount = try SampleMount()
         let kernel = mount.kernel
-        var random = SeededGenerator(state: 7)
+        var random = SplitMix64(seed: 7)
         let keys = ["p9223372036854775807", "p9223372036854775806", "p4294967295", "p4294967296", "p0", "p-3", "p1e3", "p007",
             "p18446744073709551616", String(repeating: "p", count: 255), "p\u{0}", "..", "."]
         let sizes: [UInt64] = [0, 1, 64 << 20, (64 << 20) + 1, 1 << 40, UInt64(Int64.max), UInt64.max]

@@ -133,18 +133,6 @@ struct ReferenceLibrary {
     }
 }
 
-/// A deterministic generator (SplitMix64), so a failing run is repeated by its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The reference-model test: the same 10,000 random operations (write, truncate, rm, mkdir,
 /// rm -r, ln -s, rm of links, rename over an attribute, setfattr, fsync, remount) go to storefs
 /// through the embedded kernel, on a real SQLite store, and to ``ReferenceLibrary``; after every
@@ -189,7 +177,7 @@ struct SeededGenerator: RandomNumberGenerator {
     @Test func tenThousandRandomOperationsAgreeWithTheReferenceModel() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["STOREFS_REFERENCE_SEED"] ?? "") ?? 20_261_123
         let steps = Int(ProcessInfo.processInfo.environment["STOREFS_REFERENCE_STEPS"] ?? "") ?? 10_000
-        var random = SeededGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reference-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -228,7 +216,7 @@ struct SeededGenerator: RandomNumberGenerator {
 
     /// One random operation on both sides: its name, what it touched, the errno the reference
     /// expects (nil: success) and the errno storefs gave.
-    private func perform(_ random: inout SeededGenerator, _ reference: inout ReferenceLibrary, _ mounted: Mounted) throws
+    private func perform(_ random: inout SplitMix64, _ reference: inout ReferenceLibrary, _ mounted: Mounted) throws
         -> (String, Touched, Int32?, Int32?)
     {
         let kernel = mounted.kernel
@@ -430,7 +418,7 @@ struct SeededGenerator: RandomNumberGenerator {
         }
     }
 
-    private func validText(for attribute: String, _ random: inout SeededGenerator) -> String {
+    private func validText(for attribute: String, _ random: inout SplitMix64) -> String {
         switch attribute {
         case "age": String(Int.random(in: 0...150, using: &random))
         case "pages": String(Int.random(in: -5...100_000, using: &random))

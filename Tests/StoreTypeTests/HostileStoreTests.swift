@@ -338,25 +338,38 @@ import Glibc
         }
     }
 
+    /// The one-note XML fixture with `declarations` as its internal DTD subset and `title` (an
+    /// entity reference) as the note's title, written to `folder/name`.
+    static func xmlStore(in folder: URL, named name: String, declaring declarations: String, title: String) throws -> URL {
+        var text = try String(contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
+        text = text.replacingOccurrences(
+            of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",
+            with: "<!DOCTYPE database [\(declarations)]>")
+        text = text.replacingOccurrences(of: ">Hello<", with: ">\(title)<")
+        let file = folder.appendingPathComponent(name)
+        try Data(text.utf8).write(to: file)
+        return file
+    }
+
+    /// The titles of the NOTE objects of `file`, opened and walked read-only.
+    static func noteTitles(of file: URL) throws -> [AttributeValue?] {
+        let coordinator = try openAndWalk(file)
+        defer { coordinator.store.close() }
+        let note = try #require(coordinator.model.entityID(named: "NOTE"))
+        let context = coordinator.newContext()
+        return try context.objectIDs(of: note).map { try context.value(of: "title", for: $0) }
+    }
+
     @Test func xmlStoreWithAnExternalEntityDoesNotReadTheFile() throws {
         let folder = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let secret = folder.appendingPathComponent("secret.txt")
         try Data("top secret".utf8).write(to: secret)
-        var text = try String(contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
-        text = text.replacingOccurrences(
-            of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",
-            with: "<!DOCTYPE database [<!ENTITY xxe SYSTEM \"file://\(secret.path)\">]>")
-        text = text.replacingOccurrences(of: ">Hello<", with: ">&xxe;<")
-        let file = folder.appendingPathComponent("external.xml")
-        try Data(text.utf8).write(to: file)
+        let file = try Self.xmlStore(
+            in: folder, named: "external.xml", declaring: "<!ENTITY xxe SYSTEM \"file://\(secret.path)\">", title: "&xxe;")
         do {
-            let coordinator = try Self.openAndWalk(file)
-            defer { coordinator.store.close() }
-            let note = try #require(coordinator.model.entityID(named: "NOTE"))
-            let context = coordinator.newContext()
-            for id in try context.objectIDs(of: note) {
-                #expect(try context.value(of: "title", for: id) != .string("top secret"))
+            for title in try Self.noteTitles(of: file) {
+                #expect(title != .string("top secret"))
             }
         } catch let error as ObjectGraphError {
             #expect(!error.message.contains("top secret"), "\(error)")
@@ -366,22 +379,12 @@ import Glibc
     @Test func xmlStoreWithExpandingEntitiesIsReadInBoundedTimeAndMemory() throws {
         let folder = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var text = try String(contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
         var subset = "<!ENTITY l0 \"lol\">"
         for i in 1...9 { subset += "<!ENTITY l\(i) \"\(String(repeating: "&l\(i - 1);", count: 10))\">" }
-        text = text.replacingOccurrences(
-            of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",
-            with: "<!DOCTYPE database [\(subset)]>")
-        text = text.replacingOccurrences(of: ">Hello<", with: ">&l9;<")
-        let file = folder.appendingPathComponent("laughs.xml")
-        try Data(text.utf8).write(to: file)
+        let file = try Self.xmlStore(in: folder, named: "laughs.xml", declaring: subset, title: "&l9;")
         do {
-            let coordinator = try Self.openAndWalk(file)
-            defer { coordinator.store.close() }
-            let note = try #require(coordinator.model.entityID(named: "NOTE"))
-            let context = coordinator.newContext()
-            for id in try context.objectIDs(of: note) {
-                if case .string(let title) = try context.value(of: "title", for: id) {
+            for value in try Self.noteTitles(of: file) {
+                if case .string(let title) = value {
                     #expect(title.utf8.count < 10_000_000, "a billion laughs expanded to \(title.utf8.count) bytes")
                 }
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The type of an attribute, named as Xcode's model editor names it.
 ///
 /// The raw value is the `attributeType` string of an Xcode `contents` file, so a model reads and
@@ -54,6 +56,26 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable {
         case .integer32: Int64(Int32.min)...Int64(Int32.max)
         case .integer64: Int64.min...Int64.max
         default: nil
+        }
+    }
+}
+
+extension AttributeType {
+    /// The value a new object gets for a mandatory attribute without a default (a folder made by
+    /// mkdir), to be overwritten: zero, empty, false, the reference date, the nil UUID. Nil for
+    /// types that have none.
+    public var zeroValue: AttributeValue? {
+        switch self {
+        case .integer16, .integer32, .integer64: .integer(0)
+        case .decimal: .decimal(0)
+        case .double: .double(0)
+        case .float: .float(0)
+        case .string, .uri: .string("")
+        case .boolean: .boolean(false)
+        case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
+        case .binaryData, .transformable: .data(Data())
+        case .uuid: .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        case .objectID, .undefined: nil
         }
     }
 }

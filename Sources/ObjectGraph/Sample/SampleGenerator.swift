@@ -162,11 +162,11 @@ public struct SampleGenerator: Sendable {
 }
 
 /// A small, fast, deterministic random number generator (SplitMix64), so samples are the same on
-/// every machine.
-struct SplitMix64 {
+/// every machine and a failing randomized test is repeated by its seed.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -4,7 +4,7 @@ import GRDB
 /// Reading bookkeeping values (keys, Z_ENT, Z_OPT, Z_MAX, names, the metadata row) from a file
 /// that may hold anything.
 ///
-/// GRDB's typed row subscripts (`row[0] as Int64?`) end the process with `try!` when a value does
+/// GRDB's typed row subscripts (`row[0] as Int64?`) end the process (a forced try inside GRDB) when a value does
 /// not convert, and SQLite keeps whatever a column was given whatever its declared type: a
 /// hand-edited or damaged store can hold TEXT in Z_MAX or a BLOB in Z_ENT. These accessors look at
 /// the storage class instead and answer nil for anything that is not the expected kind, so the

@@ -51,7 +51,7 @@ extension StoreFileSystem {
         // is not valid (a minimum length), the attribute waits for a value.
         for attribute in model[entity].persistentAttributes where !attribute.isOptional {
             let current = (try? context.value(of: attribute.name, for: object)) ?? nil
-            if current == nil, let zero = Self.zeroValue(of: attribute.type) {
+            if current == nil, let zero = attribute.type.zeroValue {
                 try? context.setValue(zero, of: attribute.name, for: object)
             }
         }
@@ -79,20 +79,5 @@ extension StoreFileSystem {
             throw .invalid
         }
         return key
-    }
-
-    static func zeroValue(of type: AttributeType) -> AttributeValue? {
-        switch type {
-        case .integer16, .integer32, .integer64: .integer(0)
-        case .decimal: .decimal(0)
-        case .double: .double(0)
-        case .float: .float(0)
-        case .string, .uri: .string("")
-        case .boolean: .boolean(false)
-        case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
-        case .binaryData, .transformable: .data(Data())
-        case .uuid: .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
-        case .objectID, .undefined: nil
-        }
     }
 }
