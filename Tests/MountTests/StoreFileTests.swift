@@ -85,9 +85,12 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
         let store = folder.appendingPathComponent(name).path
         let before = try checksum(store)
-        // The binary is copied beside it: the build folder may lie where that user cannot go.
+        // The binary is copied beside it: the build folder may lie where that user cannot go. `cp`
+        // copies it, not this process: a file this process held open for writing could be
+        // inherited by a child another test forks meanwhile, and exec then fails with ETXTBSY.
         let binary = folder.appendingPathComponent("storefs")
-        try FileManager.default.copyItem(atPath: try storefsBinary(), toPath: binary.path)
+        let copied = try run("cp", [try storefsBinary(), binary.path])
+        #expect(copied.status == 0, "\(copied.error)")
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary.path)
         let result = try run(
             "setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary.path, "info", "--json", store],
