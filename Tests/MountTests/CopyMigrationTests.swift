@@ -36,7 +36,7 @@ import XMLStore
         let copy = try run("cp", ["-a", source.path + "/.", target.path + "/"])
         #expect(copy.status == 0, "cp -a: \(copy.error)")
         let diff = try run("diff", ["-r", "--no-dereference", source.path, target.path])
-        #expect(diff.status == 0, "diff -r of the two mounts: \(diff.output.prefix(2000))")
+        #expect(diff.status == 0, "diff -r of the two mounts: \(diff.output.prefix(2000))\(diff.error.prefix(2000))")
         #expect(try run("fusermount3", ["-u", target.path]).status == 0)
         for _ in 0..<200 where (try? run("pgrep", ["-f", "storefs mount \(copied.path)"]).status) == 0 {
             Thread.sleep(forTimeInterval: 0.05)
