@@ -134,8 +134,10 @@ extension StoreFileSystem {
 
     /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
     func invalidateListings(of objects: [ObjectID]) {
-        scratch.removeFetchedLinks(of: objects)
+        let copiedLinks = scratch.removeFetchedLinks(of: objects)
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        // The kernel would otherwise keep resolving a copied link's name to the link just removed.
+        for link in copiedLinks { invalidator.invalidateEntry(parent: link.parent.inode, name: link.name) }
         for object in objects {
             invalidator.invalidateInode(Node.object(object).inode)
             for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {

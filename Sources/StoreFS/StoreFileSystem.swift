@@ -268,7 +268,8 @@ public final class StoreFileSystem: SavingFileSystem {
             let up = node == .subentityLink(object) ? "../" : "../../"
             return "\(up)\(model[object.entity].name)/\(object.key)"
         case .scratch(let serial):
-            guard let target = scratch.file(serial)?.linkTarget else { throw .invalid }
+            guard let file = scratch.file(serial) else { throw .notFound }  // removed meanwhile
+            guard let target = file.linkTarget else { throw .invalid }
             return target
         default:
             throw .invalid

@@ -81,15 +81,18 @@ final class ScratchFiles: Sendable {
     }
 
     /// Removes the links a copy put in the fetched folders of `objects` (their folders compute
-    /// their own once the copy is done).
-    func removeFetchedLinks(of objects: [ObjectID]) {
+    /// their own once the copy is done); returns where each was, for the kernel to forget.
+    func removeFetchedLinks(of objects: [ObjectID]) -> [(parent: Node, name: String)] {
         let set = Set(objects)
-        state.withLock { state in
+        return state.withLock { state in
+            var removed: [(parent: Node, name: String)] = []
             for (serial, file) in state.files {
                 guard case .fetched(let object, _) = file.parent, set.contains(object) else { continue }
                 state.files[serial] = nil
                 state.byFolder[file.parent] = nil
+                removed.append((file.parent, file.name))
             }
+            return removed
         }
     }
 
