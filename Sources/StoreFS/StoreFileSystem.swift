@@ -354,6 +354,11 @@ public final class StoreFileSystem: SavingFileSystem {
 
     func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {
         guard let node = Node(inode) else { throw .notFound }
+        // A scratch entry a rename made into a property: the kernel may still name it by its old
+        // inode until the invalidation arrives.
+        if case .scratch(let serial) = node, scratch.file(serial) == nil, let replacement = scratch.replacement(of: serial) {
+            return replacement
+        }
         return node
     }
 

@@ -32,7 +32,7 @@ extension StoreFileSystem {
             if let index = entity.allAttributes.firstIndex(where: { $0.name == newName }), file?.linkTarget == nil {
                 // An editor's save: the temporary file's content becomes the value.
                 try setContent(file?.content ?? Data(), of: .attribute(object, index))
-                scratch.remove(serial)
+                scratch.consume(serial, becoming: .attribute(object, index))
             } else if let index = entity.allRelationships.firstIndex(where: { $0.name == newName }),
                 let target = file?.linkTarget, !entity.allRelationships[index].isToMany
             {
@@ -42,7 +42,7 @@ extension StoreFileSystem {
                     throw .notFound
                 }
                 try setToOne(object, index, destination: destination)
-                scratch.remove(serial)
+                scratch.consume(serial, becoming: .toOne(object, index))
             } else if entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil {
                 throw .notPermitted
             } else {
@@ -58,7 +58,7 @@ extension StoreFileSystem {
                 throw .notFound
             }
             try addMember(object, index, destination)
-            scratch.remove(serial)
+            scratch.consume(serial, becoming: .member(destination))
             invalidateEntry(parent: to, name: newName)
         case (.attribute(_, let index), .object):
             guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {

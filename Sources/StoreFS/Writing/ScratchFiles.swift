@@ -24,7 +24,16 @@ final class ScratchFiles: Sendable {
         /// The scratch files of each folder by name: lookups in object folders must not scan every
         /// scratch file (a copy in progress holds thousands of waiting links).
         var byFolder: [Node: [String: UInt64]] = [:]
+        /// What scratch entries renamed onto a property became, newest last. The kernel moves the
+        /// entry's inode to the new name when rename(2) returns, and keeps it there until the
+        /// invalidation storefs sends arrives: requests for that inode meanwhile are answered as
+        /// the property's.
+        var replacements: [UInt64: Node] = [:]
+        var replacementOrder: [UInt64] = []
     }
+
+    /// How many replaced entries are remembered: enough for the invalidations in flight.
+    private static let replacementLimit = 1024
 
     private let state = Mutex(State())
 
@@ -70,6 +79,28 @@ final class ScratchFiles: Sendable {
     }
 
     @discardableResult
+    /// Removes scratch entry `serial`, which a rename made into `node`.
+    func consume(_ serial: UInt64, becoming node: Node) {
+        state.withLock { state in
+            guard let removed = state.files.removeValue(forKey: serial) else { return }
+            if state.byFolder[removed.parent]?[removed.name] == serial {
+                state.byFolder[removed.parent]?[removed.name] = nil
+            }
+            state.replacements[serial] = node
+            state.replacementOrder.append(serial)
+            if state.replacementOrder.count > Self.replacementLimit {
+                let dropped = state.replacementOrder.count - Self.replacementLimit
+                for old in state.replacementOrder.prefix(dropped) { state.replacements[old] = nil }
+                state.replacementOrder.removeFirst(dropped)
+            }
+        }
+    }
+
+    /// What consumed scratch entry `serial` became, while it is remembered.
+    func replacement(of serial: UInt64) -> Node? {
+        state.withLock { $0.replacements[serial] }
+    }
+
     func remove(_ serial: UInt64) -> ScratchFile? {
         state.withLock { state in
             guard let removed = state.files.removeValue(forKey: serial) else { return nil }
