@@ -93,15 +93,17 @@ extension SQLiteStore {
                 if let prepared = insertStatements[shape] {
                     statement = prepared
                 } else {
-                    let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map(\.name)).map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+                    let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map { $0.name }).map { $0.quotedDatabaseIdentifier }
+                        .joined(separator: ", ")
                     let sql =
                         "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
                     statement = try db.makeStatement(sql: sql)
                     insertStatements[shape] = statement
                 }
-                requests.add(1, ordering: .relaxed)
-                try statement.execute(
-                    arguments: StatementArguments([snapshot.objectID.key.rawValue.databaseValue, zent.databaseValue] + columns.map(\.value)))
+                var values: [DatabaseValue] = [snapshot.objectID.key.rawValue.databaseValue, zent.databaseValue]
+                values.reserveCapacity(columns.count + 2)
+                for column in columns { values.append(column.value) }
+                try execute(db, statement, values)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw ObjectGraphError(
                     .exists, "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")",
@@ -168,7 +170,7 @@ extension SQLiteStore {
             written.deleted.append((deletion.objectID, tombstone))
         }
         try clearKeys(to: request.deleted.map(\.objectID), db, &written)
-        try applyToManyChanges(request.toManyChanges, run: run)
+        try applyToManyChanges(request.toManyChanges, db)
         if let metadata = request.metadata {
             let plist = try MetadataCoding.encode(metadata)
             _ = try run("UPDATE Z_METADATA SET Z_UUID = IFNULL(?, Z_UUID), Z_PLIST = ?", [metadata.storeUUID, plist])
@@ -186,9 +188,14 @@ extension SQLiteStore {
     /// Writes to-many changes as differences: pairs and keys this save removes or adds, so what
     /// another process changed in the same relationship stays. Ordered relationships rewrite
     /// their order columns from the new order.
-    private func applyToManyChanges(
-        _ changes: [SaveRequest.ToManyChange], run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int
-    ) throws(ObjectGraphError) {
+    private func applyToManyChanges(_ changes: [SaveRequest.ToManyChange], _ db: Database) throws(ObjectGraphError) {
+        // Statements prepared once per SQL text, run once per pair or destination.
+        func prepared(_ sql: String) throws(ObjectGraphError) -> Statement {
+            do { return try db.cachedStatement(sql: sql) } catch { throw Self.mapError(error, file: path) }
+        }
+        func run(_ statement: Statement, _ values: [DatabaseValue]) throws(ObjectGraphError) {
+            do { try execute(db, statement, values) } catch { throw Self.mapError(error, file: path) }
+        }
         // Join tables: removed pairs go, added pairs come, per table in a few statements.
         struct JoinWork {
             var keyColumns: [String] = []
@@ -212,22 +219,26 @@ extension SQLiteStore {
             case .foreignKey(let table, let column, let orderColumn, let isInverseToOne):
                 let t = table.quotedDatabaseIdentifier
                 let c = column.quotedDatabaseIdentifier
+                let sourceValue = source.databaseValue
                 if !isInverseToOne {
                     // No inverse: the hidden key column is this relationship's only record.
                     let clearOrder = orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
-                    for destination in change.removed {
-                        _ = try run("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE Z_PK = ? AND \(c) = ?", [destination.key.rawValue, source], true)
+                    let removed = change.removed
+                    if !removed.isEmpty {
+                        let clear = try prepared("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE Z_PK = ? AND \(c) = ?")
+                        for destination in removed { try run(clear, [destination.key.rawValue.databaseValue, sourceValue]) }
                     }
-                    for destination in change.added {
-                        _ = try run("UPDATE \(t) SET \(c) = ? WHERE Z_PK = ?", [source, destination.key.rawValue], true)
+                    let added = change.added
+                    if !added.isEmpty {
+                        let set = try prepared("UPDATE \(t) SET \(c) = ? WHERE Z_PK = ?")
+                        for destination in added { try run(set, [sourceValue, destination.key.rawValue.databaseValue]) }
                     }
                 }
                 // The inverse to-one is in the destinations' updates; only the order is written here.
-                if let orderColumn {
+                if let orderColumn, !change.destinations.isEmpty {
+                    let order = try prepared("UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?")
                     for (i, destination) in change.destinations.enumerated() {
-                        _ = try run(
-                            "UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?",
-                            [Int64(i + 1) * 1024, destination.key.rawValue, source], true)
+                        try run(order, [(Int64(i + 1) * 1024).databaseValue, destination.key.rawValue.databaseValue, sourceValue])
                     }
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, _, _):
@@ -253,21 +264,29 @@ extension SQLiteStore {
         for (table, work) in joins.sorted(by: { $0.key < $1.key }) {
             let t = table.quotedDatabaseIdentifier
             let match = work.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
-            for pair in work.removed {
-                _ = try run("DELETE FROM \(t) WHERE \(match)", StatementArguments(pair), true)
+            if !work.removed.isEmpty {
+                let delete = try prepared("DELETE FROM \(t) WHERE \(match)")
+                for pair in work.removed { try run(delete, pair.map { $0.databaseValue }) }
             }
+            guard !work.pairs.isEmpty else { continue }
             let columns = work.keyColumns + work.orderColumns
-            let insert =
-                "INSERT OR IGNORE INTO \(t) (\(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", "))) VALUES "
-                + "(\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            let insert = try prepared(
+                "INSERT OR IGNORE INTO \(t) (\(columns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES "
+                    + "(\(columns.map { _ in "?" }.joined(separator: ", ")))")
+            var reorders: [String: Statement] = [:]
             for (pair, orders) in work.pairs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-                let values: [DatabaseValue] = pair.map(\.databaseValue) + work.orderColumns.map { orders[$0]?.databaseValue ?? .null }
-                _ = try run(insert, StatementArguments(values), true)
+                let keys = pair.map { $0.databaseValue }
+                try run(insert, keys + work.orderColumns.map { orders[$0]?.databaseValue ?? .null })
                 for (column, order) in orders.sorted(by: { $0.key < $1.key }) {
                     // A pair that was there already keeps its row; only its place in the order moves.
-                    _ = try run(
-                        "UPDATE \(t) SET \(column.quotedDatabaseIdentifier) = ? WHERE \(match)",
-                        StatementArguments([order.databaseValue] + pair.map(\.databaseValue)), true)
+                    let reorder: Statement
+                    if let statement = reorders[column] {
+                        reorder = statement
+                    } else {
+                        reorder = try prepared("UPDATE \(t) SET \(column.quotedDatabaseIdentifier) = ? WHERE \(match)")
+                        reorders[column] = reorder
+                    }
+                    try run(reorder, [order.databaseValue] + keys)
                 }
             }
         }
@@ -301,35 +320,34 @@ extension SQLiteStore {
     ) throws(ObjectGraphError) -> [Column] {
         let id = snapshot.objectID
         let entityLayout = layout[id.entity]
-        // Every name the snapshot holds must be an attribute the layout maps (or a transient one):
-        // counted in one pass, searched name by name only when one is not.
-        let mapped = entityLayout.attributes.count { snapshot.attributes[$0.attribute.name] != nil }
-        if mapped != snapshot.attributes.count {
-            for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
-                if model[id.entity].attribute(named: name)?.isTransient == true { continue }
-                throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
-            }
-        }
+        let computed = mechanisms.computedAttributes[id.entity]
         var columns: [Column] = []
-        for attribute in entityLayout.attributes where only?.contains(attribute.attribute.name) ?? true {
+        columns.reserveCapacity(entityLayout.attributes.count + entityLayout.toOne.count)
+        // Elements are read in place (a loop variable would copy every attribute's description per
+        // row, a tenth of a bulk insert); values found are counted to check the snapshot below.
+        var found = 0
+        let attributes = entityLayout.attributes
+        for i in attributes.indices {
+            let name = attributes[i].attribute.name
+            let value = snapshot.attributes[name]
+            if value != nil { found += 1 }
+            if let only, !only.contains(name) { continue }
             // Left to the triggers that compute it (an insert's trigger fills it in).
-            if mechanisms.isComputed(attribute.attribute.name, of: id.entity) { continue }
-            let value = snapshot.attributes[attribute.attribute.name]
-            guard let column = attribute.column else {
+            if let computed, computed.contains(name) { continue }
+            guard let column = attributes[i].column else {
                 if value != nil {
                     throw ObjectGraphError(
-                        .unsupported, "\(path) has no column for \(entityLayout.name).\(attribute.attribute.name); it cannot be set",
-                        objects: [id])
+                        .unsupported, "\(path) has no column for \(entityLayout.name).\(name); it cannot be set", objects: [id])
                 }
                 continue
             }
             var encoded: DatabaseValue
             do {
-                encoded = try ValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)
+                encoded = try ValueCoding.encode(value, as: attributes[i].attribute, entity: entityLayout.name)
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }
-            if attribute.attribute.allowsExternalBinaryDataStorage, case .blob(let data) = encoded.storage {
+            if attributes[i].attribute.allowsExternalBinaryDataStorage, case .blob(let data) = encoded.storage {
                 encoded = try mechanisms.externalData.encode(data, changes: &files)
             }
             var placeholder = "?"
@@ -344,6 +362,14 @@ extension SQLiteStore {
                 placeholder = "CAST(? AS TEXT)"
             }
             columns.append(Column(name: column, placeholder: placeholder, value: encoded))
+        }
+        // Every name the snapshot holds must be an attribute the layout maps (or a transient one):
+        // searched name by name only when the count says one is not.
+        if found != snapshot.attributes.count {
+            for name in snapshot.attributes.keys where !attributes.contains(where: { $0.attribute.name == name }) {
+                if model[id.entity].attribute(named: name)?.isTransient == true { continue }
+                throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
+            }
         }
         for toOne in entityLayout.toOne where onlyToOne?.contains(toOne.name) ?? true {
             let destination = snapshot.toOne[toOne.name]

@@ -23,6 +23,7 @@ public final class XMLStore: PersistentStore {
     public var model: ManagedObjectModel { core.model }
     public var isReadOnly: Bool { core.isReadOnly }
     public var requestCount: Int { core.requestCount }
+    public var isAtomic: Bool { true }
 
     public func metadata() throws(ObjectGraphError) -> StoreMetadata { try core.metadata() }
     public func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] { try core.objectIDs(of: entity) }

@@ -29,6 +29,7 @@ public final class InMemoryStore: PersistentStore {
     }
 
     public var requestCount: Int { state.withLock { $0.requests } }
+    public var isAtomic: Bool { true }
 
     public func metadata() throws(ObjectGraphError) -> StoreMetadata {
         try access { $0.graph.metadata }

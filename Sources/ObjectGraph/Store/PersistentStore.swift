@@ -19,6 +19,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Where ``model`` came from.
     var modelSource: ModelSource { get }
     var isReadOnly: Bool { get }
+    /// Whether the store is atomic, as Core Data's atomic stores are: it holds the whole graph and
+    /// every save writes all of it (a copy of the graph, and the whole file). Bulk writers make one
+    /// save of such a store rather than many, whose cost would grow with the square of the objects.
+    var isAtomic: Bool { get }
     /// Store requests made so far (queries, for SQLite).
     var requestCount: Int { get }
 
@@ -79,6 +83,8 @@ extension PersistentStore {
     /// A store that does not say otherwise was opened with a model (the coordinator knows that
     /// case) or worked one out from its file.
     public var modelSource: ModelSource { .inferred }
+
+    public var isAtomic: Bool { false }
 
     /// Stores that change nothing on their own report nothing.
     public func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects {
