@@ -206,6 +206,9 @@ enum XMLValueFormat {
 
     /// Escapes text for an XML attribute value (names, ids).
     static func attributeEscape(_ s: String) -> String {
+        // Most text has nothing to escape: returned as it is, without building a copy.
+        guard s.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: ">") })
+        else { return s }
         var out = ""
         for c in s.unicodeScalars {
             switch c {
