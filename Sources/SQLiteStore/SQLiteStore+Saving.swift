@@ -84,9 +84,14 @@ extension SQLiteStore {
         // row of the save (building and looking up the SQL per row was a third of a bulk insert).
         var maxKeys: [Int64: Int64] = [:]
         var insertStatements: [[Int]: Statement] = [:]
+        let orders = InsertedOrders(request, layout: layout, model: model)
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
-            let columns = try rowColumns(of: snapshot, files: &files)
+            var columns = try rowColumns(of: snapshot, files: &files)
+            for column in orders.columnsByTable[table] ?? [] {
+                let place = orders.place(of: snapshot.objectID, in: column)
+                columns.append(Column(name: column, placeholder: "?", value: place?.databaseValue ?? .null))
+            }
             let shape = [snapshot.objectID.entity.rawValue] + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
             do {
                 let statement: Statement
@@ -170,7 +175,7 @@ extension SQLiteStore {
             written.deleted.append((deletion.objectID, tombstone))
         }
         try clearKeys(to: request.deleted.map(\.objectID), db, &written)
-        try applyToManyChanges(request.toManyChanges, db)
+        try applyToManyChanges(request.toManyChanges, db, orderedByInsert: orders)
         if let metadata = request.metadata {
             let plist = try MetadataCoding.encode(metadata)
             _ = try run("UPDATE Z_METADATA SET Z_UUID = IFNULL(?, Z_UUID), Z_PLIST = ?", [metadata.storeUUID, plist])
@@ -188,7 +193,9 @@ extension SQLiteStore {
     /// Writes to-many changes as differences: pairs and keys this save removes or adds, so what
     /// another process changed in the same relationship stays. Ordered relationships rewrite
     /// their order columns from the new order.
-    private func applyToManyChanges(_ changes: [SaveRequest.ToManyChange], _ db: Database) throws(ObjectGraphError) {
+    private func applyToManyChanges(
+        _ changes: [SaveRequest.ToManyChange], _ db: Database, orderedByInsert: InsertedOrders
+    ) throws(ObjectGraphError) {
         // Statements prepared once per SQL text, run once per pair or destination.
         func prepared(_ sql: String) throws(ObjectGraphError) -> Statement {
             do { return try db.cachedStatement(sql: sql) } catch { throw Self.mapError(error, file: path) }
@@ -238,7 +245,10 @@ extension SQLiteStore {
                 if let orderColumn, !change.destinations.isEmpty {
                     let order = try prepared("UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?")
                     for (i, destination) in change.destinations.enumerated() {
-                        try run(order, [(Int64(i + 1) * 1024).databaseValue, destination.key.rawValue.databaseValue, sourceValue])
+                        let place = Int64(i + 1) * 1024
+                        // Rows this save inserted got their place from the INSERT.
+                        if isInverseToOne, orderedByInsert.place(of: destination, in: orderColumn) == place { continue }
+                        try run(order, [place.databaseValue, destination.key.rawValue.databaseValue, sourceValue])
                     }
                 }
             case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, _, _):

@@ -199,6 +199,32 @@ import Testing
         #expect(try F.sqlite3(url, "SELECT COUNT(*) FROM Z_1TAGS") == ["0"])
     }
 
+    /// Places in an ordered one-to-many are written by the INSERT of the rows a save inserts (as
+    /// Core Data's own inserts do), and only where the row's to-one names the list's source.
+    @Test func insertedRowsTakeTheirPlaceInOrderedListsFromTheirInsert() throws {
+        let (store, url) = try F.newStore()
+        let owners = [id(F.owner, 1), id(F.owner, 2)]
+        let items = [id(F.item, 1), id(F.special, 2), id(F.item, 3), id(F.item, 4)]
+        var request = SaveRequest()
+        request.inserted =
+            owners.map { Snapshot(objectID: $0, version: 1, attributes: ["name": .string("o")]) }
+            + items.prefix(3).map { Snapshot(objectID: $0, version: 1, toOne: ["owner": owners[0]]) }
+            // Listed below under the first owner, but its own to-one names the second.
+            + [Snapshot(objectID: items[3], version: 1, toOne: ["owner": owners[1]])]
+        request.toManyChanges = [
+            .init(source: owners[0], relationship: "items", destinations: [items[2], items[0], items[3], items[1]])
+        ]
+        try store.save(request)
+        // The fourth item keeps its own owner and gets no place in the first owner's list.
+        #expect(try F.sqlite3(url, "SELECT Z_PK, ZOWNER, ifnull(Z_FOK_OWNER, 'none') FROM ZITEM ORDER BY Z_PK") == [
+            "1|1|2048", "2|1|4096", "3|1|1024", "4|2|none",
+        ])
+        #expect(
+            try store.toManyDestinations(of: "items", in: F.owner, for: owners)
+                == [owners[0]: [items[2], items[0], items[1]], owners[1]: [items[3]]])
+        store.close()
+    }
+
     @Test func anUpdateWritesOnlyWhatChangedAndConflictsWhereTheStoreMovedOn() throws {
         let (store, url) = try F.newStore()
         let object = id(F.owner, 1)
