@@ -95,8 +95,30 @@ enum XMLStoreReader {
         return doc
     }
 
+    /// The first `needle` at or after `start`, searched in the bytes in place (memchr for its first
+    /// byte, memcmp for the rest): Data's own `range(of:in:)` went through NSData and copied the
+    /// whole file on every call (a fifth of opening a large XML store, twice over with the
+    /// metadata read first).
     private static func range(of needle: String, in data: Data, from start: Data.Index? = nil) -> Range<Data.Index>? {
-        data.range(of: Data(needle.utf8), in: (start ?? data.startIndex)..<data.endIndex)
+        let needle = Array(needle.utf8)
+        let from = start ?? data.startIndex
+        guard let first = needle.first, from >= data.startIndex, from <= data.endIndex else { return nil }
+        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Range<Data.Index>? in
+            needle.withUnsafeBytes { (wanted: UnsafeRawBufferPointer) -> Range<Data.Index>? in
+                guard let base = bytes.baseAddress, let wantedBase = wanted.baseAddress else { return nil }
+                let last = bytes.count - wanted.count  // the last offset a match can start at
+                var offset = from - data.startIndex
+                while offset <= last {
+                    guard let hit = memchr(base + offset, CInt(first), last - offset + 1) else { return nil }
+                    let at = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + at, wantedBase, wanted.count) == 0 {
+                        return (data.startIndex + at)..<(data.startIndex + at + wanted.count)
+                    }
+                    offset = at + 1
+                }
+                return nil
+            }
+        }
     }
 
     // MARK: - Objects

@@ -69,7 +69,7 @@ enum XMLValueFormat {
     static func value(_ text: String, as type: AttributeType) -> AttributeValue? {
         switch type {
         case .integer16, .integer32, .integer64:
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let t = trimmed(text)
             if let v = Int64(t) { return type.fullIntegerRange.contains(v) ? .integer(v) : nil }
             // Some writers print whole floats for integers ("5.0"); accept exact ones.
             if let d = Double(t), d.rounded() == d, let v = Int64(exactly: d), type.fullIntegerRange.contains(v) {
@@ -77,18 +77,18 @@ enum XMLValueFormat {
             }
             return nil
         case .decimal:
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let t = trimmed(text)
             guard !t.isEmpty, let d = Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
             return .decimal(d)
         case .double:
             return parseNumber(text).map { .double($0) }
         case .float:
-            let t = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let t = trimmed(text)
             return Float(t).map { .float($0) }
         case .string, .uri:
             return unescape(text).map { .string($0) }
         case .boolean:
-            switch text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
+            switch trimmed(text).lowercased() {
             case "1", "yes", "true": return .boolean(true)
             case "0", "no", "false": return .boolean(false)
             default: return nil
@@ -99,14 +99,24 @@ enum XMLValueFormat {
             let t = text.filter { !$0.isWhitespace }
             return Data(base64Encoded: t).map { .data($0) }
         case .uuid:
-            return UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines)).map { .uuid($0) }
+            return UUID(uuidString: trimmed(text)).map { .uuid($0) }
         case .objectID, .undefined:
             return nil
         }
     }
 
+    /// `text` without leading and trailing white space (Foundation's `.whitespacesAndNewlines`).
+    /// Values as written (no space around them, ASCII at both ends) come back as they are:
+    /// Foundation's trimming bridges to NSString, a sixth of opening a large XML store.
+    static func trimmed(_ text: String) -> String {
+        if let first = text.utf8.first, let last = text.utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 {
+            return text
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     private static func parseNumber(_ text: String) -> Double? {
-        Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        Double(trimmed(text))
     }
 
     /// Whole numbers as integers (as Core Data prints floats: `5`), else Swift's shortest
@@ -143,6 +153,10 @@ enum XMLValueFormat {
     /// than tab and newline, carriage return, U+FFFE/U+FFFF) and to the backslash itself
     /// (`\u5c00`), so that any string reads back exactly.
     static func escape(_ s: String) -> String {
+        // Most strings need no escape: returned as they are. U+FFFE and U+FFFF are EF BF BE/BF.
+        if !s.utf8.contains(where: { $0 == 0x3C || $0 == 0x3E || $0 == 0x26 || $0 == 0x5C || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A) || $0 == 0xEF }) {
+            return s
+        }
         var out = ""
         out.unicodeScalars.reserveCapacity(s.unicodeScalars.count)
         for scalar in s.unicodeScalars {
@@ -162,10 +176,21 @@ enum XMLValueFormat {
         return out
     }
 
+    /// Whether `s` holds a backslash followed by `u`, by a scan of its bytes (`contains` of a
+    /// string went through NSString, a twentieth of opening a large XML store).
+    private static func containsEscape(_ s: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in s.utf8 {
+            if previous == 0x5C && byte == 0x75 { return true }
+            previous = byte
+        }
+        return false
+    }
+
     /// Reverses ``escape(_:)``: every `\u` followed by four hex digits is a byte-swapped UTF-16
     /// code unit; anything else is literal. Nil when the escapes form an invalid string.
     static func unescape(_ s: String) -> String? {
-        guard s.contains("\\u") else { return s }
+        guard containsEscape(s) else { return s }
         var units: [UInt16] = []
         units.reserveCapacity(s.utf16.count)
         let u = Array(s.utf16)
