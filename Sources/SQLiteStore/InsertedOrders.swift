@@ -10,11 +10,13 @@ import ObjectGraph
 /// the UPDATE it replaces requires (`WHERE Z_PK = ? AND <key column> = source`); anything else is
 /// left to that UPDATE.
 struct InsertedOrders {
-    /// Every order column of a table that inserts write, in a fixed order (NULL where a row has no
-    /// place), so the rows of one entity share one prepared INSERT.
+    /// The order columns of a table that inserts write, in a fixed order; a row without a place
+    /// leaves its column out of its INSERT (the column's default applies, as before).
     private(set) var columnsByTable: [String: [String]] = [:]
     /// Order values by inserted object and column.
     private var places: [ObjectID: [String: Int64]] = [:]
+    /// Objects a list names more than once: left to the UPDATEs.
+    private var repeated: Set<ObjectID> = []
 
     init(_ request: SaveRequest, layout: StoreLayout, model: ManagedObjectModel) {
         guard !request.inserted.isEmpty, !request.toManyChanges.isEmpty else { return }
@@ -28,6 +30,14 @@ struct InsertedOrders {
             else { continue }
             for (i, destination) in change.destinations.enumerated() {
                 guard let index = inserted[destination], request.inserted[index].toOne[inverse] == change.source else { continue }
+                // Named twice in a list (a damaged store being migrated): its UPDATEs run in list
+                // order as before, the last place winning, and the INSERT writes none.
+                if repeated.contains(destination) { continue }
+                if places[destination]?[orderColumn] != nil {
+                    places[destination]?[orderColumn] = nil
+                    repeated.insert(destination)
+                    continue
+                }
                 if columnsByTable[table]?.contains(orderColumn) != true { columnsByTable[table, default: []].append(orderColumn) }
                 places[destination, default: [:]][orderColumn] = Int64(i + 1) * 1024
             }

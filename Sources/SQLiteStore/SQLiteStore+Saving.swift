@@ -88,11 +88,12 @@ extension SQLiteStore {
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
             var columns = try rowColumns(of: snapshot, files: &files)
-            for column in orders.columnsByTable[table] ?? [] {
-                let place = orders.place(of: snapshot.objectID, in: column)
-                columns.append(Column(name: column, placeholder: "?", value: place?.databaseValue ?? .null))
+            var shape = [snapshot.objectID.entity.rawValue] + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
+            for (i, column) in (orders.columnsByTable[table] ?? []).enumerated() {
+                guard let place = orders.place(of: snapshot.objectID, in: column) else { continue }
+                columns.append(Column(name: column, placeholder: "?", value: place.databaseValue))
+                shape.append(3 + i)  // which order columns this row's INSERT names
             }
-            let shape = [snapshot.objectID.entity.rawValue] + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
             do {
                 let statement: Statement
                 if let prepared = insertStatements[shape] {
