@@ -13,18 +13,15 @@ import Synchronization
 final class DirectoryHandles: Sendable {
     /// What an open directory lists.
     enum Listing: Sendable {
-        /// An entity directory: the objects of the entity and its subentities, by key, and how many
-        /// of them have had their rows fetched.
-        case objects([ObjectID], prefetched: Int)
+        /// An entity directory: the objects of the entity and its subentities, by key.
+        case objects([ObjectID])
         /// Any other directory: its entries, in listing order.
         case names([(String, Node)])
     }
 
-    /// A listing and the serial number it was kept under: progress recorded against an older
-    /// serial (a reader that started before the listing was taken again) is not kept.
+    /// A listing kept for the reads that follow.
     struct Kept: Sendable {
         var listing: Listing
-        var serial: UInt64
     }
 
     /// The handle of a directory read without opendir.
@@ -34,7 +31,6 @@ final class DirectoryHandles: Sendable {
 
     private struct State {
         var next: UInt64 = 1
-        var serial: UInt64 = 0
         var listings: [UInt64: Kept?] = [:]
         var unopened: [InodeNumber: Kept] = [:]
         var unopenedOrder: [InodeNumber] = []
@@ -58,11 +54,10 @@ final class DirectoryHandles: Sendable {
         }
     }
 
-    /// Keeps `listing` for the reads that follow; returns it with its serial.
+    /// Keeps `listing` for the reads that follow; returns it.
     func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) -> Kept {
         state.withLock { state in
-            state.serial += 1
-            let kept = Kept(listing: listing, serial: state.serial)
+            let kept = Kept(listing: listing)
             guard handle == Self.unopened else {
                 state.listings[handle.rawValue] = .some(kept)
                 return kept
@@ -74,22 +69,6 @@ final class DirectoryHandles: Sendable {
                 }
             }
             return kept
-        }
-    }
-
-    /// Records that the rows of an entity listing's first `count` objects were fetched, if the
-    /// listing kept is still the one numbered `serial`.
-    func recordPrefetched(_ count: Int, for handle: FuseKit.FileHandle, of directory: InodeNumber, serial: UInt64) {
-        state.withLock { state in
-            func updated(_ kept: Kept?) -> Kept? {
-                guard let kept, kept.serial == serial, case .objects(let ids, _) = kept.listing else { return nil }
-                return Kept(listing: .objects(ids, prefetched: count), serial: serial)
-            }
-            if handle == Self.unopened {
-                if let kept = updated(state.unopened[directory]) { state.unopened[directory] = kept }
-            } else if let kept = updated(state.listings[handle.rawValue] ?? nil) {
-                state.listings[handle.rawValue] = .some(kept)
-            }
         }
     }
 

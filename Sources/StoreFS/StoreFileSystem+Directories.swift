@@ -45,22 +45,15 @@ extension StoreFileSystem {
         }
         guard let kept else { return }
         switch kept.listing {
-        case .objects(let ids, let prefetched):
-            let start = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
-            var fetchedUpTo = prefetched
-            var index = start
+        case .objects(let ids):
+            // An entity folder lists its objects from the store's list of keys alone: a folder's
+            // attributes need no row, so `ls -l` reads none. What is opened next (a folder, a
+            // value) fires its fault then, in a batch read ahead in key order.
+            var index = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
             while index < ids.count {
-                if index >= fetchedUpTo {
-                    // Fire the faults of the next batch in one query, so the cat or stat that
-                    // follows the listing is served from memory.
-                    let end = min(ids.count, index + coordinator.configuration.batchSize)
-                    try prefetch(Array(ids[index..<end]))
-                    fetchedUpTo = end
-                    directories.recordPrefetched(end, for: handle, of: inode, serial: kept.serial)
-                }
                 let id = ids[index]
                 let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)
-                guard let e = try? entry(for: node) else {
+                guard let e = try? entry(for: node, listed: true) else {
                     index += 1
                     continue
                 }
@@ -107,7 +100,7 @@ extension StoreFileSystem {
             let ids = try engine({ () throws(ObjectGraphError) in
                 try context.objectIDs(of: entity, includingSubentities: true)
             }, "list \(model[entity].name)")
-            return .objects(ids.filter { Node.fits($0) }, prefetched: 0)
+            return .objects(ids.filter { Node.fits($0) })
         case .object(let object):
             removals.noteListing(of: object, by: pid)
             return .names(try entries(of: object, known: known))

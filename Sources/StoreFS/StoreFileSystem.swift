@@ -180,13 +180,14 @@ public final class StoreFileSystem: SavingFileSystem {
 
     /// `known`: the snapshot of the object whose folder holds `node`, when the caller has it
     /// (a folder listing reads it once for all its entries instead of once per entry).
-    func entry(for node: Node, known: Snapshot? = nil) throws(FileSystemError) -> Entry {
+    /// `listed`: `node` comes from the listing of its folder just read, which says it exists.
+    func entry(for node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> Entry {
         Entry(
-            attributes: try attributes(of: node, known: known), entryTimeout: configuration.entryTimeout,
+            attributes: try attributes(of: node, known: known, listed: listed), entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
     }
 
-    func attributes(of node: Node, known: Snapshot? = nil) throws(FileSystemError) -> FileAttributes {
+    func attributes(of node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> FileAttributes {
         let directoryMode: UInt32 = configuration.readOnly ? 0o555 : 0o755
         let fileMode: UInt32 = configuration.readOnly ? 0o444 : 0o644
         func make(_ kind: NodeKind, _ permissions: UInt32, size: Int = 0, time: Date? = nil) -> FileAttributes {
@@ -202,7 +203,8 @@ public final class StoreFileSystem: SavingFileSystem {
             guard entity.rawValue >= 1 && entity.rawValue <= model.entities.count else { throw .notFound }
             return make(.directory, directoryMode)
         case .object(let object):
-            _ = try snapshot(of: object, known: known)
+            // Its row says it exists, unless its folder's listing just did.
+            if !listed { _ = try snapshot(of: object, known: known) }
             return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
         case .attribute(let object, let index):
             do throws(FileSystemError) {
