@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import ObjectGraph
 import SQLiteStore
 import TestSupport
@@ -209,15 +208,15 @@ import Testing
     /// typed read (they did: `row[i] as Int64?` on text).
     @Test func damagedHistoryValuesAreReadWithoutATrap() throws {
         let notes = try CorpusStore(Self.notes14) { url in
-            let db = try DatabaseQueue(path: url.path)
-            try db.write { db in
-                try db.execute(sql: "UPDATE ACHANGE SET ZENTITY = 'abc' WHERE Z_PK IN (SELECT Z_PK FROM ACHANGE ORDER BY Z_PK DESC LIMIT 3)")
-                try db.execute(sql: "UPDATE ACHANGE SET ZCOLUMNS = 42 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ACHANGE WHERE ZCHANGETYPE = 1)")
-                try db.execute(sql: "UPDATE ATRANSACTION SET ZTIMESTAMP = 'yesterday' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTION)")
-                try db.execute(sql: "UPDATE ATRANSACTIONSTRING SET ZNAME = x'ff00' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTIONSTRING)")
-                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_NAME = 'CHANGE'")
-            }
-            try db.close()
+            try Fixtures.sqlite3Write(
+                url,
+                """
+                UPDATE ACHANGE SET ZENTITY = 'abc' WHERE Z_PK IN (SELECT Z_PK FROM ACHANGE ORDER BY Z_PK DESC LIMIT 3);
+                UPDATE ACHANGE SET ZCOLUMNS = 42 WHERE Z_PK = (SELECT MIN(Z_PK) FROM ACHANGE WHERE ZCHANGETYPE = 1);
+                UPDATE ATRANSACTION SET ZTIMESTAMP = 'yesterday' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTION);
+                UPDATE ATRANSACTIONSTRING SET ZNAME = x'ff00' WHERE Z_PK = (SELECT MIN(Z_PK) FROM ATRANSACTIONSTRING);
+                UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_NAME = 'CHANGE';
+                """)
         }
         let before = try notes.store.persistentHistory()
         #expect(before.count == 51, "every transaction is still read")
