@@ -17,11 +17,7 @@ extension SQLiteStore {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
         defer { sqlite3_reset(raw) }
-        func failure(_ code: CInt) -> DatabaseError {
-            DatabaseError(
-                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                sql: statement.sql)
-        }
+        func failure(_ code: CInt) -> DatabaseError { Self.stepError(code, db, sql: statement.sql) }
         for (i, value) in values.enumerated() {
             let index = CInt(i + 1)
             let code: CInt
@@ -55,6 +51,12 @@ extension SQLiteStore {
         let code = sqlite3_step(raw)
         guard code == SQLITE_DONE || code == SQLITE_ROW else { throw failure(code) }
         return Int(sqlite3_changes(db.sqliteConnection))
+    }
+
+    /// The error of a raw SQLite call that returned `code`, as GRDB reports one (SQLite's own
+    /// message, the statement's SQL).
+    static func stepError(_ code: CInt, _ db: Database, sql: String) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
     }
 
     /// SQLITE_TRANSIENT: SQLite copies a bound value before the call returns.

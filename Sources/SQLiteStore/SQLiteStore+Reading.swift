@@ -14,8 +14,8 @@ extension SQLiteStore {
             // and in count(of:), and nothing downstream (names p<N>, XML ids z<N>, the binary
             // format's unsigned keys) meets a key below 1.
             let sql = "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) AND \(Self.objectKeyCondition) ORDER BY Z_PK"
-            try eachRow(db, sql) { row in
-                if let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)), key > 0 {
+            try eachRow(db, sql, cached: true) { row in
+                if let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) {
                     ids.append(ObjectID(entity: entity, key: PrimaryKey(key)))
                 }
             }
@@ -123,13 +123,14 @@ extension SQLiteStore {
     /// columns are read by index (``DatabaseValue/init(sqliteStatement:index:)``): GRDB's `Row`
     /// copies every row and looks up type metadata per column, about a fifth of the time of
     /// listing a large entity or reading a store to migrate it.
-    func eachRow(_ db: Database, _ sql: String, _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void)
-        throws(ObjectGraphError)
-    {
+    /// `cached` as for ``rows(_:_:_:cached:)``: only SQL that repeats (no literal keys in it).
+    func eachRow(
+        _ db: Database, _ sql: String, cached: Bool = false, _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void
+    ) throws(ObjectGraphError) {
         requests.add(1, ordering: .relaxed)
         let statement: Statement
         do {
-            statement = try db.makeStatement(sql: sql)  // literal keys: new SQL every time, not cached
+            statement = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         } catch {
             throw Self.mapError(error, file: path)
         }
@@ -138,23 +139,14 @@ extension SQLiteStore {
         while true {
             let code = sqlite3_step(raw)
             if code == SQLITE_DONE { return }
-            guard code == SQLITE_ROW else {
-                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-                throw Self.mapError(DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql), file: path)
-            }
+            guard code == SQLITE_ROW else { throw Self.mapError(Self.stepError(code, db, sql: sql), file: path) }
             try body(raw)
         }
     }
 
     private func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
-        let version: Int64
-        switch DatabaseValue(sqliteStatement: row, index: 2).storage {
-        case .int64(let v): version = v
-        case .double(let d): version = Int64(exactly: d) ?? 0
-        default: version = 0
-        }
-        var snapshot = Snapshot(objectID: id, version: version)
+        var snapshot = Snapshot(objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)))
         snapshot.attributes.reserveCapacity(plan.attributes.count)
         for attribute in plan.attributes {
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))

@@ -365,8 +365,10 @@ public final class SQLiteStore: PersistentStore {
 
     /// Column `index` of `row` as an integer, or 0 when it holds anything else (text, a blob, a
     /// real that is not whole): GRDB's typed subscript traps on those.
-    static func integer(_ row: Row, _ index: Int) -> Int64 {
-        let value: DatabaseValue = row[index]
+    static func integer(_ row: Row, _ index: Int) -> Int64 { integer(row[index] as DatabaseValue) }
+
+    /// `value` as an integer, or 0 when it holds anything else (text, a blob, a real that is not whole).
+    static func integer(_ value: DatabaseValue) -> Int64 {
         switch value.storage {
         case .int64(let v): return v
         case .double(let d): return Int64(exactly: d) ?? 0

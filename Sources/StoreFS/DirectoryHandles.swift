@@ -19,11 +19,6 @@ final class DirectoryHandles: Sendable {
         case names([(String, Node)])
     }
 
-    /// A listing kept for the reads that follow.
-    struct Kept: Sendable {
-        var listing: Listing
-    }
-
     /// The handle of a directory read without opendir.
     static let unopened = FuseKit.FileHandle(0)
     /// Unopened listings kept at most; beyond, the oldest are dropped.
@@ -31,8 +26,8 @@ final class DirectoryHandles: Sendable {
 
     private struct State {
         var next: UInt64 = 1
-        var listings: [UInt64: Kept?] = [:]
-        var unopened: [InodeNumber: Kept] = [:]
+        var listings: [UInt64: Listing?] = [:]
+        var unopened: [InodeNumber: Listing] = [:]
         var unopenedOrder: [InodeNumber] = []
     }
 
@@ -47,7 +42,7 @@ final class DirectoryHandles: Sendable {
         }
     }
 
-    func kept(_ handle: FuseKit.FileHandle, of directory: InodeNumber) -> Kept? {
+    func kept(_ handle: FuseKit.FileHandle, of directory: InodeNumber) -> Listing? {
         state.withLock { state in
             if handle == Self.unopened { return state.unopened[directory] }
             return state.listings[handle.rawValue] ?? nil
@@ -55,20 +50,19 @@ final class DirectoryHandles: Sendable {
     }
 
     /// Keeps `listing` for the reads that follow; returns it.
-    func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) -> Kept {
+    func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) -> Listing {
         state.withLock { state in
-            let kept = Kept(listing: listing)
             guard handle == Self.unopened else {
-                state.listings[handle.rawValue] = .some(kept)
-                return kept
+                state.listings[handle.rawValue] = .some(listing)
+                return listing
             }
-            if state.unopened.updateValue(kept, forKey: directory) == nil {
+            if state.unopened.updateValue(listing, forKey: directory) == nil {
                 state.unopenedOrder.append(directory)
                 if state.unopenedOrder.count > Self.unopenedLimit {
                     state.unopened.removeValue(forKey: state.unopenedOrder.removeFirst())
                 }
             }
-            return kept
+            return listing
         }
     }
 

@@ -44,7 +44,7 @@ extension StoreFileSystem {
             kept = directories.keep(try listing(of: directory, for: request.pid, known: known), for: handle, of: inode)
         }
         guard let kept else { return }
-        switch kept.listing {
+        switch kept {
         case .objects(let ids):
             // An entity folder lists its objects from the store's list of keys alone: a folder's
             // attributes need no row, so `ls -l` reads none. What is opened next (a folder, a

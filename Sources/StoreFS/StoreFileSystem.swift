@@ -357,8 +357,9 @@ public final class StoreFileSystem: SavingFileSystem {
     func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {
         guard let node = Node(inode) else { throw .notFound }
         // A scratch entry a rename made into a property: the kernel may still name it by its old
-        // inode until the invalidation arrives.
-        if case .scratch(let serial) = node, scratch.file(serial) == nil, let replacement = scratch.replacement(of: serial) {
+        // inode until the invalidation arrives. (Serials are never reused, and a consumed entry is
+        // gone from the files before its replacement is recorded.)
+        if case .scratch(let serial) = node, let replacement = scratch.replacement(of: serial) {
             return replacement
         }
         return node

@@ -125,20 +125,18 @@ enum XMLStoreWriter {
             }
             for relationship in entity.relationships {
                 out += relationship.open
+                let destinations =
+                    relationship.isToMany
+                    ? graph.toMany[.init(source: id, relationship: relationship.name)] ?? []
+                    : snapshot.toOne[relationship.name].map { [$0] } ?? []
                 // A reference to an object that no longer exists would make the file unreadable.
-                var first = true
-                func reference(_ destination: ObjectID) {
-                    guard graph.exists(destination, model: model) else { return }
-                    out += first ? " idrefs=\"z" : " z"
+                var written = 0
+                for destination in destinations where graph.exists(destination, model: model) {
+                    out += written == 0 ? " idrefs=\"z" : " z"
                     out += String(z(destination))
-                    first = false
+                    written += 1
                 }
-                if relationship.isToMany {
-                    for destination in graph.toMany[.init(source: id, relationship: relationship.name)] ?? [] { reference(destination) }
-                } else if let destination = snapshot.toOne[relationship.name] {
-                    reference(destination)
-                }
-                out += first ? "></relationship>\n" : "\"></relationship>\n"
+                out += written == 0 ? "></relationship>\n" : "\"></relationship>\n"
             }
             out += "    </object>\n"
         }

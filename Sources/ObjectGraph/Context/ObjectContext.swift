@@ -266,15 +266,10 @@ public final class ObjectContext: Sendable {
     /// The snapshot of `id` as this context sees it (pending changes included); nil when the
     /// object does not exist.
     public func snapshot(of id: ObjectID) throws(ObjectGraphError) -> Snapshot? {
-        let lookup = state.withLock { state -> Lookup<Snapshot?> in
-            if let pending = state.pending[id] { return .found(pending.snapshot) }
-            if state.deleted[id] != nil { return .found(nil) }
-            if let cached = cache.snapshot(for: id) { return .found(cached) }
-            return .fetch(faultCandidates(id, state))
-        }
-        guard case .fetch(let candidates) = lookup else {
-            if case .found(let answer) = lookup { return answer }
-            return nil
+        let candidates: [ObjectID]
+        switch state.withLock({ snapshotLookup(id, $0) }) {
+        case .found(let answer): return answer
+        case .fetch(let ids): candidates = ids
         }
         let fetched = try fetchSnapshots(candidates, remembering: candidates.count > 1)
         return state.withLock { state -> Snapshot? in
@@ -293,14 +288,24 @@ public final class ObjectContext: Sendable {
             .filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
     }
 
-    func snapshotLocked(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot? {
-        if let pending = state.pending[id] { return pending.snapshot }
-        if state.deleted[id] != nil { return nil }
-        if let cached = cache.snapshot(for: id) { return cached }
+    /// What memory says of `id` (its pending change, its deletion, its cached row), or the keys a
+    /// fault of it reads.
+    private func snapshotLookup(_ id: ObjectID, _ state: State) -> Lookup<Snapshot?> {
+        if let pending = state.pending[id] { return .found(pending.snapshot) }
+        if state.deleted[id] != nil { return .found(nil) }
+        if let cached = cache.snapshot(for: id) { return .found(cached) }
         // Read ahead: a fault that fires alone fires for the batch of keys that follow it too, in
         // the same request, since objects are mostly read in key order (a listing, then a `cat` of
         // every object); a random read pays for a few hundred rows it may not need.
-        let candidates = faultCandidates(id, state)
+        return .fetch(faultCandidates(id, state))
+    }
+
+    func snapshotLocked(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot? {
+        let candidates: [ObjectID]
+        switch snapshotLookup(id, state) {
+        case .found(let answer): return answer
+        case .fetch(let ids): candidates = ids
+        }
         let fetched = try store.snapshots(for: candidates)
         state.faultsFired += fetched.count
         cache.store(fetched)
@@ -311,10 +316,18 @@ public final class ObjectContext: Sendable {
     }
 
     func existingSnapshot(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot {
-        guard let snapshot = try snapshotLocked(id, &state) else {
-            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
-        }
+        guard let snapshot = try snapshotLocked(id, &state) else { throw missing(id) }
         return snapshot
+    }
+
+    /// ``snapshot(of:)`` of an object that must exist.
+    func existingSnapshot(_ id: ObjectID) throws(ObjectGraphError) -> Snapshot {
+        guard let snapshot = try snapshot(of: id) else { throw missing(id) }
+        return snapshot
+    }
+
+    private func missing(_ id: ObjectID) -> ObjectGraphError {
+        ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
     }
 
     // MARK: - Reading properties
@@ -322,10 +335,7 @@ public final class ObjectContext: Sendable {
     /// The value of attribute `name` of `id`; nil when the value is nil.
     public func value(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
         _ = try attribute(name, of: id.entity)
-        guard let snapshot = try snapshot(of: id) else {
-            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
-        }
-        return snapshot.attributes[name]
+        return try existingSnapshot(id).attributes[name]
     }
 
     /// The value of attribute `name` of `id` as the store holds it (nil for an object inserted here
@@ -345,10 +355,7 @@ public final class ObjectContext: Sendable {
         guard !relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
         }
-        guard let snapshot = try snapshot(of: id) else {
-            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
-        }
-        return snapshot.toOne[name]
+        return try existingSnapshot(id).toOne[name]
     }
 
     /// The destinations of to-many relationship `name` of `id`, in order for ordered ones.
@@ -357,20 +364,11 @@ public final class ObjectContext: Sendable {
         guard relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-one relationship")
         }
-        guard try snapshot(of: id) != nil else {
-            throw ObjectGraphError(.notFound, "object \(describe(id)) does not exist")
-        }
-        let lookup = state.withLock { state -> Lookup<[ObjectID]> in
-            if let pending = state.pending[id] {
-                if let list = pending.toMany[name] { return .found(list) }
-                if pending.isInserted { return .found([]) }
-            }
-            if let cached = cache.toManyDestinations(of: name, for: id) { return .found(cached) }
-            return .fetch(toManySources(name, id, state))
-        }
-        guard case .fetch(let sources) = lookup else {
-            if case .found(let answer) = lookup { return answer }
-            return []
+        _ = try existingSnapshot(id)
+        let sources: [ObjectID]
+        switch state.withLock({ toManyLookup(name, id, $0) }) {
+        case .found(let answer): return answer
+        case .fetch(let ids): sources = ids
         }
         let generation = cache.generation
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
@@ -404,14 +402,24 @@ public final class ObjectContext: Sendable {
         return sources
     }
 
-    func toManyLocked(_ name: String, _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [ObjectID] {
+    /// What memory says of to-many `name` of `id` (its pending list, none for an object inserted
+    /// here, its cached list), or the objects a fault of it reads: the rest of the batch `id` was
+    /// prefetched with too.
+    private func toManyLookup(_ name: String, _ id: ObjectID, _ state: State) -> Lookup<[ObjectID]> {
         if let pending = state.pending[id] {
-            if let list = pending.toMany[name] { return list }
-            if pending.isInserted { return [] }
+            if let list = pending.toMany[name] { return .found(list) }
+            if pending.isInserted { return .found([]) }
         }
-        if let cached = cache.toManyDestinations(of: name, for: id) { return cached }
-        // Fire the same fault for the rest of the batch this object was prefetched with.
-        let sources = toManySources(name, id, state)
+        if let cached = cache.toManyDestinations(of: name, for: id) { return .found(cached) }
+        return .fetch(toManySources(name, id, state))
+    }
+
+    func toManyLocked(_ name: String, _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [ObjectID] {
+        let sources: [ObjectID]
+        switch toManyLookup(name, id, state) {
+        case .found(let answer): return answer
+        case .fetch(let ids): sources = ids
+        }
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
         for source in sources { cache.storeToMany(found[source] ?? [], of: name, for: source) }
         return found[id] ?? []

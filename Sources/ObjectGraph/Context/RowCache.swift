@@ -89,13 +89,7 @@ public final class RowCache: Sendable {
         state.withLock { state in
             guard state.generation == generation else { return false }
             for (id, destinations) in lists {
-                let key = ToManyKey(source: id, relationship: relationship)
-                if let old = state.old.toMany.removeValue(forKey: key) { state.old.bytes -= Self.cost(of: old) }
-                if let old = state.young.toMany.updateValue(destinations, forKey: key) {
-                    state.young.bytes -= Self.cost(of: old)
-                }
-                state.young.bytes += Self.cost(of: destinations)
-                rotateIfNeeded(&state)
+                insertToMany(destinations, ToManyKey(source: id, relationship: relationship), into: &state)
             }
             return true
         }
@@ -117,15 +111,16 @@ public final class RowCache: Sendable {
     }
 
     public func storeToMany(_ destinations: [ObjectID], of relationship: String, for id: ObjectID) {
-        let key = ToManyKey(source: id, relationship: relationship)
-        state.withLock { state in
-            if let old = state.old.toMany.removeValue(forKey: key) { state.old.bytes -= Self.cost(of: old) }
-            if let old = state.young.toMany.updateValue(destinations, forKey: key) {
-                state.young.bytes -= Self.cost(of: old)
-            }
-            state.young.bytes += Self.cost(of: destinations)
-            rotateIfNeeded(&state)
+        state.withLock { insertToMany(destinations, ToManyKey(source: id, relationship: relationship), into: &$0) }
+    }
+
+    private func insertToMany(_ destinations: [ObjectID], _ key: ToManyKey, into state: inout State) {
+        if let old = state.old.toMany.removeValue(forKey: key) { state.old.bytes -= Self.cost(of: old) }
+        if let old = state.young.toMany.updateValue(destinations, forKey: key) {
+            state.young.bytes -= Self.cost(of: old)
         }
+        state.young.bytes += Self.cost(of: destinations)
+        rotateIfNeeded(&state)
     }
 
     /// Forgets everything cached about `ids` (after they were deleted or changed elsewhere).

@@ -78,14 +78,10 @@ final class ScratchFiles: Sendable {
         }
     }
 
-    @discardableResult
     /// Removes scratch entry `serial`, which a rename made into `node`.
     func consume(_ serial: UInt64, becoming node: Node) {
         state.withLock { state in
-            guard let removed = state.files.removeValue(forKey: serial) else { return }
-            if state.byFolder[removed.parent]?[removed.name] == serial {
-                state.byFolder[removed.parent]?[removed.name] = nil
-            }
+            guard Self.take(serial, &state) != nil else { return }
             state.replacements[serial] = node
             state.replacementOrder.append(serial)
             if state.replacementOrder.count > Self.replacementLimit {
@@ -101,14 +97,18 @@ final class ScratchFiles: Sendable {
         state.withLock { $0.replacements[serial] }
     }
 
+    @discardableResult
     func remove(_ serial: UInt64) -> ScratchFile? {
-        state.withLock { state in
-            guard let removed = state.files.removeValue(forKey: serial) else { return nil }
-            if state.byFolder[removed.parent]?[removed.name] == serial {
-                state.byFolder[removed.parent]?[removed.name] = nil
-            }
-            return removed
+        state.withLock { Self.take(serial, &$0) }
+    }
+
+    /// Takes entry `serial` out of the files and out of its folder's names.
+    private static func take(_ serial: UInt64, _ state: inout State) -> ScratchFile? {
+        guard let removed = state.files.removeValue(forKey: serial) else { return nil }
+        if state.byFolder[removed.parent]?[removed.name] == serial {
+            state.byFolder[removed.parent]?[removed.name] = nil
         }
+        return removed
     }
 
     /// Removes the links a copy put in the fetched folders of `objects` (their folders compute
