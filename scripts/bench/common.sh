@@ -25,9 +25,11 @@ bench_workspace() {
   trap 'exit 130' INT TERM
   mount -t tmpfs -o "size=$1,mode=755" storefs-bench "$TMPFS"
 }
+# The pid of the storefs server of $MNT (empty when none runs).
+server_pid() { pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" | head -1; }
 unmount_store() {
   if mountpoint -q "$MNT"; then fusermount3 -u "$MNT" || fusermount3 -uz "$MNT"; fi
-  for _ in $(seq 1 1200); do pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" >/dev/null || return 0; sleep 0.1; done
+  for _ in $(seq 1 1200); do [ -n "$(server_pid)" ] || return 0; sleep 0.1; done
   echo "$NAME: storefs server for $MNT did not exit" >&2
 }
 cleanup() {

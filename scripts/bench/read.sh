@@ -36,7 +36,6 @@ need getfattr attr; need fusermount3 fuse3; need python3 python3; need sqlite3 s
 bench_workspace 8g
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
-server_pid() { pgrep -f -- "$(basename "$STOREFS") mount .* $MNT" | head -1; }
 # server CPU time (user + system) in ms, and peak RSS in KiB
 server_cpu_ms() { awk '{print ($14 + $15) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 server_hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
