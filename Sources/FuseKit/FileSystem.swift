@@ -85,6 +85,10 @@ public protocol KernelCacheInvalidator: Sendable {
     func invalidateInode(_ inode: InodeNumber)
     /// Tell the kernel (and inotify watchers) that `child` named `name` in `parent` was deleted.
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String)
+    /// Put each file's `data` into the kernel's page cache as its whole content, so that reading
+    /// it asks nothing. Only for files whose pages the kernel keeps across opens (a read-only
+    /// mount); the kernel ignores files it does not know.
+    func preload(_ files: [(inode: InodeNumber, data: Data)])
 }
 
 extension FileSystem {

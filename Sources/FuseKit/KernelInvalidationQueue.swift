@@ -1,5 +1,6 @@
 import CFuse
 import Dispatch
+import Foundation
 import Logging
 import Synchronization
 
@@ -43,6 +44,28 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         enqueue("delete \(parent) \(name) \(child)") { session in
             name.withCString {
                 fuse_lowlevel_notify_delete(session, parent.rawValue, child.rawValue, $0, name.utf8.count)
+            }
+        }
+    }
+
+    func preload(_ files: [(inode: InodeNumber, data: Data)]) {
+        guard !files.isEmpty, !closed.load(ordering: .relaxed) else { return }
+        // One queued job for a folder's files: a job per file would cost more than the store.
+        queue.async { [self] in
+            for (inode, data) in files where !data.isEmpty {
+                guard !closed.load(ordering: .sequentiallyConsistent) else { return }
+                let result = data.withUnsafeBytes { bytes in
+                    var buffers = fuse_bufvec(
+                        count: 1, idx: 0, off: 0,
+                        buf: (fuse_buf(size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
+                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
+                    return fuse_lowlevel_notify_store(session.raw, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
+                }
+                counters.record(.preloads)
+                if result != 0 {
+                    counters.record(.invalidationFailures)
+                    logger.trace("notify store \(inode) returned \(result)")
+                }
             }
         }
     }

@@ -74,8 +74,11 @@ public final class OperationCounters: Sendable {
         case errors
         /// kernel cache notifications sent.
         case invalidations
-        /// kernel cache notifications the kernel refused (ENOENT: nothing was cached).
+        /// kernel cache notifications the kernel refused (ENOENT: nothing was cached, or the file
+        /// a preload was for is not known to it).
         case invalidationFailures
+        /// files whose content was put into the kernel's page cache before anyone read them.
+        case preloads
     }
 
     private let lookupCount = Atomic<Int>(0)
@@ -110,6 +113,7 @@ public final class OperationCounters: Sendable {
     private let errorsCount = Atomic<Int>(0)
     private let invalidationsCount = Atomic<Int>(0)
     private let invalidationFailuresCount = Atomic<Int>(0)
+    private let preloadsCount = Atomic<Int>(0)
 
     public init() {}
 
@@ -178,6 +182,7 @@ public final class OperationCounters: Sendable {
         case .errors: body(errorsCount)
         case .invalidations: body(invalidationsCount)
         case .invalidationFailures: body(invalidationFailuresCount)
+        case .preloads: body(preloadsCount)
         }
     }
 }

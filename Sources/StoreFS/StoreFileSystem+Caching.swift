@@ -49,6 +49,7 @@ extension StoreFileSystem {
         guard changed else { return }
         logger.info("the store changed outside this mount; refreshing")
         renderedValues.valuesChanged()
+        preloadedObjects.removeAll()
         let cached = coordinator.rowCache.cachedVersions()
         coordinator.dropCaches()
         // What this mount changed and did not commit yet keeps its changes on top of the new rows.

@@ -35,6 +35,7 @@ public final class StoreFileSystem: SavingFileSystem {
     let unsaved = Mutex<UnsavedChanges?>(nil)
     let background = BackgroundWork()
     let renderedValues = RenderedValues()
+    let preloadedObjects = RecentObjects()
     let storeToken = Mutex<Int64?>(nil)
     let lastPoll = Mutex(Date())
     /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only
@@ -297,7 +298,9 @@ public final class StoreFileSystem: SavingFileSystem {
     }
 
     public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
-        let content = try currentContent(of: try node(inode), handle: handle)
+        let node = try node(inode)
+        let content = try currentContent(of: node, handle: handle)
+        if case .attribute(let object, let index) = node, offset == 0 { preloadSiblings(of: object, besides: index) }
         guard offset < UInt64(content.count), size > 0 else { return Data() }
         let start = content.startIndex + Int(offset)
         let end = start + min(size, content.endIndex - start)

@@ -403,6 +403,10 @@ struct SlotInvalidator: KernelCacheInvalidator {
         outer.invalidateInode(StoreFolderFileSystem.outer(inode, slot: slot))
     }
 
+    func preload(_ files: [(inode: InodeNumber, data: Data)]) {
+        outer.preload(files.map { (StoreFolderFileSystem.outer($0.inode, slot: slot), $0.data) })
+    }
+
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
         outer.notifyDelete(
             parent: StoreFolderFileSystem.outer(parent, slot: slot), child: StoreFolderFileSystem.outer(child, slot: slot), name: name)

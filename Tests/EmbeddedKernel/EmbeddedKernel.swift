@@ -42,6 +42,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public let fileSystem: any FileSystem
     public private(set) var lookups: [InodeNumber: UInt64] = [:]
     private let recorded = Mutex<[Invalidation]>([])
+    private let preloads = Mutex<[InodeNumber: Data]>([:])
     private let requester = RequestContext(uid: 0, gid: 0, pid: 1)
 
     /// Mounts `fileSystem`: it gets ``FileSystem/didMount(invalidator:)`` with this kernel.
@@ -75,7 +76,14 @@ public final class EmbeddedKernel: @unchecked Sendable {
         func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
             kernel.recorded.withLock { $0.append(.delete(parent: parent, child: child, name: name)) }
         }
+        func preload(_ files: [(inode: InodeNumber, data: Data)]) {
+            kernel.preloads.withLock { for file in files { $0[file.inode] = file.data } }
+        }
     }
+
+    /// The content the filesystem last preloaded for each file (the page cache it would have
+    /// filled; this kernel reads nothing from it).
+    public var preloadedContents: [InodeNumber: Data] { preloads.withLock { $0 } }
 
     // MARK: - Lookups
 

@@ -21,7 +21,7 @@ import Glibc
         let fileSystem: StoreFileSystem
         let kernel: EmbeddedKernel
 
-        init(objects: Int = 300) throws {
+        init(objects: Int = 300, readOnly: Bool = false) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("embedded-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let url = folder.appendingPathComponent("Company.sqlite")
@@ -32,6 +32,7 @@ import Glibc
             coordinator = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()])
             var configuration = StoreFSConfiguration()
             configuration.commitDelay = 3600
+            configuration.readOnly = readOnly
             fileSystem = StoreFileSystem(coordinator: coordinator, configuration: configuration)
             kernel = EmbeddedKernel(fileSystem)
         }
@@ -54,6 +55,27 @@ import Glibc
         }
         mount.kernel.forgetAll()
         #expect(mount.kernel.lookups.isEmpty)
+    }
+
+    /// What a read-only mount preloads for a folder's other files is what reading each gives.
+    @Test func preloadedSiblingsHoldWhatReadingThemGives() throws {
+        let mount = try SampleMount(readOnly: true)
+        var checked = 0
+        for entity in mount.coordinator.model.entities {
+            for object in try mount.kernel.list(entity.name).prefix(15) {
+                let folder = "\(entity.name)/\(object)"
+                let files = try mount.kernel.list(folder).filter { (try? mount.kernel.stat("\(folder)/\($0)").kind) == .regularFile }
+                guard let first = files.first else { continue }
+                _ = try mount.kernel.read("\(folder)/\(first)")
+                let preloaded = mount.kernel.preloadedContents
+                for name in files.dropFirst() {
+                    let path = "\(folder)/\(name)"
+                    #expect(preloaded[try mount.kernel.stat(path).inode] == (try mount.kernel.read(path)), "\(path)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 500)
     }
 
     @Test func aChangeInvalidatesWhatShowsIt() throws {

@@ -1,0 +1,82 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+import Synchronization
+
+/// Reading one attribute file of an object folder puts the text of its other attribute files into
+/// the kernel's page cache (read-only mounts only), so that `cat *`, `grep -r` or a copy of the
+/// folder reads them without a request each: a READ is a round trip through the kernel and two
+/// context switches (about 25 µs here), a preload one write to /dev/fuse from FuseKit's
+/// notification thread, off the reader's path.
+///
+/// Why only read-only mounts: their files are opened without asking and keep their pages across
+/// opens; a read-write mount opens every file for direct I/O (see `openFile`), so its page cache
+/// is never read. Why on a read and not on a listing: `find` or `ls -l` list folders without
+/// reading them, and would fill the page cache with pages nobody reads.
+///
+/// Stale pages: a preload and the invalidations of a refresh after another process's commit go
+/// through the same serial queue. The value generation is read before the values are; if it moved
+/// by the time the preload is queued, the preloaded files are invalidated after it.
+extension StoreFileSystem {
+    /// Values whose text is longer are left to be read on demand.
+    static let preloadLimit = 32 << 10
+
+    func preloadSiblings(of object: ObjectID, besides index: Int) {
+        guard configuration.readOnly, let invalidator = invalidator.withLock({ $0 }),
+            object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count,
+            preloadedObjects.insert(object)
+        else { return }
+        let generation = renderedValues.generation
+        guard let snapshot = try? snapshot(of: object) else { return }
+        var files: [(inode: InodeNumber, data: Data)] = []
+        for (i, attribute) in model[object.entity].allAttributes.enumerated() where i != index {
+            guard let value = snapshot.attributes[attribute.name] else { continue }
+            switch value {
+            case .string(let text) where text.utf8.count >= Self.preloadLimit: continue
+            case .data(let bytes) where bytes.count > Self.preloadLimit: continue
+            default: break  // numbers, dates and the like are short
+            }
+            files.append((Node.attribute(object, i).inode, ValueText.content(of: value, type: attribute.type)))
+        }
+        invalidator.preload(files)
+        if renderedValues.generation != generation {
+            for file in files { invalidator.invalidateInode(file.inode) }
+        }
+    }
+}
+
+/// The objects whose folders were preloaded lately (at most `capacity`, the oldest forgotten
+/// first), so that a read of each file of one folder preloads the folder once.
+///
+/// Threading: one lock.
+final class RecentObjects: Sendable {
+    static let capacity = 4096
+
+    private struct State {
+        var members: Set<ObjectID> = []
+        var order: [ObjectID] = []
+        var next = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Adds `object`; false if it was among the recent ones already.
+    func insert(_ object: ObjectID) -> Bool {
+        state.withLock { state in
+            guard state.members.insert(object).inserted else { return false }
+            if state.order.count < Self.capacity {
+                state.order.append(object)
+            } else {
+                state.members.remove(state.order[state.next])
+                state.order[state.next] = object
+                state.next = (state.next + 1) % Self.capacity
+            }
+            return true
+        }
+    }
+
+    /// Forgets every object (their pages may have been invalidated).
+    func removeAll() {
+        state.withLock { $0 = State() }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import ObjectGraph
+import SQLiteStore
+import TestSupport
+@testable import StoreFS
+import Testing
+
+/// On a read-only mount, reading one attribute file of an object folder puts its siblings' text
+/// into the kernel's page cache: reading them afterwards costs no request, gives exactly the
+/// values the store holds, and a value another process changes meanwhile is read new.
+@Suite(.serialized) struct PreloadTests {
+    /// Waits (up to 5 s) until the mount has sent at least `count` preloads in all.
+    func waitForPreloads(_ mount: MountedStore, atLeast count: Int) throws -> Int {
+        var sent = 0
+        for _ in 0..<100 {
+            sent = try mount.fuseCount("preloads")
+            if sent >= count { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return sent
+    }
+
+    @Test func readingOneFileOfAFolderServesItsSiblingsFromThePageCache() throws {
+        let mount = try MountedStore(objects: 300, options: ["ro"])
+        defer { try? mount.unmount() }
+        let engine = try mount.engine()
+        let context = engine.newContext()
+        let model = engine.model
+        let employee = try context.objectIDs(of: try #require(model.entityID(named: "Employee")))[5]
+        let snapshot = try #require(try context.snapshot(of: employee))
+        let folder = "\(mount.path)/Employee/\(employee.key)"
+        let files = try run("ls", [folder]).lines  // the kernel learns the folder's files
+        let attributes = model[employee.entity].persistentAttributes.filter { snapshot.attributes[$0.name] != nil }
+        #expect(attributes.count >= 8 && attributes.allSatisfy { files.contains($0.name) })
+
+        let first = try #require(attributes.first)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(first.name)")) == ValueText.content(
+            of: try #require(snapshot.attributes[first.name]), type: first.type))
+        let siblings = attributes.dropFirst()
+        let preloaded = try waitForPreloads(mount, atLeast: siblings.count)
+        #expect(preloaded >= siblings.count, "reading \(first.name) preloaded \(preloaded) of \(siblings.count) siblings")
+
+        let readsBefore = try mount.fuseCount("read")
+        for attribute in siblings {
+            let path = "\(folder)/\(attribute.name)"
+            let expected = ValueText.content(of: try #require(snapshot.attributes[attribute.name]), type: attribute.type)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == expected, "\(path)")
+            let size = try run("stat", ["-c", "%s", path]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(size == String(expected.count), "stat size of \(path)")
+        }
+        #expect(try mount.fuseCount("read") == readsBefore, "the siblings were read from the page cache")
+    }
+
+    @Test func aSiblingAnotherProcessChangesIsReadNew() throws {
+        let mount = try MountedStore(objects: 300, options: ["ro"])
+        defer { try? mount.unmount() }
+        let key = try run("sqlite3", [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"])
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let folder = "\(mount.path)/Person/p\(key)"
+        #expect(try run("ls", [folder]).lines.contains("lastName"))
+        #expect(try run("cat", ["\(folder)/firstName"]).status == 0)
+        #expect(try waitForPreloads(mount, atLeast: 1) >= 1)
+        let old = try run("cat", ["\(folder)/lastName"]).output
+        #expect(!old.isEmpty)
+
+        let update = try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path,
+            "update ZPERSON set ZLASTNAME = 'Changed-elsewhere', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"])
+        #expect(update.status == 0, "\(update.error)")
+        var now = old
+        for _ in 0..<50 where now != "Changed-elsewhere\n" {
+            Thread.sleep(forTimeInterval: 0.1)
+            now = try run("cat", ["\(folder)/lastName"]).output
+        }
+        #expect(now == "Changed-elsewhere\n", "the preloaded page was dropped when the store changed (was \(old))")
+        #expect(try run("stat", ["-c", "%s", "\(folder)/lastName"]).output == "18\n")
+    }
+
+    @Test func aReadWriteMountPreloadsNothing() throws {
+        // Its files are opened for direct I/O (a writer's O_TRUNC must not show a reader an empty
+        // file), so pages put in the cache would never be read.
+        let mount = try MountedStore(objects: 100)
+        defer { try? mount.unmount() }
+        #expect(try sh("cat \(mount.path)/Employee/*/firstName > /dev/null").status == 0)
+        #expect(try mount.fuseCount("read") > 0)
+        #expect(try mount.fuseCount("preloads") == 0)
+    }
+}
