@@ -1,10 +1,6 @@
 import Foundation
 import ObjectGraph
 
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
-
 /// The parsed content of a Core Data XML store file, before it is matched to a model.
 struct XMLStoreDocument {
     struct RawAttribute {
@@ -128,38 +124,26 @@ enum XMLStoreReader {
         -> XMLStoreDocument
     {
         var doc = try header(of: data, path: path)
-        // FoundationXML traps on names that are not UTF-8 (see XMLInputCheck).
         try XMLInputCheck.requireUTF8(data, source: path, code: .corruptStore)
-        let delegate = Delegate()
+        var collector = ObjectCollector()
         if let progress {
-            // Progress counts lines: XMLParser tells the line it is at, not the byte.
             doc.lineCount = data.reduce(into: 1) { count, byte in if byte == 0x0A { count += 1 } }
-            delegate.progress = (progress, doc.lineCount)
+            collector.progress = (progress, doc.lineCount)
         }
-        // Through a stream, not XMLParser(data:): on Linux the data variant reports an internal
-        // error at the end of large documents (a 120 MB store) after parsing every element.
-        let parser = XMLParser(stream: InputStream(data: data))
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        delegate.parser = parser
-        let ok = parser.parse()
-        if let failure = delegate.failure {
-            throw ObjectGraphError(.corruptStore, "\(path): line \(failure.line): \(failure.message)")
+        do {
+            try XMLScanner.scan(data, into: &collector)
+        } catch {
+            throw ObjectGraphError(.corruptStore, "\(path): line \(error.line): \(error.message)")
         }
-        guard ok else {
-            let description = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown error"
-            throw ObjectGraphError(
-                .corruptStore, "\(path): line \(parser.lineNumber): the XML does not parse (\(description); truncated file?)")
-        }
-        guard delegate.sawDatabaseEnd else {
+        guard collector.sawDatabaseEnd else {
             throw ObjectGraphError(.corruptStore, "\(path): </database> is missing (truncated file?)")
         }
-        doc.objects = delegate.objects
+        doc.objects = collector.objects
         return doc
     }
 
-    private final class Delegate: NSObject, XMLParserDelegate {
-        weak var parser: XMLParser?
+    /// Collects the objects of a store's elements, checking that they nest as Core Data writes them.
+    private struct ObjectCollector: XMLScanHandler {
         var objects: [XMLStoreDocument.RawObject] = []
         var current: XMLStoreDocument.RawObject?
         var attribute: XMLStoreDocument.RawAttribute?
@@ -169,76 +153,55 @@ enum XMLStoreReader {
         /// one by one; counted so that each start tag costs O(1) however deep the plist nests.
         var insideInfo = 0
         var sawDatabaseEnd = false
-        var failure: (line: Int, message: String)?
         var progress: (callback: LoadProgress, lines: Int)?
         var reportedLine = 0
 
-        func fail(_ message: String) {
-            guard failure == nil else { return }
-            failure = (parser?.lineNumber ?? 0, message)
-            parser?.abortParsing()
-        }
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            guard failure == nil else { return }
+        mutating func startElement(_ name: String, attributes: [XMLScanner.Attribute], line: Int, offset: Int)
+            throws(XMLScanFailure)
+        {
             guard path.count < XMLInputCheck.maximumDepth else {
-                return fail("elements nest more than \(XMLInputCheck.maximumDepth) levels deep (Core Data writes 4)")
+                throw XMLScanFailure("elements nest more than \(XMLInputCheck.maximumDepth) levels deep (Core Data writes 4)")
             }
             defer { path.append(name) }
             if insideInfo > 0 || name == "databaseInfo" && path == ["database"] { insideInfo += 1 }
             if insideInfo > 1 { return }
+            func value(_ key: String) -> String? { attributes.first { $0.name == key }?.value }
             switch name {
             case "database":
-                if let outer = path.last { fail("<database> inside <\(outer)>") }
+                if let outer = path.last { throw XMLScanFailure("<database> inside <\(outer)>") }
             case "databaseInfo":
-                if path != ["database"] { fail("<databaseInfo> outside <database>") }
+                if path != ["database"] { throw XMLScanFailure("<databaseInfo> outside <database>") }
             case "object":
-                guard path == ["database"] else { return fail("<object> outside <database>") }
-                guard let type = attributes["type"], let id = attributes["id"] else {
-                    return fail("<object> without type or id")
-                }
-                current = .init(type: type, id: id, line: parser.lineNumber)
+                guard path == ["database"] else { throw XMLScanFailure("<object> outside <database>") }
+                guard let type = value("type"), let id = value("id") else { throw XMLScanFailure("<object> without type or id") }
+                current = .init(type: type, id: id, line: line)
                 // About 200 reports per load; the last one comes after the graph is built.
-                if let progress, parser.lineNumber - reportedLine > progress.lines / 200 {
-                    reportedLine = parser.lineNumber
+                if let progress, line - reportedLine > progress.lines / 200 {
+                    reportedLine = line
                     progress.callback.report(min(reportedLine, progress.lines - 1), progress.lines)
                 }
             case "attribute":
-                guard current != nil, path.last == "object" else { return fail("<attribute> outside <object>") }
-                guard let n = attributes["name"], let t = attributes["type"] else {
-                    return fail("<attribute> without name or type")
-                }
+                guard current != nil, path.last == "object" else { throw XMLScanFailure("<attribute> outside <object>") }
+                guard let n = value("name"), let t = value("type") else { throw XMLScanFailure("<attribute> without name or type") }
                 attribute = .init(name: n, type: t, text: "")
                 text = ""
             case "relationship":
-                guard current != nil, path.last == "object" else { return fail("<relationship> outside <object>") }
-                guard let n = attributes["name"] else { return fail("<relationship> without name") }
-                let refs = (attributes["idrefs"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
+                guard current != nil, path.last == "object" else { throw XMLScanFailure("<relationship> outside <object>") }
+                guard let n = value("name") else { throw XMLScanFailure("<relationship> without name") }
+                let refs = (value("idrefs") ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
                 current?.relationships.append(
-                    .init(name: n, type: attributes["type"] ?? "", destination: attributes["destination"] ?? "",
-                          idrefs: refs.map(String.init)))
+                    .init(name: n, type: value("type") ?? "", destination: value("destination") ?? "", idrefs: refs.map(String.init)))
             default:
-                fail("unexpected element <\(name)>")
+                throw XMLScanFailure("unexpected element <\(name)>")
             }
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
+        mutating func characters(_ string: String) throws(XMLScanFailure) {
             if attribute != nil { text += string }
         }
 
-        func parser(_ parser: XMLParser, foundCDATA data: Data) {
-            if attribute != nil { text += String(decoding: data, as: UTF8.self) }
-        }
-
-        func parser(_ parser: XMLParser, foundIgnorableWhitespace whitespace: String) {
-            if attribute != nil { text += whitespace }
-        }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            guard failure == nil, path.popLast() != nil else { return }
+        mutating func endElement(_ name: String) throws(XMLScanFailure) {
+            guard path.popLast() != nil else { return }
             if insideInfo > 0 {
                 insideInfo -= 1
                 return
