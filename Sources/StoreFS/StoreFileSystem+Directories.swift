@@ -102,7 +102,7 @@ extension StoreFileSystem {
             }, "list \(model[entity].name)")
             return .objects(ids.filter { Node.fits($0) })
         case .object(let object):
-            removals.noteListing(of: object, by: pid)
+            if !configuration.readOnly { removals.noteListing(of: object, by: pid) }
             return .names(try entries(of: object, known: known))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]

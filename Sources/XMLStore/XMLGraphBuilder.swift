@@ -54,7 +54,9 @@ enum XMLGraphBuilder {
         ids.reserveCapacity(doc.objects.count)
         var maxZ: Int64 = 0
         for object in doc.objects {
-            guard let entity = entityByType[object.type.uppercased()] else {
+            // Names are looked up as written first: Core Data and storefs write them in the case
+            // they are keyed by, and casing ten million names costs seconds at a million objects.
+            guard let entity = entityByType[object.type] ?? entityByType[object.type.uppercased()] else {
                 throw corrupt("line \(object.line): object \(object.id) has type \(object.type), which the model has no entity for")
             }
             guard object.id.first == "z", let n = Int64(object.id.dropFirst()), n > 0 else {
@@ -78,7 +80,7 @@ enum XMLGraphBuilder {
             let props = properties[id.entity]!
             var snapshot = Snapshot(objectID: id, version: 1)
             for raw in object.attributes {
-                guard let attribute = props.attributes[raw.name.lowercased()] else {
+                guard let attribute = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()] else {
                     throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")
                 }
                 guard let value = XMLValueFormat.value(raw.text, as: attribute.type) else {
@@ -89,7 +91,7 @@ enum XMLGraphBuilder {
                 snapshot.attributes[attribute.name] = value
             }
             for raw in object.relationships {
-                guard let relationship = props.relationships[raw.name.lowercased()] else {
+                guard let relationship = props.relationships[raw.name] ?? props.relationships[raw.name.lowercased()] else {
                     throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no relationship \(raw.name)")
                 }
                 var targets: [ObjectID] = []

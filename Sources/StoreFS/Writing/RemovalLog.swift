@@ -25,9 +25,16 @@ final class RemovalLog: Sendable {
         case hiddenFolder(String)
     }
 
+    /// Listings remembered at most: `rm -r` empties a folder right after listing it, so only the
+    /// latest matter, and a walk of a million folders must not keep a million entries.
+    static let listingLimit = 4096
+
     private struct State {
         var removals: [ObjectID: [(sequence: Int, removal: Removal)]] = [:]
         var lastListed: [ObjectID: (sequence: Int, pid: Int32)] = [:]
+        /// The folders of `lastListed`, oldest first (a folder listed again appears again).
+        var listingOrder: [(object: ObjectID, sequence: Int)] = []
+        var listingOrderStart = 0
         var sequence = 0
     }
 
@@ -46,8 +53,22 @@ final class RemovalLog: Sendable {
         state.withLock { state in
             state.sequence += 1
             state.lastListed[object] = (state.sequence, pid)
+            state.listingOrder.append((object, state.sequence))
+            while state.listingOrder.count - state.listingOrderStart > Self.listingLimit {
+                let oldest = state.listingOrder[state.listingOrderStart]
+                state.listingOrderStart += 1
+                // Forgotten unless listed again since.
+                if state.lastListed[oldest.object]?.sequence == oldest.sequence { state.lastListed[oldest.object] = nil }
+            }
+            if state.listingOrderStart >= Self.listingLimit {
+                state.listingOrder.removeFirst(state.listingOrderStart)
+                state.listingOrderStart = 0
+            }
         }
     }
+
+    /// How many folders' last listings are remembered (for tests).
+    var rememberedListings: Int { state.withLock { $0.lastListed.count } }
 
     /// Whether process `pid` listed `object`'s folder last (and so may be emptying it to delete it).
     func isEmptying(_ object: ObjectID, by pid: Int32) -> Bool {
@@ -70,6 +91,8 @@ final class RemovalLog: Sendable {
             defer {
                 state.removals = [:]
                 state.lastListed = [:]
+                state.listingOrder = []
+                state.listingOrderStart = 0
             }
             return state.removals.mapValues { $0.map(\.removal) }
         }
