@@ -36,6 +36,7 @@ public final class StoreFileSystem: SavingFileSystem {
     let background = BackgroundWork()
     let renderedValues = RenderedValues()
     let preloadedObjects = RecentObjects()
+    let freedMemory = FreedMemory()
     let storeToken = Mutex<Int64?>(nil)
     let lastPoll = Mutex(Date())
     /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only

@@ -1,0 +1,46 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Gives the memory of evicted rows back to the system. A walk of a large mount turns the row
+/// cache over thousands of times; glibc keeps what the worker threads freed in their arenas, so
+/// the server grew with the objects walked although the cache stayed at its limit (1,000,000
+/// objects: 356 MB with a 32 MiB cache). `malloc_trim` returns the free pages of every arena.
+///
+/// Threading: called from the background thread only; one lock for its figures.
+final class FreedMemory: Sendable {
+    /// Seconds between trims at most (a trim of a few hundred MB of heap takes milliseconds).
+    static let interval = 2.0
+
+    private struct State {
+        var evictions = 0
+        var last = Date.distantPast
+    }
+
+    private let state = Mutex(State())
+
+    /// Trims when rows were evicted since the last trim and `interval` has passed.
+    func trimIfRowsWereEvicted(_ evictions: Int) {
+        let due = state.withLock { state -> Bool in
+            guard evictions != state.evictions, Date().timeIntervalSince(state.last) >= Self.interval else { return false }
+            state.evictions = evictions
+            state.last = Date()
+            return true
+        }
+        if due, let trim = Self.mallocTrim { _ = trim(0) }
+    }
+
+    /// glibc's `malloc_trim` (declared in malloc.h, which no Swift module exports), looked up
+    /// once; nil with another C library.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
+}
