@@ -20,6 +20,10 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
     private let logger: Logger
     private let queue = DispatchQueue(label: "storefs.fusekit.invalidation")
     private let closed = Atomic<Bool>(false)
+    /// Bytes of preloads queued and not sent yet; beyond ``preloadBacklogLimit`` new ones are
+    /// dropped (a preload is only a hint; the files are read on demand instead).
+    private let preloadBacklog = Atomic<Int>(0)
+    static let preloadBacklogLimit = 16 << 20
 
     init(session: SessionHandle, counters: OperationCounters, logger: Logger) {
         self.session = session
@@ -50,8 +54,14 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
 
     func preload(_ files: [(inode: InodeNumber, data: Data)]) {
         guard !files.isEmpty, !closed.load(ordering: .relaxed) else { return }
+        let bytes = files.reduce(0) { $0 + $1.data.count }
+        guard preloadBacklog.wrappingAdd(bytes, ordering: .relaxed).newValue <= Self.preloadBacklogLimit else {
+            preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed)
+            return
+        }
         // One queued job for a folder's files: a job per file would cost more than the store.
         queue.async { [self] in
+            defer { preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed) }
             for (inode, data) in files where !data.isEmpty {
                 guard !closed.load(ordering: .sequentiallyConsistent) else { return }
                 let result = data.withUnsafeBytes { bytes in
@@ -61,8 +71,9 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
                                        mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
                     return fuse_lowlevel_notify_store(session.raw, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
                 }
-                counters.record(.preloads)
-                if result != 0 {
+                if result == 0 {
+                    counters.record(.preloads)
+                } else {
                     counters.record(.invalidationFailures)
                     logger.trace("notify store \(inode) returned \(result)")
                 }

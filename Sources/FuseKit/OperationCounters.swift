@@ -77,7 +77,8 @@ public final class OperationCounters: Sendable {
         /// kernel cache notifications the kernel refused (ENOENT: nothing was cached, or the file
         /// a preload was for is not known to it).
         case invalidationFailures
-        /// files whose content was put into the kernel's page cache before anyone read them.
+        /// files whose content was put into the kernel's page cache before anyone read them (the
+        /// kernel refusing one counts as an invalidation failure).
         case preloads
     }
 

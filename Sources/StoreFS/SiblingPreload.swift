@@ -7,7 +7,7 @@ import Synchronization
 /// the kernel's page cache (read-only mounts only), so that `cat *`, `grep -r` or a copy of the
 /// folder reads them without a request each: a READ is a round trip through the kernel and two
 /// context switches (about 25 µs here), a preload one write to /dev/fuse from FuseKit's
-/// notification thread, off the reader's path.
+/// notification thread (the texts are rendered on the reading thread, after its value).
 ///
 /// Why only read-only mounts: their files are opened without asking and keep their pages across
 /// opens; a read-write mount opens every file for direct I/O (see `openFile`), so its page cache
@@ -20,6 +20,8 @@ import Synchronization
 extension StoreFileSystem {
     /// Values whose text is longer are left to be read on demand.
     static let preloadLimit = 32 << 10
+    /// The most one folder preloads (a model may give an entity thousands of attributes).
+    static let folderPreloadLimit = 256 << 10
 
     func preloadSiblings(of object: ObjectID, besides index: Int) {
         guard configuration.readOnly, let invalidator = invalidator.withLock({ $0 }),
@@ -29,6 +31,7 @@ extension StoreFileSystem {
         let generation = renderedValues.generation
         guard let snapshot = try? snapshot(of: object) else { return }
         var files: [(inode: InodeNumber, data: Data)] = []
+        var total = 0
         for (i, attribute) in model[object.entity].allAttributes.enumerated() where i != index {
             guard let value = snapshot.attributes[attribute.name] else { continue }
             switch value {
@@ -36,7 +39,10 @@ extension StoreFileSystem {
             case .data(let bytes) where bytes.count > Self.preloadLimit: continue
             default: break  // numbers, dates and the like are short
             }
-            files.append((Node.attribute(object, i).inode, ValueText.content(of: value, type: attribute.type)))
+            let content = ValueText.content(of: value, type: attribute.type)
+            total += content.count
+            guard total <= Self.folderPreloadLimit else { break }
+            files.append((Node.attribute(object, i).inode, content))
         }
         invalidator.preload(files)
         if renderedValues.generation != generation {
@@ -75,8 +81,12 @@ final class RecentObjects: Sendable {
         }
     }
 
-    /// Forgets every object (their pages may have been invalidated).
-    func removeAll() {
-        state.withLock { $0 = State() }
+    /// Forgets every object, returning them (their pages are to be invalidated).
+    @discardableResult
+    func removeAll() -> [ObjectID] {
+        state.withLock { state in
+            defer { state = State() }
+            return state.order
+        }
     }
 }

@@ -50,7 +50,6 @@ extension StoreFileSystem {
         guard changed else { return }
         logger.info("the store changed outside this mount; refreshing")
         renderedValues.valuesChanged()
-        preloadedObjects.removeAll()
         let cached = coordinator.rowCache.cachedVersions()
         coordinator.dropCaches()
         // What this mount changed and did not commit yet keeps its changes on top of the new rows.
@@ -75,7 +74,13 @@ extension StoreFileSystem {
         }
         dropFetchedResults()
         directories.dropUnopened()
-        invalidateEverythingCached(including: stale)
+        // Again, now that the cache holds the new rows and before the invalidations are queued: a
+        // preload or kept text made from a row read before the drop would otherwise look current
+        // to a reader that saw only the first move, and could land after the invalidations.
+        renderedValues.valuesChanged()
+        // Preloaded folders whose rows were evicted would keep their old pages: drop them too.
+        let preloaded = preloadedObjects.removeAll()
+        invalidateEverythingCached(including: stale + preloaded)
     }
 
     /// Invalidates the root, every entity directory and everything about `objects`.

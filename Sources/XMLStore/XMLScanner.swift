@@ -60,6 +60,9 @@ struct XMLScanner {
         if let result { throw result }
     }
 
+    /// Attributes one tag may have.
+    static let attributeLimit = 256
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var line = 1
@@ -100,6 +103,7 @@ struct XMLScanner {
                 position += 9
                 let from = position
                 try skip(past: "]]>", what: "CDATA section")
+                try requireCharacters(from, position - 3, line: start)
                 let text = normalizedLineEnds(from, position - 3)
                 if !text.isEmpty { try call(start) { () throws(XMLScanFailure) in try handler.characters(text) } }
             } else if starts(with: "<!DOCTYPE") {
@@ -151,6 +155,9 @@ struct XMLScanner {
             position += 1
             skipWhitespace()
             let value = try attributeValue()
+            // Checked pairwise: bounded, so a tag of a hundred thousand attributes is refused
+            // before that costs billions of comparisons (Core Data writes five at most).
+            guard attributes.count < Self.attributeLimit else { throw error("<\(name)> has more than \(Self.attributeLimit) attributes") }
             if attributes.contains(where: { $0.name == attribute }) { throw error("attribute \(attribute) appears twice in <\(name)>") }
             attributes.append(Attribute(name: attribute, value: value))
         }
@@ -184,6 +191,8 @@ struct XMLScanner {
                 position += 1
             case ascii("<") where starts(with: "<!--"):
                 try skip(past: "-->", what: "comment")
+            case ascii("<") where starts(with: "<?"):
+                try skip(past: "?>", what: "processing instruction")
             case ascii("["):
                 depth += 1
                 position += 1
@@ -312,12 +321,32 @@ struct XMLScanner {
             }
             let hexadecimal = name.hasPrefix("#x")
             let digits = name.dropFirst(hexadecimal ? 2 : 1)
-            guard !digits.isEmpty, digits.count <= 8, let value = UInt32(digits, radix: hexadecimal ? 16 : 10),
+            // Digits only: UInt32(_:radix:) would also take a sign ("&#+65;").
+            guard !digits.isEmpty, digits.count <= 8, digits.allSatisfy({ hexadecimal ? $0.isHexDigit : $0.isWholeNumber && $0.isASCII }),
+                let value = UInt32(digits, radix: hexadecimal ? 16 : 10),
                 value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value) || (0xE000...0xFFFD).contains(value)
                     || (0x10000...0x10FFFF).contains(value),
                 let scalar = Unicode.Scalar(value)
             else { throw XMLScanError(line: line, message: "&\(name); is not a character XML allows") }
             scratch.append(contentsOf: String(Character(scalar)).utf8)
+        }
+    }
+
+    /// Throws unless `bytes[from..<end]` holds only characters XML allows (CDATA is not decoded,
+    /// so it is checked here).
+    private func requireCharacters(_ from: Int, _ end: Int, line: Int) throws(XMLScanError) {
+        var lineOf = line
+        var i = from
+        while i < end {
+            let byte = bytes[i]
+            if byte == ascii("\n") {
+                lineOf += 1
+            } else if byte < 0x20 && byte != ascii("\t") && byte != ascii("\r") {
+                throw XMLScanError(line: lineOf, message: "control character U+\(hex(UInt32(byte))) (XML does not allow it)")
+            } else if byte == 0xEF && i + 2 < end && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) {
+                throw XMLScanError(line: lineOf, message: "U+\(hex(bytes[i + 2] == 0xBE ? 0xFFFE : 0xFFFF)) (XML does not allow it)")
+            }
+            i += 1
         }
     }
 

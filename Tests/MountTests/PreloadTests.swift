@@ -75,6 +75,33 @@ import Testing
         #expect(try run("stat", ["-c", "%s", "\(folder)/lastName"]).output == "18\n")
     }
 
+    /// A folder preloaded and then evicted from a small row cache by reading others: its pages are
+    /// still dropped when another process changes it.
+    @Test func aPreloadedFolderWhoseRowWasEvictedIsReadNewAfterAChange() throws {
+        let mount = try MountedStore(objects: 3_000, options: ["ro", "cache_size=1"])
+        defer { try? mount.unmount() }
+        let key = try run("sqlite3", [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"])
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let folder = "\(mount.path)/Person/p\(key)"
+        #expect(try run("ls", [folder]).lines.contains("lastName"))
+        #expect(try run("cat", ["\(folder)/firstName"]).status == 0)
+        #expect(try waitForPreloads(mount, atLeast: 1) >= 1)
+        let old = try run("cat", ["\(folder)/lastName"]).output
+        // Read 2,500 other objects' rows: a 1 MiB cache holds fewer than a thousand.
+        let others = try sh("ls \(mount.path)/Person | grep -vx 'p\(key)' | head -2500 | sed 's|^|\(mount.path)/Person/|;s|$|/firstName|' | xargs cat > /dev/null 2>&1; true")
+        #expect(others.status == 0)
+        #expect(try mount.stats()["cachedObjects"] as? Int ?? 0 < 2_000, "the cache was turned over")
+
+        #expect(try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path,
+            "update ZPERSON set ZLASTNAME = 'Changed-after-eviction', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"]).status == 0)
+        var now = old
+        for _ in 0..<50 where now != "Changed-after-eviction\n" {
+            Thread.sleep(forTimeInterval: 0.1)
+            now = try run("cat", ["\(folder)/lastName"]).output
+        }
+        #expect(now == "Changed-after-eviction\n", "the preloaded page was dropped (was \(old))")
+    }
+
     @Test func aReadWriteMountPreloadsNothing() throws {
         // Its files are opened for direct I/O (a writer's O_TRUNC must not show a reader an empty
         // file), so pages put in the cache would never be read.

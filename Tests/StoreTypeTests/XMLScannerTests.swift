@@ -49,6 +49,7 @@ import Testing
             <!ATTLIST object type CDATA #REQUIRED>
             <!-- a comment with > and ] and ' in it -->
             <!ENTITY note "a > b [c]">
+            <?pi with ' and > inside?>
             ]>
             <database>
                 <object type="NOTE" id='z102'>
@@ -59,8 +60,8 @@ import Testing
             """
         let events = try events(xml)
         #expect(events.filter { !$0.hasPrefix("text ") } == [
-            "<database> line 8", "<object type=[NOTE] id=[z102]> line 9", "<attribute name=[title] type=[string]> line 10",
-            "</attribute>", "<relationship name=[folder] type=[1/1] destination=[FOLDER] idrefs=[z1 z2]> line 11",
+            "<database> line 9", "<object type=[NOTE] id=[z102]> line 10", "<attribute name=[title] type=[string]> line 11",
+            "</attribute>", "<relationship name=[folder] type=[1/1] destination=[FOLDER] idrefs=[z1 z2]> line 12",
             "</relationship>", "</object>", "</database>",
         ])
         #expect(events.contains("text Hello"))
@@ -106,6 +107,10 @@ import Testing
         ("<a x", "has no value", 1),
         ("<a x='1", "not closed", 1),
         ("<a></a", "not closed with '>'", 1),
+        ("<a>\n<![CDATA[ok\n\u{2}]]></a>", "control character U+0002", 3),
+        ("<a>&#+65;</a>", "&#+65; is not a character XML allows", 1),
+        ("<a>&#x+41;</a>", "is not a character XML allows", 1),
+        ("<a " + (0...256).map { "a\($0)='1'" }.joined(separator: " ") + "/>", "more than 256 attributes", 1),
     ])
     func malformedDocumentsAreRefusedAtTheirLine(xml: String, message: String, line: Int) {
         let error = refusal(xml)
