@@ -4,8 +4,9 @@ import ObjectGraph
 import Synchronization
 
 /// Fetched properties and fetch request templates: read-only folders of links computed by their
-/// predicates, evaluated when first listed and cached until storefs commits a change (or `touch`
-/// on the folder asks again, like Core Data's refreshObject).
+/// predicates, evaluated when first listed and cached until something changes through the mount,
+/// a commit, or a change by another process (or `touch` on the folder asks again, like Core
+/// Data's refreshObject).
 extension StoreFileSystem {
     /// The name of the root folder holding the model's fetch request templates.
     static let templatesName = ".fetchRequests"

@@ -51,6 +51,25 @@ import Testing
         #expect(predicate.output == highEarners.predicateString)
     }
 
+    /// A folder evaluated before an edit shows the edit's effect at once, not only after the
+    /// commit (none comes here: commit_delay is an hour). A copy depends on this: `cp -a` sets an
+    /// object's links after its fetched folder may have been evaluated.
+    @Test func aFetchedFolderFollowsAnEditBeforeItIsCommitted() throws {
+        let mount = try MountedStore(objects: 500, options: ["commit_delay=3600"])
+        defer { try? mount.unmount() }
+        let employee = "\(mount.path)/Employee/p5"
+        let old = try run("readlink", ["\(employee)/department"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let before = try run("ls", ["\(employee)/colleagues"]).lines
+        #expect(!before.isEmpty)
+        let other = try #require(try run("ls", ["\(mount.path)/Department"]).lines.first { "../../Department/\($0)" != old })
+        #expect(try run("ln", ["-sfn", "../../Department/\(other)", "\(employee)/department"]).status == 0)
+        let members = try run("ls", ["\(mount.path)/Department/\(other)/employees"]).lines
+        #expect(members.contains("p5"), "the inverse shows the move")
+        let after = try run("ls", ["\(employee)/colleagues"]).lines.sorted()
+        #expect(after == members.filter { $0 != "p5" }.sorted(), "the colleagues are the new department's")
+        #expect(try mount.stats()["commits"] as? Int == 0, "nothing was committed meanwhile")
+    }
+
     @Test func fetchedFoldersAreReachableByNameAndListedOnlyWhenAsked() throws {
         let hidden = try MountedStore(objects: 200, options: ["ro"])
         defer { try? hidden.unmount() }
