@@ -71,12 +71,7 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
                                        mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
                     return fuse_lowlevel_notify_store(session.raw, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
                 }
-                if result == 0 {
-                    counters.record(.preloads)
-                } else {
-                    counters.record(.invalidationFailures)
-                    logger.trace("notify store \(inode) returned \(result)")
-                }
+                if result == 0 { counters.record(.preloads) } else { noteRefusal(result, "store \(inode)") }
             }
         }
     }
@@ -100,12 +95,14 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
             guard !closed.load(ordering: .sequentiallyConsistent) else { return }
             let result = notify(session.raw)
             counters.record(.invalidations)
-            if result != 0 {
-                // -ENOENT only means the kernel had nothing cached: not an error.
-                counters.record(.invalidationFailures)
-                // Per request, and routine: trace level (storefs -vv), not debug.
-                logger.trace("notify \(what) returned \(result)")
-            }
+            if result != 0 { noteRefusal(result, what) }
         }
+    }
+
+    /// A notification the kernel refused. -ENOENT only means it had nothing cached (or does not
+    /// know the file a preload was for): not an error, so trace level (storefs -vv), per request.
+    private func noteRefusal(_ result: Int32, _ what: @autoclosure () -> String) {
+        counters.record(.invalidationFailures)
+        logger.trace("notify \(what()) returned \(result)")
     }
 }

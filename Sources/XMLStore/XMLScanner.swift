@@ -238,7 +238,7 @@ struct XMLScanner {
         }
         let quote = bytes[position]
         position += 1
-        let from = position
+        let from = position, startLine = line
         var plain = true
         while position < bytes.count && bytes[position] != quote {
             let byte = bytes[position]
@@ -250,12 +250,12 @@ struct XMLScanner {
         let end = position
         position += 1
         if plain { return String(decoding: UnsafeBufferPointer(rebasing: bytes[from..<end]), as: UTF8.self) }
-        return try decoded(from, end, attribute: true)
+        return try decoded(from, end, startLine: startLine, attribute: true)
     }
 
     /// Text up to the next `<` (or the end), decoded.
     private mutating func textRun() throws(XMLScanError) -> String {
-        let from = position
+        let from = position, startLine = line
         var plain = true
         while position < bytes.count {
             let byte = bytes[position]
@@ -264,14 +264,14 @@ struct XMLScanner {
             step()
         }
         if plain { return String(decoding: UnsafeBufferPointer(rebasing: bytes[from..<position]), as: UTF8.self) }
-        return try decoded(from, position, attribute: false)
+        return try decoded(from, position, startLine: startLine, attribute: false)
     }
 
     /// The text of `bytes[from..<end]` with references expanded, line ends normalized, and (in an
     /// attribute value) white space made spaces; characters XML does not allow are errors.
-    private mutating func decoded(_ from: Int, _ end: Int, attribute: Bool) throws(XMLScanError) -> String {
+    private mutating func decoded(_ from: Int, _ end: Int, startLine: Int, attribute: Bool) throws(XMLScanError) -> String {
         scratch.removeAll(keepingCapacity: true)
-        var lineOf = line - count(newlinesIn: from, end)  // the line `from` is on
+        var lineOf = startLine
         var i = from
         while i < end {
             let byte = bytes[i]
@@ -295,11 +295,8 @@ struct XMLScanner {
                 scratch.append(attribute ? ascii(" ") : byte)
                 if byte == ascii("\n") { lineOf += 1 }
                 i += 1
-            case 0..<0x20:
-                throw XMLScanError(line: lineOf, message: "control character U+\(hex(UInt32(byte))) (XML does not allow it)")
-            case 0xEF where i + 2 < end && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF):
-                throw XMLScanError(line: lineOf, message: "U+\(hex(bytes[i + 2] == 0xBE ? 0xFFFE : 0xFFFF)) (XML does not allow it)")
             default:
+                if let forbidden = forbiddenCharacter(at: i, end) { throw XMLScanError(line: lineOf, message: forbidden) }
                 scratch.append(byte)
                 i += 1
             }
@@ -336,18 +333,23 @@ struct XMLScanner {
     /// so it is checked here).
     private func requireCharacters(_ from: Int, _ end: Int, line: Int) throws(XMLScanError) {
         var lineOf = line
-        var i = from
-        while i < end {
-            let byte = bytes[i]
-            if byte == ascii("\n") {
-                lineOf += 1
-            } else if byte < 0x20 && byte != ascii("\t") && byte != ascii("\r") {
-                throw XMLScanError(line: lineOf, message: "control character U+\(hex(UInt32(byte))) (XML does not allow it)")
-            } else if byte == 0xEF && i + 2 < end && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) {
-                throw XMLScanError(line: lineOf, message: "U+\(hex(bytes[i + 2] == 0xBE ? 0xFFFE : 0xFFFF)) (XML does not allow it)")
-            }
-            i += 1
+        for i in from..<end {
+            if bytes[i] == ascii("\n") { lineOf += 1 }
+            if let forbidden = forbiddenCharacter(at: i, end) { throw XMLScanError(line: lineOf, message: forbidden) }
         }
+    }
+
+    /// What is wrong with the character starting at `i` (before `end`), if XML does not allow it:
+    /// controls other than tab, LF and CR, and U+FFFE and U+FFFF.
+    private func forbiddenCharacter(at i: Int, _ end: Int) -> String? {
+        let byte = bytes[i]
+        if byte < 0x20 && byte != ascii("\t") && byte != ascii("\n") && byte != ascii("\r") {
+            return "control character U+\(hex(UInt32(byte))) (XML does not allow it)"
+        }
+        if byte == 0xEF && i + 2 < end && bytes[i + 1] == 0xBF && (bytes[i + 2] == 0xBE || bytes[i + 2] == 0xBF) {
+            return "U+\(hex(bytes[i + 2] == 0xBE ? 0xFFFE : 0xFFFF)) (XML does not allow it)"
+        }
+        return nil
     }
 
     private func normalizedLineEnds(_ from: Int, _ end: Int) -> String {
@@ -406,12 +408,6 @@ struct XMLScanner {
             step()
         }
         throw XMLScanError(line: start, message: "a \(what) is not closed (truncated file?)")
-    }
-
-    private func count(newlinesIn from: Int, _ end: Int) -> Int {
-        var n = 0
-        for i in from..<end where bytes[i] == ascii("\n") { n += 1 }
-        return n
     }
 
     private func error(_ message: String) -> XMLScanError { XMLScanError(line: line, message: message) }

@@ -51,26 +51,38 @@ import Testing
         #expect(try mount.fuseCount("read") == readsBefore, "the siblings were read from the page cache")
     }
 
-    @Test func aSiblingAnotherProcessChangesIsReadNew() throws {
-        let mount = try MountedStore(objects: 300, options: ["ro"])
-        defer { try? mount.unmount() }
+    /// A Person with both names whose folder is listed and whose firstName was read (so its
+    /// lastName was preloaded); its key, folder and lastName as first read.
+    func preloadedPerson(_ mount: MountedStore) throws -> (key: String, folder: String, lastName: String) {
         let key = try run("sqlite3", [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"])
             .output.trimmingCharacters(in: .whitespacesAndNewlines)
         let folder = "\(mount.path)/Person/p\(key)"
         #expect(try run("ls", [folder]).lines.contains("lastName"))
         #expect(try run("cat", ["\(folder)/firstName"]).status == 0)
         #expect(try waitForPreloads(mount, atLeast: 1) >= 1)
-        let old = try run("cat", ["\(folder)/lastName"]).output
-        #expect(!old.isEmpty)
+        return (key, folder, try run("cat", ["\(folder)/lastName"]).output)
+    }
 
+    /// Sets the lastName of row `key` with sqlite3, then reads the file until it shows `value`
+    /// (up to 5 s: the mount polls the store once a second); what it showed last.
+    func lastNameAfterChangingIt(to value: String, _ mount: MountedStore, key: String, folder: String, was old: String) throws -> String {
         let update = try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path,
-            "update ZPERSON set ZLASTNAME = 'Changed-elsewhere', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"])
+            "update ZPERSON set ZLASTNAME = '\(value)', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"])
         #expect(update.status == 0, "\(update.error)")
         var now = old
-        for _ in 0..<50 where now != "Changed-elsewhere\n" {
+        for _ in 0..<50 where now != value + "\n" {
             Thread.sleep(forTimeInterval: 0.1)
             now = try run("cat", ["\(folder)/lastName"]).output
         }
+        return now
+    }
+
+    @Test func aSiblingAnotherProcessChangesIsReadNew() throws {
+        let mount = try MountedStore(objects: 300, options: ["ro"])
+        defer { try? mount.unmount() }
+        let (key, folder, old) = try preloadedPerson(mount)
+        #expect(!old.isEmpty)
+        let now = try lastNameAfterChangingIt(to: "Changed-elsewhere", mount, key: key, folder: folder, was: old)
         #expect(now == "Changed-elsewhere\n", "the preloaded page was dropped when the store changed (was \(old))")
         #expect(try run("stat", ["-c", "%s", "\(folder)/lastName"]).output == "18\n")
     }
@@ -80,25 +92,12 @@ import Testing
     @Test func aPreloadedFolderWhoseRowWasEvictedIsReadNewAfterAChange() throws {
         let mount = try MountedStore(objects: 3_000, options: ["ro", "cache_size=1"])
         defer { try? mount.unmount() }
-        let key = try run("sqlite3", [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"])
-            .output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let folder = "\(mount.path)/Person/p\(key)"
-        #expect(try run("ls", [folder]).lines.contains("lastName"))
-        #expect(try run("cat", ["\(folder)/firstName"]).status == 0)
-        #expect(try waitForPreloads(mount, atLeast: 1) >= 1)
-        let old = try run("cat", ["\(folder)/lastName"]).output
+        let (key, folder, old) = try preloadedPerson(mount)
         // Read 2,500 other objects' rows: a 1 MiB cache holds fewer than a thousand.
         let others = try sh("ls \(mount.path)/Person | grep -vx 'p\(key)' | head -2500 | sed 's|^|\(mount.path)/Person/|;s|$|/firstName|' | xargs cat > /dev/null 2>&1; true")
         #expect(others.status == 0)
         #expect(try mount.stats()["cachedObjects"] as? Int ?? 0 < 2_000, "the cache was turned over")
-
-        #expect(try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path,
-            "update ZPERSON set ZLASTNAME = 'Changed-after-eviction', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"]).status == 0)
-        var now = old
-        for _ in 0..<50 where now != "Changed-after-eviction\n" {
-            Thread.sleep(forTimeInterval: 0.1)
-            now = try run("cat", ["\(folder)/lastName"]).output
-        }
+        let now = try lastNameAfterChangingIt(to: "Changed-after-eviction", mount, key: key, folder: folder, was: old)
         #expect(now == "Changed-after-eviction\n", "the preloaded page was dropped (was \(old))")
     }
 
