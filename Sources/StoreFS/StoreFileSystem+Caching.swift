@@ -141,10 +141,21 @@ extension StoreFileSystem {
 
     /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
     func invalidateListings(of objects: [ObjectID]) {
-        let copiedLinks = scratch.removeFetchedLinks(of: objects)
+        let copiedLinks = scratch.fetchedLinks(of: objects)
+        for link in copiedLinks {
+            // Until the kernel forgets the name (below, asynchronously), it may still ask for the
+            // copied link's inode: it answers as the member it names, as a consumed scratch entry
+            // does. (Removed outright, `diff -r` right after `cp -a` could read ENOENT for a name
+            // it had just listed.)
+            if let target = link.file.linkTarget, let member = (try? resolvePath(target, from: link.file.parent)) ?? nil {
+                scratch.consume(link.serial, becoming: .member(member))
+            } else {
+                scratch.remove(link.serial)
+            }
+        }
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
         // The kernel would otherwise keep resolving a copied link's name to the link just removed.
-        for link in copiedLinks { invalidator.invalidateEntry(parent: link.parent.inode, name: link.name) }
+        for link in copiedLinks { invalidator.invalidateEntry(parent: link.file.parent.inode, name: link.file.name) }
         for object in objects {
             invalidator.invalidateInode(Node.object(object).inode)
             for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {

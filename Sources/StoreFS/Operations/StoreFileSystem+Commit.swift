@@ -14,10 +14,9 @@ extension StoreFileSystem {
     func changed(_ object: ObjectID? = nil) {
         schedule.noteChange(object)
         renderedValues.valuesChanged()
-        // Any change may change what a predicate selects. Results were kept until the commit, so
-        // a fetched folder evaluated while a copy was still setting its object's relationships
-        // kept the old answer until then: `diff -r` right after `cp -a` found the copied links
-        // gone and the computed ones missing (CI, 2 runs in about 20).
+        // Any change may change what a predicate selects. (Results were kept until the commit: a
+        // fetched folder evaluated while a copy was still setting its object's relationships kept
+        // the old answer until then.)
         dropFetchedResults()
     }
 

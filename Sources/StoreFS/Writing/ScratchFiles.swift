@@ -78,7 +78,8 @@ final class ScratchFiles: Sendable {
         }
     }
 
-    /// Removes scratch entry `serial`, which a rename made into `node`.
+    /// Removes scratch entry `serial`, which became `node`: a rename made it that property, or
+    /// it was a link a copy put in a fetched folder that now computes that member.
     func consume(_ serial: UInt64, becoming node: Node) {
         state.withLock { state in
             guard Self.take(serial, &state) != nil else { return }
@@ -111,19 +112,15 @@ final class ScratchFiles: Sendable {
         return removed
     }
 
-    /// Removes the links a copy put in the fetched folders of `objects` (their folders compute
-    /// their own once the copy is done); returns where each was, for the kernel to forget.
-    func removeFetchedLinks(of objects: [ObjectID]) -> [(parent: Node, name: String)] {
+    /// The links a copy put in the fetched folders of `objects` (their folders compute their own
+    /// once the copy is done, and these are then removed).
+    func fetchedLinks(of objects: [ObjectID]) -> [(serial: UInt64, file: ScratchFile)] {
         let set = Set(objects)
         return state.withLock { state in
-            var removed: [(parent: Node, name: String)] = []
-            for (serial, file) in state.files {
-                guard case .fetched(let object, _) = file.parent, set.contains(object) else { continue }
-                state.files[serial] = nil
-                state.byFolder[file.parent] = nil
-                removed.append((file.parent, file.name))
+            state.files.compactMap { serial, file in
+                guard case .fetched(let object, _) = file.parent, set.contains(object) else { return nil }
+                return (serial, file)
             }
-            return removed
         }
     }
 
