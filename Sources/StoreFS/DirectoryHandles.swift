@@ -14,7 +14,7 @@ final class DirectoryHandles: Sendable {
     /// What an open directory lists.
     enum Listing: Sendable {
         /// An entity directory: the objects of the entity and its subentities, by key.
-        case objects([ObjectID])
+        case objects(EntityListing)
         /// Any other directory: its entries, in listing order.
         case names([(String, Node)])
     }

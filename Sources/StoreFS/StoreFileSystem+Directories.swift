@@ -49,7 +49,7 @@ extension StoreFileSystem {
             // An entity folder lists its objects from the store's list of keys alone: a folder's
             // attributes need no row, so `ls -l` reads none. What is opened next (a folder, a
             // value) fires its fault then, in a batch read ahead in key order.
-            var index = offset <= 2 ? 0 : firstIndex(in: ids, afterKey: Int64(offset) - 3)
+            var index = offset <= 2 ? 0 : ids.firstIndex(afterKey: Int64(offset) - 3)
             while index < ids.count {
                 let id = ids[index]
                 let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)
@@ -100,7 +100,7 @@ extension StoreFileSystem {
             let ids = try engine({ () throws(ObjectGraphError) in
                 try context.objectIDs(of: entity, includingSubentities: true)
             }, "list \(model[entity].name)")
-            return .objects(ids.filter { Node.fits($0) })
+            return .objects(EntityListing(ids))
         case .object(let object):
             if !configuration.readOnly { removals.noteListing(of: object, by: pid) }
             return .names(try entries(of: object, known: known))
@@ -153,15 +153,5 @@ extension StoreFileSystem {
     private func entityOf(_ directory: Node) -> EntityID? {
         if case .entity(let e) = directory { return e }
         return nil
-    }
-
-    private func firstIndex(in ids: [ObjectID], afterKey key: Int64) -> Int {
-        var low = 0
-        var high = ids.count
-        while low < high {
-            let mid = (low + high) / 2
-            if ids[mid].key.rawValue <= key { low = mid + 1 } else { high = mid }
-        }
-        return low
     }
 }

@@ -72,6 +72,27 @@ import Testing
         #expect(requests <= ids.count / 10 + 2, "\(requests) store requests for the projects of \(ids.count)")
     }
 
+    @Test func anEntityWithSubentitiesListsEveryObjectByKeyWithUnsavedChanges() throws {
+        let coordinator = makeSampleCoordinator()
+        try SampleGenerator(objectCount: 1_000).populate(coordinator.newContext())
+        let context = coordinator.newContext()
+        let model = context.model
+        let family = model.entityAndSubentities(of: model.id("Person"))
+        let saved = try family.flatMap { try context.objectIDs(of: $0) }
+        // Employees and managers share one table's keys: the store lists each entity apart.
+        #expect(Set(saved.map(\.entity)).count >= 2, "Person's objects are of several entities")
+        let gone = [saved[3], saved[500]]
+        for id in gone { try context.delete(id) }
+        let manager = try context.insertObject(of: model.id("Manager"))
+        let employee = try context.insertObject(of: model.id("Employee"))
+
+        let listed = try context.objectIDs(of: model.id("Person"), includingSubentities: true)
+
+        let expected = (saved.filter { !gone.contains($0) } + [manager, employee]).sorted { $0.key < $1.key }
+        #expect(listed == expected)
+        #expect(listed.count == saved.count)
+    }
+
     @Test func theRowCacheLimitTurnsOldObjectsBackIntoFaults() throws {
         let coordinator = makeSampleCoordinator(configuration: EngineConfiguration(batchSize: 100, rowCacheLimit: 64 << 10))
         try SampleGenerator(objectCount: 2_000).populate(coordinator.newContext())

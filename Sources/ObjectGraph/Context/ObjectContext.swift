@@ -119,19 +119,20 @@ public final class ObjectContext: Sendable {
         // The IDs are read without the lock; when a save committed meanwhile (its inserts are no
         // longer pending, and may not be in what was read), they are read again under it.
         let savesBefore = state.withLock { $0.saves }
-        var read: [ObjectID] = []
-        for e in entities { read += try store.objectIDs(of: e) }
+        var runs: [[ObjectID]] = []
+        for e in entities { runs.append(try store.objectIDs(of: e)) }
         return try state.withLock { (state) throws(ObjectGraphError) -> [ObjectID] in
-            var ids = read
             if state.saves != savesBefore {
-                ids = []
-                for e in entities { ids += try store.objectIDs(of: e) }
+                runs = []
+                for e in entities { runs.append(try store.objectIDs(of: e)) }
             }
-            if !state.deleted.isEmpty { ids.removeAll { state.deleted[$0] != nil } }
             let wanted = Set(entities)
-            ids += state.pending.values.filter { $0.isInserted && wanted.contains($0.snapshot.objectID.entity) }
-                .map(\.snapshot.objectID)
-            return ids.sorted { $0.key < $1.key }
+            let inserted = state.pending.values.filter { $0.isInserted && wanted.contains($0.snapshot.objectID.entity) }
+                .map(\.snapshot.objectID).sorted { $0.key < $1.key }
+            if !inserted.isEmpty { runs.append(inserted) }
+            var ids = ObjectIDRuns.merged(&runs)
+            if !state.deleted.isEmpty { ids.removeAll { state.deleted[$0] != nil } }
+            return ids
         }
     }
 
