@@ -167,7 +167,7 @@ enum BinaryStoreFormat {
             appendSigned(&out, v)
         case .decimal(let v):
             out.append(Tag.decimal.rawValue)
-            appendBytes(&out, v.description)
+            appendBytes(&out, DecimalConversion.text(v))
         case .double(let v):
             out.append(Tag.double.rawValue)
             appendLE(&out, v.bitPattern, 8)

@@ -40,7 +40,7 @@ enum ValueText {
     static func text(of value: AttributeValue) -> String {
         switch value {
         case .integer(let v): return String(v)
-        case .decimal(let v): return v.description
+        case .decimal(let v): return DecimalConversion.text(v)
         case .double(let v): return v.description
         case .float(let v): return v.description
         case .string(let v): return v

@@ -54,7 +54,7 @@ enum XMLValueFormat {
     static func text(of value: AttributeValue, as type: AttributeType) -> String {
         switch value {
         case .integer(let v): String(v)
-        case .decimal(let v): v.description
+        case .decimal(let v): DecimalConversion.text(v)
         case .double(let v): number(v)
         case .float(let v): number(v)
         case .string(let v): escape(v)

@@ -61,7 +61,7 @@ enum Validator {
             case .integer(let b): Double(b)
             case .double(let b): b
             case .float(let b): Double(b)
-            case .decimal(let b): (Double(b.description) ?? 0)
+            case .decimal(let b): (DecimalConversion.double(b) ?? 0)
             case .string(let b): Double(b)
             default: nil
             }

@@ -54,9 +54,8 @@ enum ValueCoding {
             return Double(v).databaseValue
         case .decimal(let v):
             if v.isNaN { throw invalid("NaN cannot be stored in SQLite (it would become NULL)") }
-            // Through the decimal text: NSDecimalNumber.doubleValue is not correctly rounded on
-            // Linux (41777.24 became 41777.240000000005), Double(String) is.
-            return (Double(v.description) ?? NSDecimalNumber(decimal: v).doubleValue).databaseValue
+            // Correctly rounded, as Double(String) reads the decimal's text.
+            return (DecimalConversion.double(v) ?? NSDecimalNumber(decimal: v).doubleValue).databaseValue
         case .date(let v):
             let seconds = v.timeIntervalSinceReferenceDate
             if seconds.isNaN { throw invalid("an invalid date (NaN) cannot be stored") }
