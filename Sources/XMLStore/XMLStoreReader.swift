@@ -188,9 +188,12 @@ enum XMLStoreReader {
             case "relationship":
                 guard current != nil, path.last == "object" else { throw XMLScanFailure("<relationship> outside <object>") }
                 guard let n = value("name") else { throw XMLScanFailure("<relationship> without name") }
-                let refs = (value("idrefs") ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
+                // Split by bytes: splitting by Character took 4 % of opening a store.
+                let refs = (value("idrefs") ?? "").utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 })
                 current?.relationships.append(
-                    .init(name: n, type: value("type") ?? "", destination: value("destination") ?? "", idrefs: refs.map(String.init)))
+                    .init(
+                        name: n, type: value("type") ?? "", destination: value("destination") ?? "",
+                        idrefs: refs.map { String(Substring($0)) }))
             default:
                 throw XMLScanFailure("unexpected element <\(name)>")
             }
