@@ -96,10 +96,10 @@ enum XMLValueFormat {
         case .date:
             return parseNumber(text).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
         case .binaryData, .transformable:
-            let t = text.filter { !$0.isWhitespace }
-            return Data(base64Encoded: t).map { .data($0) }
+            return Data(base64Encoded: withoutWhitespace(text)).map { .data($0) }
         case .uuid:
-            return UUID(uuidString: trimmed(text)).map { .uuid($0) }
+            let t = trimmed(text)
+            return (canonicalUUID(t) ?? UUID(uuidString: t)).map { .uuid($0) }
         case .objectID, .undefined:
             return nil
         }
@@ -113,6 +113,53 @@ enum XMLValueFormat {
             return text
         }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `text` without its white space (base64 lines). ASCII text, as Core Data writes, is
+    /// filtered by bytes: by Character (Unicode properties) it was 2 % of opening a store.
+    static func withoutWhitespace(_ text: String) -> String {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return text.filter { !$0.isWhitespace } }
+        // The ASCII white space: tab, line feed, vertical tab, form feed, carriage return, space.
+        func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        guard text.utf8.contains(where: isWhitespace) else { return text }
+        return String(decoding: text.utf8.filter { !isWhitespace($0) }, as: UTF8.self)
+    }
+
+    /// A UUID in its canonical form (`8-4-4-4-12` hex digits, either case), read without
+    /// `UUID(uuidString:)`, which runs sscanf (2 % of opening a store); nil for any other form.
+    static func canonicalUUID(_ text: String) -> UUID? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 36 else { return nil }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case 0x30...0x39: byte - 0x30
+            case 0x41...0x46: byte - 0x41 + 10
+            case 0x61...0x66: byte - 0x61 + 10
+            default: nil
+            }
+        }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var index = 0
+        var high: UInt8?
+        for (position, byte) in utf8.enumerated() {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard byte == 0x2D else { return nil }
+                continue
+            }
+            guard let digit = hex(byte) else { return nil }
+            if let h = high {
+                bytes[index] = h << 4 | digit
+                index += 1
+                high = nil
+            } else {
+                high = digit
+            }
+        }
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     private static func parseNumber(_ text: String) -> Double? {

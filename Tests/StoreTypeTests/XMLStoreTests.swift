@@ -47,6 +47,36 @@ import FoundationXML
         #expect(XMLValueFormat.number(Float(5)) == "5")
     }
 
+    @Test func uuidsAndBase64ReadAsFoundationReadsThem() {
+        var random = SplitMix64(seed: 4)
+        for _ in 0..<2_000 {
+            let uuid = UUID(uuid: (
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random)))
+            #expect(XMLValueFormat.canonicalUUID(uuid.uuidString) == uuid)
+            #expect(XMLValueFormat.canonicalUUID(uuid.uuidString.lowercased()) == uuid)
+        }
+        for text in ["", "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "E621E1F8-C36C-495A-93FC-0C247A3E6E5FF", "E621E1F8C36C-495A-93FC-0C247A3E6E5F0",
+            "G621E1F8-C36C-495A-93FC-0C247A3E6E5F", "E621E1F8-C36C-495A-93FC+0C247A3E6E5F", "é621E1F8-C36C-495A-93FC-0C247A3E6E5"]
+        {
+            #expect(XMLValueFormat.canonicalUUID(text) == nil, "\(text)")
+        }
+        #expect(XMLValueFormat.value(" e621e1f8-c36c-495a-93fc-0c247a3e6e5f\n", as: .uuid) == .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
+
+        let bytes = Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+        let lines = XMLValueFormat.base64Lines(bytes)
+        #expect(XMLValueFormat.value(lines, as: .binaryData) == .data(bytes))
+        #expect(XMLValueFormat.value("\t" + lines.replacingOccurrences(of: "\n", with: "\r\n\u{0B}\u{0C} "), as: .binaryData) == .data(bytes))
+        #expect(XMLValueFormat.value(lines.replacingOccurrences(of: "\n", with: "\u{A0}\u{2028}"), as: .binaryData) == .data(bytes))
+        #expect(XMLValueFormat.value("AAE=é", as: .binaryData) == nil)
+    }
+
     @Test(arguments: [
         "haraldmartin_things-rb_Database.xml",
         "wibosco_CoreDataMigration-Example_Migration1to2.xcmappingmodel_xcmapping.xml",
