@@ -466,7 +466,7 @@ enum BinaryStoreFormat {
             case .integer: value = .integer(try signed())
             case .decimal:
                 let text = try string()
-                guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                guard let d = DecimalConversion.decimal(text) else {
                     throw corrupt("\(entity).\(a.name): \"\(text)\" is not a decimal")
                 }
                 value = .decimal(d)

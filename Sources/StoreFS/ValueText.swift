@@ -84,7 +84,7 @@ enum ValueText {
             }
             return .integer(v)
         case .decimal:
-            guard isDecimalLiteral(text), let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard isDecimalLiteral(text), let v = DecimalConversion.decimal(text) else {
                 throw ValueTextError("\"\(excerpt(text))\" is not a decimal number")
             }
             return .decimal(v)

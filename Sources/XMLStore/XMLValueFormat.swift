@@ -78,7 +78,7 @@ enum XMLValueFormat {
             return nil
         case .decimal:
             let t = trimmed(text)
-            guard !t.isEmpty, let d = Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
+            guard !t.isEmpty, let d = DecimalConversion.decimal(t) else { return nil }
             return .decimal(d)
         case .double:
             return parseNumber(text).map { .double($0) }

@@ -43,4 +43,30 @@ import Testing
         #expect(mismatches.isEmpty, "first: \(mismatches.prefix(5).map(\.description))")
         #expect(DecimalConversion.double(Decimal(string: "41777.24")!) == 41777.24)
     }
+
+    @Test func readingATextGivesFoundationsDecimal() {
+        var random = SplitMix64(seed: 15)
+        var texts = [
+            "0", "-0", "00", "007.50", "1.50", "-12.5", "0.000", "123456789012345678", "1234567890123456789",
+            "-999999999999999999", "0.000000000000000001", "1abc", "+1", ".5", "1.", "1e5", "", "-", "--1", "1..2",
+            " 1", "1 ", "٣", "1,5", "12.5.", "-.5", "41777.24",
+        ]
+        for _ in 0..<50_000 {
+            let whole = String(random.next() >> UInt64.random(in: 0...64, using: &random))
+            let fraction = String(random.next() >> UInt64.random(in: 0...64, using: &random))
+            let zeros = String(repeating: "0", count: Int.random(in: 0...3, using: &random))
+            let sign = Bool.random(using: &random) ? "-" : ""
+            texts.append(sign + zeros + whole + (Bool.random(using: &random) ? "." + zeros + fraction : ""))
+            // How SQLite's REAL values are read: Swift's shortest text of a Double.
+            texts.append("\(Double(bitPattern: random.next()))")
+        }
+        let mismatches = texts.filter { text in
+            let fast = DecimalConversion.decimal(text)
+            let foundation = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+            guard let fast, let foundation else { return (fast == nil) != (foundation == nil) }
+            return fast != foundation || fast.description != foundation.description || fast.exponent != foundation.exponent
+                || fast.significand != foundation.significand
+        }
+        #expect(mismatches.isEmpty, "first: \(mismatches.prefix(5))")
+    }
 }

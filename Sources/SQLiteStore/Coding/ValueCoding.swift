@@ -17,10 +17,6 @@ import ObjectGraph
 /// columns, so it reads back as +0.0; that is SQLite's representation, not something a store
 /// in Core Data's schema can change.
 enum ValueCoding {
-    /// Decimals read and written as text always use '.', whatever the user's locale (one
-    /// instance: making a Locale per value showed in profiles).
-    private static let posix = Locale(identifier: "en_US_POSIX")
-
     struct Place {
         var entity: String
         var attribute: String
@@ -111,7 +107,7 @@ enum ValueCoding {
             case .double: return .double(v)
             case .float: return .float(Float(v))
             case .decimal:
-                guard v.isFinite, let d = Decimal(string: "\(v)", locale: posix) else {
+                guard v.isFinite, let d = DecimalConversion.decimal("\(v)") else {
                     throw bad()
                 }
                 return .decimal(d)
@@ -135,7 +131,7 @@ enum ValueCoding {
                 guard let f = Float(s) else { throw bad() }
                 return .float(f)
             case .decimal:
-                guard let d = Decimal(string: s, locale: posix) else { throw bad() }
+                guard let d = DecimalConversion.decimal(s) else { throw bad() }
                 return .decimal(d)
             case .date:
                 guard let d = Double(s) else { throw bad() }
