@@ -205,11 +205,18 @@ extension SQLiteStore {
             do { try execute(db, statement, values) } catch { throw Self.mapError(error, file: path) }
         }
         // Join tables: removed pairs go, added pairs come, per table in a few statements.
+        /// A join row's two keys, in the order of its key columns' names.
+        struct JoinPair: Hashable, Comparable {
+            var first: Int64
+            var second: Int64
+            static func < (a: JoinPair, b: JoinPair) -> Bool { (a.first, a.second) < (b.first, b.second) }
+            var values: [DatabaseValue] { [first.databaseValue, second.databaseValue] }
+        }
         struct JoinWork {
             var keyColumns: [String] = []
             var orderColumns: [String] = []
-            var removed: [[Int64]] = []
-            var pairs: [[Int64]: [String: Int64]] = [:]
+            var removed: [JoinPair] = []
+            var pairs: [JoinPair: [String: Int64]] = [:]
         }
         var joins: [String: JoinWork] = [:]
         for change in changes {
@@ -258,13 +265,16 @@ extension SQLiteStore {
                 var work = joins.removeValue(forKey: table) ?? JoinWork()
                 if work.keyColumns.isEmpty { work.keyColumns = [sourceColumn, destinationColumn].sorted() }
                 if let orderColumn, !work.orderColumns.contains(orderColumn) { work.orderColumns.append(orderColumn) }
-                func pair(_ destination: ObjectID) -> [Int64] {
-                    let values = [sourceColumn: source, destinationColumn: destination.key.rawValue]
-                    return work.keyColumns.map { values[$0] ?? 0 }
+                let sourceFirst = work.keyColumns[0] == sourceColumn
+                func pair(_ destination: ObjectID) -> JoinPair {
+                    let key = destination.key.rawValue
+                    return sourceFirst ? JoinPair(first: source, second: key) : JoinPair(first: key, second: source)
                 }
                 for destination in change.removed { work.removed.append(pair(destination)) }
-                let added = Set(change.added)
-                for (i, destination) in change.destinations.enumerated() where added.contains(destination) || orderColumn != nil {
+                // What was added is among the destinations: as many means all of them (an insert).
+                let allAdded = change.added.count == change.destinations.count
+                let added = allAdded ? [] : Set(change.added)
+                for (i, destination) in change.destinations.enumerated() where allAdded || added.contains(destination) || orderColumn != nil {
                     var orders = work.pairs[pair(destination)] ?? [:]
                     if let orderColumn { orders[orderColumn] = Int64(i + 1) * 1024 }
                     work.pairs[pair(destination)] = orders
@@ -277,7 +287,7 @@ extension SQLiteStore {
             let match = work.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
             if !work.removed.isEmpty {
                 let delete = try prepared("DELETE FROM \(t) WHERE \(match)")
-                for pair in work.removed { try run(delete, pair.map { $0.databaseValue }) }
+                for pair in work.removed { try run(delete, pair.values) }
             }
             guard !work.pairs.isEmpty else { continue }
             let columns = work.keyColumns + work.orderColumns
@@ -285,8 +295,8 @@ extension SQLiteStore {
                 "INSERT OR IGNORE INTO \(t) (\(columns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES "
                     + "(\(columns.map { _ in "?" }.joined(separator: ", ")))")
             var reorders: [String: Statement] = [:]
-            for (pair, orders) in work.pairs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-                let keys = pair.map { $0.databaseValue }
+            for (pair, orders) in work.pairs.sorted(by: { $0.key < $1.key }) {
+                let keys = pair.values
                 try run(insert, keys + work.orderColumns.map { orders[$0]?.databaseValue ?? .null })
                 for (column, order) in orders.sorted(by: { $0.key < $1.key }) {
                     // A pair that was there already keeps its row; only its place in the order moves.
