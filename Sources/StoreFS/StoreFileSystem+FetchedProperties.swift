@@ -52,18 +52,46 @@ extension StoreFileSystem {
     }
 
     /// The cached results of fetched properties and templates, by folder.
+    ///
+    /// A result is evaluated without the lock, so a change can drop everything while one is being
+    /// evaluated; the generation, moved by every drop, keeps such a result out of the cache (kept,
+    /// it would list what the folder held before the change until the next one).
     final class FetchedResults: Sendable {
-        private let results = Mutex<[Node: [ObjectID]]>([:])
+        private struct State {
+            var results: [Node: [ObjectID]] = [:]
+            var generation: UInt64 = 0
+        }
 
-        func get(_ node: Node) -> [ObjectID]? { results.withLock { $0[node] } }
-        func set(_ ids: [ObjectID], for node: Node) { results.withLock { $0[node] = ids } }
-        func drop(_ node: Node) { _ = results.withLock { $0.removeValue(forKey: node) } }
+        private let state = Mutex(State())
+
+        func get(_ node: Node) -> [ObjectID]? { state.withLock { $0.results[node] } }
+
+        /// The generation to give ``set(_:for:evaluatedIn:)`` for a result evaluated from now.
+        var generation: UInt64 { state.withLock { $0.generation } }
+
+        /// Keeps `ids` for `node` unless a drop came since `generation` was read; returns whether
+        /// it kept them.
+        func set(_ ids: [ObjectID], for node: Node, evaluatedIn generation: UInt64) -> Bool {
+            state.withLock { state in
+                guard state.generation == generation else { return false }
+                state.results[node] = ids
+                return true
+            }
+        }
+
+        func drop(_ node: Node) {
+            state.withLock { state in
+                state.generation &+= 1
+                state.results.removeValue(forKey: node)
+            }
+        }
 
         /// Drops everything; returns the folders that were cached (their kernel listings go too).
         func dropAll() -> [Node] {
-            results.withLock { results in
-                defer { results = [:] }
-                return Array(results.keys)
+            state.withLock { state in
+                state.generation &+= 1
+                defer { state.results = [:] }
+                return Array(state.results.keys)
             }
         }
     }
@@ -76,8 +104,27 @@ extension StoreFileSystem {
     }
 
     /// The objects fetched property folder (or template folder) `node` lists, evaluated on first use.
+    ///
+    /// When something changes while it is evaluated, it is evaluated again (a few times at most):
+    /// the answer then reflects the change. One still overtaken by a change is answered but not
+    /// kept, and the kernel is told to forget the listing it is about to receive.
     func fetchedMembers(of node: Node) throws(FileSystemError) -> [ObjectID] {
         if let cached = fetchedResults.get(node) { return cached }
+        var attempts = 0
+        while true {
+            attempts += 1
+            let generation = fetchedResults.generation
+            let ids = try evaluateFetched(node)
+            if fetchedResults.set(ids, for: node, evaluatedIn: generation) { return ids }
+            if attempts == 3 {
+                invalidate(node)
+                return ids
+            }
+        }
+    }
+
+    /// Evaluates the predicate of fetched property (or template) folder `node`.
+    private func evaluateFetched(_ node: Node) throws(FileSystemError) -> [ObjectID] {
         let ids: [ObjectID]
         switch node {
         case .fetched(let object, let index):
@@ -100,9 +147,7 @@ extension StoreFileSystem {
         default:
             throw .notDirectory
         }
-        let shown = ids.filter { Node.fits($0) }
-        fetchedResults.set(shown, for: node)
-        return shown
+        return ids.filter { Node.fits($0) }
     }
 
     /// Forgets every fetched result (after a commit or a change by another process) and the
