@@ -29,6 +29,8 @@ final class DirectoryHandles: Sendable {
         var listings: [UInt64: Listing?] = [:]
         var unopened: [InodeNumber: Listing] = [:]
         var unopenedOrder: [InodeNumber] = []
+        /// Moved by every ``dropUnopened()``: a listing taken before it is not kept.
+        var generation: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -49,13 +51,21 @@ final class DirectoryHandles: Sendable {
         }
     }
 
-    /// Keeps `listing` for the reads that follow; returns it.
-    func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber) -> Listing {
+    /// The generation to give ``keep(_:for:of:takenIn:)`` for a listing taken from now.
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Keeps `listing` for the reads that follow; returns it. A listing read without opendir is
+    /// not kept when the store changed since `generation` was read: taken before the change, it
+    /// would be served after it until the next one.
+    func keep(_ listing: Listing, for handle: FuseKit.FileHandle, of directory: InodeNumber, takenIn generation: UInt64)
+        -> Listing
+    {
         state.withLock { state in
             guard handle == Self.unopened else {
                 state.listings[handle.rawValue] = .some(listing)
                 return listing
             }
+            guard state.generation == generation else { return listing }
             if state.unopened.updateValue(listing, forKey: directory) == nil {
                 state.unopenedOrder.append(directory)
                 if state.unopenedOrder.count > Self.unopenedLimit {
@@ -69,6 +79,7 @@ final class DirectoryHandles: Sendable {
     /// The store changed: listings read without opendir are taken again by their next read.
     func dropUnopened() {
         state.withLock { state in
+            state.generation &+= 1
             state.unopened.removeAll()
             state.unopenedOrder.removeAll()
         }

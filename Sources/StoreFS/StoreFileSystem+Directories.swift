@@ -26,6 +26,8 @@ extension StoreFileSystem {
         add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         let directory = try node(inode)
+        // Read before anything of the listing is: a change after it keeps the listing from staying.
+        let generation = directories.generation
         // An object folder's entries all come from its one snapshot: read it once per call, not
         // once per entry.
         let known: Snapshot? = if case .object(let object) = directory { try snapshot(of: object) } else { nil }
@@ -41,7 +43,8 @@ extension StoreFileSystem {
         // shares its listing with every reader until the store changes.
         var kept = directories.kept(handle, of: inode)
         if kept == nil || (offset == 0 && handle != DirectoryHandles.unopened) {
-            kept = directories.keep(try listing(of: directory, for: request.pid, known: known), for: handle, of: inode)
+            kept = directories.keep(
+                try listing(of: directory, for: request.pid, known: known), for: handle, of: inode, takenIn: generation)
         }
         guard let kept else { return }
         switch kept {
