@@ -272,8 +272,9 @@ extension SQLiteStore {
                 }
                 for destination in change.removed { work.removed.append(pair(destination)) }
                 // What was added is among the destinations: as many means all of them (an insert).
-                let allAdded = change.added.count == change.destinations.count
-                let added = allAdded ? [] : Set(change.added)
+                let addedIDs = change.added
+                let allAdded = addedIDs.count == change.destinations.count
+                let added = allAdded ? [] : Set(addedIDs)
                 for (i, destination) in change.destinations.enumerated() where allAdded || added.contains(destination) || orderColumn != nil {
                     var orders = work.pairs[pair(destination)] ?? [:]
                     if let orderColumn { orders[orderColumn] = Int64(i + 1) * 1024 }

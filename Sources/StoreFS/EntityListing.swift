@@ -1,7 +1,7 @@
 import ObjectGraph
 
 /// An entity directory's objects, by key, as a listing keeps them between readdir calls: 8 bytes
-/// an object (entity and key packed as inode numbers pack them), since a walk of a mount keeps the
+/// an object (the entity above bit 32, the key below it), since a walk of a mount keeps the
 /// listing of an entity of a million objects while it reads it. Objects whose numbers no node can
 /// carry are left out, as they have no inode to list.
 struct EntityListing: Sendable {

@@ -10,7 +10,14 @@ extension StoreFileSystem {
         }
         // The kernel may keep listings (cache_readdir) because storefs invalidates a directory
         // whenever its own changes touch it, and on changes it detects from other processes.
-        return OpenResult(handle: directories.open(), keepCache: true, cacheDirectory: true)
+        // Not a computed folder's: one evaluated while a change landed is answered but must not
+        // stay, and an invalidation sent for it could reach the kernel before the answer does.
+        let computed: Bool
+        switch node {
+        case .fetched, .template: computed = true
+        default: computed = false
+        }
+        return OpenResult(handle: directories.open(), keepCache: true, cacheDirectory: !computed)
     }
 
     public func releaseDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle) {
@@ -52,7 +59,10 @@ extension StoreFileSystem {
             // An entity folder lists its objects from the store's list of keys alone: a folder's
             // attributes need no row, so `ls -l` reads none. What is opened next (a folder, a
             // value) fires its fault then, in a batch read ahead in key order.
-            var index = offset <= 2 ? 0 : ids.firstIndex(afterKey: Int64(offset) - 3)
+            // An offset is one this listing gave (a key + 3) or one lseek set: beyond every key, the
+            // listing is at its end.
+            guard let resume = Int64(exactly: offset) else { return }
+            var index = resume <= 2 ? 0 : ids.firstIndex(afterKey: resume - 3)
             while index < ids.count {
                 let id = ids[index]
                 let node: Node = id.entity == entityOf(directory) ? .object(id) : .subentityLink(id)
@@ -65,7 +75,8 @@ extension StoreFileSystem {
                 index += 1
             }
         case .names(let names):
-            var index = offset <= 2 ? 0 : Int(offset) - 2
+            guard let resume = Int(exactly: offset) else { return }
+            var index = resume <= 2 ? 0 : resume - 2
             while index < names.count {
                 let (name, node) = names[index]
                 if let e = try? entry(for: node, known: known) {

@@ -107,7 +107,7 @@ extension StoreFileSystem {
     ///
     /// When something changes while it is evaluated, it is evaluated again (a few times at most):
     /// the answer then reflects the change. One still overtaken by a change is answered but not
-    /// kept, and the kernel is told to forget the listing it is about to receive.
+    /// kept, so the next listing evaluates again (the kernel keeps no listing of these folders).
     func fetchedMembers(of node: Node) throws(FileSystemError) -> [ObjectID] {
         if let cached = fetchedResults.get(node) { return cached }
         var attempts = 0
@@ -116,10 +116,7 @@ extension StoreFileSystem {
             let generation = fetchedResults.generation
             let ids = try evaluateFetched(node)
             if fetchedResults.set(ids, for: node, evaluatedIn: generation) { return ids }
-            if attempts == 3 {
-                invalidate(node)
-                return ids
-            }
+            if attempts == 3 { return ids }
         }
     }
 

@@ -189,7 +189,7 @@ enum XMLStoreReader {
                 guard current != nil, path.last == "object" else { throw XMLScanFailure("<relationship> outside <object>") }
                 guard let n = value("name") else { throw XMLScanFailure("<relationship> without name") }
                 // Split by bytes: splitting by Character took 4 % of opening a store.
-                let refs = (value("idrefs") ?? "").utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 })
+                let refs = (value("idrefs") ?? "").utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D })
                 current?.relationships.append(
                     .init(
                         name: n, type: value("type") ?? "", destination: value("destination") ?? "",

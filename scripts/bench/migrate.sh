@@ -2,7 +2,8 @@
 # Issue 5's figures: objects per second of `storefs migrate` between each pair of file types on a
 # sample store, load time (`storefs info`, which opens the store) and file size of each type, and
 # `cp -a` migration of a smaller store into an empty mount against `cp -a` of the same tree into
-# tmpfs (the baseline, measured in the same run). Prints figures; asserts nothing.
+# tmpfs (the baseline, measured in the same run), and SQLite inserting the sample's rows itself
+# (scripts/bench/sqlite_insert.py) beside `storefs sample`. Prints figures; asserts nothing.
 #
 # Usage: scripts/bench/migrate.sh [OBJECTS] [COPY_OBJECTS]     (default 1000000 10000; OBJECTS 0
 # runs the cp -a part only)
@@ -38,6 +39,10 @@ if [ "$objects" -gt 0 ]; then
 echo "== sample store of $objects objects"
 t0=$(seconds); "$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null; t1=$(seconds)
 python3 -c "print(f'sample: {$t1 - $t0:.2f} s, {$objects / ($t1 - $t0):,.0f} objects/s')"
+# The reference: SQLite inserting the same rows itself (prepared statements, one transaction).
+read -r ref_seconds ref_rows < <(python3 scripts/bench/sqlite_insert.py "$work/S.sqlite" "$work/reference.sqlite")
+python3 -c "print(f'SQLite inserting the same {$ref_rows:,} rows: {$ref_seconds:.2f} s, {$objects / $ref_seconds:,.0f} objects/s; sample / SQLite: {($t1 - $t0) / $ref_seconds:.2f}x')"
+rm -f "$work"/reference.sqlite*
 
 printf "\n%-22s %10s %14s\n" "migration" "seconds" "objects/s"
 migrate() {

@@ -23,7 +23,7 @@ public enum DecimalConversion {
         return value.sign == .minus ? "-" + digits : digits
     }
 
-    /// The Double nearest the decimal, as `Double(text(value))` reads it; nil for NaN.
+    /// The Double nearest the decimal, as `Double(text(value))` reads it (NaN for NaN).
     /// `NSDecimalNumber.doubleValue` is not correctly rounded on Linux (41777.24 became
     /// 41777.240000000005).
     public static func double(_ value: Decimal) -> Double? {
