@@ -125,19 +125,21 @@ enum XMLValueFormat {
         return String(decoding: text.utf8.filter { !isWhitespace($0) }, as: UTF8.self)
     }
 
+    /// The value of an ASCII hex digit (either case); nil for any other code.
+    private static func hexDigit<Code: FixedWidthInteger>(_ code: Code) -> Code? {
+        switch code {
+        case 0x30...0x39: code - 0x30
+        case 0x41...0x46: code - 0x41 + 10
+        case 0x61...0x66: code - 0x61 + 10
+        default: nil
+        }
+    }
+
     /// A UUID in its canonical form (`8-4-4-4-12` hex digits, either case), read without
     /// `UUID(uuidString:)`, which runs sscanf (2 % of opening a store); nil for any other form.
     static func canonicalUUID(_ text: String) -> UUID? {
         let utf8 = Array(text.utf8)
         guard utf8.count == 36 else { return nil }
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case 0x30...0x39: byte - 0x30
-            case 0x41...0x46: byte - 0x41 + 10
-            case 0x61...0x66: byte - 0x61 + 10
-            default: nil
-            }
-        }
         var bytes = [UInt8](repeating: 0, count: 16)
         var index = 0
         var high: UInt8?
@@ -146,7 +148,7 @@ enum XMLValueFormat {
                 guard byte == 0x2D else { return nil }
                 continue
             }
-            guard let digit = hex(byte) else { return nil }
+            guard let digit = hexDigit(byte) else { return nil }
             if let h = high {
                 bytes[index] = h << 4 | digit
                 index += 1
@@ -242,18 +244,10 @@ enum XMLValueFormat {
         units.reserveCapacity(s.utf16.count)
         let u = Array(s.utf16)
         var i = 0
-        func hexValue(_ c: UInt16) -> UInt16? {
-            switch c {
-            case 0x30...0x39: c - 0x30
-            case 0x41...0x46: c - 0x41 + 10
-            case 0x61...0x66: c - 0x61 + 10
-            default: nil
-            }
-        }
         while i < u.count {
             if u[i] == 0x5C, i + 5 < u.count + 0, u[i + 1] == 0x75,
-                let a = hexValue(u[i + 2]), let b = hexValue(u[i + 3]), let c = hexValue(u[i + 4]),
-                let d = hexValue(u[i + 5])
+                let a = hexDigit(u[i + 2]), let b = hexDigit(u[i + 3]), let c = hexDigit(u[i + 4]),
+                let d = hexDigit(u[i + 5])
             {
                 let value = (a << 12) | (b << 8) | (c << 4) | d
                 units.append((value << 8) | (value >> 8))
