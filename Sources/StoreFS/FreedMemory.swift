@@ -50,7 +50,7 @@ final class FreedMemory: Sendable {
         #if canImport(Glibc)
         // M_MMAP_THRESHOLD in malloc.h.
         let mmapThreshold: Int32 = -3
-        guard let symbol = glibcFunction("mallopt") else { return false }
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
         let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
         return mallopt(mmapThreshold, mappedBlockSize) == 1
         #else
@@ -62,18 +62,10 @@ final class FreedMemory: Sendable {
     /// once; nil with another C library.
     private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
         #if canImport(Glibc)
-        guard let symbol = glibcFunction("malloc_trim") else { return nil }
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
         #else
         return nil
         #endif
     }()
-
-    private static func glibcFunction(_ name: String) -> UnsafeMutableRawPointer? {
-        #if canImport(Glibc)
-        return dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)
-        #else
-        return nil
-        #endif
-    }
 }

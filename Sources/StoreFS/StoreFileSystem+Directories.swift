@@ -12,10 +12,11 @@ extension StoreFileSystem {
         // whenever its own changes touch it, and on changes it detects from other processes.
         // Not a computed folder's: one evaluated while a change landed is answered but must not
         // stay, and an invalidation sent for it could reach the kernel before the answer does.
-        let computed: Bool
-        switch node {
-        case .fetched, .template: computed = true
-        default: computed = false
+        // (Read-only mounts open directories without asking, and there the kernel keeps every
+        // listing; their changes come only from other processes, and invalidate as they did.)
+        let computed = switch node {
+        case .fetched, .template: true
+        default: false
         }
         return OpenResult(handle: directories.open(), keepCache: true, cacheDirectory: !computed)
     }
@@ -33,8 +34,13 @@ extension StoreFileSystem {
         add: (DirectoryEntry) -> Bool
     ) throws(FileSystemError) {
         let directory = try node(inode)
-        // Read before anything of the listing is: a change after it keeps the listing from staying.
-        let generation = directories.generation
+        // An opened directory is listed afresh at offset 0 (rewinddir); one read without opendir
+        // shares its listing with every reader until the store changes.
+        var kept = directories.kept(handle, of: inode)
+        let listsAfresh = kept == nil || (offset == 0 && handle != DirectoryHandles.unopened)
+        // Read before anything a new listing is made of: a change after it keeps that listing from
+        // staying. (Most calls continue a kept listing and need none.)
+        let generation = listsAfresh ? directories.generation : 0
         // An object folder's entries all come from its one snapshot: read it once per call, not
         // once per entry.
         let known: Snapshot? = if case .object(let object) = directory { try snapshot(of: object) } else { nil }
@@ -46,10 +52,7 @@ extension StoreFileSystem {
                 return
             }
         }
-        // An opened directory is listed afresh at offset 0 (rewinddir); one read without opendir
-        // shares its listing with every reader until the store changes.
-        var kept = directories.kept(handle, of: inode)
-        if kept == nil || (offset == 0 && handle != DirectoryHandles.unopened) {
+        if listsAfresh {
             kept = directories.keep(
                 try listing(of: directory, for: request.pid, known: known), for: handle, of: inode, takenIn: generation)
         }
