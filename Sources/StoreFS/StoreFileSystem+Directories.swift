@@ -12,8 +12,8 @@ extension StoreFileSystem {
         // whenever its own changes touch it, and on changes it detects from other processes.
         // Not a computed folder's: one evaluated while a change landed is answered but must not
         // stay, and an invalidation sent for it could reach the kernel before the answer does.
-        // (Read-only mounts open directories without asking, and there the kernel keeps every
-        // listing; their changes come only from other processes, and invalidate as they did.)
+        // (Read-only mounts open directories without asking, so there the kernel keeps every
+        // listing, these too: see docs/SEMANTICS.md, Known limits.)
         let computed = switch node {
         case .fetched, .template: true
         default: false
