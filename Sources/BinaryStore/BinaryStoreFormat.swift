@@ -343,13 +343,17 @@ enum BinaryStoreFormat {
                 }
                 toManys.append(rel.name)
             }
+            // Shared by every snapshot of the block.
+            let attributeNames = PropertyNames(attributes.map(\.name))
+            let toOneNames = PropertyNames(toOnes)
             let objectCount = try r.count()
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
                 guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }
                 let id = ObjectID(entity: entityID, key: PrimaryKey(Int64(rawKey)))
-                var snapshot = Snapshot(objectID: id, version: try r.signed())
-                snapshot.attributes.reserveCapacity(attributes.count)
+                var snapshot = Snapshot(
+                    objectID: id, version: try r.signed(), attributes: PropertyValues(layout: attributeNames),
+                    toOne: PropertyValues(layout: toOneNames))
                 for a in attributes {
                     if let value = try r.value(for: a, in: description.name) { snapshot.attributes[a.name] = value }
                 }

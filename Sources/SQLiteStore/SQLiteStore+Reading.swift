@@ -68,6 +68,9 @@ extension SQLiteStore {
         /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
         var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
+        /// The names of both, shared by every snapshot the query reads of the entity.
+        var attributeNames = PropertyNames.none
+        var toOneNames = PropertyNames.none
     }
 
     private func readSnapshots(
@@ -97,6 +100,8 @@ extension SQLiteStore {
                 guard let column = add(toOne.column) else { continue }
                 plan.toOne.append((toOne.name, toOne.destination, column, add(toOne.entityColumn)))
             }
+            plan.attributeNames = PropertyNames(plan.attributes.map(\.name))
+            plan.toOneNames = PropertyNames(plan.toOne.map(\.name))
             plans[id] = plan
         }
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
@@ -146,8 +151,9 @@ extension SQLiteStore {
 
     private func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
-        var snapshot = Snapshot(objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)))
-        snapshot.attributes.reserveCapacity(plan.attributes.count)
+        var snapshot = Snapshot(
+            objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
+            attributes: PropertyValues(layout: plan.attributeNames), toOne: PropertyValues(layout: plan.toOneNames))
         for attribute in plan.attributes {
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
             if stored.isNull { continue }

@@ -40,12 +40,17 @@ enum XMLGraphBuilder {
         struct Properties {
             var attributes: [String: AttributeDescription] = [:]
             var relationships: [String: RelationshipDescription] = [:]
+            /// Shared by every snapshot of the entity.
+            var attributeNames = PropertyNames.none
+            var toOneNames = PropertyNames.none
         }
         var properties: [EntityID: Properties] = [:]
         for entity in model.entities {
             var p = Properties()
             for a in entity.persistentAttributes { p.attributes[a.name.lowercased()] = a }
             for r in entity.persistentRelationships { p.relationships[r.name.lowercased()] = r }
+            p.attributeNames = PropertyNames(entity.persistentAttributes.map(\.name))
+            p.toOneNames = PropertyNames(entity.persistentRelationships.filter { !$0.isToMany }.map(\.name))
             properties[entity.id] = p
         }
 
@@ -78,9 +83,9 @@ enum XMLGraphBuilder {
             let id = ids[object.id]!
             let entity = model[id.entity]
             let props = properties[id.entity]!
-            var snapshot = Snapshot(objectID: id, version: 1)
-            // Sized once: grown value by value, a dictionary is reallocated four times for a dozen.
-            snapshot.attributes.reserveCapacity(object.attributes.count)
+            var snapshot = Snapshot(
+                objectID: id, version: 1, attributes: PropertyValues(layout: props.attributeNames),
+                toOne: PropertyValues(layout: props.toOneNames))
             for raw in object.attributes {
                 guard let attribute = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()] else {
                     throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")

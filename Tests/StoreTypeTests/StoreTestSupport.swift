@@ -127,7 +127,7 @@ enum StoreFixtures {
         var request = SaveRequest()
         let count = max(strings.count, doubles.count, floats.count)
         for i in 0..<count {
-            var attributes: [String: AttributeValue] = [
+            var attributes: PropertyValues<AttributeValue> = [
                 "firstName": .string(strings[i % strings.count]),
                 "lastName": .string(strings[(i + 3) % strings.count]),
                 "hoursPerWeek": .double(doubles[i % doubles.count]),

@@ -143,7 +143,7 @@ extension ObjectContext {
     }
 
     static func newSnapshot(_ id: ObjectID, _ entity: EntityDescription) -> Snapshot {
-        var values: [String: AttributeValue] = [:]
+        var values: PropertyValues<AttributeValue> = [:]
         for attribute in entity.allAttributes {
             if let value = attribute.defaultValue { values[attribute.name] = value }
         }

@@ -159,7 +159,7 @@ public struct SampleGenerator: Sendable {
     private func person(_ id: ObjectID, _ random: inout SplitMix64, _ nextEmployeeID: inout Int64) -> Snapshot {
         let first = Self.firstNames[Int(random.next() % UInt64(Self.firstNames.count))]
         let last = Self.lastNames[Int(random.next() % UInt64(Self.lastNames.count))]
-        var values: [String: AttributeValue] = [
+        var values: PropertyValues<AttributeValue> = [
             "firstName": .string(first),
             "lastName": .string(last),
             "birthDate": .date(Self.date(random.next(), from: 1955, years: 50)),
