@@ -294,10 +294,9 @@ enum BinaryStoreFormat {
             guard i < names.count else { throw r.corrupt("name index \(i) is out of range") }
             return names[i]
         }
-        var entityForName: [Int: EntityID] = [:]
-        for (i, n) in names.enumerated() { if let e = model.entityID(named: n) { entityForName[i] = e } }
+        let entityForName = names.map { model.entityID(named: $0) }
         func entity(_ i: Int) throws(ObjectGraphError) -> EntityID {
-            guard let e = entityForName[i] else {
+            guard i < entityForName.count, let e = entityForName[i] else {
                 throw r.corrupt("entity \(i < names.count ? names[i] : "#\(i)") is not in the model")
             }
             return e
@@ -343,9 +342,14 @@ enum BinaryStoreFormat {
                 }
                 toManys.append(rel.name)
             }
-            // Shared by every snapshot of the block.
+            // Shared by every snapshot of the block; values go straight to their slots.
             let attributeNames = PropertyNames(attributes.map(\.name))
             let toOneNames = PropertyNames(toOnes)
+            let attributeSlots = attributes.compactMap { attributeNames.slot(of: $0.name) }
+            let toOneSlots = toOnes.compactMap { toOneNames.slot(of: $0) }
+            guard attributeSlots.count == attributes.count, toOneSlots.count == toOnes.count else {
+                throw r.corrupt("entity \(description.name): a property has no slot")
+            }
             let objectCount = try r.count()
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
@@ -354,16 +358,19 @@ enum BinaryStoreFormat {
                 var snapshot = Snapshot(
                     objectID: id, version: try r.signed(), attributes: PropertyValues(layout: attributeNames),
                     toOne: PropertyValues(layout: toOneNames))
-                for a in attributes {
-                    if let value = try r.value(for: a, in: description.name) { snapshot.attributes[a.name] = value }
+                // By index: iterating the descriptions would copy each (a retain and release per field).
+                for i in attributes.indices {
+                    if let value = try r.value(for: attributes[i], in: description.name) {
+                        snapshot.attributes.setValue(value, slot: attributeSlots[i])
+                    }
                 }
-                for name in toOnes {
+                for i in toOnes.indices {
                     let present = try r.byte()
                     guard present <= 1 else { throw r.corrupt("to-one marker \(present) is invalid") }
                     if present == 1 {
                         let target = ObjectID(entity: try entity(try r.count()), key: try r.key())
-                        snapshot.toOne[name] = target
-                        refs.append((id, name, target))
+                        snapshot.toOne.setValue(target, slot: toOneSlots[i])
+                        refs.append((id, toOnes[i], target))
                     }
                 }
                 for name in toManys {
@@ -383,7 +390,9 @@ enum BinaryStoreFormat {
             }
         }
         guard r.position == r.bytes.count else { throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object") }
-        for (source, name, target) in refs where !graph.exists(target, model: model) {
+        // Each root's keys by entity number: one hash per reference instead of three.
+        let keysOfRoot = model.entities.map { graph.keysByRoot[$0.rootID] ?? [:] }
+        for (source, name, target) in refs where keysOfRoot[target.entity.rawValue - 1][target.key] != target {
             throw r.corrupt(
                 "\(model[source.entity].name) \(source.key).\(name) refers to \(model[target.entity].name) \(target.key), which does not exist")
         }

@@ -38,7 +38,8 @@ enum XMLGraphBuilder {
         var entityByType: [String: EntityID] = [:]
         for entity in model.entities { entityByType[entity.name.uppercased()] = entity.id }
         struct Properties {
-            var attributes: [String: AttributeDescription] = [:]
+            /// Each attribute by lowercased name, with its slot in ``attributeNames``.
+            var attributes: [String: (description: AttributeDescription, slot: Int)] = [:]
             var relationships: [String: RelationshipDescription] = [:]
             /// Shared by every snapshot of the entity.
             var attributeNames = PropertyNames.none
@@ -47,9 +48,12 @@ enum XMLGraphBuilder {
         var properties: [EntityID: Properties] = [:]
         for entity in model.entities {
             var p = Properties()
-            for a in entity.persistentAttributes { p.attributes[a.name.lowercased()] = a }
-            for r in entity.persistentRelationships { p.relationships[r.name.lowercased()] = r }
             p.attributeNames = PropertyNames(entity.persistentAttributes.map(\.name))
+            for a in entity.persistentAttributes {
+                guard let slot = p.attributeNames.slot(of: a.name) else { continue }
+                p.attributes[a.name.lowercased()] = (a, slot)
+            }
+            for r in entity.persistentRelationships { p.relationships[r.name.lowercased()] = r }
             p.toOneNames = PropertyNames(entity.persistentRelationships.filter { !$0.isToMany }.map(\.name))
             properties[entity.id] = p
         }
@@ -87,7 +91,7 @@ enum XMLGraphBuilder {
                 objectID: id, version: 1, attributes: PropertyValues(layout: props.attributeNames),
                 toOne: PropertyValues(layout: props.toOneNames))
             for raw in object.attributes {
-                guard let attribute = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()] else {
+                guard let (attribute, slot) = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()] else {
                     throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")
                 }
                 guard let value = XMLValueFormat.value(raw.text, as: attribute.type) else {
@@ -95,7 +99,7 @@ enum XMLGraphBuilder {
                     throw corrupt(
                         "line \(object.line): object \(object.id): \(entity.name).\(attribute.name) value \"\(shown)\" is not a valid \(attribute.type.rawValue)")
                 }
-                snapshot.attributes[attribute.name] = value
+                snapshot.attributes.setValue(value, slot: slot)
             }
             for raw in object.relationships {
                 guard let relationship = props.relationships[raw.name] ?? props.relationships[raw.name.lowercased()] else {

@@ -15,6 +15,17 @@ public struct PropertyNames: Sendable, Hashable {
     }
 
     public static let none = PropertyNames([])
+
+    /// The slot `name` has in values made on these names (``PropertyValues/init(layout:)``).
+    public func slot(of name: String) -> Int? {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let mid = low + (high - low) / 2
+            if sorted[mid] < name { low = mid + 1 } else { high = mid }
+        }
+        return low < sorted.count && sorted[low] == name ? low : nil
+    }
 }
 
 /// A snapshot's values by property name: a slot per name of a sorted name list, nil where the
@@ -119,6 +130,14 @@ public struct PropertyValues<Value: Sendable & Hashable>: Sendable {
                 slots.insert(newValue, at: i)
             }
         }
+    }
+
+    /// Sets the value of the name in `slot` of the ``PropertyNames`` these values were made on,
+    /// without looking the name up: for a store filling values it has just made on them, before
+    /// any name outside them is added (which moves the slots after it).
+    @inlinable
+    public mutating func setValue(_ value: Value?, slot: Int) {
+        slots[slot] = value
     }
 
     /// The number of non-nil values.

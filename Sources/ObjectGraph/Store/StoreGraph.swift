@@ -25,12 +25,17 @@ public struct StoreGraph: Sendable {
     public init(metadata: StoreMetadata) { self.metadata = metadata }
 
     /// Adds an object read from a file; false when its key is already taken in its root.
-    public mutating func load(_ snapshot: Snapshot, root: EntityID) -> Bool {
+    /// Consuming, and with one lookup per table: called once per object of a file.
+    public mutating func load(_ snapshot: consuming Snapshot, root: EntityID) -> Bool {
         let id = snapshot.objectID
         guard keysByRoot[root, default: [:]].updateValue(id, forKey: id.key) == nil else { return false }
         snapshots[id] = snapshot
-        maxKey[root] = max(maxKey[root] ?? 0, id.key.rawValue)
+        Self.raise(&maxKey[root, default: 0], to: id.key.rawValue)
         return true
+    }
+
+    private static func raise(_ value: inout Int64, to floor: Int64) {
+        if value < floor { value = floor }
     }
 
     public func exists(_ id: ObjectID, model: ManagedObjectModel) -> Bool {
