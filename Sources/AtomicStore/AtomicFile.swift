@@ -26,6 +26,23 @@ package enum AtomicFile {
         }
     }
 
+    /// The first `maxLength` bytes of the file at `url` (all of it when shorter), and whether
+    /// that is the whole file.
+    package static func readPrefix(_ url: URL, maxLength: Int) throws(ObjectGraphError) -> (data: Data, isWhole: Bool) {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else {
+            if !FileManager.default.fileExists(atPath: url.path) { throw ObjectGraphError(.notFound, "\(url.path) does not exist") }
+            throw ObjectGraphError(.io, "\(url.path): could not open the store for reading")
+        }
+        defer { try? handle.close() }
+        do {
+            // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
+            let data = try handle.read(upToCount: maxLength + 1) ?? Data()
+            return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
+        } catch {
+            throw ObjectGraphError(.io, "\(url.path): could not read the store: \(error)")
+        }
+    }
+
     /// Replaces the file at `url` with `data` atomically.
     ///
     /// - Throws: ``ObjectGraphError/Code/io`` naming the path and the OS error; the old file is

@@ -1,4 +1,5 @@
 import Foundation
+import AtomicStore
 import ObjectGraph
 
 /// The parsed content of a Core Data XML store file, before it is matched to a model.
@@ -41,6 +42,18 @@ enum XMLStoreReader {
     // MARK: - Header
 
     /// The `<databaseInfo>` values and metadata, found by a byte scan (no full parse).
+    /// The header of the store at `url`, read from the start of the file: `<databaseInfo>` comes
+    /// before the objects, and reading a store of a gigabyte whole for it took a second. The
+    /// prefix grows until it holds `</databaseInfo>` or is the whole file.
+    static func header(at url: URL) throws(ObjectGraphError) -> XMLStoreDocument {
+        var length = 1 << 20
+        while true {
+            let (data, isWhole) = try AtomicFile.readPrefix(url, maxLength: length)
+            if isWhole || range(of: "</databaseInfo>", in: data) != nil { return try header(of: data, path: url.path) }
+            length = length > Int.max / 8 ? Int.max - 1 : length * 8
+        }
+    }
+
     static func header(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
         var doc = XMLStoreDocument()
         guard let databaseInfo = range(of: "<databaseInfo>", in: data),

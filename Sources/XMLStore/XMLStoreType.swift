@@ -24,8 +24,7 @@ public struct XMLStoreType: PersistentStoreType {
 
     /// Reads `<databaseInfo>` only (a byte scan, not a parse of the objects).
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
-        let data = try AtomicFile.read(url)
-        let doc = try XMLStoreReader.header(of: data, path: url.path)
+        let doc = try XMLStoreReader.header(at: url)
         var metadata = StoreMetadata(doc.metadata)
         metadata[XMLStoreWriter.keysKey] = nil
         metadata.storeType = Self.typeName

@@ -38,6 +38,31 @@ import FoundationXML
         #expect(try XMLParser(data: Data(text.utf8)).parse())
     }
 
+    /// The metadata is read from the start of the file, in prefixes that grow until they hold the
+    /// whole header: a header of several MiB reads whole, a file cut inside it is a corrupt store.
+    @Test func metadataLargerThanTheFirstPrefixReadsWhole() throws {
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("big-header.xml")
+        let big = String(repeating: "metadata ", count: 400_000)  // 3.6 MB, past the first 1 MiB
+        let store = try type.open(
+            at: url, model: SampleModel.make(), options: StoreOptions(createIfMissing: true),
+            initialMetadata: StoreMetadata(["Big": .string(big)]))
+        try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 200), to: store)
+        let read = try type.metadata(at: url)
+        #expect(read["Big"] == .string(big))
+        #expect(read == (try store.metadata()))
+
+        let bytes = try Data(contentsOf: url)
+        try bytes.prefix(2_000_000).write(to: url)
+        #expect(throws: ObjectGraphError.self) { try type.metadata(at: url) }
+        do {
+            _ = try type.metadata(at: url)
+        } catch {
+            #expect(error.code == .corruptStore, "\(error)")
+        }
+    }
+
     @Test func escapesReadBackAndMatchCoreData2009() throws {
         #expect(XMLValueFormat.escape("<a & b>") == "\\u3c00a \\u2600 b\\u3e00")
         #expect(XMLValueFormat.unescape("\\u3c00note\\u3e00") == "<note>")
