@@ -7,7 +7,8 @@ import ObjectGraph
 /// Names match case-insensitively (Core Data lower-cases property names and upper-cases entity
 /// names in the file). Ids `z<N>` become keys as ``XMLStoreWriter`` describes.
 enum XMLGraphBuilder {
-    static func graph(from doc: XMLStoreDocument, model: ManagedObjectModel, path: String) throws(ObjectGraphError)
+    /// The graph of `doc`'s objects; `doc.objects` is left emptied, each freed once read.
+    static func graph(from doc: inout XMLStoreDocument, model: ManagedObjectModel, path: String) throws(ObjectGraphError)
         -> AtomicGraph
     {
         func corrupt(_ message: String) -> ObjectGraphError { ObjectGraphError(.corruptStore, "\(path): \(message)") }
@@ -83,7 +84,11 @@ enum XMLGraphBuilder {
 
         // Pass 2: values and references.
         var graph = AtomicGraph(metadata: metadata)
-        for object in doc.objects {
+        for index in doc.objects.indices {
+            // Taken out of the document, so that each object's text is freed as its snapshot is
+            // made: the document and the graph are not both whole in memory.
+            var object = XMLStoreDocument.RawObject(type: "", id: "", line: 0)
+            swap(&object, &doc.objects[index])
             let id = ids[object.id]!
             let entity = model[id.entity]
             let props = properties[id.entity]!

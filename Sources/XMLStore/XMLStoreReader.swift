@@ -41,7 +41,6 @@ struct XMLStoreDocument {
 enum XMLStoreReader {
     // MARK: - Header
 
-    /// The `<databaseInfo>` values and metadata, found by a byte scan (no full parse).
     /// The header of the store at `url`, read from the start of the file: `<databaseInfo>` comes
     /// before the objects, and reading a store of a gigabyte whole for it took a second. The
     /// prefix grows until it holds `</databaseInfo>` or is the whole file.
@@ -54,6 +53,7 @@ enum XMLStoreReader {
         }
     }
 
+    /// The `<databaseInfo>` values and metadata, found by a byte scan (no full parse).
     static func header(of data: Data, path: String) throws(ObjectGraphError) -> XMLStoreDocument {
         var doc = XMLStoreDocument()
         guard let databaseInfo = range(of: "<databaseInfo>", in: data),
