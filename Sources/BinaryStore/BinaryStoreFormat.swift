@@ -343,13 +343,8 @@ enum BinaryStoreFormat {
                 toManys.append(rel.name)
             }
             // Shared by every snapshot of the block; values go straight to their slots.
-            let attributeNames = PropertyNames(attributes.map(\.name))
-            let toOneNames = PropertyNames(toOnes)
-            let attributeSlots = attributes.compactMap { attributeNames.slot(of: $0.name) }
-            let toOneSlots = toOnes.compactMap { toOneNames.slot(of: $0) }
-            guard attributeSlots.count == attributes.count, toOneSlots.count == toOnes.count else {
-                throw r.corrupt("entity \(description.name): a property has no slot")
-            }
+            let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes.map(\.name))
+            let (toOneNames, toOneSlots) = PropertyNames.slotted(toOnes)
             let objectCount = try r.count()
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()

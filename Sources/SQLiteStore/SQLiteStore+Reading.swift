@@ -68,9 +68,12 @@ extension SQLiteStore {
         /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
         var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
-        /// The names of both, shared by every snapshot the query reads of the entity.
+        /// The names of both, shared by every snapshot the query reads of the entity, and the slot
+        /// of each attribute and to-one in them.
         var attributeNames = PropertyNames.none
         var toOneNames = PropertyNames.none
+        var attributeSlots: [Int] = []
+        var toOneSlots: [Int] = []
     }
 
     private func readSnapshots(
@@ -100,8 +103,8 @@ extension SQLiteStore {
                 guard let column = add(toOne.column) else { continue }
                 plan.toOne.append((toOne.name, toOne.destination, column, add(toOne.entityColumn)))
             }
-            plan.attributeNames = PropertyNames(plan.attributes.map(\.name))
-            plan.toOneNames = PropertyNames(plan.toOne.map(\.name))
+            (plan.attributeNames, plan.attributeSlots) = PropertyNames.slotted(plan.attributes.map(\.name))
+            (plan.toOneNames, plan.toOneSlots) = PropertyNames.slotted(plan.toOne.map(\.name))
             plans[id] = plan
         }
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
@@ -154,7 +157,7 @@ extension SQLiteStore {
         var snapshot = Snapshot(
             objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
             attributes: PropertyValues(layout: plan.attributeNames), toOne: PropertyValues(layout: plan.toOneNames))
-        for attribute in plan.attributes {
+        for (attribute, slot) in zip(plan.attributes, plan.attributeSlots) {
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
             if stored.isNull { continue }
             if attribute.external {
@@ -162,10 +165,10 @@ extension SQLiteStore {
             }
             let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
             if let value = try ValueCoding.decode(stored, as: attribute.type, at: place) {
-                snapshot.attributes[attribute.name] = value
+                snapshot.attributes.setValue(value, slot: slot)
             }
         }
-        for toOne in plan.toOne {
+        for (toOne, slot) in zip(plan.toOne, plan.toOneSlots) {
             let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
             guard let destinationKey = Self.key(in: value) else {
                 if !value.isNull {
@@ -186,7 +189,7 @@ extension SQLiteStore {
                 }
                 destination = mapped
             }
-            snapshot.toOne[toOne.name] = ObjectID(entity: destination, key: PrimaryKey(destinationKey))
+            snapshot.toOne.setValue(ObjectID(entity: destination, key: PrimaryKey(destinationKey)), slot: slot)
         }
         return snapshot
     }

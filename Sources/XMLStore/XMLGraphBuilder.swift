@@ -49,11 +49,10 @@ enum XMLGraphBuilder {
         var properties: [EntityID: Properties] = [:]
         for entity in model.entities {
             var p = Properties()
-            p.attributeNames = PropertyNames(entity.persistentAttributes.map(\.name))
-            for a in entity.persistentAttributes {
-                guard let slot = p.attributeNames.slot(of: a.name) else { continue }
-                p.attributes[a.name.lowercased()] = (a, slot)
-            }
+            let attributes = entity.persistentAttributes
+            let slots: [Int]
+            (p.attributeNames, slots) = PropertyNames.slotted(attributes.map(\.name))
+            for (a, slot) in zip(attributes, slots) { p.attributes[a.name.lowercased()] = (a, slot) }
             for r in entity.persistentRelationships { p.relationships[r.name.lowercased()] = r }
             p.toOneNames = PropertyNames(entity.persistentRelationships.filter { !$0.isToMany }.map(\.name))
             properties[entity.id] = p

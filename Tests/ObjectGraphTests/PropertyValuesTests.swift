@@ -73,6 +73,19 @@ import Testing
         #expect(PropertyNames([]).sorted.isEmpty)
     }
 
+    /// A store fills values by slot: each name given lands where a lookup by name finds it.
+    @Test func valuesSetBySlotReadByName() {
+        let given = ["zeta", "alpha", "mu", "alpha", "beta"]
+        let (names, slots) = PropertyNames.slotted(given)
+        #expect(names.sorted == ["alpha", "beta", "mu", "zeta"])
+        #expect(slots == [3, 0, 2, 0, 1])
+        var values = PropertyValues<AttributeValue>(layout: names)
+        for (i, slot) in slots.enumerated() { values.setValue(.integer(Int64(i)), slot: slot) }
+        #expect(values.dictionary == ["zeta": .integer(0), "alpha": .integer(3), "mu": .integer(2), "beta": .integer(4)])
+        values.setValue(nil, slot: slots[2])
+        #expect(values["mu"] == nil && values.count == 3)
+    }
+
     @Test func ofRepeatedNamesInALiteralTheLastWins() {
         let values: PropertyValues<AttributeValue> = ["a": .integer(1), "b": .integer(2), "a": .integer(3)]
         #expect(values["a"] == .integer(3))

@@ -16,15 +16,22 @@ public struct PropertyNames: Sendable, Hashable {
 
     public static let none = PropertyNames([])
 
-    /// The slot `name` has in values made on these names (``PropertyValues/init(layout:)``).
-    public func slot(of name: String) -> Int? {
+    /// The names, and the slot each of `names` has in values made on them, in the order given:
+    /// what a store needs to fill values without looking names up.
+    public static func slotted(_ names: [String]) -> (names: PropertyNames, slots: [Int]) {
+        let list = PropertyNames(names)
+        return (list, names.map { list.position(of: $0) })
+    }
+
+    /// Where `name` is or would go.
+    private func position(of name: String) -> Int {
         var low = 0
         var high = sorted.count
         while low < high {
             let mid = low + (high - low) / 2
             if sorted[mid] < name { low = mid + 1 } else { high = mid }
         }
-        return low < sorted.count && sorted[low] == name ? low : nil
+        return low
     }
 }
 
