@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 5's figures: objects per second of `storefs migrate` between each pair of file types on a
-# sample store, load time (`storefs info`, which opens the store) and file size of each type, and
+# sample store, load time (`storefs info`, which opens the store), time until a read-only mount
+# answers, and file size of each type, and
 # `cp -a` migration of a smaller store into an empty mount against `cp -a` of the same tree into
 # tmpfs (the baseline, measured in the same run), and SQLite inserting the sample's rows itself
 # (scripts/bench/sqlite_insert.py) beside `storefs sample`. Prints figures; asserts nothing.
@@ -59,12 +60,32 @@ mv "$work/S.sqlite" "$work/orig.sqlite"
 migrate xml sqlite; rm "$work/S.sqlite"
 migrate binary sqlite
 
-printf "\n%-8s %12s %16s %14s %12s\n" "type" "MiB" "info (load) s" "peak RSS MiB" "RSS/file"
+# Seconds from starting a read-only mount of $1 until the mount point answers, and the server's
+# RSS (KiB) then: what a user waits for before `ls` works.
+mount_time() {
+  local start end pid rss
+  mkdir -p "$work/src"
+  start=$(date +%s%N)
+  "$STOREFS" mount --foreground -o ro "$1" "$work/src" >/dev/null 2>&1 &
+  pid=$!
+  until mountpoint -q "$work/src"; do
+    kill -0 "$pid" 2>/dev/null || { echo "mount of $1 exited before answering" >&2; return 1; }
+    sleep 0.02
+  done
+  end=$(date +%s%N)
+  rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+  fusermount3 -u "$work/src"
+  wait "$pid" || true
+  echo "$(( (end - start) / 1000000 )) $rss"
+}
+
+printf "\n%-8s %12s %16s %14s %12s %10s %16s\n" "type" "MiB" "info (load) s" "peak RSS MiB" "RSS/file" "mount s" "mounted RSS MiB"
 for type in sqlite xml binary; do
   size=$(stat -c %s "$work/S.$type")
   /usr/bin/time -f "%e %M" -o "$work/info.time" "$STOREFS" info "$work/S.$type" >/dev/null
   read -r secs rss_kb <"$work/info.time"
-  python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$secs:16.2f} {$rss_kb/1024:14.1f} {$rss_kb*1024/$size:11.2f}x')"
+  read -r mount_ms mount_rss_kb < <(mount_time "$work/S.$type")
+  python3 -c "print(f'{\"$type\":8} {$size/1048576:12.1f} {$secs:16.2f} {$rss_kb/1024:14.1f} {$rss_kb*1024/$size:11.2f}x {$mount_ms/1000:10.2f} {$mount_rss_kb/1024:16.1f}')"
 done
 rm -f "$work"/S.* "$work"/orig.sqlite*
 fi
