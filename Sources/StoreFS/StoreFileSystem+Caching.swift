@@ -8,6 +8,7 @@ import Synchronization
 extension StoreFileSystem {
     func startBackgroundWork() {
         rememberStoreToken()
+        freedMemory.trim()
         background.start(interval: 0.05) { [self] in
             if !configuration.readOnly {
                 settleFolders(copyIn.settle())
