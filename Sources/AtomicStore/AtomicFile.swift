@@ -36,7 +36,7 @@ package enum AtomicFile {
         defer { try? handle.close() }
         do {
             // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
-            let data = try handle.read(upToCount: maxLength + 1) ?? Data()
+            let data = try handle.read(upToCount: maxLength < Int.max ? maxLength + 1 : maxLength) ?? Data()
             return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
         } catch {
             throw ObjectGraphError(.io, "\(url.path): could not read the store: \(error)")

@@ -68,8 +68,8 @@ extension SQLiteStore {
         /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
         var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
-        /// The names of both, shared by every snapshot the query reads of the entity, and the slot
-        /// of each attribute and to-one in them.
+        /// The names of both, shared by every snapshot read of the entity, and the slot of each
+        /// attribute and to-one in them (``StoreLayout/SnapshotNames``).
         var attributeNames = PropertyNames.none
         var toOneNames = PropertyNames.none
         var attributeSlots: [Int] = []
@@ -103,8 +103,11 @@ extension SQLiteStore {
                 guard let column = add(toOne.column) else { continue }
                 plan.toOne.append((toOne.name, toOne.destination, column, add(toOne.entityColumn)))
             }
-            (plan.attributeNames, plan.attributeSlots) = PropertyNames.slotted(plan.attributes.map(\.name))
-            (plan.toOneNames, plan.toOneSlots) = PropertyNames.slotted(plan.toOne.map(\.name))
+            // Made once per entity with the layout (the same attributes and to-ones, those with a
+            // column, in the same order), so rows of every query share them.
+            let names = layout[id].snapshotNames
+            (plan.attributeNames, plan.attributeSlots) = (names.attributes, names.attributeSlots)
+            (plan.toOneNames, plan.toOneSlots) = (names.toOne, names.toOneSlots)
             plans[id] = plan
         }
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")

@@ -8,12 +8,12 @@ import Synchronization
 extension StoreFileSystem {
     func startBackgroundWork() {
         rememberStoreToken()
-        freedMemory.trim()
         background.start(interval: 0.05) { [self] in
             if !configuration.readOnly {
                 settleFolders(copyIn.settle())
                 if schedule.isDue(after: configuration.commitDelay) { commitPendingChanges(reason: "idle") }
             }
+            freedMemory.trimOnceAfterLoad()
             freedMemory.trimIfRowsWereEvicted(coordinator.rowCache.statistics.evictions)
             if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
                 lastPoll.withLock { $0 = Date() }

@@ -86,6 +86,23 @@ import Testing
         #expect(values["mu"] == nil && values.count == 3)
     }
 
+    /// A name in another Unicode normalization form is the same name, as it is to a dictionary
+    /// (and to the model's `attribute(named:)`), in short lists (scanned) and long ones (halved).
+    @Test(arguments: [2, 30])
+    func aNameInAnotherNormalizationFormIsTheSameName(listSize: Int) {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed.utf8.count != decomposed.utf8.count)
+        let names = [composed] + (1..<listSize).map { "n\($0)" }
+        var values = PropertyValues<AttributeValue>(layout: PropertyNames(names))
+        values[composed] = .integer(1)
+        #expect(values[decomposed] == .integer(1))
+        values[decomposed] = .integer(2)
+        #expect(values.count == 1 && values[composed] == .integer(2))
+        values[decomposed] = nil
+        #expect(values.isEmpty)
+    }
+
     @Test func ofRepeatedNamesInALiteralTheLastWins() {
         let values: PropertyValues<AttributeValue> = ["a": .integer(1), "b": .integer(2), "a": .integer(3)]
         #expect(values["a"] == .integer(3))

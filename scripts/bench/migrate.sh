@@ -66,10 +66,13 @@ mount_time() {
   local start end pid rss
   mkdir -p "$work/src"
   start=$(date +%s%N)
-  "$STOREFS" mount --foreground -o ro "$1" "$work/src" >/dev/null 2>&1 &
+  "$STOREFS" mount --foreground -o ro "$1" "$work/src" >/dev/null 2>"$work/mount.log" &
   pid=$!
-  until mountpoint -q "$work/src"; do
-    kill -0 "$pid" 2>/dev/null || { echo "mount of $1 exited before answering" >&2; return 1; }
+  # A stat of a mount whose server hangs would block: each check is bounded, the wait too (10 min).
+  until timeout 10 mountpoint -q "$work/src"; do
+    if ! kill -0 "$pid" 2>/dev/null || (( $(date +%s%N) - start > 600000000000 )); then
+      echo "mount of $1 did not answer:" >&2; cat "$work/mount.log" >&2; kill "$pid" 2>/dev/null; return 1
+    fi
     sleep 0.02
   done
   end=$(date +%s%N)

@@ -105,9 +105,11 @@ public struct PropertyValues<Value: Sendable & Hashable>: Sendable {
             // their lengths does not (4 % of writing a sample store went to the calls).
             let length = name.utf8.count
             for i in names.indices where names[i].utf8.count == length && names[i] == name { return (i, true) }
+            // Names compare as Unicode text, like a dictionary's keys: the same name in another
+            // normalization form (another length in bytes) is found where it sorts.
             var i = 0
             while i < names.count && names[i] < name { i += 1 }
-            return (i, false)
+            return (i, i < names.count && names[i] == name)
         }
         var low = 0
         var high = names.count

@@ -46,6 +46,25 @@ struct StoreLayout: Sendable {
         var attributes: [AttributeColumn] = []
         var toOne: [ToOneColumn] = []
         var toMany: [String: ToMany] = [:]
+        /// What a row of the entity is read onto; set once the columns are known.
+        var snapshotNames = SnapshotNames()
+    }
+
+    /// The names a snapshot of an entity is read onto, shared by every row read of it: its
+    /// attributes and to-ones that have a column, and each one's slot, in the order of
+    /// ``EntityLayout/attributes`` and ``EntityLayout/toOne`` with columnless ones left out.
+    struct SnapshotNames: Sendable {
+        var attributes = PropertyNames.none
+        var attributeSlots: [Int] = []
+        var toOne = PropertyNames.none
+        var toOneSlots: [Int] = []
+
+        init() {}
+
+        init(_ entity: EntityLayout) {
+            (attributes, attributeSlots) = PropertyNames.slotted(entity.attributes.filter { $0.column != nil }.map(\.attribute.name))
+            (toOne, toOneSlots) = PropertyNames.slotted(entity.toOne.filter { $0.column != nil }.map(\.name))
+        }
     }
 
     /// A table a new file needs, in creation order.
@@ -332,6 +351,7 @@ struct StoreLayout: Sendable {
         }
         self.hiddenKeyColumns = hidden
 
+        for i in layouts.indices { layouts[i].snapshotNames = SnapshotNames(layouts[i]) }
         self.entities = layouts
         var byZent: [Int64: EntityID] = [:]
         for layout in layouts { if let z = layout.zent { byZent[z] = layout.id } }
