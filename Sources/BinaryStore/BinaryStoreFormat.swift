@@ -88,6 +88,7 @@ enum BinaryStoreFormat {
     private static func encodeObjects(_ graph: AtomicGraph, model: ManagedObjectModel, keepDangling: Bool) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(graph.snapshots.count * 64 + 1024)
+        let exists = graph.existence(model: model)
         // Name table: entity names, then property names.
         var names: [String] = []
         var index: [String: Int] = [:]
@@ -140,7 +141,7 @@ enum BinaryStoreFormat {
                 appendSigned(&out, s.version)
                 for a in attributes { appendValue(&out, s.attributes[a.name]) }
                 for r in toOnes {
-                    if let target = s.toOne[r.name], keepDangling || graph.exists(target, model: model) {
+                    if let target = s.toOne[r.name], keepDangling || exists(target) {
                         out.append(1)
                         ref(target)
                     } else {
@@ -149,7 +150,7 @@ enum BinaryStoreFormat {
                 }
                 for r in toManys {
                     let list = (graph.toMany[.init(source: id, relationship: r.name)] ?? []).filter {
-                        keepDangling || graph.exists($0, model: model)
+                        keepDangling || exists($0)
                     }
                     appendVarint(&out, UInt64(list.count))
                     for target in list { ref(target) }
@@ -385,9 +386,8 @@ enum BinaryStoreFormat {
             }
         }
         guard r.position == r.bytes.count else { throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object") }
-        // Each root's keys by entity number: one hash per reference instead of three.
-        let keysOfRoot = model.entities.map { graph.keysByRoot[$0.rootID] ?? [:] }
-        for (source, name, target) in refs where keysOfRoot[target.entity.rawValue - 1][target.key] != target {
+        let exists = graph.existence(model: model)
+        for (source, name, target) in refs where !exists(target) {
             throw r.corrupt(
                 "\(model[source.entity].name) \(source.key).\(name) refers to \(model[target.entity].name) \(target.key), which does not exist")
         }

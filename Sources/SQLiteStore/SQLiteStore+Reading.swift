@@ -68,12 +68,8 @@ extension SQLiteStore {
         /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
         var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
-        /// The names of both, shared by every snapshot read of the entity, and the slot of each
-        /// attribute and to-one in them (``StoreLayout/SnapshotNames``).
-        var attributeNames = PropertyNames.none
-        var toOneNames = PropertyNames.none
-        var attributeSlots: [Int] = []
-        var toOneSlots: [Int] = []
+        /// The names of both, shared by every snapshot read of the entity, and each one's slot.
+        var names = StoreLayout.SnapshotNames()
     }
 
     private func readSnapshots(
@@ -105,9 +101,7 @@ extension SQLiteStore {
             }
             // Made once per entity with the layout (the same attributes and to-ones, those with a
             // column, in the same order), so rows of every query share them.
-            let names = layout[id].snapshotNames
-            (plan.attributeNames, plan.attributeSlots) = (names.attributes, names.attributeSlots)
-            (plan.toOneNames, plan.toOneSlots) = (names.toOne, names.toOneSlots)
+            plan.names = layout[id].snapshotNames
             plans[id] = plan
         }
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
@@ -159,8 +153,8 @@ extension SQLiteStore {
         let entityName = layout[id.entity].name
         var snapshot = Snapshot(
             objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
-            attributes: PropertyValues(layout: plan.attributeNames), toOne: PropertyValues(layout: plan.toOneNames))
-        for (attribute, slot) in zip(plan.attributes, plan.attributeSlots) {
+            attributes: PropertyValues(layout: plan.names.attributes), toOne: PropertyValues(layout: plan.names.toOne))
+        for (attribute, slot) in zip(plan.attributes, plan.names.attributeSlots) {
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
             if stored.isNull { continue }
             if attribute.external {
@@ -171,7 +165,7 @@ extension SQLiteStore {
                 snapshot.attributes.setValue(value, slot: slot)
             }
         }
-        for (toOne, slot) in zip(plan.toOne, plan.toOneSlots) {
+        for (toOne, slot) in zip(plan.toOne, plan.names.toOneSlots) {
             let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
             guard let destinationKey = Self.key(in: value) else {
                 if !value.isNull {

@@ -17,9 +17,11 @@ final class FreedMemory: Sendable {
     static let interval = 2.0
 
     private struct State {
-        var evictions = 0
+        /// No count of evictions: the first call trims, after the store was opened (loading an XML
+        /// or binary store freed its file and what was read from it: 60 MB of the 1.9 GB a
+        /// mounted million-object XML store kept).
+        var evictions = -1
         var last = Date.distantPast
-        var trimmedAfterLoad = false
     }
 
     private let state = Mutex(State())
@@ -28,24 +30,14 @@ final class FreedMemory: Sendable {
         _ = Self.largeBlocksMapped
     }
 
-    /// Trims when rows were evicted since the last trim and `interval` has passed.
+    /// Trims when rows were evicted since the last trim and `interval` has passed, and the first
+    /// time it is called.
     func trimIfRowsWereEvicted(_ evictions: Int) {
         let due = state.withLock { state -> Bool in
             guard evictions != state.evictions, Date().timeIntervalSince(state.last) >= Self.interval else { return false }
             state.evictions = evictions
             state.last = Date()
             return true
-        }
-        if due, let trim = Self.mallocTrim { _ = trim(0) }
-    }
-
-    /// Trims the first time it is called: after the store was opened, loading an XML or binary
-    /// store having freed its file and what was read from it (60 MB of the 1.9 GB a mounted
-    /// million-object XML store kept).
-    func trimOnceAfterLoad() {
-        let due = state.withLock { state -> Bool in
-            defer { state.trimmedAfterLoad = true }
-            return !state.trimmedAfterLoad
         }
         if due, let trim = Self.mallocTrim { _ = trim(0) }
     }

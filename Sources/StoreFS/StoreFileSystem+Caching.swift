@@ -13,7 +13,6 @@ extension StoreFileSystem {
                 settleFolders(copyIn.settle())
                 if schedule.isDue(after: configuration.commitDelay) { commitPendingChanges(reason: "idle") }
             }
-            freedMemory.trimOnceAfterLoad()
             freedMemory.trimIfRowsWereEvicted(coordinator.rowCache.statistics.evictions)
             if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
                 lastPoll.withLock { $0 = Date() }

@@ -108,6 +108,7 @@ enum XMLStoreWriter {
                     }))
         }
 
+        let exists = graph.existence(model: model)
         var ordered = graph.snapshots.keys.map { (z: z($0), id: $0) }
         ordered.sort { $0.z < $1.z }
         out.reserveCapacity(out.utf8.count + ordered.count * 1024)
@@ -131,7 +132,7 @@ enum XMLStoreWriter {
                     : snapshot.toOne[relationship.name].map { [$0] } ?? []
                 // A reference to an object that no longer exists would make the file unreadable.
                 var written = 0
-                for destination in destinations where graph.exists(destination, model: model) {
+                for destination in destinations where exists(destination) {
                     out += written == 0 ? " idrefs=\"z" : " z"
                     out += String(z(destination))
                     written += 1

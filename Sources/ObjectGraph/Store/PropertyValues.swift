@@ -20,11 +20,12 @@ public struct PropertyNames: Sendable, Hashable {
     /// what a store needs to fill values without looking names up.
     public static func slotted(_ names: [String]) -> (names: PropertyNames, slots: [Int]) {
         let list = PropertyNames(names)
-        return (list, names.map { list.position(of: $0) })
+        return (list, names.map { insertionIndex(of: $0, in: list.sorted) })
     }
 
-    /// Where `name` is or would go.
-    private func position(of name: String) -> Int {
+    /// Where `name` is in `sorted`, or would go.
+    @inlinable
+    static func insertionIndex(of name: String, in sorted: [String]) -> Int {
         var low = 0
         var high = sorted.count
         while low < high {
@@ -111,13 +112,8 @@ public struct PropertyValues<Value: Sendable & Hashable>: Sendable {
             while i < names.count && names[i] < name { i += 1 }
             return (i, i < names.count && names[i] == name)
         }
-        var low = 0
-        var high = names.count
-        while low < high {
-            let mid = low + (high - low) / 2
-            if names[mid] < name { low = mid + 1 } else { high = mid }
-        }
-        return (low, low < names.count && names[low] == name)
+        let i = PropertyNames.insertionIndex(of: name, in: names)
+        return (i, i < names.count && names[i] == name)
     }
 
     @inlinable
@@ -166,17 +162,6 @@ public struct PropertyValues<Value: Sendable & Hashable>: Sendable {
     /// The names that have values, sorted.
     @inlinable
     public var keys: [String] { map(\.key) }
-
-    /// The non-nil values, in the order of ``keys``.
-    @inlinable
-    public var values: [Value] { map(\.value) }
-
-    /// Room for `capacity` names beyond a layout (for builds that add names one by one).
-    @inlinable
-    public mutating func reserveCapacity(_ capacity: Int) {
-        names.reserveCapacity(capacity)
-        slots.reserveCapacity(capacity)
-    }
 
     @discardableResult
     @inlinable
@@ -232,8 +217,6 @@ extension PropertyValues: Sequence {
 
     @inlinable
     public func makeIterator() -> Iterator { Iterator(names: names, slots: slots) }
-
-    public var underestimatedCount: Int { 0 }
 }
 
 extension PropertyValues: Hashable {
