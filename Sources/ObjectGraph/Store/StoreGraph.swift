@@ -40,9 +40,16 @@ public struct StoreGraph: Sendable {
 
     /// Whether objects exist, for checking many (every reference of a file read or written):
     /// each entity's root key table is found once, so a check is one lookup instead of three.
-    public func existence(model: ManagedObjectModel) -> @Sendable (ObjectID) -> Bool {
-        let tables = model.entities.map { keysByRoot[$0.rootID] ?? [:] }
-        return { id in
+    public func existence(model: ManagedObjectModel) -> Existence {
+        Existence(tables: model.entities.map { keysByRoot[$0.rootID] ?? [:] })
+    }
+
+    /// See ``existence(model:)``; `existence(id)` says whether `id` is in the graph.
+    public struct Existence: Sendable {
+        @usableFromInline let tables: [[PrimaryKey: ObjectID]]
+
+        @inlinable
+        public func callAsFunction(_ id: ObjectID) -> Bool {
             guard id.entity.rawValue >= 1, id.entity.rawValue <= tables.count else { return false }
             return tables[id.entity.rawValue - 1][id.key] == id
         }
