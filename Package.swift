@@ -40,6 +40,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
+        // The benchmarks' FUSE floor: an in-memory tree served through FuseKit (scripts/bench).
+        .executableTarget(name: "fuse-floor", dependencies: ["FuseKit"]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .target(name: "EmbeddedKernel", dependencies: ["FuseKit"], path: "Tests/EmbeddedKernel"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),

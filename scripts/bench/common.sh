@@ -8,19 +8,32 @@ export PATH="/opt/swift/usr/bin:$PATH"
 need() { command -v "$1" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] || SUDO=sudo; ${SUDO:-} apt-get install -y -qq "$2" >/dev/null; }; }
 
 # STOREFS=path/to/storefs skips the release build.
+STOREFS_GIVEN=${STOREFS:+1}
 if [ -z "${STOREFS:-}" ]; then
   swift build -c release --product storefs >&2
   STOREFS="$(swift build -c release --show-bin-path)/storefs"
 fi
 [ -x "$STOREFS" ] || { echo "$NAME: no storefs binary at $STOREFS" >&2; exit 1; }
+# The FUSE floor (Sources/fuse-floor): FLOOR=path/to/fuse-floor, else the one beside a given
+# STOREFS, else a release build. Only read.sh and write.sh use it (use_floor).
+use_floor() {
+  if [ -z "${FLOOR:-}" ]; then
+    FLOOR="$(dirname "$STOREFS")/fuse-floor"
+    if [ -z "$STOREFS_GIVEN" ] || [ ! -x "$FLOOR" ]; then
+      swift build -c release --product fuse-floor >&2
+      FLOOR="$(swift build -c release --show-bin-path)/fuse-floor"
+    fi
+  fi
+  [ -x "$FLOOR" ] || { echo "$NAME: no fuse-floor binary at $FLOOR" >&2; exit 1; }
+}
 
 now_us() { date +%s%6N; }
 
 # bench_workspace TMPFS_SIZE: WORK, MNT and a tmpfs at TMPFS of that size, cleaned up on exit.
 bench_workspace() {
   WORK=$(mktemp -d "/tmp/storefs-bench-$NAME.XXXXXX")
-  MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"
-  mkdir -p "$MNT" "$TMPFS"
+  MNT="$WORK/mnt"; TMPFS="$WORK/tmpfs"; FLOOR_MNT="$WORK/floor"
+  mkdir -p "$MNT" "$TMPFS" "$FLOOR_MNT"
   trap cleanup EXIT
   trap 'exit 130' INT TERM
   mount -t tmpfs -o "size=$1,mode=755" storefs-bench "$TMPFS"
@@ -32,8 +45,23 @@ unmount_store() {
   for _ in $(seq 1 1200); do [ -n "$(server_pid)" ] || return 0; sleep 0.1; done
   echo "$NAME: storefs server for $MNT did not exit" >&2
 }
+# mount_floor [--read-only] SOURCE: fuse-floor serving an in-memory copy of SOURCE at FLOOR_MNT;
+# returns once it is mounted (copying a 100,000-object tree of 1.1 million files takes a while).
+mount_floor() {
+  "$FLOOR" "$@" "$FLOOR_MNT" 2>>"$WORK/floor.log" &
+  FLOOR_PID=$!
+  until mountpoint -q "$FLOOR_MNT"; do
+    kill -0 "$FLOOR_PID" 2>/dev/null || { echo "$NAME: fuse-floor did not mount:"; cat "$WORK/floor.log"; exit 1; } >&2
+    sleep 0.1
+  done
+}
+unmount_floor() {
+  if mountpoint -q "$FLOOR_MNT"; then fusermount3 -u "$FLOOR_MNT" || fusermount3 -uz "$FLOOR_MNT"; fi
+  if [ -n "${FLOOR_PID:-}" ]; then wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=; fi
+}
 cleanup() {
   set +e
+  unmount_floor
   unmount_store
   mountpoint -q "$TMPFS" && umount "$TMPFS"
   rm -rf "$WORK"

@@ -3,7 +3,9 @@
 # objects), times each workload cold (a fresh mount, and the kernel's caches dropped: no dentries, no
 # pages of the store file, storefs holds no rows) and warm (the same command again on that mount),
 # and the same workload on a copy of the mounted tree in a tmpfs made in the same run (cp -R -P; run
-# twice, the second run is reported). Prints per workload the times, the ratios to tmpfs, the cost
+# twice, the second run is reported) and on the FUSE floor (fuse-floor, an in-memory copy of that tree
+# served through FuseKit read-only as storefs mounts it: what any FUSE filesystem pays here; caches
+# dropped before its cold run). Prints per workload the times, the ratios to tmpfs and the floor, the cost
 # per entry, the server's CPU time per entry, the store requests and FUSE operations it served (from
 # user.storefs.stats), and the server's peak RSS.
 #
@@ -21,7 +23,8 @@
 # size's time scaled by the entries (marked ~).
 #
 # Usage: scripts/bench/read.sh [OBJECTS...]     (default 10000 100000)
-# Environment: STOREFS=path/to/storefs skips the build; REPEAT=N runs every size N times (default 1);
+# Environment: STOREFS=path/to/storefs skips the build; FLOOR=path/to/fuse-floor (else the one beside
+# STOREFS, else built); REPEAT=N runs every size N times (default 1);
 # TMPFS_LIMIT=N as above; WORKLOADS="ls -l,find" runs only those (comma-separated; a 1,000,000-object
 # `cat Employee` reads 9 million files); PARALLEL=0 leaves out the concurrency figure.
 set -euo pipefail
@@ -32,6 +35,7 @@ REPEAT=${REPEAT:-1}
 TMPFS_LIMIT=${TMPFS_LIMIT:-100000}
 
 need getfattr attr; need fusermount3 fuse3; need python3 python3; need sqlite3 sqlite3
+use_floor
 
 bench_workspace 8g
 
@@ -90,6 +94,18 @@ for n in "${SIZES[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$cold" "$warm" "$tmp" "$c_cold" "$c_warm" "$c_tmp" \
       "$s0" "$s1" "$s2" "$((cpu1 - cpu0))" "$hwm" >>"$results"
   done
+  # the FUSE floor: every workload cold (caches dropped) and warm on one read-only fuse-floor mount
+  : >"$WORK/floor-$n"
+  if ((with_tmpfs)); then
+    mount_floor --read-only "$TMPFS"
+    for w in "${WORKLOADS[@]}"; do
+      drop_caches; cpu0=$(server_cpu_ms "$FLOOR_PID")
+      cold=$(run "$w" "$FLOOR_MNT"); c_cold=$(cat "$WORK/count"); cpu1=$(server_cpu_ms "$FLOOR_PID")
+      warm=$(run "$w" "$FLOOR_MNT")
+      printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$cold" "$warm" "$c_cold" "$((cpu1 - cpu0))" >>"$WORK/floor-$n"
+    done
+    unmount_floor
+  fi
   # sqlite3 reading every row of the Employee/Manager table, cold, against cold ls -l
   drop_caches
   t0=$(now_us); sqlite3 "$store" 'SELECT * FROM ZPERSON' | wc -l >/dev/null; t1=$(now_us)
@@ -105,11 +121,15 @@ for n in "${SIZES[@]}"; do
   parallel_us=$((t1 - t0)); unmount_store
   fi
   if ((with_tmpfs)); then scaled_from="$n:$results.keep"; cp "$results" "$results.keep"; fi
-  python3 - "$n" "$results" "$rep" "$sqlite_us" "$sequential_us" "$parallel_us" "$load_at_start" "$(cut -d' ' -f1 /proc/loadavg)" "$scaled_from" <<'EOF'
+  python3 - "$n" "$results" "$rep" "$sqlite_us" "$sequential_us" "$parallel_us" "$load_at_start" "$(cut -d' ' -f1 /proc/loadavg)" "$scaled_from" "$WORK/floor-$n" <<'EOF'
 import json, sys
 n, path, rep = sys.argv[1], sys.argv[2], sys.argv[3]
 sqlite_us, seq_us, par_us = (int(a) for a in sys.argv[4:7])
 load0, load1, scaled_from = sys.argv[7], sys.argv[8], sys.argv[9]
+floor = {}  # workload -> (cold ms, warm ms, count, server CPU ms of the cold run)
+for line in open(sys.argv[10]):
+    w, fc, fw, fcount, fcpu = line.rstrip("\n").split("\t")
+    floor[w] = (int(fc) / 1000, int(fw) / 1000, fcount, float(fcpu))
 reference = {}
 if scaled_from:
     ref_n, ref_path = scaled_from.split(":", 1)
@@ -118,7 +138,7 @@ if scaled_from:
         if int(f[3]) > 0:
             reference[f[0]] = int(f[3]) / int(f[6])  # tmpfs microseconds per counted unit
 print(f"\n{n} objects (run {rep}; load {load0} at the start, {load1} at the end); times in ms; counts: lines (ls -l, find) or bytes (cat)")
-print(f"{'workload':<13} {'cold':>9} {'warm':>9} {'tmpfs':>10} {'cold/tmpfs':>10} {'warm/tmpfs':>10} {'cold us/entry':>13} {'server CPU us/entry':>19} {'peak RSS MiB':>12}  count storefs/tmpfs")
+print(f"{'workload':<13} {'cold':>9} {'warm':>9} {'tmpfs':>10} {'cold/tmpfs':>10} {'warm/tmpfs':>10} {'floor cold':>10} {'floor warm':>10} {'cold/floor':>10} {'warm/floor':>10} {'floor/tmpfs':>11} {'cold us/entry':>13} {'server CPU us/entry':>19} {'floor CPU us/entry':>18} {'peak RSS MiB':>12}  count storefs/tmpfs/floor")
 ops = []
 ls_cold = None
 for line in open(path):
@@ -127,7 +147,8 @@ for line in open(path):
     mark = ""
     if tmp < 0 and w in reference:
         tmp, mark, ct = reference[w] * int(cc) / 1000, "~", cc
-    same = "" if cc == cw == ct else "  MISMATCH"
+    fcold, fwarm, fcount, fcpu = floor.get(w, (-1, -1, "-", -1))
+    same = "" if cc == cw == ct and fcount in (cc, "-") else "  MISMATCH"
     s0, s1, s2 = json.loads(s0), json.loads(s1), json.loads(s2)
     # entries the workload walked: lines listed; for cat, the files read (READ requests, and the
     # files preloaded after a sibling was read, which the kernel then reads from its page cache)
@@ -136,8 +157,12 @@ for line in open(path):
     if w == "ls -l": ls_cold = cold
     ratio = lambda a: f"{mark}{a / tmp:.2f}x" if tmp > 0 else "-"
     tmptext = f"{mark}{tmp:.1f}" if tmp > 0 else "-"
-    print(f"{w:<13} {cold:>9.1f} {warm:>9.1f} {tmptext:>10} {ratio(cold):>10} {ratio(warm):>10} {cold * 1000 / entries:>13.2f} "
-          f"{int(float(cpu)) * 1000 / entries:>19.2f} {int(hwm) / 1024:>12.1f}  {cc}/{ct}{same}")
+    over = lambda a, b: f"{a / b:.2f}x" if b > 0 else "-"
+    floor_cpu = f"{fcpu * 1000 / entries:.2f}" if fcpu >= 0 else "-"
+    ftext = lambda a: f"{a:.1f}" if a > 0 else "-"
+    print(f"{w:<13} {cold:>9.1f} {warm:>9.1f} {tmptext:>10} {ratio(cold):>10} {ratio(warm):>10} {ftext(fcold):>10} {ftext(fwarm):>10} "
+          f"{over(cold, fcold):>10} {over(warm, fwarm):>10} {over(fcold, tmp if not mark else -1):>11} {cold * 1000 / entries:>13.2f} "
+          f"{int(float(cpu)) * 1000 / entries:>19.2f} {floor_cpu:>18} {int(hwm) / 1024:>12.1f}  {cc}/{ct}/{fcount}{same}")
     diff = lambda a, b: {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
     fmt = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "none"
     ops.append(f"  {w:<12} cold: storeRequests {s1['storeRequests'] - s0['storeRequests']}, faultsFired {s1['faultsFired'] - s0['faultsFired']}; {fmt(diff(s0, s1))}")

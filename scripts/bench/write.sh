@@ -2,12 +2,14 @@
 # Write benchmark (issue 4): `cp -a` of a folder of N new Milestone object folders (default 10,000;
 # keys 100001.., each with title, dueDate, done) into a read-write mount of a 10,000-object sample store,
 # plus the time until it is committed (fsync of the entity folder, then unmount until the server has
-# exited), against the same `cp -a` into a tmpfs directory in the same run. Checks with sqlite3 that the
-# rows are in ZMILESTONE and reports the number of commits. Then 100 edits of one value each with
-# echo, sed -i and vim, against the same edits of a file on tmpfs.
+# exited), against the same `cp -a` into a tmpfs directory and into the FUSE floor (fuse-floor: an
+# in-memory tree served through FuseKit, what any FUSE filesystem pays here) in the same run. Checks
+# with sqlite3 that the rows are in ZMILESTONE and reports the number of commits. Then 100 edits of
+# one value each with echo, sed -i and vim, against the same edits of a file on tmpfs and on the floor.
 #
 # Usage: scripts/bench/write.sh [N] [EDITS]     (defaults 10000 100)
-# Environment: STOREFS=path/to/storefs skips the build.
+# Environment: STOREFS=path/to/storefs skips the build; FLOOR=path/to/fuse-floor (else the one beside
+# STOREFS, else built).
 set -euo pipefail
 NAME=write.sh
 source "$(dirname "$0")/common.sh"
@@ -16,6 +18,7 @@ EDITS=${2:-100}
 FIRST=100001
 
 need sqlite3 sqlite3; need getfattr attr; need fusermount3 fuse3; need python3 python3; need vim vim
+use_floor
 
 bench_workspace 1g
 
@@ -43,6 +46,12 @@ cp -a "$IN/." "$TMPFS/out1/"            # warm-up of the source's pages and dent
 t0=$(now_us); cp -a "$IN/." "$TMPFS/out2/"; sync -f "$TMPFS/out2"; t1=$(now_us)
 tmp_cp=$(ms "$t0" "$t1")
 
+# the FUSE floor: the same cp -a into an empty fuse-floor mount
+mkdir -p "$WORK/empty"; mount_floor "$WORK/empty"; mkdir "$FLOOR_MNT/Milestone"
+t0=$(now_us); cp -a "$IN/." "$FLOOR_MNT/Milestone/"; sync -f "$FLOOR_MNT/Milestone"; t1=$(now_us)
+floor_cp=$(ms "$t0" "$t1")
+unmount_floor
+
 # storefs: cp -a, fsync of the entity folder (commits everything pending), unmount until the server exits
 "$STOREFS" mount "$store" "$MNT" --log-file "$WORK/mount.log"
 s0=$(stats)
@@ -59,10 +68,12 @@ new=$(sqlite3 "$store" "SELECT count(*) FROM ZMILESTONE WHERE Z_PK >= $FIRST AND
 sample=$(sqlite3 "$store" "SELECT ZTITLE || ' | ' || ZDONE FROM ZMILESTONE WHERE Z_PK = $FIRST" 2>&1 || true)
 st_cp=$(ms "$t0" "$t1"); st_sync=$(ms "$t1" "$t2"); st_umount=$(ms "$t2" "$t3"); st_all=$(ms "$t0" "$t3")
 
-printf '\n%-40s %12s %12s\n' "cp -a of $N object folders" "ms" "x tmpfs"
-printf '%-40s %12s %12s\n' "tmpfs (cp -a + sync -f)" "$tmp_cp" "1.0"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+printf '\n%-40s %12s %12s %12s\n' "cp -a of $N object folders" "ms" "x tmpfs" "x floor"
+printf '%-40s %12s %12s %12s\n' "tmpfs (cp -a + sync -f)" "$tmp_cp" "1.00" "$(ratio "$tmp_cp" "$floor_cp")"
+printf '%-40s %12s %12s %12s\n' "FUSE floor (cp -a + sync -f)" "$floor_cp" "$(ratio "$floor_cp" "$tmp_cp")" "1.00"
 for row in "storefs cp -a:$st_cp" "storefs fsync (commit):$st_sync" "storefs unmount until exit:$st_umount" "storefs total:$st_all"; do
-  printf '%-40s %12s %12s\n' "${row%%:*}" "${row##*:}" "$(awk -v a="${row##*:}" -v b="$tmp_cp" 'BEGIN {printf "%.1f", a/b}')"
+  printf '%-40s %12s %12s %12s\n' "${row%%:*}" "${row##*:}" "$(ratio "${row##*:}" "$tmp_cp")" "$(ratio "${row##*:}" "$floor_cp")"
 done
 echo "ZMILESTONE rows: $before before, $after after ($((after - before)) added; $new with keys $FIRST..$((FIRST + N - 1)); expected $N)"
 echo "row p$FIRST: $sample"
@@ -74,6 +85,7 @@ fuse_ops_between "$s0" "$s1"
 F="$MNT/Department/p1/name"; T="$TMPFS/name"
 [ -f "$F" ] || { echo "write.sh: $F does not exist" >&2; exit 1; }
 cp "$F" "$T"
+mkdir -p "$WORK/one"; cp "$F" "$WORK/one/name"; mount_floor "$WORK/one"; L="$FLOOR_MNT/name"
 edit() { # edit TOOL FILE: EDITS edits, prints ms
   local t0 t1 i
   t0=$(now_us)
@@ -88,13 +100,15 @@ edit() { # edit TOOL FILE: EDITS edits, prints ms
   ms "$t0" "$t1"
 }
 s0=$(stats)
-printf '\n%-28s %12s %12s %12s %10s\n' "$EDITS edits of one value" "storefs ms" "tmpfs ms" "per edit ms" "x tmpfs"
+printf '\n%-28s %12s %12s %12s %12s %10s %10s %10s\n' "$EDITS edits of one value" "storefs ms" "tmpfs ms" "floor ms" \
+  "per edit ms" "x tmpfs" "x floor" "floor/tmpfs"
 for tool in echo sed vim; do
-  a=$(edit "$tool" "$F"); b=$(edit "$tool" "$T")
-  printf '%-28s %12s %12s %12s %10s\n' "$tool" "$a" "$b" "$(awk -v a="$a" -v n="$EDITS" 'BEGIN {printf "%.2f", a/n}')" \
-    "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.1f", a/b}')"
+  a=$(edit "$tool" "$F"); b=$(edit "$tool" "$T"); c=$(edit "$tool" "$L")
+  printf '%-28s %12s %12s %12s %12s %10s %10s %10s\n' "$tool" "$a" "$b" "$c" "$(awk -v a="$a" -v n="$EDITS" 'BEGIN {printf "%.2f", a/n}')" \
+    "$(ratio "$a" "$b")" "$(ratio "$a" "$c")" "$(ratio "$c" "$b")"
 done
-echo "value now: $(cat "$F") (tmpfs: $(cat "$T"))"
+echo "value now: $(cat "$F") (tmpfs: $(cat "$T"); floor: $(cat "$L"))"
+unmount_floor
 sync "$F"; s1=$(stats)
 unmount_store
 echo "stored: $(sqlite3 "$store" "SELECT ZNAME FROM ZDEPARTMENT WHERE Z_PK = 1" 2>&1)"

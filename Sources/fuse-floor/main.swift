@@ -1,0 +1,83 @@
+import Foundation
+import FuseKit
+
+// The benchmarks' FUSE floor: copies a directory tree into memory and serves it through FuseKit
+// with storefs's mount options (FloorFileSystem), until unmounted (`fusermount3 -u MOUNTPOINT`).
+// Workloads run on it beside storefs show what any FUSE filesystem pays on this machine.
+//
+//   swift build -c release --product fuse-floor
+//   fuse-floor [--read-only] [--threads N] SOURCE MOUNTPOINT &   # mounted once `mountpoint -q MOUNTPOINT`
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("fuse-floor: \(message)\n".utf8))
+    exit(2)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var readOnly = false
+var threads = MountOptions().maxThreads
+while let option = arguments.first, option.hasPrefix("--") {
+    arguments.removeFirst()
+    switch option {
+    case "--read-only": readOnly = true
+    case "--threads":
+        guard let value = arguments.first.flatMap({ Int($0) }), (1...64).contains(value) else { fail("--threads needs 1 to 64") }
+        arguments.removeFirst()
+        threads = value
+    default: fail("unknown option \(option)")
+    }
+}
+guard arguments.count == 2 else { fail("usage: fuse-floor [--read-only] [--threads N] SOURCE MOUNTPOINT") }
+let (source, mountPoint) = (arguments[0], arguments[1])
+
+/// Copies the tree under `path` into `parent`: directories, regular files with their bytes,
+/// symbolic links, with their permissions, owners and times. Other kinds are skipped.
+func copyTree(_ path: String, into parent: InodeNumber, of fileSystem: FloorFileSystem) throws {
+    guard let directory = opendir(path) else { fail("\(path): \(String(cString: strerror(errno)))") }
+    defer { closedir(directory) }
+    while let record = readdir(directory) {
+        let name = withUnsafeBytes(of: record.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name == "." || name == ".." { continue }
+        let child = path + "/" + name
+        var status = stat()
+        guard lstat(child, &status) == 0 else { fail("\(child): \(String(cString: strerror(errno)))") }
+        let kind: NodeKind
+        switch status.st_mode & S_IFMT {
+        case S_IFDIR: kind = .directory
+        case S_IFREG: kind = .regularFile
+        case S_IFLNK: kind = .symbolicLink
+        default: continue
+        }
+        let content = kind == .regularFile ? (FileManager.default.contents(atPath: child) ?? Data()) : Data()
+        let target = kind == .symbolicLink ? ((try? FileManager.default.destinationOfSymbolicLink(atPath: child)) ?? "") : ""
+        let time = { (spec: timespec) in Date(timeIntervalSince1970: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9) }
+        let attributes = FileAttributes(
+            inode: .root, kind: kind, permissions: UInt32(status.st_mode & 0o7777),
+            size: UInt64(kind == .symbolicLink ? target.utf8.count : content.count),
+            linkCount: kind == .directory ? 2 : 1, uid: status.st_uid, gid: status.st_gid,
+            modificationTime: time(status.st_mtim), changeTime: time(status.st_ctim), accessTime: time(status.st_atim))
+        let inode = try fileSystem.add(name, in: parent, attributes: attributes, content: content, target: target)
+        if kind == .directory { try copyTree(child, into: inode, of: fileSystem) }
+    }
+}
+
+let fileSystem = FloorFileSystem()
+do {
+    try copyTree(source, into: .root, of: fileSystem)
+} catch {
+    fail("copying \(source): \(error)")
+}
+var options = MountOptions(readOnly: readOnly, fsName: "fuse-floor", subtype: "fuse-floor", maxThreads: threads)
+// As storefs mounts read-only stores: the kernel opens files and directories without asking.
+options.opensWithoutRequests = readOnly
+let counters = OperationCounters()
+do {
+    let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
+    try session.mount()
+    try session.run()
+    // What the kernel asked, for comparing with storefs's counts (user.storefs.stats).
+    let counts = counters.snapshot().sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
+    FileHandle.standardError.write(Data("fuse-floor: FUSE operations: \(counts.joined(separator: ", "))\n".utf8))
+} catch {
+    fail("\(error)")
+}
