@@ -259,6 +259,13 @@ import Testing
         #expect(a.key == PrimaryKey(42))
         let taken = #expect(throws: ObjectGraphError.self) { try context.insertObject(of: model.id("Project"), key: PrimaryKey(42)) }
         #expect(taken?.code == .exists)
+        // Keys are unique per root entity: one pending in a sibling subentity is taken too.
+        let employee = try context.insertObject(of: model.id("Employee"), key: PrimaryKey(900_001))
+        let sibling = #expect(throws: ObjectGraphError.self) {
+            try context.insertObject(of: model.id("Manager"), key: employee.key)
+        }
+        #expect(sibling?.code == .exists)
+        _ = context.discardChanges(of: [employee])
         try context.save()
         let next = try context.insertObject(of: model.id("Project"))
         #expect(next.key == PrimaryKey(43), "keys continue after the highest handed out")

@@ -93,9 +93,12 @@ extension ObjectContext {
             defer { endChange(&state) }
             let assigned: PrimaryKey
             if let key {
-                let taken = state.pending.keys.contains {
-                    $0.key == key && model[$0.entity].rootID == description.rootID
-                } || state.deleted.keys.contains { $0.key == key && model[$0.entity].rootID == description.rootID }
+                // Keys are unique per root entity: look the key up under each entity of the
+                // hierarchy (a few) rather than scan every pending object (a copy inserts thousands).
+                let taken = model.entityAndSubentities(of: description.rootID).contains { member in
+                    let id = ObjectID(entity: member, key: key)
+                    return state.pending[id] != nil || state.deleted[id] != nil
+                }
                 guard !taken, try store.claimKey(key, in: description.rootID) else {
                     throw ObjectGraphError(.exists, "\(description.name) key \(key) is already in use")
                 }
