@@ -5,21 +5,36 @@ import Logging
 import Synchronization
 
 /// The ``KernelCacheInvalidator`` a ``FuseSession`` hands to its filesystem: it queues each
-/// request and sends the `fuse_lowlevel_notify_*` call from one serial dispatch queue.
+/// request and sends the `fuse_lowlevel_notify_*` calls from one serial dispatch queue, in the
+/// order they were asked for.
 ///
 /// Notifications are never sent inline: libfuse deadlocks when one is sent while a related request
 /// is being handled ("these asynchronous operations SHALL NOT be performed while executing other
 /// FUSE requests", doc/README.notifications). So the methods may be called from anywhere, even
 /// from inside a request handler; they return at once and the kernel forgets a moment later.
 ///
+/// Requests wait in one list and a dispatch job sends all that are waiting, so a burst (a new
+/// object invalidates about seven things) wakes the sending thread once rather than per request.
+///
 /// Threading: all methods are safe from any thread. After ``close(waitingUpTo:)`` requests are
 /// dropped (the kernel's caches die with the mount anyway).
 final class KernelInvalidationQueue: KernelCacheInvalidator {
+    private enum Notification {
+        case entry(parent: InodeNumber, name: String)
+        case inode(InodeNumber)
+        case delete(parent: InodeNumber, child: InodeNumber, name: String)
+        /// A folder's files, sent together; `bytes` is their size in ``preloadBacklog``.
+        case preload([(inode: InodeNumber, data: Data)], bytes: Int)
+    }
+
     private let session: SessionHandle
     private let counters: OperationCounters
     private let logger: Logger
     private let queue = DispatchQueue(label: "storefs.fusekit.invalidation")
     private let closed = Atomic<Bool>(false)
+    /// What is waiting to be sent, oldest first. A drain job is queued whenever this goes from
+    /// empty to not empty.
+    private let waiting = Mutex<[Notification]>([])
     /// Bytes of preloads queued and not sent yet; beyond ``preloadBacklogLimit`` new ones are
     /// dropped (a preload is only a hint; the files are read on demand instead).
     private let preloadBacklog = Atomic<Int>(0)
@@ -31,25 +46,12 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         self.logger = logger
     }
 
-    func invalidateEntry(parent: InodeNumber, name: String) {
-        enqueue("inval_entry \(parent) \(name)") { session in
-            name.withCString { fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, name.utf8.count) }
-        }
-    }
+    func invalidateEntry(parent: InodeNumber, name: String) { enqueue(.entry(parent: parent, name: name)) }
 
-    func invalidateInode(_ inode: InodeNumber) {
-        // off 0, len 0: drop attributes and all cached data (a directory's cached listing too).
-        enqueue("inval_inode \(inode)") { session in
-            fuse_lowlevel_notify_inval_inode(session, inode.rawValue, 0, 0)
-        }
-    }
+    func invalidateInode(_ inode: InodeNumber) { enqueue(.inode(inode)) }
 
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
-        enqueue("delete \(parent) \(name) \(child)") { session in
-            name.withCString {
-                fuse_lowlevel_notify_delete(session, parent.rawValue, child.rawValue, $0, name.utf8.count)
-            }
-        }
+        enqueue(.delete(parent: parent, child: child, name: name))
     }
 
     func preload(_ files: [(inode: InodeNumber, data: Data)]) {
@@ -59,21 +61,7 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
             preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed)
             return
         }
-        // One queued job for a folder's files: a job per file would cost more than the store.
-        queue.async { [self] in
-            defer { preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed) }
-            for (inode, data) in files where !data.isEmpty {
-                guard !closed.load(ordering: .sequentiallyConsistent) else { return }
-                let result = data.withUnsafeBytes { bytes in
-                    var buffers = fuse_bufvec(
-                        count: 1, idx: 0, off: 0,
-                        buf: (fuse_buf(size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
-                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
-                    return fuse_lowlevel_notify_store(session.raw, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
-                }
-                if result == 0 { counters.record(.preloads) } else { noteRefusal(result, "store \(inode)") }
-            }
-        }
+        enqueue(.preload(files, bytes: bytes))
     }
 
     /// Stops sending: queued requests are dropped, and this waits (at most `timeout` seconds)
@@ -89,14 +77,59 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         return drained.wait(timeout: .now() + timeout) == .success
     }
 
-    private func enqueue(_ what: String, _ notify: @escaping @Sendable (OpaquePointer) -> Int32) {
+    private func enqueue(_ notification: Notification) {
         guard !closed.load(ordering: .relaxed) else { return }
-        queue.async { [self] in
-            guard !closed.load(ordering: .sequentiallyConsistent) else { return }
-            let result = notify(session.raw)
-            counters.record(.invalidations)
-            if result != 0 { noteRefusal(result, what) }
+        let first = waiting.withLock { waiting in
+            waiting.append(notification)
+            return waiting.count == 1
         }
+        if first { queue.async { [self] in drain() } }
+    }
+
+    /// Sends what is waiting, in order. Runs on `queue`, so one drain at a time.
+    private func drain() {
+        let batch = waiting.withLock { waiting in
+            defer { waiting = [] }
+            return waiting
+        }
+        for notification in batch {
+            if !closed.load(ordering: .sequentiallyConsistent) { send(notification) }
+            if case .preload(_, let bytes) = notification { preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed) }
+        }
+    }
+
+    private func send(_ notification: Notification) {
+        let session = session.raw
+        switch notification {
+        case .entry(let parent, let name):
+            let result = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, name.utf8.count) }
+            noteInvalidation(result, "inval_entry \(parent) \(name)")
+        case .inode(let inode):
+            // off 0, len 0: drop attributes and all cached data (a directory's cached listing too).
+            noteInvalidation(fuse_lowlevel_notify_inval_inode(session, inode.rawValue, 0, 0), "inval_inode \(inode)")
+        case .delete(let parent, let child, let name):
+            let result = name.withCString {
+                fuse_lowlevel_notify_delete(session, parent.rawValue, child.rawValue, $0, name.utf8.count)
+            }
+            noteInvalidation(result, "delete \(parent) \(name) \(child)")
+        case .preload(let files, _):
+            for (inode, data) in files where !data.isEmpty {
+                guard !closed.load(ordering: .sequentiallyConsistent) else { return }
+                let result = data.withUnsafeBytes { bytes in
+                    var buffers = fuse_bufvec(
+                        count: 1, idx: 0, off: 0,
+                        buf: (fuse_buf(size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
+                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
+                    return fuse_lowlevel_notify_store(session, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
+                }
+                if result == 0 { counters.record(.preloads) } else { noteRefusal(result, "store \(inode)") }
+            }
+        }
+    }
+
+    private func noteInvalidation(_ result: Int32, _ what: @autoclosure () -> String) {
+        counters.record(.invalidations)
+        if result != 0 { noteRefusal(result, what()) }
     }
 
     /// A notification the kernel refused. -ENOENT only means it had nothing cached (or does not
