@@ -347,6 +347,11 @@ enum BinaryStoreFormat {
             let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes.map(\.name))
             let (toOneNames, toOneSlots) = PropertyNames.slotted(toOnes)
             let objectCount = try r.count()
+            // An object takes at least two bytes (its key and version), so a count beyond that
+            // is a corrupt file, found below; the tables are sized for what could be there.
+            let possible = min(objectCount, (r.bytes.count - r.position) / 2)
+            let lists = possible.multipliedReportingOverflow(by: toManys.count)
+            graph.reserve(objects: possible, root: description.rootID, toManyLists: lists.overflow ? .max : lists.partialValue)
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
                 guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }

@@ -62,6 +62,7 @@ enum XMLGraphBuilder {
         var ids: [String: ObjectID] = [:]
         ids.reserveCapacity(doc.objects.count)
         var maxZ: Int64 = 0
+        var objectsPerRoot: [EntityID: Int] = [:]
         for object in doc.objects {
             // Names are looked up as written first: Core Data and storefs write them in the case
             // they are keyed by, and casing ten million names costs seconds at a million objects.
@@ -79,10 +80,12 @@ enum XMLGraphBuilder {
                 throw corrupt("line \(object.line): object id \(object.id) is used twice")
             }
             maxZ = max(maxZ, n)
+            objectsPerRoot[root, default: 0] += 1
         }
 
         // Pass 2: values and references.
         var graph = AtomicGraph(metadata: metadata)
+        for (root, count) in objectsPerRoot { graph.reserve(objects: count, root: root) }
         for index in doc.objects.indices {
             // Taken out of the document, so that each object's text is freed as its snapshot is
             // made: the document and the graph are not both whole in memory.

@@ -24,15 +24,34 @@ public struct StoreGraph: Sendable {
 
     public init(metadata: StoreMetadata) { self.metadata = metadata }
 
-    /// Adds an object read from a file; false when its key is already taken in its root.
-    /// Consuming, and with one lookup per table: called once per object of a file.
+    /// Adds an object read from a file; false, changing nothing, when its key is already taken in
+    /// its root. Consuming, and with one lookup per table: called once per object of a file.
     public mutating func load(_ snapshot: consuming Snapshot, root: EntityID) -> Bool {
         let id = snapshot.objectID
-        guard keysByRoot[root, default: [:]].updateValue(id, forKey: id.key) == nil else { return false }
+        if let holder = keysByRoot[root, default: [:]].updateValue(id, forKey: id.key) {
+            keysByRoot[root, default: [:]][id.key] = holder  // a damaged file: put the first one back
+            return false
+        }
         snapshots[id] = snapshot
         Self.raise(&maxKey[root, default: 0], to: id.key.rawValue)
         return true
     }
+
+    /// Makes room for `count` more objects of `root`, with `toManyLists` more to-many lists,
+    /// before a reader loads them: the tables then do not grow by rehashing everything they hold
+    /// as a file is read. `count` is what the file says; at most ``reservationLimit`` is taken
+    /// on its word, so a file that claims more than it holds cannot make this allocate.
+    public mutating func reserve(objects count: Int, root: EntityID, toManyLists: Int = 0) {
+        let objects = min(max(count, 0), Self.reservationLimit)
+        let lists = min(max(toManyLists, 0), Self.reservationLimit)
+        snapshots.reserveCapacity(snapshots.count + objects)
+        let held = keysByRoot[root]?.count ?? 0
+        keysByRoot[root, default: [:]].reserveCapacity(held + objects)
+        if lists > 0 { toMany.reserveCapacity(toMany.count + lists) }
+    }
+
+    /// The most objects (and to-many lists) one ``reserve(objects:root:toManyLists:)`` makes room for.
+    public static let reservationLimit = 1 << 22
 
     private static func raise(_ value: inout Int64, to floor: Int64) {
         if value < floor { value = floor }

@@ -1,0 +1,36 @@
+import Testing
+
+@testable import ObjectGraph
+
+/// The in-memory graph atomic stores read their files into.
+@Suite struct StoreGraphTests {
+    func snapshot(_ entity: Int, _ key: Int64) -> Snapshot {
+        Snapshot(objectID: ObjectID(entity: EntityID(entity), key: PrimaryKey(key)), version: 1)
+    }
+
+    @Test func reservedTablesLoadAsUnreservedOnes() {
+        var reserved = StoreGraph(metadata: StoreMetadata())
+        var plain = StoreGraph(metadata: StoreMetadata())
+        reserved.reserve(objects: 100, root: EntityID(1), toManyLists: 100)
+        for key in Int64(1)...300 {
+            let loaded = reserved.load(snapshot(1, key), root: EntityID(1))
+            let loadedPlain = plain.load(snapshot(1, key), root: EntityID(1))
+            #expect(loaded && loadedPlain)
+        }
+        let duplicate = reserved.load(snapshot(2, 7), root: EntityID(1))
+        #expect(!duplicate, "a key is unique per root, reserved or not")
+        #expect(reserved.snapshots == plain.snapshots)
+        #expect(reserved.keysByRoot == plain.keysByRoot)
+        #expect(reserved.maxKey == [EntityID(1): 300])
+    }
+
+    @Test func aFileCannotMakeAReservationAllocate() {
+        // What a damaged or hostile file claims: a reservation is capped, so these return at once.
+        var graph = StoreGraph(metadata: StoreMetadata())
+        graph.reserve(objects: .max, root: EntityID(1), toManyLists: .max)
+        graph.reserve(objects: -5, root: EntityID(2), toManyLists: .min)
+        #expect(graph.snapshots.capacity < StoreGraph.reservationLimit * 2)
+        let loaded = graph.load(snapshot(1, 1), root: EntityID(1))
+        #expect(loaded && graph.snapshots.count == 1)
+    }
+}
