@@ -2,8 +2,8 @@ import Foundation
 import FuseKit
 import Synchronization
 
-/// The least a FUSE filesystem can do for a request: a tree held in memory, every answer a lookup
-/// in an array under one lock, with storefs's cache lifetimes and mount options. The benchmarks run
+/// The least a FUSE filesystem can do for a request: a tree held in memory, every answer a few
+/// lookups in an array under one lock, with storefs's cache lifetimes and mount options. The benchmarks run
 /// the same workloads on it beside storefs and tmpfs, so what FUSE itself costs on this machine
 /// (kernel round trips, libfuse, FuseKit) is measured rather than guessed.
 ///
@@ -14,6 +14,8 @@ import Synchronization
 /// which tells `ls` and `cp -a` to stop asking for ACLs and security labels on this mount; ENODATA
 /// would cost `ls -l` three GETXATTR round trips per entry), so the tools make the same requests
 /// on both.
+///
+/// Threading: safe from any thread; all state is under one `Mutex`.
 final class FloorFileSystem: FileSystem {
     struct Node {
         var attributes: FileAttributes
@@ -41,6 +43,15 @@ final class FloorFileSystem: FileSystem {
     }
 
     // MARK: - Filling the tree before mounting
+
+    /// Gives the root the attributes of the copied tree's top.
+    func setRootAttributes(_ attributes: FileAttributes) {
+        nodes.withLock { nodes in
+            var attributes = attributes
+            attributes.inode = .root
+            nodes[1]?.attributes = attributes
+        }
+    }
 
     /// Adds a node under `parent` and returns its inode.
     @discardableResult
@@ -126,8 +137,18 @@ final class FloorFileSystem: FileSystem {
     }
 
     func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
-        if flags.truncates { try change(inode) { $0.content = Data() } }
+        if flags.truncates {
+            try change(inode) { node in
+                node.content = Data()
+                node.attributes.modificationTime = Date()
+            }
+        }
         return OpenResult(keepCache: true)
+    }
+
+    /// As storefs opens directories: the kernel may keep listings and pages across opens.
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
+        OpenResult(keepCache: true, cacheDirectory: true)
     }
 
     func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
@@ -277,11 +298,16 @@ final class FloorFileSystem: FileSystem {
                 nodes[to]?.children[newName] = nil
                 nodes[to]?.order[replaced.slot] = nil
             }
+            let now = Date()
             nodes[from]?.children[name] = nil
             nodes[from]?.order[moved.slot] = nil
+            nodes[from]?.attributes.modificationTime = now
+            nodes[from]?.attributes.changeTime = now
             guard var target = nodes[to] else { throw .notFound }
             target.children[newName] = (moved.inode, target.order.count)
             target.order.append(newName)
+            target.attributes.modificationTime = now
+            target.attributes.changeTime = now
             nodes[to] = target
         }
     }

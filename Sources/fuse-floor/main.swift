@@ -48,20 +48,39 @@ func copyTree(_ path: String, into parent: InodeNumber, of fileSystem: FloorFile
         case S_IFLNK: kind = .symbolicLink
         default: continue
         }
-        let content = kind == .regularFile ? (FileManager.default.contents(atPath: child) ?? Data()) : Data()
-        let target = kind == .symbolicLink ? ((try? FileManager.default.destinationOfSymbolicLink(atPath: child)) ?? "") : ""
-        let time = { (spec: timespec) in Date(timeIntervalSince1970: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9) }
-        let attributes = FileAttributes(
-            inode: .root, kind: kind, permissions: UInt32(status.st_mode & 0o7777),
-            size: UInt64(kind == .symbolicLink ? target.utf8.count : content.count),
-            linkCount: kind == .directory ? 2 : 1, uid: status.st_uid, gid: status.st_gid,
-            modificationTime: time(status.st_mtim), changeTime: time(status.st_ctim), accessTime: time(status.st_atim))
+        // A file that cannot be read stops the copy: the floor must serve the same tree.
+        var content = Data()
+        var target = ""
+        if kind == .regularFile {
+            guard let bytes = FileManager.default.contents(atPath: child) else { fail("\(child): cannot be read") }
+            content = bytes
+        } else if kind == .symbolicLink {
+            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: child) else {
+                fail("\(child): the link cannot be read")
+            }
+            target = destination
+        }
+        let attributes = FileAttributes(status, kind: kind, size: kind == .symbolicLink ? target.utf8.count : content.count)
         let inode = try fileSystem.add(name, in: parent, attributes: attributes, content: content, target: target)
         if kind == .directory { try copyTree(child, into: inode, of: fileSystem) }
     }
 }
 
+extension FileAttributes {
+    /// What `lstat` said of a copied node (its inode is given when it is added).
+    init(_ status: stat, kind: NodeKind, size: Int) {
+        let time = { (spec: timespec) in Date(timeIntervalSince1970: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9) }
+        self.init(
+            inode: .root, kind: kind, permissions: UInt32(status.st_mode & 0o7777), size: UInt64(size),
+            linkCount: kind == .directory ? 2 : 1, uid: status.st_uid, gid: status.st_gid,
+            modificationTime: time(status.st_mtim), changeTime: time(status.st_ctim), accessTime: time(status.st_atim))
+    }
+}
+
 let fileSystem = FloorFileSystem()
+var top = stat()
+guard lstat(source, &top) == 0, top.st_mode & S_IFMT == S_IFDIR else { fail("\(source) is not a directory") }
+fileSystem.setRootAttributes(FileAttributes(top, kind: .directory, size: 0))
 do {
     try copyTree(source, into: .root, of: fileSystem)
 } catch {
@@ -75,7 +94,8 @@ do {
     let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
     try session.mount()
     try session.run()
-    // What the kernel asked, for comparing with storefs's counts (user.storefs.stats).
+    // What the kernel asked, for comparing with storefs's counts (user.storefs.stats); the
+    // benchmarks keep it in their work folder's floor.log.
     let counts = counters.snapshot().sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
     FileHandle.standardError.write(Data("fuse-floor: FUSE operations: \(counts.joined(separator: ", "))\n".utf8))
 } catch {

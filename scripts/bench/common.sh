@@ -57,7 +57,12 @@ mount_floor() {
 }
 unmount_floor() {
   if mountpoint -q "$FLOOR_MNT"; then fusermount3 -u "$FLOOR_MNT" || fusermount3 -uz "$FLOOR_MNT"; fi
-  if [ -n "${FLOOR_PID:-}" ]; then wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=; fi
+  [ -n "${FLOOR_PID:-}" ] || return 0
+  # a lazily unmounted floor still serves whoever holds it open: wait a while, then stop it
+  for _ in $(seq 1 600); do kill -0 "$FLOOR_PID" 2>/dev/null || break; sleep 0.1; done
+  kill "$FLOOR_PID" 2>/dev/null || true
+  wait "$FLOOR_PID" 2>/dev/null || true
+  FLOOR_PID=
 }
 cleanup() {
   set +e

@@ -71,6 +71,15 @@ for n in "${SIZES[@]}"; do
   results="$WORK/results-$n"; : >"$results"
   with_tmpfs=$((n <= TMPFS_LIMIT))
   load_at_start=$(cut -d' ' -f1 /proc/loadavg)
+  if ((with_tmpfs)) && [ -z "$(ls -A "$TMPFS")" ]; then
+    # the tmpfs baseline and the floor's source: the mounted tree, copied like cp -a (links as
+    # links) but without xattrs: cp -a asks ~8 getxattr and 4 listxattr per file, which made the
+    # copy of the 100,000-object tree take over 20 minutes
+    "$STOREFS" mount "$store" "$MNT" -o ro --log-file "$WORK/mount-$n.log"
+    cp -R -P --preserve=mode,timestamps "$MNT/." "$TMPFS/" 2>"$WORK/cp.err" \
+      || { echo "read.sh: copying the mount reported:"; sort "$WORK/cp.err" | uniq -c | head -5; }
+    unmount_store
+  fi
   for w in "${WORKLOADS[@]}"; do
     "$STOREFS" mount "$store" "$MNT" -o ro --log-file "$WORK/mount-$n.log"
     pid=$(server_pid)
@@ -80,12 +89,6 @@ for n in "${SIZES[@]}"; do
     cpu1=$(server_cpu_ms "$pid"); s1=$(stats)
     warm=$(run "$w" "$MNT"); c_warm=$(cat "$WORK/count")
     s2=$(stats); hwm=$(server_hwm_kb "$pid")
-    if [ "$w" = "ls -l" ] && ((with_tmpfs)) && [ -z "$(ls -A "$TMPFS")" ]; then
-      # like cp -a (links as links) but without copying xattrs: cp -a asks ~8 getxattr and 4 listxattr
-      # per file, which made the copy of the 100,000-object tree take over 20 minutes
-      cp -R -P --preserve=mode,timestamps "$MNT/." "$TMPFS/" 2>"$WORK/cp.err" \
-        || { echo "read.sh: copying the mount reported:"; sort "$WORK/cp.err" | uniq -c | head -5; }
-    fi
     unmount_store
     tmp=-1; c_tmp=-
     if ((with_tmpfs)); then

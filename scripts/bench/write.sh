@@ -48,7 +48,9 @@ tmp_cp=$(ms "$t0" "$t1")
 
 # the FUSE floor: the same cp -a into an empty fuse-floor mount
 mkdir -p "$WORK/empty"; mount_floor "$WORK/empty"; mkdir "$FLOOR_MNT/Milestone"
-t0=$(now_us); cp -a "$IN/." "$FLOOR_MNT/Milestone/"; sync -f "$FLOOR_MNT/Milestone"; t1=$(now_us)
+t0=$(now_us)
+cp -a "$IN/." "$FLOOR_MNT/Milestone/" 2>"$WORK/floor-cp.err" || { echo "cp -a into the floor failed:"; sort "$WORK/floor-cp.err" | uniq -c | head -5; }
+sync -f "$FLOOR_MNT/Milestone"; t1=$(now_us)
 floor_cp=$(ms "$t0" "$t1")
 unmount_floor
 
