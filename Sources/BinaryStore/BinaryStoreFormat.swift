@@ -347,11 +347,13 @@ enum BinaryStoreFormat {
             let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes.map(\.name))
             let (toOneNames, toOneSlots) = PropertyNames.slotted(toOnes)
             let objectCount = try r.count()
-            // An object takes at least two bytes (its key and version), so a count beyond that
-            // is a corrupt file, found below; the tables are sized for what could be there.
-            let possible = min(objectCount, (r.bytes.count - r.position) / 2)
+            // An object takes at least its key, its version and a byte per property, and a to-many
+            // list at least its count: a count beyond what the bytes left can hold is a corrupt
+            // file, found below, so the tables are sized only for what could be there.
+            let left = r.bytes.count - r.position
+            let possible = min(objectCount, left / (2 + attributes.count + toOnes.count + toManys.count))
             let lists = possible.multipliedReportingOverflow(by: toManys.count)
-            graph.reserve(objects: possible, root: description.rootID, toManyLists: lists.overflow ? .max : lists.partialValue)
+            graph.reserve(objects: possible, root: description.rootID, toManyLists: lists.overflow ? left : min(lists.partialValue, left))
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
                 guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }

@@ -61,7 +61,7 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
             preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed)
             return
         }
-        enqueue(.preload(files, bytes: bytes))
+        if !enqueue(.preload(files, bytes: bytes)) { preloadBacklog.wrappingSubtract(bytes, ordering: .relaxed) }
     }
 
     /// Stops sending: queued requests are dropped, and this waits (at most `timeout` seconds)
@@ -77,13 +77,16 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         return drained.wait(timeout: .now() + timeout) == .success
     }
 
-    private func enqueue(_ notification: Notification) {
-        guard !closed.load(ordering: .relaxed) else { return }
+    /// Queues `notification`; false when the queue is closed and it was dropped.
+    @discardableResult
+    private func enqueue(_ notification: Notification) -> Bool {
+        guard !closed.load(ordering: .relaxed) else { return false }
         let first = waiting.withLock { waiting in
             waiting.append(notification)
             return waiting.count == 1
         }
         if first { queue.async { [self] in drain() } }
+        return true
     }
 
     /// Sends what is waiting, in order. Runs on `queue`, so one drain at a time.

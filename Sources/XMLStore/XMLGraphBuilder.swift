@@ -86,6 +86,7 @@ enum XMLGraphBuilder {
         // Pass 2: values and references.
         var graph = AtomicGraph(metadata: metadata)
         for (root, count) in objectsPerRoot { graph.reserve(objects: count, root: root) }
+        graph.snapshots.reserveCapacity(doc.objects.count)  // each reserve above counted one root only
         for index in doc.objects.indices {
             // Taken out of the document, so that each object's text is freed as its snapshot is
             // made: the document and the graph are not both whole in memory.

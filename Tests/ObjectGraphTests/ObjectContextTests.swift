@@ -259,7 +259,7 @@ import Testing
         #expect(a.key == PrimaryKey(42))
         let taken = #expect(throws: ObjectGraphError.self) { try context.insertObject(of: model.id("Project"), key: PrimaryKey(42)) }
         #expect(taken?.code == .exists)
-        // Keys are unique per root entity: one pending in a sibling subentity is taken too.
+        // Keys are unique per root entity: one pending in another entity of the hierarchy is taken too.
         let employee = try context.insertObject(of: model.id("Employee"), key: PrimaryKey(900_001))
         let sibling = #expect(throws: ObjectGraphError.self) {
             try context.insertObject(of: model.id("Manager"), key: employee.key)

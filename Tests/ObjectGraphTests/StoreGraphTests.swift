@@ -29,6 +29,7 @@ import Testing
         var graph = StoreGraph(metadata: StoreMetadata())
         graph.reserve(objects: .max, root: EntityID(1), toManyLists: .max)
         graph.reserve(objects: -5, root: EntityID(2), toManyLists: .min)
+        #expect(graph.keysByRoot[EntityID(2)] == nil, "nothing to reserve makes no table")
         #expect(graph.snapshots.capacity < StoreGraph.reservationLimit * 2)
         let loaded = graph.load(snapshot(1, 1), root: EntityID(1))
         #expect(loaded && graph.snapshots.count == 1)

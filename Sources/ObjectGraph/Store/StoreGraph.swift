@@ -42,7 +42,8 @@ public struct StoreGraph: Sendable {
     /// as a file is read. `count` is what the file says; at most ``reservationLimit`` is taken
     /// on its word, so a file that claims more than it holds cannot make this allocate.
     public mutating func reserve(objects count: Int, root: EntityID, toManyLists: Int = 0) {
-        let objects = min(max(count, 0), Self.reservationLimit)
+        guard count > 0 else { return }
+        let objects = min(count, Self.reservationLimit)
         let lists = min(max(toManyLists, 0), Self.reservationLimit)
         snapshots.reserveCapacity(snapshots.count + objects)
         let held = keysByRoot[root]?.count ?? 0
@@ -51,7 +52,8 @@ public struct StoreGraph: Sendable {
     }
 
     /// The most objects (and to-many lists) one ``reserve(objects:root:toManyLists:)`` makes room for.
-    public static let reservationLimit = 1 << 22
+    /// More are loaded as usual, the tables growing as they need.
+    public static let reservationLimit = 1 << 20
 
     private static func raise(_ value: inout Int64, to floor: Int64) {
         if value < floor { value = floor }
