@@ -354,6 +354,7 @@ enum BinaryStoreFormat {
             let possible = min(objectCount, left / (2 + attributes.count + toOnes.count + toManys.count))
             let lists = possible.multipliedReportingOverflow(by: toManys.count)
             graph.reserve(objects: possible, root: description.rootID, toManyLists: lists.overflow ? left : min(lists.partialValue, left))
+            var run = graph.startLoading(root: description.rootID)
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
                 guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }
@@ -387,10 +388,11 @@ enum BinaryStoreFormat {
                     }
                     graph.toMany[.init(source: id, relationship: name)] = list
                 }
-                guard graph.load(snapshot, root: description.rootID) else {
+                guard graph.load(snapshot, into: &run) else {
                     throw r.corrupt("\(description.name) \(id.key) appears twice (keys must be unique per root entity)")
                 }
             }
+            graph.finishLoading(run)
         }
         guard r.position == r.bytes.count else { throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object") }
         let exists = graph.existence(model: model)

@@ -87,6 +87,9 @@ enum XMLGraphBuilder {
         var graph = AtomicGraph(metadata: metadata)
         for (root, count) in objectsPerRoot { graph.reserve(objects: count, root: root) }
         graph.snapshots.reserveCapacity(doc.objects.count)  // each reserve above counted one root only
+        // Each root's tables stay out of the graph while its objects load (found by entity number,
+        // not hashed per object), and go back once all are loaded.
+        var runs: [StoreGraph.RootLoad?] = Array(repeating: nil, count: model.entities.count + 1)
         for index in doc.objects.indices {
             // Taken out of the document, so that each object's text is freed as its snapshot is
             // made: the document and the graph are not both whole in memory.
@@ -129,10 +132,15 @@ enum XMLGraphBuilder {
                     snapshot.toOne[relationship.name] = target
                 }
             }
-            guard graph.load(snapshot, root: entity.rootID) else {
-                throw corrupt("line \(object.line): object \(object.id) has the same key as another object of \(model[entity.rootID].name)")
+            let root = entity.rootID
+            var run = runs[root.rawValue].take() ?? graph.startLoading(root: root)
+            let loaded = graph.load(snapshot, into: &run)
+            runs[root.rawValue] = run
+            guard loaded else {
+                throw corrupt("line \(object.line): object \(object.id) has the same key as another object of \(model[root].name)")
             }
         }
+        for case let run? in runs { graph.finishLoading(run) }
 
         // Keys handed out: exact when storefs wrote the file; otherwise above every id in the file,
         // so that new objects keep z-ids unique as Core Data expects.

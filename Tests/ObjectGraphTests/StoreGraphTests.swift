@@ -24,6 +24,33 @@ import Testing
         #expect(reserved.maxKey == [EntityID(1): 300])
     }
 
+    @Test func loadingARunOfOneRootGivesTheSameGraph() {
+        var runGraph = StoreGraph(metadata: StoreMetadata())
+        var plain = StoreGraph(metadata: StoreMetadata())
+        runGraph.maxKey[EntityID(1)] = 1000  // a saved Z_MAX above every key stays
+        plain.maxKey[EntityID(1)] = 1000
+        for keys in [Array(Int64(1)...50), Array(Int64(51)...80)] {  // two runs of the same root
+            var run = runGraph.startLoading(root: EntityID(1))
+            for key in keys {
+                let loaded = runGraph.load(snapshot(key.isMultiple(of: 2) ? 1 : 2, key), into: &run)
+                let loadedPlain = plain.load(snapshot(key.isMultiple(of: 2) ? 1 : 2, key), root: EntityID(1))
+                #expect(loaded && loadedPlain)
+            }
+            let duplicate = runGraph.load(snapshot(3, keys[0]), into: &run)
+            #expect(!duplicate, "a key is unique per root across entities")
+            runGraph.finishLoading(run)
+        }
+        var other = runGraph.startLoading(root: EntityID(4))
+        let loaded = runGraph.load(snapshot(4, 2000), into: &other)
+        runGraph.finishLoading(other)
+        let loadedPlain = plain.load(snapshot(4, 2000), root: EntityID(4))
+        #expect(loaded && loadedPlain)
+        #expect(runGraph.snapshots == plain.snapshots)
+        #expect(runGraph.keysByRoot == plain.keysByRoot)
+        #expect(runGraph.maxKey == [EntityID(1): 1000, EntityID(4): 2000])
+        #expect(plain.maxKey == runGraph.maxKey)
+    }
+
     @Test func aFileCannotMakeAReservationAllocate() {
         // What a damaged or hostile file claims: a reservation is capped, so these return at once.
         var graph = StoreGraph(metadata: StoreMetadata())

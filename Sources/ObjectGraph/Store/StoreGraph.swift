@@ -55,6 +55,38 @@ public struct StoreGraph: Sendable {
     /// More are loaded as usual, the tables growing as they need.
     public static let reservationLimit = 1 << 20
 
+    /// One root's key table and highest key, taken out of the graph while a reader loads many
+    /// objects of that root (``startLoading(root:)``), so that an object costs no lookup of its
+    /// root's tables; ``finishLoading(_:)`` puts them back. Until then the graph lacks them.
+    public struct RootLoad: Sendable {
+        public let root: EntityID
+        var keys: [PrimaryKey: ObjectID]
+        var highest: Int64
+    }
+
+    /// Takes `root`'s tables out for loading its objects with ``load(_:into:)``.
+    public mutating func startLoading(root: EntityID) -> RootLoad {
+        RootLoad(root: root, keys: keysByRoot.removeValue(forKey: root) ?? [:], highest: maxKey[root] ?? 0)
+    }
+
+    /// ``load(_:root:)`` into tables taken out by ``startLoading(root:)``.
+    public mutating func load(_ snapshot: consuming Snapshot, into run: inout RootLoad) -> Bool {
+        let id = snapshot.objectID
+        if let holder = run.keys.updateValue(id, forKey: id.key) {
+            run.keys[id.key] = holder  // a damaged file: put the first one back
+            return false
+        }
+        snapshots[id] = snapshot
+        Self.raise(&run.highest, to: id.key.rawValue)
+        return true
+    }
+
+    /// Puts back the tables ``startLoading(root:)`` took out, with what was loaded into them.
+    public mutating func finishLoading(_ run: consuming RootLoad) {
+        if !run.keys.isEmpty { keysByRoot[run.root] = run.keys }
+        if run.highest > 0 { maxKey[run.root] = run.highest }
+    }
+
     private static func raise(_ value: inout Int64, to floor: Int64) {
         if value < floor { value = floor }
     }
