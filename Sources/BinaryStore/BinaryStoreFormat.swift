@@ -353,8 +353,8 @@ enum BinaryStoreFormat {
             let left = r.bytes.count - r.position
             let possible = min(objectCount, left / (2 + attributes.count + toOnes.count + toManys.count))
             let lists = possible.multipliedReportingOverflow(by: toManys.count)
-            graph.reserve(objects: possible, root: description.rootID, toManyLists: lists.overflow ? left : min(lists.partialValue, left))
-            var run = graph.startLoading(root: description.rootID)
+            graph.reserve(objects: possible, toManyLists: lists.overflow ? left : min(lists.partialValue, left))
+            var run = graph.startLoading(root: description.rootID, expecting: possible)
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
                 guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }

@@ -85,8 +85,7 @@ enum XMLGraphBuilder {
 
         // Pass 2: values and references.
         var graph = AtomicGraph(metadata: metadata)
-        for (root, count) in objectsPerRoot { graph.reserve(objects: count, root: root) }
-        graph.snapshots.reserveCapacity(doc.objects.count)  // each reserve above counted one root only
+        graph.reserve(objects: doc.objects.count)
         // Each root's tables stay out of the graph while its objects load (found by entity number,
         // not hashed per object), and go back once all are loaded.
         var runs: [StoreGraph.RootLoad?] = Array(repeating: nil, count: model.entities.count + 1)
@@ -133,7 +132,7 @@ enum XMLGraphBuilder {
                 }
             }
             let root = entity.rootID
-            var run = runs[root.rawValue].take() ?? graph.startLoading(root: root)
+            var run = runs[root.rawValue].take() ?? graph.startLoading(root: root, expecting: objectsPerRoot[root] ?? 0)
             let loaded = graph.load(snapshot, into: &run)
             runs[root.rawValue] = run
             guard loaded else {

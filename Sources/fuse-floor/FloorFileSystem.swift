@@ -26,6 +26,22 @@ final class FloorFileSystem: FileSystem {
         var order: [String?] = []
         var content = Data()
         var target = ""
+
+        /// Lists `name` for `inode` at the end of this directory.
+        mutating func attach(_ name: String, _ inode: InodeNumber, at time: Date) {
+            children[name] = (inode, order.count)
+            order.append(name)
+            attributes.modificationTime = time
+            attributes.changeTime = time
+        }
+
+        /// Takes `name` out of this directory; its slot in `order` stays, empty.
+        mutating func detach(_ name: String, at time: Date) {
+            guard let child = children.removeValue(forKey: name) else { return }
+            order[child.slot] = nil
+            attributes.modificationTime = time
+            attributes.changeTime = time
+        }
     }
 
     /// Cache lifetimes as storefs gives them (StoreFSConfiguration), so the kernel asks as often.
@@ -53,33 +69,23 @@ final class FloorFileSystem: FileSystem {
         }
     }
 
-    /// Adds a node under `parent` and returns its inode.
+    /// Adds a node under `parent`; returns its attributes with the inode it was given.
     @discardableResult
     func add(_ name: String, in parent: InodeNumber, attributes: FileAttributes, content: Data = Data(), target: String = "")
-        throws(FileSystemError) -> InodeNumber
+        throws(FileSystemError) -> FileAttributes
     {
-        try nodes.withLock { nodes throws(FileSystemError) in
-            try Self.insert(name, in: parent, &nodes) { inode in
-                var attributes = attributes
-                attributes.inode = inode
-                return Node(attributes: attributes, content: content, target: target)
+        try nodes.withLock { nodes throws(FileSystemError) -> FileAttributes in
+            guard let parentIndex = Self.index(parent, nodes), let kind = nodes[parentIndex]?.attributes.kind else {
+                throw .notFound
             }
+            guard kind == .directory else { throw .notDirectory }
+            guard nodes[parentIndex]?.children[name] == nil else { throw .exists }
+            var added = attributes
+            added.inode = InodeNumber(UInt64(nodes.count))
+            nodes.append(Node(attributes: added, content: content, target: target))
+            nodes[parentIndex]?.attach(name, added.inode, at: Date())
+            return added
         }
-    }
-
-    private static func insert(
-        _ name: String, in parent: InodeNumber, _ nodes: inout [Node?], make: (InodeNumber) -> Node
-    ) throws(FileSystemError) -> InodeNumber {
-        guard let parentIndex = index(parent, nodes), var directory = nodes[parentIndex] else { throw .notFound }
-        guard directory.attributes.kind == .directory else { throw .notDirectory }
-        guard directory.children[name] == nil else { throw .exists }
-        let inode = InodeNumber(UInt64(nodes.count))
-        nodes.append(make(inode))
-        directory.children[name] = (inode, directory.order.count)
-        directory.order.append(name)
-        directory.attributes.modificationTime = Date()
-        nodes[parentIndex] = directory
-        return inode
     }
 
     private static func index(_ inode: InodeNumber, _ nodes: [Node?]) -> Int? {
@@ -229,10 +235,7 @@ final class FloorFileSystem: FileSystem {
         let attributes = FileAttributes(
             inode: .root, kind: kind, permissions: permissions & 0o7777, size: UInt64(target.utf8.count),
             linkCount: kind == .directory ? 2 : 1, uid: context.uid, gid: context.gid, modificationTime: Date())
-        let inode = try add(name, in: parent, attributes: attributes, target: target)
-        var made = attributes
-        made.inode = inode
-        return entry(made)
+        return entry(try add(name, in: parent, attributes: attributes, target: target))
     }
 
     func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
@@ -256,9 +259,8 @@ final class FloorFileSystem: FileSystem {
     /// Takes `name` out of `parent` (the node stays: the kernel may still hold it open).
     private func remove(_ name: String, from parent: InodeNumber, directory wantsDirectory: Bool) throws(FileSystemError) {
         try nodes.withLock { nodes throws(FileSystemError) in
-            guard let index = Self.index(parent, nodes), var directory = nodes[index],
-                let child = directory.children[name], let childIndex = Self.index(child.inode, nodes),
-                let node = nodes[childIndex]
+            guard let index = Self.index(parent, nodes), let child = nodes[index]?.children[name],
+                let childIndex = Self.index(child.inode, nodes), let node = nodes[childIndex]
             else { throw .notFound }
             let isDirectory = node.attributes.kind == .directory
             if wantsDirectory {
@@ -267,10 +269,7 @@ final class FloorFileSystem: FileSystem {
             } else if isDirectory {
                 throw .isDirectory
             }
-            directory.children[name] = nil
-            directory.order[child.slot] = nil
-            directory.attributes.modificationTime = Date()
-            nodes[index] = directory
+            nodes[index]?.detach(name, at: Date())
         }
     }
 
@@ -295,20 +294,11 @@ final class FloorFileSystem: FileSystem {
                 guard let replacedIndex = Self.index(replaced.inode, nodes),
                     nodes[replacedIndex]?.attributes.kind != .directory || nodes[replacedIndex]?.children.isEmpty == true
                 else { throw .notEmpty }
-                nodes[to]?.children[newName] = nil
-                nodes[to]?.order[replaced.slot] = nil
             }
             let now = Date()
-            nodes[from]?.children[name] = nil
-            nodes[from]?.order[moved.slot] = nil
-            nodes[from]?.attributes.modificationTime = now
-            nodes[from]?.attributes.changeTime = now
-            guard var target = nodes[to] else { throw .notFound }
-            target.children[newName] = (moved.inode, target.order.count)
-            target.order.append(newName)
-            target.attributes.modificationTime = now
-            target.attributes.changeTime = now
-            nodes[to] = target
+            nodes[to]?.detach(newName, at: now)
+            nodes[from]?.detach(name, at: now)
+            nodes[to]?.attach(newName, moved.inode, at: now)
         }
     }
 }

@@ -61,8 +61,8 @@ func copyTree(_ path: String, into parent: InodeNumber, of fileSystem: FloorFile
             target = destination
         }
         let attributes = FileAttributes(status, kind: kind, size: kind == .symbolicLink ? target.utf8.count : content.count)
-        let inode = try fileSystem.add(name, in: parent, attributes: attributes, content: content, target: target)
-        if kind == .directory { try copyTree(child, into: inode, of: fileSystem) }
+        let added = try fileSystem.add(name, in: parent, attributes: attributes, content: content, target: target)
+        if kind == .directory { try copyTree(child, into: added.inode, of: fileSystem) }
     }
 }
 

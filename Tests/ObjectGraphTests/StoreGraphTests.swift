@@ -11,13 +11,15 @@ import Testing
     @Test func reservedTablesLoadAsUnreservedOnes() {
         var reserved = StoreGraph(metadata: StoreMetadata())
         var plain = StoreGraph(metadata: StoreMetadata())
-        reserved.reserve(objects: 100, root: EntityID(1), toManyLists: 100)
+        reserved.reserve(objects: 100, toManyLists: 100)
+        var run = reserved.startLoading(root: EntityID(1), expecting: 100)
         for key in Int64(1)...300 {
-            let loaded = reserved.load(snapshot(1, key), root: EntityID(1))
+            let loaded = reserved.load(snapshot(1, key), into: &run)
             let loadedPlain = plain.load(snapshot(1, key), root: EntityID(1))
             #expect(loaded && loadedPlain)
         }
-        let duplicate = reserved.load(snapshot(2, 7), root: EntityID(1))
+        let duplicate = reserved.load(snapshot(2, 7), into: &run)
+        reserved.finishLoading(run)
         #expect(!duplicate, "a key is unique per root, reserved or not")
         #expect(reserved.snapshots == plain.snapshots)
         #expect(reserved.keysByRoot == plain.keysByRoot)
@@ -54,8 +56,10 @@ import Testing
     @Test func aFileCannotMakeAReservationAllocate() {
         // What a damaged or hostile file claims: a reservation is capped, so these return at once.
         var graph = StoreGraph(metadata: StoreMetadata())
-        graph.reserve(objects: .max, root: EntityID(1), toManyLists: .max)
-        graph.reserve(objects: -5, root: EntityID(2), toManyLists: .min)
+        graph.reserve(objects: .max, toManyLists: .max)
+        graph.finishLoading(graph.startLoading(root: EntityID(1), expecting: .max))
+        graph.reserve(objects: -5, toManyLists: .min)
+        graph.finishLoading(graph.startLoading(root: EntityID(2), expecting: -5))
         #expect(graph.keysByRoot[EntityID(2)] == nil, "nothing to reserve makes no table")
         #expect(graph.snapshots.capacity < StoreGraph.reservationLimit * 2)
         let loaded = graph.load(snapshot(1, 1), root: EntityID(1))

@@ -25,51 +25,44 @@ public struct StoreGraph: Sendable {
     public init(metadata: StoreMetadata) { self.metadata = metadata }
 
     /// Adds an object read from a file; false, changing nothing, when its key is already taken in
-    /// its root. Consuming, and with one lookup per table: called once per object of a file.
+    /// its root. A reader of many objects loads them through ``startLoading(root:expecting:)``.
     public mutating func load(_ snapshot: consuming Snapshot, root: EntityID) -> Bool {
-        let id = snapshot.objectID
-        if let holder = keysByRoot[root, default: [:]].updateValue(id, forKey: id.key) {
-            keysByRoot[root, default: [:]][id.key] = holder  // a damaged file: put the first one back
-            return false
-        }
-        snapshots[id] = snapshot
-        Self.raise(&maxKey[root, default: 0], to: id.key.rawValue)
-        return true
+        var run = startLoading(root: root)
+        defer { finishLoading(run) }
+        return load(snapshot, into: &run)
     }
 
-    /// Makes room for `count` more objects of `root`, with `toManyLists` more to-many lists,
-    /// before a reader loads them: the tables then do not grow by rehashing everything they hold
-    /// as a file is read. `count` is what the file says; at most ``reservationLimit`` is taken
+    /// Makes room for `objects` more snapshots and `toManyLists` more to-many lists before a
+    /// reader loads them: the tables then do not grow by rehashing everything they hold as a file
+    /// is read. The counts are what the file says; at most ``reservationLimit`` of each is taken
     /// on its word, so a file that claims more than it holds cannot make this allocate.
-    public mutating func reserve(objects count: Int, root: EntityID, toManyLists: Int = 0) {
-        guard count > 0 else { return }
-        let objects = min(count, Self.reservationLimit)
-        let lists = min(max(toManyLists, 0), Self.reservationLimit)
-        snapshots.reserveCapacity(snapshots.count + objects)
-        let held = keysByRoot[root]?.count ?? 0
-        keysByRoot[root, default: [:]].reserveCapacity(held + objects)
-        if lists > 0 { toMany.reserveCapacity(toMany.count + lists) }
+    public mutating func reserve(objects: Int, toManyLists: Int = 0) {
+        if objects > 0 { snapshots.reserveCapacity(snapshots.count + min(objects, Self.reservationLimit)) }
+        if toManyLists > 0 { toMany.reserveCapacity(toMany.count + min(toManyLists, Self.reservationLimit)) }
     }
 
-    /// The most objects (and to-many lists) one ``reserve(objects:root:toManyLists:)`` makes room for.
-    /// More are loaded as usual, the tables growing as they need.
+    /// The most objects (and to-many lists) one reservation makes room for. More are loaded as
+    /// usual, the tables growing as they need.
     public static let reservationLimit = 1 << 20
 
     /// One root's key table and highest key, taken out of the graph while a reader loads many
-    /// objects of that root (``startLoading(root:)``), so that an object costs no lookup of its
-    /// root's tables; ``finishLoading(_:)`` puts them back. Until then the graph lacks them.
+    /// objects of that root (``startLoading(root:expecting:)``), so that an object costs no lookup
+    /// of its root's tables; ``finishLoading(_:)`` puts them back. Until then the graph lacks them.
     public struct RootLoad: Sendable {
         public let root: EntityID
         var keys: [PrimaryKey: ObjectID]
         var highest: Int64
     }
 
-    /// Takes `root`'s tables out for loading its objects with ``load(_:into:)``.
-    public mutating func startLoading(root: EntityID) -> RootLoad {
-        RootLoad(root: root, keys: keysByRoot.removeValue(forKey: root) ?? [:], highest: maxKey[root] ?? 0)
+    /// Takes `root`'s tables out for loading its objects with ``load(_:into:)``, with room for
+    /// `expecting` more keys (capped like ``reserve(objects:toManyLists:)``).
+    public mutating func startLoading(root: EntityID, expecting count: Int = 0) -> RootLoad {
+        var keys = keysByRoot.removeValue(forKey: root) ?? [:]
+        if count > 0 { keys.reserveCapacity(keys.count + min(count, Self.reservationLimit)) }
+        return RootLoad(root: root, keys: keys, highest: maxKey[root] ?? 0)
     }
 
-    /// ``load(_:root:)`` into tables taken out by ``startLoading(root:)``.
+    /// ``load(_:root:)`` into tables taken out by ``startLoading(root:expecting:)``.
     public mutating func load(_ snapshot: consuming Snapshot, into run: inout RootLoad) -> Bool {
         let id = snapshot.objectID
         if let holder = run.keys.updateValue(id, forKey: id.key) {
@@ -77,18 +70,14 @@ public struct StoreGraph: Sendable {
             return false
         }
         snapshots[id] = snapshot
-        Self.raise(&run.highest, to: id.key.rawValue)
+        if run.highest < id.key.rawValue { run.highest = id.key.rawValue }
         return true
     }
 
-    /// Puts back the tables ``startLoading(root:)`` took out, with what was loaded into them.
+    /// Puts back the tables ``startLoading(root:expecting:)`` took out, with what was loaded into them.
     public mutating func finishLoading(_ run: consuming RootLoad) {
         if !run.keys.isEmpty { keysByRoot[run.root] = run.keys }
         if run.highest > 0 { maxKey[run.root] = run.highest }
-    }
-
-    private static func raise(_ value: inout Int64, to floor: Int64) {
-        if value < floor { value = floor }
     }
 
     /// Whether objects exist, for checking many (every reference of a file read or written):
