@@ -11,6 +11,8 @@ extension StoreFileSystem {
         background.start(interval: 0.05) { [self] in
             if !configuration.readOnly {
                 settleFolders(copyIn.settle())
+                // Removals no rmdir came for are applied by the next commit.
+                if removals.hasSettled() { schedule.noteChange(nil) }
                 if schedule.isDue(after: configuration.commitDelay) { commitPendingChanges(reason: "idle") }
             }
             freedMemory.trimIfRowsWereEvicted(coordinator.rowCache.statistics.evictions)

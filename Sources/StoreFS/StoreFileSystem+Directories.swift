@@ -2,7 +2,9 @@ import FuseKit
 import ObjectGraph
 
 extension StoreFileSystem {
-    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         let node = try node(inode)
         switch node {
         case .root, .entity, .object, .toMany, .fetched, .templates, .template: _ = try attributes(of: node)
@@ -18,6 +20,9 @@ extension StoreFileSystem {
         case .fetched, .template: true
         default: false
         }
+        // `rm -r` opens a folder before it empties it; the kernel may answer its reads from a
+        // listing it kept, so the opening is what says who is about to empty it.
+        if case .object(let object) = node, !configuration.readOnly { removals.noteOpening(of: object, by: request.pid) }
         return OpenResult(handle: directories.open(), keepCache: true, cacheDirectory: !computed)
     }
 
@@ -54,7 +59,7 @@ extension StoreFileSystem {
         }
         if listsAfresh {
             kept = directories.keep(
-                try listing(of: directory, for: request.pid, known: known), for: handle, of: inode, takenIn: generation)
+                try listing(of: directory, known: known), for: handle, of: inode, takenIn: generation)
         }
         guard let kept else { return }
         switch kept {
@@ -91,7 +96,7 @@ extension StoreFileSystem {
     }
 
     /// The entries of a directory other than `.` and `..`.
-    func listing(of directory: Node, for pid: Int32 = 0, known: Snapshot? = nil) throws(FileSystemError)
+    func listing(of directory: Node, known: Snapshot? = nil) throws(FileSystemError)
         -> DirectoryHandles.Listing
     {
         switch directory {
@@ -119,7 +124,6 @@ extension StoreFileSystem {
             }, "list \(model[entity].name)")
             return .objects(EntityListing(ids))
         case .object(let object):
-            if !configuration.readOnly { removals.noteListing(of: object, by: pid) }
             return .names(try entries(of: object, known: known))
         case .toMany(let object, let index):
             let relationship = model[object.entity].allRelationships[index]
@@ -127,7 +131,7 @@ extension StoreFileSystem {
                 try context.destinations(of: relationship.name, for: object)
             }, "list \(describe(object))/\(relationship.name)")
             return .names(
-                copyIn.visibleMembers(members, of: relationship.name, in: object).filter { Node.fits($0) }
+                visibleMembers(members, of: relationship.name, in: object).filter { Node.fits($0) }
                     .map { ($0.key.description, Node.member($0)) }
                     + scratch.list(in: directory).map { ($0.name, Node.scratch($0.serial)) })
         default:

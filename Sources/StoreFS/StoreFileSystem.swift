@@ -114,6 +114,7 @@ public final class StoreFileSystem: SavingFileSystem {
             return object.entity == entity ? .object(object) : .subentityLink(object)
         case .object(let object):
             if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
+            if let aliased = scratch.aliased(name, in: parent) { return aliased }
             if isHidden(name, in: object) { throw .notFound }
             let entity = model[object.entity]
             let snapshot = try snapshot(of: object)
@@ -135,13 +136,14 @@ public final class StoreFileSystem: SavingFileSystem {
             throw .notFound
         case .toMany(let object, let index):
             if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
+            if let aliased = scratch.aliased(name, in: parent) { return aliased }
             guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
             let relationship = model[object.entity].allRelationships[index]
             let members = try engine({ () throws(ObjectGraphError) in
                 try context.destinations(of: relationship.name, for: object)
             }, "lookup \(name)")
             guard let member = members.first(where: { $0.key == key }), Node.fits(member),
-                !copyIn.visibleMembers([member], of: relationship.name, in: object).isEmpty
+                !visibleMembers([member], of: relationship.name, in: object).isEmpty
             else { throw .notFound }
             return .member(member)
         case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember, .rendering:
@@ -356,6 +358,12 @@ public final class StoreFileSystem: SavingFileSystem {
     /// untouched entry of a folder a copy is filling.
     func isHidden(_ name: String, in object: ObjectID) -> Bool {
         copyIn.hides(name, in: object) || removals.hides(name, in: object)
+    }
+
+    /// The members of a to-many folder it shows: not those a copy has not linked yet in a folder
+    /// it is filling, nor those `rm -r` removed (hidden until the folder's object goes).
+    func visibleMembers(_ members: [ObjectID], of relationship: String, in object: ObjectID) -> [ObjectID] {
+        removals.visibleMembers(copyIn.visibleMembers(members, of: relationship, in: object), of: relationship, in: object)
     }
 
     func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {

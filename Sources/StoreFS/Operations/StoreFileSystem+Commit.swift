@@ -22,19 +22,13 @@ extension StoreFileSystem {
 
     /// Commits what can be committed as one transaction and records what could not.
     @discardableResult
-    func commitPendingChanges(reason: String) -> SaveOutcome {
+    /// `removalsIn`: an object whose hidden removals are applied now, settled or not (its folder's
+    /// writer fsynced).
+    func commitPendingChanges(reason: String, removalsIn object: ObjectID? = nil) -> SaveOutcome {
         commitLock.withLock { (_) -> SaveOutcome in
-            for (object, list) in removals.takeAll() {
-                for case .hiddenProperty(let name) in list where (try? context.exists(object)) == true {
-                    logger.error(
-                        "rm \(describe(object))/\(name): refused, \(name) is not optional; it keeps its value and shows again")
-                    invalidateEntry(parent: .object(object), name: name)
-                    invalidate(.object(object))
-                }
-                if list.contains(where: { if case .hiddenFolder = $0 { true } else { false } }) {
-                    invalidate(.object(object))
-                }
-            }
+            for alias in scratch.takeAliases() { invalidateEntry(parent: alias.folder, name: alias.name) }
+            if let object { applyRemovals([object: removals.take(of: object)]) }
+            applyRemovals(removals.takeSettled(all: reason == "unmount"))
             guard context.hasChanges else {
                 schedule.didCommit(retry: false)
                 return SaveOutcome()
@@ -66,6 +60,34 @@ extension StoreFileSystem {
                 logger.debug("committed \(outcome.saved.count) objects (\(reason))")
             }
             return outcome
+        }
+    }
+
+    /// Applies what was removed in folders no rmdir came for (``RemovalLog``): each removal as
+    /// if it had been made alone, refused (shown again, with the reason in the log) where it
+    /// cannot be.
+    func applyRemovals(_ settled: [ObjectID: [RemovalLog.Removal]]) {
+        for (object, list) in settled where (try? context.exists(object)) == true {
+            let entity = model[object.entity]
+            for removal in list {
+                switch removal {
+                case .property(let name):
+                    if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
+                        try? removeNow(name, of: object, .attribute(object, index))
+                    } else if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
+                        try? removeNow(name, of: object, .toOne(object, index))
+                    }
+                    invalidateEntry(parent: .object(object), name: name)
+                case .member(let relationship, let member):
+                    try? engine({ () throws(ObjectGraphError) in
+                        try context.removeDestination(member, from: relationship, of: object)
+                    }, "rm \(describe(object))/\(relationship)/\(member.key)")
+                    invalidateRelationship(relationship, of: object, touching: [member])
+                case .folder:
+                    break
+                }
+            }
+            invalidate(.object(object))
         }
     }
 

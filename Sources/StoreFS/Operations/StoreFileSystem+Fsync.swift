@@ -9,14 +9,17 @@ import ObjectGraph
 extension StoreFileSystem {
     public func fsync(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
         let node = try node(inode)
+        // A value refused at write(2) was not set, and fsync must not say it is saved.
+        if let rejection = openFiles.file(handle)?.rejection { throw rejection }
         try commitBuffer(handle)
         guard case .attribute(let object, let index) = node else {
             commitPendingChanges(reason: "fsync")
             return
         }
-        // A writer that fsyncs a file of a folder a copy made is done with it: it settles now.
+        // A writer that fsyncs a file of a folder a copy made, or that it removed files in, is
+        // done with it: it settles now.
         settleFolders(copyIn.endFreshness(of: object))
-        commitPendingChanges(reason: "fsync")
+        commitPendingChanges(reason: "fsync", removalsIn: object)
         let attribute = model[object.entity].allAttributes[index].name
         guard let error = unsavedError(of: object, attribute: attribute) else { return }
         let applied = openFiles.file(handle)?.applied
@@ -33,7 +36,7 @@ extension StoreFileSystem {
         let node = try node(inode)
         let object = node.isFolderOfObject ? node.object : nil
         settleFolders(copyIn.endFreshness(of: object))
-        commitPendingChanges(reason: "fsync")
+        commitPendingChanges(reason: "fsync", removalsIn: object)
         if let object, let error = unsavedError(of: object, attribute: nil) {
             // Not saved and never will be: the object's changes go, with everything changed
             // together with them.

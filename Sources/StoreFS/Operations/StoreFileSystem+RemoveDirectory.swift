@@ -2,10 +2,10 @@ import Foundation
 import FuseKit
 import ObjectGraph
 
-/// rmdir: an object folder deletes the object by its relationships' delete rules, after taking
-/// back what `rm -r` removed inside it (so a Deny rule sees the relationships as they were, and a
-/// refused delete leaves the object exactly as it was). An emptied to-many or fetched folder is
-/// hidden until the next commit, so `rm -r` of an object can pass through it.
+/// rmdir: an object folder deletes the object by its relationships' delete rules, as it is: what
+/// `rm -r` removed inside its folder was only hidden (``RemovalLog``), so a Deny rule sees the
+/// relationships, and a refused delete leaves the object exactly as it was and shows it whole. An emptied to-many or
+/// fetched folder is hidden for a while, so `rm -r` of an object can pass through it.
 extension StoreFileSystem {
     public func removeDirectory(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
         guard !configuration.readOnly else { throw .readOnly }
@@ -19,12 +19,14 @@ extension StoreFileSystem {
             let members = try engine({ () throws(ObjectGraphError) in
                 try context.destinations(of: relationship.name, for: object)
             }, "rmdir")
-            guard members.isEmpty else { throw .notEmpty }
-            removals.record(.hiddenFolder(name), in: object)
-            changed(object)
+            guard removals.visibleMembers(members, of: relationship.name, in: object).isEmpty else { throw .notEmpty }
+            removals.hide(.folder(name), in: object)
+            schedule.noteChange(object)
+            invalidate(.object(object))
         case .fetched(let object, let index):
-            removals.record(.hiddenFolder(model[object.entity].allFetchedProperties[index].name), in: object)
-            changed(object)
+            removals.hide(.folder(model[object.entity].allFetchedProperties[index].name), in: object)
+            schedule.noteChange(object)
+            invalidate(.object(object))
         case .subentityLink, .scratch, .member, .toOne, .attribute, .templateMember:
             throw .notDirectory
         default:
@@ -32,28 +34,18 @@ extension StoreFileSystem {
         }
     }
 
-    /// Deletes `object` by its delete rules, after taking back the removals `rm -r` made inside
-    /// its folder.
+    /// Deletes `object` by its delete rules; what `rm -r` hid in its folder goes with it.
     func deleteObject(_ object: ObjectID) throws(FileSystemError) {
-        let taken = removals.takeRecent(in: object)
-        try engine({ () throws(ObjectGraphError) in
-            for removal in taken.reversed() {
-                switch removal {
-                case .attribute(let name, let value): try context.setValue(value, of: name, for: object)
-                case .toOne(let name, let destination): try context.setDestination(destination, of: name, for: object)
-                case .member(let name, let destination, let index):
-                    try context.addDestination(destination, to: name, of: object, at: index)
-                case .hiddenProperty, .hiddenFolder: break
-                }
-            }
-        }, "rmdir \(describe(object)) (restoring what rm -r removed inside)")
         let related = relatedObjects(of: object)
         do {
             try context.delete(object)
         } catch {
+            // Refused (a Deny rule): what rm -r hid shows again, and the object is as it was.
+            removals.take(of: object)
             invalidateRelated([object] + related)
             throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
         }
+        removals.take(of: object)
         scratch.removeAll(of: object)
         _ = copyIn.endFreshness(of: object)
         failures.clear([object])

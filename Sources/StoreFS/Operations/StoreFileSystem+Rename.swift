@@ -60,6 +60,20 @@ extension StoreFileSystem {
             try addMember(object, index, destination)
             scratch.consume(serial, becoming: .member(destination))
             invalidateEntry(parent: to, name: newName)
+        case (.toOne(_, let index), .object) where scratch.aliased(name, in: from) != nil,
+            (.member, .toMany(_, let index)) where scratch.aliased(name, in: from) != nil:
+            // `ln -sf`'s temporary link, which already became what it names: renamed onto that
+            // name, nothing is left to do; onto another, the link would lie about its target.
+            let shownAs = if case .member(let destination) = source { destination.key.description } else {
+                entity.allRelationships[index].name
+            }
+            guard newName == shownAs else {
+                logger.error("mv \(name) \(newName) in \(describe(object)): the link is \(shownAs) now; a link's name is its target's")
+                throw .invalid
+            }
+            scratch.forgetAlias(name, in: from)
+            invalidateEntry(parent: from, name: name)
+            return
         case (.attribute(_, let index), .object):
             guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {
                 logger.error("mv \(name) \(newName) in \(describe(object)): one attribute cannot be renamed onto another; use cp")

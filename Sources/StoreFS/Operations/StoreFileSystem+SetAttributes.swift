@@ -28,11 +28,11 @@ extension StoreFileSystem {
             switch node {
             case .attribute:
                 if let handle, let file = openFiles.file(handle), file.node == node {
-                    let current = file.rejected ? Data() : try currentContent(of: node, handle: handle)
+                    let current = file.rejection != nil ? Data() : try currentContent(of: node, handle: handle)
                     openFiles.update(handle) {
                         $0.buffer = Self.resize(current, to: newSize)
                         $0.dirty = true
-                        $0.rejected = false
+                        $0.rejection = nil
                     }
                 } else {
                     // truncate(1) by path: the new content is the value, now.

@@ -3,9 +3,11 @@ import FuseKit
 import ObjectGraph
 
 /// `ln -s`: relationships. A link named after a to-one relationship sets it; a link in a to-many
-/// folder adds its target; links in entity directories are a copy's subentity links. Other names
-/// in object folders are scratch links (`ln -sf` makes its link under a temporary name and renames
-/// it over the old one).
+/// folder adds its target, whatever its name; links in entity directories are a copy's subentity
+/// links. A link under another name in an object folder sets the one to-one relationship that
+/// can hold its target, or is `ln -sfn`'s temporary link (made under a temporary name and renamed
+/// over the old one). A target outside the mount, or that no relationship there can hold, is
+/// EINVAL: every link made is kept as a relationship.
 ///
 /// While a copy fills a folder mkdir made, a link may name an object not copied yet
 /// (`../../Project/p7`, in exactly the form storefs shows): it waits, and becomes the relationship
@@ -28,7 +30,7 @@ extension StoreFileSystem {
                         "ln -s \(target) \(describe(object))/\(name): an object folder holds no links named like objects; to replace a set relationship use ln -sfn")
                     throw .notPermitted
                 }
-                return try entry(for: .scratch(scratch.create(named: name, in: directory, linkTarget: target)))
+                return try entry(for: linkUnderOtherName(name, target: target, in: object))
             }
             let relationship = entity.allRelationships[index]
             guard !relationship.isToMany else {
@@ -41,21 +43,30 @@ extension StoreFileSystem {
             try setToOne(object, index, destination: destination)
             return try entry(for: .toOne(object, index))
         case .toMany(let object, let index):
-            guard PrimaryKey(reference: name) != nil else {
-                return try entry(for: .scratch(scratch.create(named: name, in: directory, linkTarget: target)))
-            }
+            // A link of any name is a member: the name it shows under is its target's (`pN`).
             let relationship = model[object.entity].allRelationships[index]
-            if let named = try resolvePath(target, from: directory) {
-                copyIn.noteLink(to: .init(root: model[named.entity].rootID, key: named.key), in: relationship.name, of: object)
+            guard let named = try resolvePath(target, from: directory) else {
+                logger.error("ln -s \(target) \(describe(object))/\(relationship.name)/\(name): the target is not an object folder (../../../Entity/pN) of this mount")
+                throw .invalid
             }
+            copyIn.noteLink(to: .init(root: model[named.entity].rootID, key: named.key), in: relationship.name, of: object)
             guard let destination = try resolve(target, from: directory, for: relationship) else {
                 return try entry(for: waitingLink(named: name, in: directory, of: object, target: target, for: relationship))
             }
             try addMember(object, index, destination)
-            if name != destination.key.description { invalidateEntry(parent: directory, name: name) }
+            if name != destination.key.description {
+                // A name other than a key finds it until the next commit, so that the rename
+                // `ln -sf` makes next (its temporary name onto pN) succeeds.
+                if PrimaryKey(reference: name) == nil { scratch.alias(name, in: directory, to: .member(destination)) }
+                invalidateEntry(parent: directory, name: name)
+            }
             return try entry(for: .member(destination))
         case .fetched(let object, _) where copyIn.isFresh(object):
             // A copy brings the computed links too: kept as scratch links while the copy lasts.
+            guard try resolvePath(target, from: directory) != nil else {
+                logger.error("ln -s \(target) \(name): the target is not an object folder of this mount")
+                throw .invalid
+            }
             return try entry(for: .scratch(scratch.create(named: name, in: directory, linkTarget: target)))
         case .fetched, .template, .templates:
             logger.error("ln -s \(target) \(name): fetched properties are computed by their predicate and read-only")
@@ -82,6 +93,50 @@ extension StoreFileSystem {
             logger.error("ln -s \(target) \(name): links can only be made for relationships")
             throw .notPermitted
         }
+    }
+
+    /// A link in an object folder under a name that is no property's. Its target must be an
+    /// object folder of this mount that a to-one relationship of the object can hold: when one
+    /// relationship can, the link sets it (the name finds it until the next commit, for the
+    /// rename `ln -sfn` makes next); when several can and one of them is set, it is `ln -sfn`'s
+    /// temporary link, kept in memory for the rename that names the relationship. Anything else
+    /// is EINVAL: such a link could not be kept.
+    private func linkUnderOtherName(_ name: String, target: String, in object: ObjectID) throws(FileSystemError) -> Node {
+        let directory = Node.object(object)
+        let entity = model[object.entity]
+        guard let named = try resolvePath(target, from: directory) else {
+            logger.error("ln -s \(target) \(describe(object))/\(name): the target is not an object folder (../../Entity/pN) of this mount")
+            throw .invalid
+        }
+        let candidates = entity.allRelationships.indices.filter { index in
+            let relationship = entity.allRelationships[index]
+            guard !relationship.isToMany, let destination = model.entityID(named: relationship.destinationEntityName) else {
+                return false
+            }
+            return model.entity(named.entity, isKindOf: destination)
+        }
+        guard !candidates.isEmpty else {
+            logger.error(
+                "ln -s \(target) \(describe(object))/\(name): no to-one relationship of \(entity.name) holds \(model[named.entity].name) objects; links are made under a relationship's name")
+            throw .invalid
+        }
+        if candidates.count == 1, let index = candidates.first {
+            guard let destination = try resolve(target, from: directory, for: entity.allRelationships[index]) else {
+                logger.error("ln -s \(target) \(describe(object))/\(name): \(describe(named)) does not exist")
+                throw .notFound
+            }
+            try setToOne(object, index, destination: destination)
+            scratch.alias(name, in: directory, to: .toOne(object, index))
+            invalidateEntry(parent: directory, name: name)
+            return .toOne(object, index)
+        }
+        let snapshot = try snapshot(of: object)
+        guard candidates.contains(where: { snapshot.toOne[entity.allRelationships[$0].name] != nil }) else {
+            logger.error(
+                "ln -s \(target) \(describe(object))/\(name): several relationships of \(entity.name) hold \(model[named.entity].name) objects (\(candidates.map { entity.allRelationships[$0].name }.joined(separator: ", "))); make the link under the relationship's name")
+            throw .invalid
+        }
+        return .scratch(scratch.create(named: name, in: directory, linkTarget: target))
     }
 
     /// A link to an object that does not exist yet, in a folder a copy is filling: kept as a
@@ -146,6 +201,7 @@ extension StoreFileSystem {
             try context.setDestination(destination, of: relationship.name, for: object)
         }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)")
         copyIn.show(relationship.name, in: object)
+        removals.unhide(.property(relationship.name), in: object)
         changed(object)
         invalidateRelationship(relationship.name, of: object, touching: [destination] + (old.map { [$0] } ?? []))
         if let displaced, displaced != object { invalidateRelationship(relationship.name, of: displaced, touching: []) }
@@ -168,6 +224,7 @@ extension StoreFileSystem {
             }
         }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)/")
         copyIn.showMember(destination, of: relationship.name, in: object)
+        removals.unhide(.member(relationship: relationship.name, destination), in: object)
         changed(object)
         invalidateRelationship(relationship.name, of: object, touching: [destination])
     }

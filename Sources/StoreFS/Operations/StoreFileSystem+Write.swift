@@ -5,9 +5,10 @@ import ObjectGraph
 /// Writing attribute files: opens, writes into a handle's buffer, and setting the value when the
 /// writer is done (flush, release, fsync).
 ///
-/// A write at offset 0 that holds a whole value (it ends with the newline text values end with)
-/// is parsed and checked at once, so `echo abc > hoursPerWeek` fails at write(2), where the shell
-/// reports it; values written in pieces are checked when the writer closes or fsyncs.
+/// A write that completes a value (it ends with the newline text values end with) is parsed and
+/// checked at once, so `echo abc > hoursPerWeek` fails at write(2), where the shell reports it;
+/// text that may still go on is refused at once only when nothing could make it valid, and is
+/// otherwise checked when the writer closes or fsyncs.
 extension StoreFileSystem {
     func openFile(_ node: Node, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
         if flags.isWriting && configuration.readOnly { throw .readOnly }
@@ -28,6 +29,8 @@ extension StoreFileSystem {
         let (end, overflow) = offset.addingReportingOverflow(UInt64(data.count))
         guard !overflow, end <= UInt64(configuration.maximumValueSize) else {
             logger.error("write \(describe(node)): \(end) bytes is more than a value may hold (\(configuration.maximumValueSize) bytes)")
+            // The value this write belongs to cannot be held whole: none of it is set.
+            if case .attribute = node { openFiles.reject(handle, because: .tooBig) }
             throw .tooBig
         }
         if case .scratch(let serial) = node {
@@ -36,24 +39,16 @@ extension StoreFileSystem {
             return data.count
         }
         guard let file = openFiles.file(handle), file.node == node else { throw .badHandle }
-        if file.rejected && offset != 0 {
-            // The value this write would continue was refused.
-            throw .invalid
-        }
-        let base = file.rejected ? Data() : try currentContent(of: node, handle: handle)
+        // A write that continues a refused value is refused the same way.
+        if let rejection = file.rejection, offset != 0 { throw rejection }
+        let base = file.rejection != nil ? Data() : try currentContent(of: node, handle: handle)
         let updated = Self.splice(data, into: base, at: Int(offset))
-        if offset == 0, data.last == UInt8(ascii: "\n"), case .attribute(let object, let index) = node,
-            ValueText.isText(model[object.entity].allAttributes[index].type)
-        {
+        if case .attribute(let object, let index) = node, Int(offset) + data.count >= base.count {
+            // The write reaches the end of the text: what is there so far is judged now.
             do throws(FileSystemError) {
-                _ = try parsedValue(updated, for: object, index)
+                try checkWrittenText(updated, of: object, index, writtenFrom: Int(offset))
             } catch {
-                openFiles.update(handle) {
-                    $0.buffer = nil
-                    $0.dirty = false
-                    $0.written = false
-                    $0.rejected = true
-                }
+                openFiles.reject(handle, because: error)
                 throw error
             }
         }
@@ -61,14 +56,45 @@ extension StoreFileSystem {
             $0.buffer = updated
             $0.dirty = true
             $0.written = true
-            $0.rejected = false
+            $0.rejection = nil
         }
         return data.count
     }
 
+    /// Refuses text written into attribute `index` of `object` that cannot be (or become) its
+    /// value: a whole value (a short one ending with its newline, or any one written at once from
+    /// offset 0) is parsed and checked; text that may still go on is refused when nothing that
+    /// follows could make it valid (`abc` for an integer, bytes that are not UTF-8).
+    private func checkWrittenText(_ text: Data, of object: ObjectID, _ index: Int, writtenFrom offset: Int)
+        throws(FileSystemError)
+    {
+        let attribute = model[object.entity].allAttributes[index]
+        guard ValueText.isText(attribute.type) else { return }
+        // Long strings written piece by piece are checked incrementally, not parsed per piece.
+        let isShort = attribute.type != .string || text.count <= 4096
+        if text.last == UInt8(ascii: "\n") && (offset == 0 || isShort) {
+            _ = try parsedValue(text, for: object, index)
+        } else if !ValueText.canBecomeValue(text, type: attribute.type, changedFrom: offset) {
+            logger.error(
+                "write \(describe(object))/\(attribute.name): the text written cannot become a \(attribute.type.rawValue) value; the value stays as it was")
+            throw .invalid
+        }
+    }
+
+    /// close(2): sets what the handle wrote. A handle only truncated sets nothing yet (the
+    /// shell's `>` closes a duplicate descriptor before anything is written through the other),
+    /// but when what it holds could not be set, the close says so: `truncate -s 0` of a number
+    /// fails here, with the stored value unchanged.
     public func flush(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
-        guard openFiles.file(handle)?.written == true else { return }
-        try commitBuffer(handle)
+        guard let file = openFiles.file(handle) else { return }
+        if let rejection = file.rejection { throw rejection }
+        guard file.dirty, let buffer = file.buffer else { return }
+        if file.written {
+            try commitBuffer(handle)
+        } else if case .attribute(let object, let index) = file.node {
+            // Logged at the release, if it still holds this then.
+            _ = try parsedValue(buffer, for: object, index, logging: false)
+        }
     }
 
     public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
@@ -87,17 +113,23 @@ extension StoreFileSystem {
 
     /// The value file content sets attribute `index` of `object` to, checked against the attribute
     /// and the store (without setting it): EINVAL with the reason in the log.
-    func parsedValue(_ content: Data, for object: ObjectID, _ index: Int) throws(FileSystemError) -> AttributeValue {
+    func parsedValue(_ content: Data, for object: ObjectID, _ index: Int, logging: Bool = true) throws(FileSystemError)
+        -> AttributeValue
+    {
         let attribute = model[object.entity].allAttributes[index]
         let value: AttributeValue
         do {
             value = try ValueText.value(from: content, type: attribute.type)
         } catch {
-            logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was")
+            if logging { logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was") }
             throw .invalid
         }
-        try engine({ () throws(ObjectGraphError) in try context.check(value, of: attribute.name, for: object) },
-            "write \(describe(object))/\(attribute.name)")
+        do {
+            try context.check(value, of: attribute.name, for: object)
+        } catch {
+            guard logging else { throw mappedError(error) }
+            throw fileSystemError(error, "write \(describe(object))/\(attribute.name)", logger: logger)
+        }
         return value
     }
 
@@ -109,6 +141,7 @@ extension StoreFileSystem {
         let value = try parsedValue(content, for: object, index)
         let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
         copyIn.show(attribute.name, in: object)
+        removals.unhide(.property(attribute.name), in: object)
         try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
             "write \(describe(object))/\(attribute.name)")
         changed(object)

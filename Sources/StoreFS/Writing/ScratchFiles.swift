@@ -30,6 +30,10 @@ final class ScratchFiles: Sendable {
         /// the property's.
         var replacements: [UInt64: Node] = [:]
         var replacementOrder: [UInt64] = []
+        /// Names links were made under that became a property or member shown under another
+        /// name, until the next commit: `ln -sf` renames its temporary link next.
+        var aliases: [Node: [String: Node]] = [:]
+        var aliasCount = 0
     }
 
     /// How many replaced entries are remembered: enough for the invalidations in flight.
@@ -90,6 +94,34 @@ final class ScratchFiles: Sendable {
                 for old in state.replacementOrder.prefix(dropped) { state.replacements[old] = nil }
                 state.replacementOrder.removeFirst(dropped)
             }
+        }
+    }
+
+    /// Remembers that a link made under `name` in `folder` became `node` (shown under its own
+    /// name). At most ``replacementLimit`` are kept; they go at the next commit.
+    func alias(_ name: String, in folder: Node, to node: Node) {
+        state.withLock { state in
+            guard state.aliasCount < Self.replacementLimit else { return }
+            if state.aliases[folder, default: [:]].updateValue(node, forKey: name) == nil { state.aliasCount += 1 }
+        }
+    }
+
+    func aliased(_ name: String, in folder: Node) -> Node? { state.withLock { $0.aliases[folder]?[name] } }
+
+    func forgetAlias(_ name: String, in folder: Node) {
+        state.withLock { state in
+            if state.aliases[folder]?.removeValue(forKey: name) != nil { state.aliasCount -= 1 }
+        }
+    }
+
+    /// Forgets every alias (at a commit); returns them, for the kernel to forget their names too.
+    func takeAliases() -> [(folder: Node, name: String)] {
+        state.withLock { state in
+            defer {
+                state.aliases = [:]
+                state.aliasCount = 0
+            }
+            return state.aliases.flatMap { folder, names in names.keys.map { (folder, $0) } }
         }
     }
 
