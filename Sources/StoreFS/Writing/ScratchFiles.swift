@@ -150,7 +150,7 @@ final class ScratchFiles: Sendable {
         let set = Set(objects)
         return state.withLock { state in
             state.files.compactMap { serial, file in
-                guard case .fetched(let object, _) = file.parent, set.contains(object) else { return nil }
+                guard file.parent.kind == .fetched, set.contains(file.parent.object) else { return nil }
                 return (serial, file)
             }
         }
@@ -159,7 +159,7 @@ final class ScratchFiles: Sendable {
     /// Removes the scratch files of an object's folder and of its to-many folders.
     func removeAll(of object: ObjectID) {
         state.withLock { state in
-            for (serial, file) in state.files where file.parent.object == object {
+            for (serial, file) in state.files where file.parent.owner == object {
                 state.files[serial] = nil
                 state.byFolder[file.parent] = nil
             }

@@ -17,7 +17,7 @@ import Synchronization
 /// Stale pages: a preload and the invalidations of a refresh after another process's commit go
 /// through the same serial queue. The value generation is read before the values are; if it moved
 /// by the time the preload is queued, the preloaded files are invalidated after it.
-extension StoreFileSystem {
+extension Mapping {
     /// Values whose text is longer are left to be read on demand.
     static let preloadLimit = 32 << 10
     /// The most one folder preloads (a model may give an entity thousands of attributes).

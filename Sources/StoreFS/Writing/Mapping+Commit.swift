@@ -9,10 +9,10 @@ import ObjectGraph
 /// the reason in the log and in `user.storefs.error` on the object's folder; it tries them again
 /// once they change. Objects in folders a copy is still filling wait until they settle. At
 /// unmount, what still cannot be saved goes to a recovery file beside the store.
-extension StoreFileSystem {
+extension Mapping {
     /// Notes a change: the commit timer restarts, and texts kept for readers are not used again.
     func changed(_ object: ObjectID? = nil) {
-        schedule.noteChange(object)
+        session.schedule.noteChange(object)
         renderedValues.valuesChanged()
         // Any change may change what a predicate selects. (Results were kept until the commit: a
         // fetched folder evaluated while a copy was still setting its object's relationships kept
@@ -24,18 +24,18 @@ extension StoreFileSystem {
     @discardableResult
     /// `removalsIn`: an object whose hidden removals are applied now, settled or not (its folder's
     /// writer fsynced).
-    func commitPendingChanges(reason: String, removalsIn object: ObjectID? = nil) -> SaveOutcome {
-        commitLock.withLock { (_) -> SaveOutcome in
-            for alias in scratch.takeAliases() { invalidateEntry(parent: alias.folder, name: alias.name) }
-            if let object { applyRemovals([object: removals.take(of: object)]) }
-            applyRemovals(removals.takeSettled(all: reason == "unmount"))
+    func commit(reason: String, removalsIn object: ObjectID? = nil) -> SaveOutcome {
+        session.commitLock.withLock { (_) -> SaveOutcome in
+            for alias in session.scratch.takeAliases() { invalidateEntry(parent: alias.folder, name: alias.name) }
+            if let object { applyRemovals([object: session.removals.take(of: object)]) }
+            applyRemovals(session.removals.takeSettled(all: reason == "unmount"))
             guard context.hasChanges else {
-                schedule.didCommit(retry: false)
+                session.schedule.didCommit(retry: false)
                 return SaveOutcome()
             }
-            let outcome = context.save(holding: copyIn.freshObjects)
-            for object in failures.record(outcome, describe: \.message) {
-                if let reason = failures.reason(for: object) {
+            let outcome = context.save(holding: session.copyIn.freshObjects)
+            for object in session.failures.record(outcome, describe: \.message) {
+                if let reason = session.failures.reason(for: object) {
                     logger.error("commit (\(reason == "conflict" ? reason : "not saved")) \(describe(object)): \(reason)")
                 }
             }
@@ -53,7 +53,7 @@ extension StoreFileSystem {
             if let error = outcome.storeError {
                 logger.error("commit (\(reason)): nothing was saved: \(error.message); the changes stay pending")
             }
-            schedule.didCommit(retry: outcome.storeError != nil)
+            session.schedule.didCommit(retry: outcome.storeError != nil)
             if !outcome.saved.isEmpty || outcome.savedMetadata {
                 dropFetchedResults()
                 rememberStoreToken()
@@ -63,31 +63,25 @@ extension StoreFileSystem {
         }
     }
 
-    /// Applies what was removed in folders no rmdir came for (``RemovalLog``): each removal as
-    /// if it had been made alone, refused (shown again, with the reason in the log) where it
-    /// cannot be.
-    func applyRemovals(_ settled: [ObjectID: [RemovalLog.Removal]]) {
-        for (object, list) in settled where (try? context.exists(object)) == true {
-            let entity = model[object.entity]
-            for removal in list {
-                switch removal {
-                case .property(let name):
-                    if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
-                        try? removeNow(name, of: object, .attribute(object, index))
-                    } else if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
-                        try? removeNow(name, of: object, .toOne(object, index))
-                    }
-                    invalidateEntry(parent: .object(object), name: name)
-                case .member(let relationship, let member):
-                    try? engine({ () throws(ObjectGraphError) in
-                        try context.removeDestination(member, from: relationship, of: object)
-                    }, "rm \(describe(object))/\(relationship)/\(member.key)")
-                    invalidateRelationship(relationship, of: object, touching: [member])
-                case .folder:
-                    break
-                }
-            }
-            invalidate(.object(object))
+    /// fsync of a folder: commits what is pending. Of a folder mkdir made, it says its writer is
+    /// done with it: it shows all it holds; and what was removed in it is applied now.
+    func fsyncFolder(_ node: Node) throws(FileSystemError) {
+        let object = node.isFolderOfObject ? node.object : nil
+        settleFolders(session.copyIn.endFreshness(of: object))
+        commit(reason: "fsync", removalsIn: object)
+        if let object, let error = unsavedError(of: object, attribute: nil) {
+            // Not saved and never will be: the object's changes go, with everything changed
+            // together with them.
+            let discarded = context.discardChanges(of: [object])
+            session.failures.clear(discarded)
+            renderedValues.valuesChanged()
+            invalidateRelated(discarded)
+            for id in discarded { invalidateAncestorDirectories(of: id) }
+            throw fileSystemError(error, "fsync \(describe(object)): not saved, and its changes taken back", logger: logger)
+        }
+        if object == nil, let reason = session.failures.storeReason {
+            logger.error("fsync: \(reason)")
+            throw .io
         }
     }
 
@@ -118,10 +112,10 @@ extension StoreFileSystem {
     /// The last commit, at unmount: everything settles, waiting links that never found their
     /// object are given up, and what still cannot be saved is written to a recovery file.
     func saveForUnmount() -> UnsavedChanges? {
-        settleFolders(copyIn.endFreshness(of: nil))
-        let orphans = copyIn.takeAllWaitingLinks().compactMap { scratch.remove($0) }
-        commitPendingChanges(reason: "unmount")
-        let pending = context.pendingChanges() + failures.droppedChanges
+        settleFolders(session.copyIn.endFreshness(of: nil))
+        let orphans = session.copyIn.takeAllWaitingLinks().compactMap { session.scratch.remove($0) }
+        commit(reason: "unmount")
+        let pending = context.pendingChanges() + session.failures.droppedChanges
         let links = orphans.compactMap { link -> RecoveryFile.WaitingLink? in
             guard let target = link.linkTarget else { return nil }
             return RecoveryFile.WaitingLink(folder: pathComponents(of: link.parent).joined(separator: "/"), name: link.name, target: target)
