@@ -234,9 +234,14 @@ public final class StoreFileSystem: SavingFileSystem {
     }
 
     public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
-        defer { mapping.session.openFiles.close(handle) }
         // Errors of a release reach nobody (close(2) returned at flush): they are logged.
         try? mapping.commitBuffer(handle)
+        guard let file = mapping.session.openFiles.close(handle) else { return }
+        // A file create made whose value was never set does not exist: the kernel made its name
+        // at the create and must forget it.
+        if file.node.kind == .attribute, (try? mapping.attributeValue(file.node.object, file.node.property)) == nil {
+            mapping.invalidateEntry(parent: .object(file.node.object), name: mapping.model[file.node.entity].allAttributes[file.node.property].name)
+        }
     }
 
     /// fsync: the writer asks whether what it wrote is saved. Everything pending is committed and

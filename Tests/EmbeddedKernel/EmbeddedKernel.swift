@@ -14,7 +14,13 @@ import Glibc
 /// CREATE, MKDIR, SYMLINK, MKNOD and READDIRPLUS entry; ``forgetAll()`` gives them back), records
 /// every cache invalidation the filesystem asks for, and checks what the kernel itself checks
 /// before it asks (an existing name for `mkdir`/`symlink`/O_EXCL, a directory for `rmdir`).
-/// What it does not model: the page and dentry caches, permissions, concurrency.
+/// It keeps, as the kernel does for the timeouts the filesystem gives, the names it found in
+/// folders and the attributes it was told, and drops them on the invalidations the filesystem
+/// sends and on its own changes (unlink, rmdir, rename). It does not answer from them (every call
+/// asks the filesystem, so a test sees the filesystem's answer); ``finish()`` compares them with
+/// the filesystem's answers at the end, as swift-nio's `EmbeddedChannel.finish()` reports what is
+/// left over: a name or size the kernel would still show although the filesystem changed it is a
+/// missing invalidation. What it does not model: the page cache, permissions, concurrency.
 ///
 /// Errors are the errno the call that failed would return, with which call it was
 /// (``KernelError``), so a test can check "write(2) failed with EINVAL".
@@ -42,6 +48,15 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public let fileSystem: any FileSystem
     public private(set) var lookups: [InodeNumber: UInt64] = [:]
     private let recorded = Mutex<[Invalidation]>([])
+    /// Invalidations not yet applied to the caches below.
+    private let unapplied = Mutex<[Invalidation]>([])
+    /// The names found in folders, by folder, and the path each inode was found at (messages).
+    private var names: [InodeNumber: [String: InodeNumber]] = [:]
+    private var paths: [InodeNumber: String] = [.root: ""]
+    /// The attributes the kernel keeps per inode.
+    private var cachedAttributes: [InodeNumber: FileAttributes] = [:]
+    /// Files a test opened with ``openFile(_:writing:)`` and has not closed.
+    private var openedFiles: [UInt64: OpenedFile] = [:]
     private let preloads = Mutex<[InodeNumber: Data]>([:])
     /// The process a call is made by: each call is its own process, as each command a shell runs
     /// is, but for what ``removeRecursively(_:)`` does, which is one process (`rm -r`).
@@ -65,6 +80,121 @@ public final class EmbeddedKernel: @unchecked Sendable {
         fileSystem.willUnmount()
     }
 
+    // MARK: - Finishing
+
+    /// What ``finish()`` found left over.
+    public struct Leftovers: Sendable, CustomStringConvertible {
+        /// Names the kernel still keeps that the filesystem no longer gives (or gives for another
+        /// inode): an invalidation was missing.
+        public var staleNames: [String] = []
+        /// Attributes the kernel still keeps that differ from the filesystem's (kind, size,
+        /// permissions): an invalidation was missing.
+        public var staleAttributes: [String] = []
+        /// Files opened with ``openFile(_:writing:)`` and never closed.
+        public var openFiles: [String] = []
+        public var isEmpty: Bool { staleNames.isEmpty && staleAttributes.isEmpty && openFiles.isEmpty }
+        public var description: String {
+            (staleNames.map { "stale name " + $0 } + staleAttributes.map { "stale attributes " + $0 }
+                + openFiles.map { "open file " + $0 }).joined(separator: "; ")
+        }
+    }
+
+    /// Ends the test's use of the kernel: every name and attribute it still keeps is checked
+    /// against what the filesystem says now, files left open are reported, and the filesystem is
+    /// unmounted. Tests end with `#expect(kernel.finish().isEmpty)`.
+    public func finish() -> Leftovers {
+        var leftovers = stale()
+        for file in openedFiles.values { leftovers.openFiles.append(paths[file.inode] ?? "\(file.inode)") }
+        for file in openedFiles.values { try? fileSystem.release(file.inode, handle: file.handle) }
+        openedFiles = [:]
+        unmount()
+        return leftovers
+    }
+
+    /// What the kernel keeps that the filesystem no longer says, without finishing.
+    public func stale() -> Leftovers {
+        applyInvalidations()
+        var leftovers = Leftovers()
+        // Only what can still be reached from the root: invalidating a folder's name drops
+        // everything the kernel kept below it (d_invalidate).
+        var reachable: Set<InodeNumber> = [.root]
+        var queue: [InodeNumber] = [.root]
+        while let folder = queue.popLast() {
+            for inode in (names[folder] ?? [:]).values where reachable.insert(inode).inserted { queue.append(inode) }
+        }
+        for (parent, entries) in names where reachable.contains(parent) {
+            for (name, inode) in entries.sorted(by: { $0.key < $1.key }) {
+                let path = (paths[parent].map { $0.isEmpty ? "" : $0 + "/" } ?? "?/") + name
+                do throws(FileSystemError) {
+                    let now = try fileSystem.lookup(parent: parent, name: name, context: requester)
+                    lookups[now.attributes.inode, default: 0] += 1
+                    if now.attributes.inode != inode { leftovers.staleNames.append("\(path): now another node") }
+                } catch {
+                    leftovers.staleNames.append("\(path): now \(String(cString: strerror(error.rawValue)))")
+                }
+            }
+        }
+        for (inode, kept) in cachedAttributes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where reachable.contains(inode) {
+            guard let now = try? fileSystem.attributes(of: inode, handle: nil).0 else { continue }
+            if now.kind != kept.kind || now.size != kept.size || now.permissions != kept.permissions {
+                leftovers.staleAttributes.append(
+                    "\(paths[inode] ?? "\(inode)"): kept \(kept.kind) size \(kept.size), now \(now.kind) size \(now.size)")
+            }
+        }
+        return leftovers
+    }
+
+    // MARK: - Files held open
+
+    /// A file a test holds open, as a process holds a descriptor.
+    public struct OpenedFile: Sendable {
+        public let inode: InodeNumber
+        public let handle: FuseKit.FileHandle
+    }
+
+    /// `open(2)` of `path`, kept open until ``closeFile(_:)``.
+    public func openFile(_ path: String, writing: Bool = false) throws(KernelError) -> OpenedFile {
+        let inode = try walk(path, "open", followLast: true)
+        do throws(FileSystemError) {
+            let handle = try fileSystem.open(inode, flags: .make(reading: true, writing: writing), context: requester).handle
+            let file = OpenedFile(inode: inode, handle: handle)
+            openedFiles[handle.rawValue] = file
+            return file
+        } catch {
+            throw fail("open", error)
+        }
+    }
+
+    /// `read(2)` at `offset` from a file held open.
+    public func read(_ file: OpenedFile, at offset: UInt64, size: Int) throws(KernelError) -> Data {
+        do throws(FileSystemError) {
+            return try fileSystem.read(file.inode, handle: file.handle, offset: offset, size: size)
+        } catch {
+            throw fail("read", error)
+        }
+    }
+
+    /// `write(2)` at `offset` to a file held open.
+    public func write(_ file: OpenedFile, _ data: Data, at offset: UInt64) throws(KernelError) {
+        do throws(FileSystemError) {
+            _ = try fileSystem.write(file.inode, handle: file.handle, offset: offset, data: data)
+        } catch {
+            throw fail("write", error)
+        }
+    }
+
+    /// `close(2)` (flush, then release) of a file held open; the flush's error is close's.
+    public func closeFile(_ file: OpenedFile) throws(KernelError) {
+        openedFiles[file.handle.rawValue] = nil
+        cachedAttributes[file.inode] = nil
+        defer { try? fileSystem.release(file.inode, handle: file.handle) }
+        do throws(FileSystemError) {
+            try fileSystem.flush(file.inode, handle: file.handle)
+        } catch {
+            throw fail("close", error)
+        }
+    }
+
     // MARK: - Invalidations
 
     /// The invalidations recorded since the last call, taken out.
@@ -77,12 +207,14 @@ public final class EmbeddedKernel: @unchecked Sendable {
 
     private struct Invalidator: KernelCacheInvalidator {
         let kernel: EmbeddedKernel
-        func invalidateEntry(parent: InodeNumber, name: String) {
-            kernel.recorded.withLock { $0.append(.entry(parent: parent, name: name)) }
+        func record(_ invalidation: Invalidation) {
+            kernel.recorded.withLock { $0.append(invalidation) }
+            kernel.unapplied.withLock { $0.append(invalidation) }
         }
-        func invalidateInode(_ inode: InodeNumber) { kernel.recorded.withLock { $0.append(.inode(inode)) } }
+        func invalidateEntry(parent: InodeNumber, name: String) { record(.entry(parent: parent, name: name)) }
+        func invalidateInode(_ inode: InodeNumber) { record(.inode(inode)) }
         func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
-            kernel.recorded.withLock { $0.append(.delete(parent: parent, child: child, name: name)) }
+            record(.delete(parent: parent, child: child, name: name))
         }
         func preload(_ files: [(inode: InodeNumber, data: Data)]) {
             kernel.preloads.withLock { for file in files { $0[file.inode] = file.data } }
@@ -101,9 +233,32 @@ public final class EmbeddedKernel: @unchecked Sendable {
         lookups = [:]
     }
 
-    private func took(_ entry: Entry) {
-        guard entry.attributes.inode != .root else { return }
-        lookups[entry.attributes.inode, default: 0] += 1
+    /// Counts a lookup the filesystem gave (of `name` in `parent`), and keeps what it said.
+    private func took(_ entry: Entry, _ name: String, in parent: InodeNumber) {
+        let inode = entry.attributes.inode
+        guard inode != .root else { return }
+        lookups[inode, default: 0] += 1
+        names[parent, default: [:]][name] = inode
+        paths[inode] = (paths[parent].map { $0.isEmpty ? "" : $0 + "/" } ?? "?/") + name
+        cachedAttributes[inode] = entry.attributes
+        // What the filesystem invalidated while answering reaches the kernel after its answer.
+        applyInvalidations()
+    }
+
+    /// Applies the invalidations the filesystem sent since the last call to the caches.
+    private func applyInvalidations() {
+        for invalidation in unapplied.withLock({ list in defer { list = [] }; return list }) {
+            switch invalidation {
+            case .entry(let parent, let name), .delete(let parent, _, let name): names[parent]?[name] = nil
+            case .inode(let inode): cachedAttributes[inode] = nil
+            }
+        }
+    }
+
+    /// The kernel's own change to a name: the entry goes (unlink, rmdir, the source of a rename).
+    private func forgetName(_ name: String, in parent: InodeNumber) {
+        applyInvalidations()
+        if let inode = names[parent]?.removeValue(forKey: name) { cachedAttributes[inode] = nil }
     }
 
     private func fail(_ call: String, _ error: FileSystemError) -> KernelError {
@@ -128,7 +283,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func stat(_ path: String, follow: Bool = false) throws(KernelError) -> FileAttributes {
         let inode = try walk(path, "stat", followLast: follow)
         do throws(FileSystemError) {
-            return try fileSystem.attributes(of: inode, handle: nil).0
+            let attributes = try fileSystem.attributes(of: inode, handle: nil).0
+            cachedAttributes[inode] = attributes
+            return attributes
         } catch {
             throw fail("stat", error)
         }
@@ -172,7 +329,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
             }
             guard let last = batch.last else { break }
                 for entry in batch where entry.name != "." && entry.name != ".." {
-                took(entry.entry)
+                took(entry.entry, entry.name, in: inode)
                 names.append(entry.name)
             }
             offset = last.nextOffset
@@ -244,7 +401,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         }
         switch found {
         case .success(let entry):
-            took(entry)
+            took(entry, name, in: directory)
             if options.exclusive && options.create { throw KernelError(call: "open", errno: EEXIST) }
             inode = entry.attributes.inode
             size = entry.attributes.size
@@ -260,7 +417,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
                 let (entry, opened) = try fileSystem.create(
                     parent: directory, name: name, permissions: 0o644,
                     flags: .make(reading: false, writing: true, truncating: options.truncate), context: requester)
-                took(entry)
+                took(entry, name, in: directory)
                 inode = entry.attributes.inode
                 handle = opened.handle
             } catch {
@@ -296,6 +453,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
             if failure == nil { failure = fail("close", error) }
         }
         try? fileSystem.release(inode, handle: handle)
+        // The kernel takes the size its writes made, and asks again after a close.
+        cachedAttributes[inode] = nil
         if let failure { throw failure }
     }
 
@@ -303,7 +462,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func truncate(_ path: String, to size: UInt64) throws(KernelError) {
         let inode = try walk(path, "truncate", followLast: true)
         do throws(FileSystemError) {
-            _ = try fileSystem.setAttributes(of: inode, AttributeChanges(size: size), handle: nil, context: requester)
+            cachedAttributes[inode] = try fileSystem.setAttributes(of: inode, AttributeChanges(size: size), handle: nil, context: requester).0
         } catch {
             throw fail("truncate", error)
         }
@@ -348,11 +507,11 @@ public final class EmbeddedKernel: @unchecked Sendable {
     /// `mkdir(2)`: EEXIST for a name that exists, as the kernel answers without asking.
     public func mkdir(_ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "mkdir")
-        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0) }) != nil {
+        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0, name, in: directory) }) != nil {
             throw KernelError(call: "mkdir", errno: EEXIST)
         }
         do throws(FileSystemError) {
-            took(try fileSystem.makeDirectory(parent: directory, name: name, permissions: 0o755, context: requester))
+            took(try fileSystem.makeDirectory(parent: directory, name: name, permissions: 0o755, context: requester), name, in: directory)
         } catch {
             throw fail("mkdir", error)
         }
@@ -361,11 +520,11 @@ public final class EmbeddedKernel: @unchecked Sendable {
     /// `symlink(2)`: EEXIST for a name that exists.
     public func symlink(_ target: String, _ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "symlink")
-        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0) }) != nil {
+        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0, name, in: directory) }) != nil {
             throw KernelError(call: "symlink", errno: EEXIST)
         }
         do throws(FileSystemError) {
-            took(try fileSystem.makeSymbolicLink(parent: directory, name: name, target: target, context: requester))
+            took(try fileSystem.makeSymbolicLink(parent: directory, name: name, target: target, context: requester), name, in: directory)
         } catch {
             throw fail("symlink", error)
         }
@@ -375,7 +534,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func unlink(_ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "unlink")
         if let entry = try? fileSystem.lookup(parent: directory, name: name, context: requester) {
-            took(entry)
+            took(entry, name, in: directory)
             if entry.attributes.kind == .directory { throw KernelError(call: "unlink", errno: EISDIR) }
         }
         do throws(FileSystemError) {
@@ -383,6 +542,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         } catch {
             throw fail("unlink", error)
         }
+        forgetName(name, in: directory)
     }
 
     /// `rmdir(2)`.
@@ -393,6 +553,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         } catch {
             throw fail("rmdir", error)
         }
+        forgetName(name, in: directory)
     }
 
     /// `rm -r`: lists each folder, removes files and links, descends into folders, then removes
@@ -426,6 +587,14 @@ public final class EmbeddedKernel: @unchecked Sendable {
         } catch {
             throw fail("rename", error)
         }
+        // The kernel moves the entry to its new name (d_move): the inode it names stays cached
+        // under the new name, until the invalidations the filesystem sent arrive, after.
+        if let inode = names[source]?.removeValue(forKey: name) {
+            names[destination, default: [:]][newName] = inode
+        } else {
+            names[destination]?[newName] = nil
+        }
+        applyInvalidations()
     }
 
     /// `getxattr(2)`.
@@ -483,7 +652,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
             } catch {
                 throw fail(call, error)
             }
-            took(entry)
+            took(entry, name, in: current)
             if entry.attributes.kind == .symbolicLink && (!isLast || followLast) {
                 let target: String
                 do throws(FileSystemError) {

@@ -161,9 +161,13 @@ struct ReferenceLibrary {
             return (coordinator, fileSystem, EmbeddedKernel(fileSystem))
         }
 
-        /// Unmounts (the last commit) and mounts the store again.
+        /// What the kernel kept that the filesystem did not invalidate, at each remount.
+        var leftovers: [EmbeddedKernel.Leftovers] = []
+
+        /// Unmounts (the last commit; the kernel checks what it kept) and mounts the store again.
         func remount() throws -> UnsavedChanges? {
-            kernel.unmount()
+            let left = kernel.finish()
+            if !left.isEmpty { leftovers.append(left) }
             let unsaved = fileSystem.unsavedChanges
             coordinator.close()
             (coordinator, fileSystem, kernel) = try Self.open(url)
@@ -195,6 +199,12 @@ struct ReferenceLibrary {
                 failures += 1
                 Issue.record("\(context): the reference says \(expected.map(describe) ?? "success"), storefs \(actual.map(describe) ?? "success")")
             }
+            // STOREFS_REFERENCE_STALE=1 checks what the kernel kept after every step (slow; it says
+            // which step forgot an invalidation that a remount's check found).
+            if ProcessInfo.processInfo.environment["STOREFS_REFERENCE_STALE"] == "1" {
+                let stale = mounted.kernel.stale()
+                if !stale.isEmpty { Issue.record("\(context): the kernel kept what changed: \(stale)") }
+            }
             let mismatches = compare(reference, mounted.kernel, touched, whole: step % 250 == 0 || name == "remount")
             for mismatch in mismatches.prefix(5) { Issue.record("\(context): \(mismatch)") }
             failures += mismatches.count
@@ -207,6 +217,7 @@ struct ReferenceLibrary {
             #expect(counts[kind, default: 0] > 0, "operation \(kind) ran \(counts[kind, default: 0]) times")
         }
         #expect(try mounted.remount() == nil, "everything was saved at the last unmount")
+        for left in mounted.leftovers.prefix(5) { Issue.record("the kernel kept what changed: \(left)") }
         for mismatch in compare(reference, mounted.kernel, [], whole: true).prefix(10) { Issue.record("after the run: \(mismatch)") }
     }
 

@@ -163,8 +163,12 @@ extension ObjectContext {
     /// relationship is not empty, Cascade deletes the destinations, Nullify removes the object from
     /// its destinations' inverses, No Action leaves them as they are. Nothing changes when the
     /// delete is refused.
-    public func delete(_ id: ObjectID) throws(ObjectGraphError) {
-        try state.withLock { (state) throws(ObjectGraphError) in
+    ///
+    /// Returns what was deleted (the object and what its Cascade rules reached), each with the
+    /// destinations its relationships held, so a caller can say where each one was shown.
+    @discardableResult
+    public func delete(_ id: ObjectID) throws(ObjectGraphError) -> [DeletedObject] {
+        try state.withLock { (state) throws(ObjectGraphError) -> [DeletedObject] in
             beginChange(&state)
             defer { endChange(&state) }
             _ = try existingSnapshot(id, &state)
@@ -193,6 +197,15 @@ extension ObjectContext {
                     }
                 }
             }
+            var deleted: [DeletedObject] = []
+            for current in closure {
+                var held: [String: [ObjectID]] = [:]
+                for relationship in model[current.entity].persistentRelationships {
+                    let destinations = try relatedLocked(relationship, current, &state)
+                    if !destinations.isEmpty { held[relationship.name] = destinations }
+                }
+                deleted.append(DeletedObject(objectID: current, relationships: held))
+            }
             for current in closure {
                 for relationship in model[current.entity].persistentRelationships
                 where relationship.deleteRule != .noAction {
@@ -218,6 +231,7 @@ extension ObjectContext {
                     state.deleted[current] = snapshot
                 }
             }
+            return deleted
         }
     }
 
@@ -405,4 +419,11 @@ extension ObjectContext {
             try modify(object, &state) { $0.snapshot.toOne[inverse.name] = source }
         }
     }
+}
+
+/// An object a delete removed, with the destinations its relationships held then.
+public struct DeletedObject: Sendable, Hashable {
+    public var objectID: ObjectID
+    /// Destinations by relationship name (non-empty ones only).
+    public var relationships: [String: [ObjectID]]
 }

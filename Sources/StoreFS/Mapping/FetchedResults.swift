@@ -37,12 +37,13 @@ final class FetchedResults: Sendable {
         }
     }
 
-    /// Drops everything; returns the folders that were cached (their kernel listings go too).
-    func dropAll() -> [Node] {
+    /// Drops everything; returns the folders that were cached with what they listed (their
+    /// kernel listings and names go too).
+    func dropAll() -> [Node: [ObjectID]] {
         state.withLock { state in
             state.generation &+= 1
             defer { state.results = [:] }
-            return Array(state.results.keys)
+            return state.results
         }
     }
 }

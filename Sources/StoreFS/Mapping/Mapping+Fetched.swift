@@ -39,6 +39,10 @@ extension Mapping {
     /// Forgets every fetched result (after a commit or a change by another process) and the
     /// kernel's listings of those folders.
     func dropFetchedResults() {
-        for node in fetchedResults.dropAll() { invalidate(node) }
+        for (node, members) in fetchedResults.dropAll() {
+            invalidate(node)
+            // The kernel would otherwise still find a link the next evaluation leaves out.
+            for member in members { invalidateEntry(parent: node, name: member.key.description) }
+        }
     }
 }

@@ -41,24 +41,42 @@ extension Mapping {
     }
 
     /// Invalidates what a change of relationship `name` of `object` touches: that relationship's
-    /// link or folder, and the inverse relationship of each object in `others` (the old and new
-    /// destinations). Only those nodes: a copy into a mount makes tens of thousands of links.
+    /// link or folder (with the names of `others` in it), and the inverse relationship of each
+    /// object in `others` (the old and new destinations), with `object`'s name in it. Only those
+    /// nodes: a copy into a mount makes tens of thousands of links.
     func invalidateRelationship(_ name: String, of object: ObjectID, touching others: [ObjectID]) {
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
-        func invalidate(_ relationship: String, of id: ObjectID) {
-            guard id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count,
-                let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
+        let others = Set(others)
+        func invalidate(_ relationship: String, of id: ObjectID, members: Set<ObjectID>) {
+            guard isValid(id.entity), let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
             else { return }
-            let node: Node = model[id.entity].allRelationships[index].isToMany ? .toMany(id, index) : .toOne(id, index)
+            let isToMany = model[id.entity].allRelationships[index].isToMany
+            let node: Node = isToMany ? .toMany(id, index) : .toOne(id, index)
             invalidator.invalidateInode(node.inode)
             invalidator.invalidateEntry(parent: Node.object(id).inode, name: relationship)
             invalidator.invalidateInode(Node.object(id).inode)
+            // The names of members that came or went: the kernel would otherwise still find a
+            // link that left the folder.
+            if isToMany { for member in members { invalidator.invalidateEntry(parent: node.inode, name: member.key.description) } }
         }
-        invalidate(name, of: object)
-        guard let relationship = model[object.entity].relationship(named: name), let inverse = relationship.inverseName else {
-            return
+        invalidate(name, of: object, members: others)
+        guard isValid(object.entity), let relationship = model[object.entity].relationship(named: name),
+            let inverse = relationship.inverseName
+        else { return }
+        for other in others { invalidate(inverse, of: other, members: [object]) }
+    }
+
+    /// Invalidates everything that showed the objects a delete removed: their names in their
+    /// entities' directories, what their folders held, and their names on the other side of each
+    /// relationship they had.
+    func invalidateDeleted(_ deleted: [DeletedObject]) {
+        for object in deleted {
+            invalidateAncestorDirectories(of: object.objectID)
+            invalidateRelated([object.objectID])
+            for (name, destinations) in object.relationships {
+                invalidateRelationship(name, of: object.objectID, touching: destinations)
+            }
         }
-        for other in Set(others) { invalidate(inverse, of: other) }
     }
 
     /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).

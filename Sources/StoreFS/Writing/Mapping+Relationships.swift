@@ -174,6 +174,10 @@ extension Mapping {
     /// in, an ordered relationship follows the order its links were made in.
     func addMember(_ object: ObjectID, _ index: Int, _ destination: ObjectID) throws(FileSystemError) {
         let relationship = model[object.entity].allRelationships[index]
+        // The destination's own holder, if the inverse is to-one: it loses the destination.
+        let displaced = model.inverse(of: relationship).flatMap { inverse in
+            inverse.isToMany ? nil : (try? snapshot(of: destination))?.toOne[inverse.name]
+        }
         try engine({ () throws(ObjectGraphError) in
             try context.addDestination(destination, to: relationship.name, of: object)
             if relationship.isOrdered, let order = session.copyIn.linkOrder(of: relationship.name, in: object) {
@@ -190,6 +194,7 @@ extension Mapping {
         session.removals.unhide(.member(relationship: relationship.name, destination), in: object)
         changed(object)
         invalidateRelationship(relationship.name, of: object, touching: [destination])
+        if let displaced, displaced != object { invalidateRelationship(relationship.name, of: displaced, touching: [destination]) }
     }
 
     /// `ln -sf`'s temporary link, which already became what it names: renamed onto the name it

@@ -50,34 +50,27 @@ extension Mapping {
     /// Deletes `object` by its delete rules, as it is: what `rm -r` hid in its folder goes with
     /// it, so a Deny rule sees the relationships, and a refused delete shows the object whole.
     func deleteObject(_ object: ObjectID) throws(FileSystemError) {
-        let related = relatedObjects(of: object)
+        let deleted: [DeletedObject]
         do {
-            try context.delete(object)
+            deleted = try context.delete(object)
         } catch {
             // Refused (a Deny rule): what rm -r hid shows again, and the object is as it was.
-            session.removals.take(of: object)
-            invalidateRelated([object] + related)
+            for removal in session.removals.take(of: object) {
+                if case .member(let relationship, let member) = removal {
+                    invalidateRelationship(relationship, of: object, touching: [member])
+                }
+            }
+            invalidateRelated([object])
             throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
         }
-        session.removals.take(of: object)
-        session.scratch.removeAll(of: object)
-        _ = session.copyIn.endFreshness(of: object)
-        session.failures.clear([object])
-        changed(nil)
-        invalidateRelated(related)
-        invalidateAncestorDirectories(of: object)
-    }
-
-    private func relatedObjects(of object: ObjectID) -> [ObjectID] {
-        var result: [ObjectID] = []
-        for relationship in model[object.entity].persistentRelationships {
-            if relationship.isToMany {
-                result += (try? context.destinations(of: relationship.name, for: object)) ?? []
-            } else if let d = try? context.destination(of: relationship.name, for: object) {
-                result.append(d)
-            }
+        for gone in deleted.map(\.objectID) {
+            session.removals.take(of: gone)
+            session.scratch.removeAll(of: gone)
+            _ = session.copyIn.endFreshness(of: gone)
         }
-        return result
+        session.failures.clear(deleted.map(\.objectID))
+        changed(nil)
+        invalidateDeleted(deleted)
     }
 
     /// Applies what was removed in folders no rmdir came for (``RemovalLog``): each removal as
