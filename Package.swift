@@ -16,26 +16,28 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "FuseKit", dependencies: ["CFuse", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "ObjectGraph", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // ThreadSanitizerMutex, which every module that locks uses in ThreadSanitizer builds.
+        .target(name: "Locking"),
+        .target(name: "FuseKit", dependencies: ["CFuse", "Locking", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "ObjectGraph", dependencies: ["Locking"]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "AtomicStore", dependencies: ["ObjectGraph"]),
-        .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
+        .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore"]),
+        .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore"]),
         .target(
             name: "StoreFS",
-            dependencies: ["ObjectGraph", "FuseKit", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["ObjectGraph", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "storefs",
             dependencies: [
-                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "StoreFS", "FuseKit",
+                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "StoreFS", "FuseKit", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

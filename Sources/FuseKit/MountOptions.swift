@@ -13,7 +13,7 @@ import Foundation
 public struct MountOptions: Sendable, Hashable {
     /// Mount read-only (`-o ro`). Default `false`: storefs mounts are writable unless asked.
     /// A read-only mount is also faster: a rw mount drops cached atime after every read, so the
-    /// next fstat costs a GETATTR round trip (measured, FUSE_PERFORMANCE.md §10).
+    /// next fstat costs a GETATTR round trip (measured: docs/benchmarks.md).
     public var readOnly: Bool
     /// Let other users than the mounting one see the mount (`-o allow_other`). Default `false`:
     /// a store holds one user's data; non-root use also needs `user_allow_other` in /etc/fuse.conf.

@@ -1,40 +1,7 @@
 #if STOREFS_TSAN
-#if canImport(Glibc)
-import Glibc
-#endif
+import Locking
 
-/// Synchronization's `Mutex` as ThreadSanitizer can see it, used only in builds made with
-/// `-DSTOREFS_TSAN` (scripts/tsan). FuseKit depends on no other module of the project, so it has
-/// its own copy of ObjectGraph's.
-///
-/// On Linux, `Mutex` waits on a futex directly, which ThreadSanitizer does not model: every access
-/// to state a `Mutex` guards shows as a race (a ten-line program with two threads and one `Mutex`
-/// reproduces it). This stand-in locks a pthread mutex, which ThreadSanitizer intercepts, so that
-/// what it reports is about state no lock guards. Each module that locks declares
-/// `typealias Mutex = ...ThreadSanitizerMutex` under the same flag.
-///
-/// Threading: what a mutex is for.
-final class ThreadSanitizerMutex<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched between lock and unlock of `lock`.
-    private var value: Value
-    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(lock, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(lock)
-        lock.deallocate()
-    }
-
-    func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        return try body(&value)
-    }
-}
-
+/// In ThreadSanitizer builds, locks ThreadSanitizer can see (Sources/Locking says why);
+/// otherwise Synchronization's `Mutex`.
 typealias Mutex = ThreadSanitizerMutex
 #endif

@@ -3,7 +3,7 @@ import Logging
 import ObjectGraph
 
 /// Maps engine errors to the errno a user sees, and logs the reason: the one place where that
-/// happens (STYLE.md), so `dmesg`-less users find out why in the log.
+/// happens, so `dmesg`-less users find out why in the log.
 func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Logger) -> FileSystemError {
     let errno = mappedError(error)
     if error.code == .notFound {

@@ -1,7 +1,7 @@
 #if STOREFS_TSAN
-import ObjectGraph
+import Locking
 
-/// In ThreadSanitizer builds, locks ThreadSanitizer can see (ObjectGraph's ThreadSanitizerMutex
-/// says why); otherwise Synchronization's `Mutex`.
+/// In ThreadSanitizer builds, locks ThreadSanitizer can see (Sources/Locking says why);
+/// otherwise Synchronization's `Mutex`.
 typealias Mutex = ThreadSanitizerMutex
 #endif

@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 
-/// The text forms of attribute values in files (DESIGN.md): what `cat` shows and what a write
+/// The text forms of attribute values in files (docs/SEMANTICS.md): what `cat` shows and what a write
 /// must hold.
 ///
 /// Strings as UTF-8; integers and decimals in decimal; doubles and floats in the shortest form that

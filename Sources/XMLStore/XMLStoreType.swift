@@ -5,7 +5,7 @@ import ObjectGraph
 /// Core Data's XML store type (`NSXMLStoreType`): files ending in `.xml`.
 ///
 /// An atomic store: the whole file is read at open and written at every save. The format follows
-/// notes/COREDATA_FORMATS.md section 2; storefs's own choices (ids and keys, escapes, the spelling
+/// Core Data's own XML stores (the corpus has them); storefs's own choices (ids and keys, escapes, the spelling
 /// of types Core Data's files do not show) are documented on ``XMLStoreReader``,
 /// ``XMLStoreWriter`` and ``XMLValueFormat``. Stateless; safe from any thread.
 public struct XMLStoreType: PersistentStoreType {

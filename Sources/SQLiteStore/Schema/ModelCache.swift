@@ -5,7 +5,7 @@ import ObjectGraph
 
 /// Reads the compiled model Core Data keeps in a SQLite store: `Z_MODELCACHE.Z_CONTENT`, a keyed
 /// archive of the `NSManagedObjectModel` the store was last opened with, compressed as raw
-/// DEFLATE (COREDATA_FORMATS.md §1.1). Every store written by Core Data since about 2013 has one;
+/// DEFLATE (docs/MODELS.md describes it). Every store written by Core Data since about 2013 has one;
 /// older stores (framework versions 241 and 419 in the corpus) do not.
 enum ModelCache {
     /// The cached model, or nil when the store has none. A cache that is there but does not

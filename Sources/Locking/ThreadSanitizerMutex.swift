@@ -10,7 +10,8 @@ import Glibc
 /// to state a `Mutex` guards shows as a race (a ten-line program with two threads and one `Mutex`
 /// reproduces it). This stand-in locks a pthread mutex, which ThreadSanitizer intercepts, so that
 /// what it reports is about state no lock guards. Each module that locks declares
-/// `typealias Mutex = ...ThreadSanitizerMutex` under the same flag.
+/// `typealias Mutex = ThreadSanitizerMutex` under the same flag (its ThreadSanitizerMutex.swift),
+/// so its `Mutex` is this one in those builds and Synchronization's otherwise.
 ///
 /// Threading: what a mutex is for.
 public final class ThreadSanitizerMutex<Value>: @unchecked Sendable {
@@ -39,6 +40,4 @@ public final class ThreadSanitizerMutex<Value>: @unchecked Sendable {
         return try body(&value.pointee)
     }
 }
-
-typealias Mutex = ThreadSanitizerMutex
 #endif
