@@ -191,8 +191,16 @@ struct CompiledModelDecoder {
             versionHashModifier: try object.string("NSVersionHashModifier"),
             preservesValueInHistoryOnDeletion: flags & Self.preserveAfterDeletionFlag != 0)
         if type == .transformable { attribute.valueClassName = try object.string("NSAttributeValueClassName") }
-        if object.isKind(of: "NSDerivedAttributeDescription"), let derivation = try object.object("NSDerivationExpression") {
-            attribute.derivationExpression = try ArchivedPredicateFormat.expression(derivation)
+        if object.isKind(of: "NSDerivedAttributeDescription") {
+            if let derivation = try object.object("NSDerivationExpression") {
+                attribute.derivationExpression = try ArchivedPredicateFormat.expression(derivation)
+            }
+            // Core Data hashes a derived attribute's filtering predicate (VersionHash).
+            if try object.object("NSFilteringPredicate") != nil {
+                notes.append("\(archive.source): \(here) has a filtering predicate, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
+            }
+        } else if object.bool("NSIsReadOnly") {
+            notes.append("\(archive.source): \(here) is read-only, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
         }
         if let value = try object.object("NSDefaultValue") {
             attribute.defaultValue = try defaultValue(value, type: type)
@@ -293,7 +301,7 @@ struct CompiledModelDecoder {
 
     // MARK: - Relationships and fetched properties
 
-    private func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
+    private mutating func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
         -> RelationshipDescription
     {
         let destination: String
@@ -323,6 +331,9 @@ struct CompiledModelDecoder {
         case 2: rule = .cascade
         case 3: rule = .deny
         case let other: throw failure("\(here) has delete rule \(other); Core Data knows 0 to 3")
+        }
+        if object.bool("NSIsReadOnly") {
+            notes.append("\(archive.source): \(here) is read-only, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
         }
         return RelationshipDescription(
             name: name, destinationEntityName: destination, inverseName: inverse, isToMany: maxCount != 1,
@@ -394,6 +405,9 @@ struct CompiledModelDecoder {
         guard let identifier, !identifier.isEmpty, identifier != name else { return nil }
         return identifier
     }
+
+    /// The entity part of an `Entity.property` label.
+    private func entityOf(_ here: String) -> String { String(here.prefix { $0 != "." }) }
 
     private func failure(_ message: String) -> ObjectGraphError {
         ObjectGraphError(.invalidModel, "\(archive.source): \(message)")
