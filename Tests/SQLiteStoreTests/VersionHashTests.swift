@@ -67,7 +67,9 @@ import Testing
         }
         #expect(reason.contains("only the first 3102 of its 7194 bytes hold data"), "\(reason)")
         // 7,194 bytes: the first 3,102 data, ending in a non-zero byte; the 4,092 of the overflow page zeros.
-        let shape = "SELECT length(Z_CONTENT), substr(Z_CONTENT, 3102, 1) != x'00', substr(Z_CONTENT, 3103) = zeroblob(4092) FROM Z_MODELCACHE"
+        let shape =
+            "SELECT length(Z_CONTENT), substr(Z_CONTENT, 3102, 1) != x'00', substr(Z_CONTENT, 3103) = zeroblob(4092) "
+            + "FROM Z_MODELCACHE"
         #expect(try F.sqlite3(url, shape) == ["7194|1|1"])
         let store = try F.open(url, readOnly: true)
         defer { store.close() }

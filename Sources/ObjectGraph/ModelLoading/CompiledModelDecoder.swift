@@ -197,10 +197,10 @@ struct CompiledModelDecoder {
             }
             // Core Data hashes a derived attribute's filtering predicate (VersionHash).
             if try object.object("NSFilteringPredicate") != nil {
-                notes.append("\(archive.source): \(here) has a filtering predicate, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
+                notes.append(unhashed(here, "has a filtering predicate"))
             }
         } else if object.bool("NSIsReadOnly") {
-            notes.append("\(archive.source): \(here) is read-only, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
+            notes.append(unhashed(here, "is read-only"))
         }
         if let value = try object.object("NSDefaultValue") {
             attribute.defaultValue = try defaultValue(value, type: type)
@@ -333,7 +333,7 @@ struct CompiledModelDecoder {
         case let other: throw failure("\(here) has delete rule \(other); Core Data knows 0 to 3")
         }
         if object.bool("NSIsReadOnly") {
-            notes.append("\(archive.source): \(here) is read-only, which storefs does not model; the version hash of \(entityOf(here)) will not be Core Data's")
+            notes.append(unhashed(here, "is read-only"))
         }
         return RelationshipDescription(
             name: name, destinationEntityName: destination, inverseName: inverse, isToMany: maxCount != 1,
@@ -406,8 +406,11 @@ struct CompiledModelDecoder {
         return identifier
     }
 
-    /// The entity part of an `Entity.property` label.
-    private func entityOf(_ here: String) -> String { String(here.prefix { $0 != "." }) }
+    /// The note for a property whose `what` storefs does not model although Core Data hashes it.
+    private func unhashed(_ here: String, _ what: String) -> String {
+        let entity = here.prefix { $0 != "." }
+        return "\(archive.source): \(here) \(what), which storefs does not model; the version hash of \(entity) will not be Core Data's"
+    }
 
     private func failure(_ message: String) -> ObjectGraphError {
         ObjectGraphError(.invalidModel, "\(archive.source): \(message)")

@@ -29,7 +29,10 @@ struct Model: ParsableCommand {
 
     @Flag(
         name: .long,
-        help: "Print each entity's version hash as Core Data computes it beside the one the store's metadata records (a .momd: its VersionInfo.plist), and which entities differ.")
+        help: """
+            Print each entity's version hash as Core Data computes it beside the one the store's metadata records \
+            (a .momd: its VersionInfo.plist), and which entities differ.
+            """)
     var hashes = false
 
     @OptionGroup var log: LogOptions
@@ -62,7 +65,9 @@ struct Model: ParsableCommand {
             recordedWhere = "VersionInfo.plist's"
         }
         logger.debug("model of \(source): \(origin)")
-        let text = hashes ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin) : XcodeModelWriter.contents(of: model)
+        let text =
+            hashes
+            ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin) : XcodeModelWriter.contents(of: model)
         guard let output else {
             print(text, terminator: "")
             return
