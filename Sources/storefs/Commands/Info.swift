@@ -99,12 +99,13 @@ struct Info: ParsableCommand {
                     + "differ from the recorded version hashes (\(used.mismatched.joined(separator: ", ")))"
                 if source == .inferred { summary += "; an inferred model's hashes are not the app's" }
             }
-            // The model cache, whichever model the store is read with (SQLite stores only).
-            let cache: SQLiteStoreType.ModelCacheContent
-            if coordinator.store.storeType == "SQLite", let content = try? SQLiteStoreType().modelCache(at: url, logger: logger) {
+            // The model cache, whichever model the store is read with (SQLite stores only); read
+            // again only when the store was not read with it.
+            var cache = SQLiteStoreType.ModelCacheContent.absent
+            if source == .coreDataCache {
+                cache = .model(coordinator.model)
+            } else if coordinator.store.storeType == "SQLite", let content = try? SQLiteStoreType().modelCache(at: url, logger: logger) {
                 cache = content
-            } else {
-                cache = .absent
             }
             switch cache {
             case .absent:
