@@ -42,6 +42,35 @@ public struct SQLiteStoreType: PersistentStoreType {
         return metadata
     }
 
+    /// What a store's Z_MODELCACHE holds.
+    public enum ModelCacheContent: Sendable {
+        /// No Z_MODELCACHE table, or no row in it (stores older than about 2013).
+        case absent
+        /// The compiled model Core Data cached.
+        case model(ManagedObjectModel)
+        /// A cache that does not decode, and why.
+        case damaged(String)
+    }
+
+    /// Reads Z_MODELCACHE on a read-only connection, as ``metadata(at:)`` reads Z_METADATA: what
+    /// `storefs info` checks the recorded version hashes against, whichever model the store is
+    /// read with.
+    public func modelCache(at url: URL, logger: Logger = Logger(label: "storefs.sqlite")) throws(ObjectGraphError)
+        -> ModelCacheContent
+    {
+        try FileCheck.check(url)
+        let (reader, copy) = try SQLiteStore.openReader(url, isWAL: FileCheck.isWAL(url), logger: logger)
+        defer { SQLiteStore.close(reader, copy: copy) }
+        do {
+            return try reader.read { db in
+                guard try db.tableExists("Z_MODELCACHE") else { return .absent }
+                return ModelCache.read(from: db, file: url.path, logger: logger)
+            }
+        } catch {
+            throw SQLiteStore.mapError(error, file: url.path)
+        }
+    }
+
     public func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore {

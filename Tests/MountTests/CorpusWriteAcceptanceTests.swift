@@ -99,6 +99,10 @@ import Testing
         return (plan, model)
     }
 
+    /// Edits storefs refuses where Core Data accepts them (known gaps): none. (The CartKit cart,
+    /// whose non-optional `items` is empty with minimum count 0, saves as Core Data saves it.)
+    static let refusedEdits: [String: String] = [:]
+
     @Test(arguments: Corpus.names(in: "sqlite") { $0.hasSuffix(".sqlite") || $0.hasSuffix(".store") })
     func corpusStoreComesBackAsCoreDataAcceptsIt(_ name: String) throws {
         let mount = try MountedStore(copying: Corpus.url("sqlite/\(name)"), mount: false)
@@ -138,7 +142,11 @@ import Testing
         #expect(status.status == 0, "\(name): \(status.error)\n\(mount.logText.suffix(1500))")
         print("corpus write \(name): \(edits.joined(separator: ", ")) (history: \(tracksHistory ? "yes" : "no"))")
         let hasToOne = model.entities.contains { $0.persistentRelationships.contains { !$0.isToMany } }
-        #expect(edits.count == (hasToOne ? 4 : 3), "\(name): found edits \(edits) (a model without to-one relationships has no link to relink)")
+        var expected = hasToOne ? ["string", "mkdir", "ln -sfn", "rm -r"] : ["string", "mkdir", "rm -r"]
+        if let refused = Self.refusedEdits[name] { expected.removeAll { $0 == refused } }
+        #expect(
+            edits == expected,
+            "\(name): found edits \(edits) (a model without to-one relationships has no link to relink; refusedEdits lists known gaps)")
 
         try CoreDataWritesMountTests.expectAccepted(mount.store, before, tracksHistory: tracksHistory)
         let check = try mount.engine()

@@ -253,6 +253,42 @@ struct ArchiveBuilder {
         #expect(parsed["long"] == .string(String(repeating: "x", count: 300)))
     }
 
+    /// A derivation reads back as NSExpression prints it (`now()`, which the version hash hashes);
+    /// what Core Data hashes and storefs does not model (a filtering predicate, a read-only
+    /// property) is noted, naming the entity whose hash will differ.
+    @Test func derivationsReadAsNSExpressionPrintsThemAndUnmodelledHashInputsAreNoted() throws {
+        var b = ArchiveBuilder()
+        let modelUID = b.reserve()
+        let item = b.reserve()
+        let expression = ["NSExpression", "NSObject"]
+        let utilities = b.instance("NSConstantValueExpression", expression, [
+            ("NSExpressionType", .int(0)), ("NSConstantValueClassName", b.string("_NSPredicateUtilities")),
+        ])
+        let now = b.instance("NSFunctionExpression", expression, [
+            ("NSOperand", .uid(utilities)), ("NSSelectorName", b.string("now")), ("NSExpressionType", .int(4)),
+            ("NSArguments", b.array([])),
+        ])
+        let filter = b.instance("NSTruePredicate", ["NSPredicate", "NSObject"], [])
+        let stamp = b.instance("NSDerivedAttributeDescription", ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], [
+            ("NSPropertyName", b.string("stamp")), ("NSAttributeType", .int(900)), ("NSIsOptional", .bool(true)),
+            ("NSDerivationExpression", .uid(now)), ("NSFilteringPredicate", .uid(filter)), ("NSEntity", .uid(item)),
+        ])
+        let fixed = b.instance("NSAttributeDescription", ["NSPropertyDescription", "NSObject"], [
+            ("NSPropertyName", b.string("fixed")), ("NSAttributeType", .int(700)), ("NSIsReadOnly", .bool(true)),
+            ("NSEntity", .uid(item)),
+        ])
+        b.instance("NSEntityDescription", ["NSObject"], [
+            ("NSEntityName", b.string("Item")), ("NSProperties", b.dictionary([("stamp", stamp), ("fixed", fixed)])),
+            ("NSManagedObjectModel", .uid(modelUID)),
+        ], at: item)
+        b.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", b.dictionary([("Item", item)]))], at: modelUID)
+        let decoded = try CompiledModelLoader.decode(archive: b.encode(root: modelUID), source: "derived")
+        #expect(decoded.model.entity(named: "Item")?.attribute(named: "stamp")?.derivationExpression == "now()")
+        #expect(decoded.notes.contains { $0.contains("Item.stamp has a filtering predicate") && $0.contains("version hash of Item") })
+        #expect(decoded.notes.contains { $0.contains("Item.fixed is read-only") })
+        #expect(decoded.notes.count == 2, "\(decoded.notes)")
+    }
+
     @Test func aHandBuiltModelArchiveDecodes() throws {
         let (builder, root) = ArchiveBuilder.sampleModel()
         let decoded = try CompiledModelLoader.decode(archive: builder.encode(root: root), source: "sample")

@@ -19,6 +19,29 @@ import XMLStore
         try runTool("sha256sum", [url.path]).output.prefix(64).description
     }
 
+    /// A store whose model storefs cannot hash as Core Data did (DataUsage: its model cache does
+    /// not decode, so the model is inferred) keeps the hashes Core Data recorded through a type
+    /// migration: the new store's objects are the old one's, so Core Data's record of the app's
+    /// model stays true of them, and storefs's inferred hashes would describe no app's model.
+    @Test func migrationKeepsTheRecordedVersionHashes() throws {
+        let directory = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let name = "mvt-project_mvt_DataUsage_0d609c54856a.sqlite"
+        let source = directory.appendingPathComponent(name)
+        try FileManager.default.copyItem(at: StoreFixtures.corpus.appendingPathComponent("sqlite/\(name)"), to: source)
+        let recorded = try #require(VersionHashComparison.recordedHashes(in: try SQLiteStoreType().metadata(at: source)))
+        let xml = directory.appendingPathComponent("DataUsage.xml")
+        let coordinator = try open(source)
+        #expect(coordinator.modelSource == .inferred)
+        let computed = VersionHash.entityHashes(of: coordinator.model)
+        try coordinator.migrate(to: xml, type: XMLStoreType())
+        coordinator.close()
+        let migrated = try XMLStoreType().metadata(at: xml)
+        #expect(VersionHashComparison.recordedHashes(in: migrated) == recorded)
+        #expect(migrated["NSPersistenceFrameworkVersion"] == .integer(1044))
+        #expect(computed.allSatisfy { recorded[$0.key] != $0.value }, "the inferred model's hashes are not the app's")
+    }
+
     @Test func sampleGraphIsTheSameThroughSQLiteXMLBinaryMemoryAndBackToSQLite() throws {
         let directory = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -112,7 +112,9 @@ enum ArchivedPredicateFormat {
             // Functions of the predicate utilities (count:, sum:, now ...) have a constant operand.
             guard let operand, !operand.isKind(of: "NSConstantValueExpression") else {
                 if selector == "count:", texts.count == 1 { return texts[0] + ".@count" }
-                return "\(selector.hasSuffix(":") ? String(selector.dropLast()) : selector):(\(texts.joined(separator: ", ")))"
+                // As NSExpression prints them: the selector, then the arguments (`now()`,
+                // `lowercase:(name)`); the version hash of a derived attribute hashes this text.
+                return "\(selector)(\(texts.joined(separator: ", ")))"
             }
             let target = try expression(operand, depth: depth + 1)
             return "FUNCTION(\(target), \"\(selector)\"\(texts.map { ", " + $0 }.joined()))"

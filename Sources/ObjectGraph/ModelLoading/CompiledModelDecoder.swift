@@ -191,8 +191,16 @@ struct CompiledModelDecoder {
             versionHashModifier: try object.string("NSVersionHashModifier"),
             preservesValueInHistoryOnDeletion: flags & Self.preserveAfterDeletionFlag != 0)
         if type == .transformable { attribute.valueClassName = try object.string("NSAttributeValueClassName") }
-        if object.isKind(of: "NSDerivedAttributeDescription"), let derivation = try object.object("NSDerivationExpression") {
-            attribute.derivationExpression = try ArchivedPredicateFormat.expression(derivation)
+        if object.isKind(of: "NSDerivedAttributeDescription") {
+            if let derivation = try object.object("NSDerivationExpression") {
+                attribute.derivationExpression = try ArchivedPredicateFormat.expression(derivation)
+            }
+            // Core Data hashes a derived attribute's filtering predicate (VersionHash).
+            if try object.object("NSFilteringPredicate") != nil {
+                notes.append(unhashed(here, "has a filtering predicate"))
+            }
+        } else if object.bool("NSIsReadOnly") {
+            notes.append(unhashed(here, "is read-only"))
         }
         if let value = try object.object("NSDefaultValue") {
             attribute.defaultValue = try defaultValue(value, type: type)
@@ -293,7 +301,7 @@ struct CompiledModelDecoder {
 
     // MARK: - Relationships and fetched properties
 
-    private func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
+    private mutating func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
         -> RelationshipDescription
     {
         let destination: String
@@ -323,6 +331,9 @@ struct CompiledModelDecoder {
         case 2: rule = .cascade
         case 3: rule = .deny
         case let other: throw failure("\(here) has delete rule \(other); Core Data knows 0 to 3")
+        }
+        if object.bool("NSIsReadOnly") {
+            notes.append(unhashed(here, "is read-only"))
         }
         return RelationshipDescription(
             name: name, destinationEntityName: destination, inverseName: inverse, isToMany: maxCount != 1,
@@ -393,6 +404,12 @@ struct CompiledModelDecoder {
     private func renaming(_ identifier: String?, _ name: String) -> String? {
         guard let identifier, !identifier.isEmpty, identifier != name else { return nil }
         return identifier
+    }
+
+    /// The note for a property whose `what` storefs does not model although Core Data hashes it.
+    private func unhashed(_ here: String, _ what: String) -> String {
+        let entity = here.prefix { $0 != "." }
+        return "\(archive.source): \(here) \(what), which storefs does not model; the version hash of \(entity) will not be Core Data's"
     }
 
     private func failure(_ message: String) -> ObjectGraphError {

@@ -72,6 +72,20 @@ public enum CompiledModelLoader {
         return folder.appendingPathComponent(names[0])
     }
 
+    /// The entity version hashes a `.momd` folder's VersionInfo.plist records for its current
+    /// version (`NSManagedObjectModel_VersionHashes`, which Xcode's momc computes when it compiles
+    /// the model); nil when `url` is not such a folder or its plist records none.
+    public static func recordedVersionHashes(in url: URL) -> [String: Data]? {
+        let info = url.appendingPathComponent("VersionInfo.plist")
+        guard FileManager.default.fileExists(atPath: info.path), let data = try? read(info),
+            let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
+            let name = plist["NSManagedObjectModel_CurrentVersionName"] as? String,
+            let versions = plist["NSManagedObjectModel_VersionHashes"] as? [String: Any],
+            let hashes = versions[name] as? [String: Any]
+        else { return nil }
+        return hashes.compactMapValues { $0 as? Data }
+    }
+
     private static func read(_ url: URL) throws(ObjectGraphError) -> Data {
         let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
         guard size <= maximumArchiveSize else {

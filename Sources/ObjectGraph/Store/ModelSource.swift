@@ -17,7 +17,7 @@ public enum ModelSource: Sendable, Hashable, CustomStringConvertible {
         case .given(let what): what
         case .keptByStoreFS: "kept by storefs in the store's metadata (StoreFSModel)"
         case .coreDataCache: "Core Data's model cache in the store (Z_MODELCACHE)"
-        case .inferred: "inferred from the store's schema (no model in the store)"
+        case .inferred: "inferred from the store's schema (no model in the store that storefs can read)"
         }
     }
 

@@ -13,20 +13,40 @@ enum ModelCache {
     /// objects are still worth reading.
     static func load(from db: Database, schema: FileSchema, file: String, logger: Logger) -> ManagedObjectModel? {
         guard schema.table(named: "Z_MODELCACHE") != nil else { return nil }
+        switch read(from: db, file: file, logger: logger) {
+        case .absent: return nil
+        case .model(let model): return model
+        case .damaged(let reason):
+            logger.warning("\(file): the model in Z_MODELCACHE does not load (\(reason)); inferring one from the schema")
+            return nil
+        }
+    }
+
+    /// What Z_MODELCACHE holds, the table known to exist.
+    static func read(from db: Database, file: String, logger: Logger) -> SQLiteStoreType.ModelCacheContent {
         let blob: Data?
         do {
             blob = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE WHERE Z_CONTENT IS NOT NULL LIMIT 1")
         } catch {
-            logger.warning("\(file): Z_MODELCACHE cannot be read (\(error)); inferring a model from the schema")
-            return nil
+            return .damaged("Z_MODELCACHE cannot be read: \(error)")
         }
-        guard let blob, !blob.isEmpty else { return nil }
+        guard let blob, !blob.isEmpty else { return .absent }
         do {
-            return try decode(blob, file: file, logger: logger)
+            return .model(try decode(blob, file: file, logger: logger))
         } catch {
-            logger.warning("\(file): the model in Z_MODELCACHE does not load (\(error.message)); inferring one from the schema")
-            return nil
+            return .damaged(error.message + Self.zeroTail(of: blob))
         }
+    }
+
+    /// A note on a blob that ends in a run of zero bytes: what a zeroed overflow page of the table
+    /// leaves (iOS's DataUsage store in the corpus has one), as opposed to a cache another tool
+    /// wrote badly. Empty when the blob does not end so.
+    static func zeroTail(of blob: Data) -> String {
+        guard let last = blob.lastIndex(where: { $0 != 0 }) else { return "; all \(blob.count) bytes are zero" }
+        let zeros = blob.endIndex - last - 1
+        guard zeros >= 64 else { return "" }
+        return "; only the first \(last + 1 - blob.startIndex) of its \(blob.count) bytes hold data, the rest are zeros "
+            + "(a damaged page of the file)"
     }
 
     /// Inflates and decodes a Z_CONTENT value.

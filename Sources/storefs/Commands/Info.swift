@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ObjectGraph
+import SQLiteStore
 
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,6 +41,8 @@ struct Info: ParsableCommand {
             counts.append((entity.name, try coordinator.store.count(of: entity.id)))
         }
         let custom = metadata.values.filter { $0.key != StoreMetadata.modelKey }
+        let hashes = HashCheck(store: url, metadata: metadata, coordinator: coordinator, logger: logger)
+        for warning in hashes.warnings { logger.warning("\(store): \(warning)") }
         if json {
             var object: [String: Any] = [
                 "path": url.path, "type": metadata.storeType ?? coordinator.store.storeType,
@@ -48,6 +52,7 @@ struct Info: ParsableCommand {
                 "metadata": custom.mapValues(Self.jsonValue),
                 "hasEmbeddedModel": metadata.embeddedModel != nil,
                 "model": ["source": coordinator.modelSource.kind, "description": coordinator.modelSource.description],
+                "versionHashes": hashes.json,
             ]
             object["metadata"] = custom.mapValues(Self.jsonValue)
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
@@ -58,6 +63,7 @@ struct Info: ParsableCommand {
         print("type:     \(metadata.storeType ?? coordinator.store.storeType)")
         print("uuid:     \(metadata.storeUUID ?? "")")
         print("model:    \(coordinator.modelSource.description)")
+        print("hashes:   \(hashes.summary)")
         print("metadata:")
         for (key, value) in custom.sorted(by: { $0.key < $1.key }) {
             print("  \(key) = \(Self.text(value))")
@@ -66,6 +72,66 @@ struct Info: ParsableCommand {
         let width = counts.map(\.0.count).max() ?? 0
         for (name, count) in counts {
             print("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
+        }
+    }
+
+    /// The store's recorded entity version hashes against the model it is read with and against
+    /// its Core Data model cache: a store whose recorded hashes and cache disagree is one Core
+    /// Data would migrate (or refuse) when the app opens it.
+    struct HashCheck {
+        var summary: String
+        var warnings: [String] = []
+        var json: [String: Any] = [:]
+
+        init(store url: URL, metadata: StoreMetadata, coordinator: PersistentStoreCoordinator, logger: Logger) {
+            let source = coordinator.modelSource
+            guard let used = VersionHashComparison(model: coordinator.model, metadata: metadata) else {
+                summary = "none recorded in the metadata"
+                json = ["recorded": 0]
+                return
+            }
+            json["recorded"] = used.recorded.count
+            json["differing"] = used.mismatched
+            if used.isMatch {
+                summary = "all \(used.recorded.count) entities match the recorded version hashes"
+            } else {
+                summary = "\(used.mismatched.count) of \(Set(used.computed.keys).union(used.recorded.keys).count) entities "
+                    + "differ from the recorded version hashes (\(used.mismatched.joined(separator: ", ")))"
+                if source == .inferred { summary += "; an inferred model's hashes are not the app's" }
+            }
+            // The model cache, whichever model the store is read with (SQLite stores only); read
+            // again only when the store was not read with it.
+            var cache = SQLiteStoreType.ModelCacheContent.absent
+            if source == .coreDataCache {
+                cache = .model(coordinator.model)
+            } else if coordinator.store.storeType == "SQLite", let content = try? SQLiteStoreType().modelCache(at: url, logger: logger) {
+                cache = content
+            }
+            switch cache {
+            case .absent:
+                json["cache"] = "absent"
+                if source == .keptByStoreFS, !used.isMatch {
+                    warnings.append(
+                        "the recorded version hashes and the model storefs keeps in the store disagree on "
+                            + "\(used.mismatched.joined(separator: ", ")): Core Data opening it with that model would migrate it")
+                }
+            case .model(let cached):
+                let check = VersionHashComparison(computed: VersionHash.entityHashes(of: cached), recorded: used.recorded)
+                json["cache"] = check.isMatch ? "matches" : "differs"
+                json["cacheDiffering"] = check.mismatched
+                if !check.isMatch {
+                    warnings.append(
+                        "the recorded version hashes and the model cache (Z_MODELCACHE) disagree on "
+                            + "\(check.mismatched.joined(separator: ", ")): Core Data opening the store with the cached model "
+                            + "would migrate it")
+                }
+            case .damaged(let reason):
+                json["cache"] = "damaged"
+                json["cacheProblem"] = reason
+                warnings.append(
+                    "the model cache (Z_MODELCACHE) does not decode (\(reason)), so the recorded version hashes cannot be "
+                        + "checked against it; storefs keeps them as recorded when it writes the store")
+            }
         }
     }
 

@@ -27,7 +27,12 @@ struct Model: ParsableCommand {
         help: "Write here instead of standard output; a path ending in .xcdatamodel or .xcdatamodeld becomes that folder.")
     var output: String?
 
-    @Flag(name: .long, help: "Print each entity's version hash (as Core Data computes it) and whether the store's metadata has the same.")
+    @Flag(
+        name: .long,
+        help: """
+            Print each entity's version hash as Core Data computes it beside the one the store's metadata records \
+            (a .momd: its VersionInfo.plist), and which entities differ.
+            """)
     var hashes = false
 
     @OptionGroup var log: LogOptions
@@ -39,8 +44,9 @@ struct Model: ParsableCommand {
             throw ValidationError("\(source) does not exist")
         }
         let model: ManagedObjectModel
-        var stored: [String: Data]?
-        var origin: String
+        var recorded: [String: Data]?
+        var recordedWhere = "the store's"
+        let origin: String
         if StoreTypes.isStore(url) || type != nil {
             let given = try StoreTypes.loadModel(at: self.model, logger: logger)
             let coordinator = try PersistentStoreCoordinator.open(
@@ -49,17 +55,19 @@ struct Model: ParsableCommand {
             defer { coordinator.close() }
             model = coordinator.model
             origin = coordinator.modelSource.description
-            if case .dictionary(let values)? = try coordinator.store.metadata()["NSStoreModelVersionHashes"] {
-                stored = values.compactMapValues { if case .data(let d) = $0 { d } else { nil } }
-            }
+            recorded = VersionHashComparison.recordedHashes(in: try coordinator.store.metadata())
         } else {
             guard self.model == nil else { throw ValidationError("--model applies to stores; \(source) is a model") }
             guard let loaded = try StoreTypes.loadModel(at: source, logger: logger) else { return }
             model = loaded.model
             origin = loaded.source.description
+            recorded = CompiledModelLoader.recordedVersionHashes(in: url)
+            recordedWhere = "VersionInfo.plist's"
         }
         logger.debug("model of \(source): \(origin)")
-        let text = hashes ? Self.hashTable(model, stored: stored) : XcodeModelWriter.contents(of: model)
+        let text =
+            hashes
+            ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin) : XcodeModelWriter.contents(of: model)
         guard let output else {
             print(text, terminator: "")
             return
@@ -67,24 +75,46 @@ struct Model: ParsableCommand {
         try Self.write(text, to: URL(fileURLWithPath: output), asModel: !hashes)
     }
 
-    /// One line per entity: name, hash in hex, and how it compares with the store's.
-    static func hashTable(_ model: ManagedObjectModel, stored: [String: Data]?) -> String {
+    /// One line per entity: its name, the hash storefs computes, the recorded one (`-` when
+    /// there is none) and whether they are the same; then, when hashes are recorded, a line saying
+    /// which entities differ. `source` names where the recorded hashes come from ("the store's").
+    static func hashTable(_ model: ManagedObjectModel, recorded: [String: Data]?, by source: String, modelOrigin: String) -> String {
         let computed = VersionHash.entityHashes(of: model)
-        let width = computed.keys.map(\.count).max() ?? 0
-        var out = ""
-        for name in computed.keys.sorted() {
-            let hash = computed[name] ?? Data()
-            var line = name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + hash.map { String(format: "%02x", $0) }.joined()
-            if let stored {
-                switch stored[name] {
-                case nil: line += "  not in the store's metadata"
-                case hash?: line += "  same as the store's"
-                default: line += "  differs from the store's"
-                }
+        guard let recorded else {
+            let width = computed.keys.map(\.count).max() ?? 0
+            return computed.keys.sorted().map { name in
+                name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + hex(computed[name])
+            }.joined(separator: "\n") + "\n"
+        }
+        let comparison = VersionHashComparison(computed: computed, recorded: recorded)
+        let names = Set(computed.keys).union(recorded.keys).sorted()
+        let width = max(names.map(\.count).max() ?? 0, "entity".count)
+        var out = "entity".padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+            + "computed by storefs".padding(toLength: 64, withPad: " ", startingAt: 0) + "  recorded (\(source))\n"
+        for name in names {
+            let status: String
+            switch (computed[name], recorded[name]) {
+            case (let mine?, let theirs?): status = mine == theirs ? "same" : "differs"
+            case (_?, nil): status = "not recorded"
+            default: status = "not in the model"
             }
-            out += line + "\n"
+            out += name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + hex(computed[name]) + "  "
+                + hex(recorded[name]) + "  " + status + "\n"
+        }
+        if comparison.isMatch {
+            out += "all \(names.count) entities have \(source) recorded hash\n"
+        } else {
+            out += "\(comparison.mismatched.count) of \(names.count) entities differ from \(source) recorded hashes: "
+                + comparison.mismatched.joined(separator: ", ")
+                + " (Core Data opening the store with this model would migrate it, or refuse it; the model: \(modelOrigin))\n"
         }
         return out
+    }
+
+    /// 64 hex digits, or `-` padded to their width when there is no hash.
+    private static func hex(_ hash: Data?) -> String {
+        guard let hash else { return "-".padding(toLength: 64, withPad: " ", startingAt: 0) }
+        return hash.map { String(format: "%02x", $0) }.joined()
     }
 
     private static func escaped(_ text: String) -> String {

@@ -6,23 +6,26 @@ import Foundation
 ///
 /// Apple documents what a hash covers, not how it is computed; the byte layout below was worked
 /// out from the corpus stores, which carry both Core Data's hashes and the compiled model they
-/// were computed from (docs/MODELS.md has the derivation and the evidence). Every piece is
-/// appended without separators; strings are UTF-8, flags one byte (0 or 1), counts and type codes
-/// 32-bit little-endian:
+/// were computed from (docs/MODELS.md has the derivation, the evidence and the framework versions
+/// it holds for). Every piece is appended without separators; strings are UTF-8, counts and type
+/// codes 32-bit little-endian:
 ///
-/// - property base = SHA-256(name · isOptional · isTransient · versionHashModifier)
+/// - property base = SHA-256(name · flags · versionHashModifier), flags a 16-bit little-endian
+///   word: 1 optional, 2 transient, 4 read-only
 /// - attribute = SHA-256(base · attributeType code · [1 if external storage] · [1 if kept in
 ///   history after deletion])
+/// - derived attribute = SHA-256(its derivation as NSExpression prints it · its filtering
+///   predicate, if any): nothing else of the attribute counts (storefs models no filtering
+///   predicate; the decoder notes one)
 /// - relationship = SHA-256(base · destination entity name · inverse name (none when the
 ///   relationship is its own inverse) · maxCount · minCount · [1, 0 if ordered])
-/// - entity = SHA-256(name · isAbstract · [parent's hash] · the hashes of its persistent
-///   properties, inherited ones included, in name order · versionHashModifier · each uniqueness
-///   constraint's names joined with ".")
+/// - entity = SHA-256(name · isAbstract (one byte) · [parent's hash] · the hashes of its
+///   persistent properties, inherited ones included, in name order · versionHashModifier · its
+///   uniqueness constraints, each joined with ".", sorted, empty ones left out)
 ///
 /// Transient properties and fetched properties (always transient) do not count, nor do class
-/// names, user info, delete rules, indexes, defaults or validation, as Apple documents. Derived
-/// attributes are hashed as plain attributes, which the corpus shows is not what Core Data does
-/// (docs/MODELS.md). Stateless; safe from any thread.
+/// names, user info, delete rules, indexes, defaults, validation or renaming identifiers.
+/// Stateless; safe from any thread.
 public enum VersionHash {
     /// The hash of every entity of `model`, by entity name.
     public static func entityHashes(of model: ManagedObjectModel) -> [String: Data] {
@@ -93,8 +96,8 @@ public enum VersionHash {
         properties.sort { precedes($0.name, $1.name) }
         for property in properties { message.append(property.hash) }
         message.append(contentsOf: Array((entity.versionHashModifier ?? "").utf8))
-        for constraint in entity.uniquenessConstraints {
-            message.append(contentsOf: Array(constraint.joined(separator: ".").utf8))
+        for constraint in sortedNames(entity.uniquenessConstraints.map { $0.joined(separator: ".") }) where !constraint.isEmpty {
+            message.append(contentsOf: Array(constraint.utf8))
         }
         let digest = SHA256.hash(message)
         cache[id] = digest
@@ -102,6 +105,11 @@ public enum VersionHash {
     }
 
     private static func hash(of attribute: AttributeDescription) -> Data {
+        // Core Data computes the attribute's own hash for a derived attribute too, then hashes
+        // only the derivation: SampleModel2's Book and GraphicNovel match only this way.
+        if let derivation = attribute.derivationExpression {
+            return SHA256.hash(Data(expressionFormat(ofDerivation: derivation).utf8))
+        }
         var message = base(
             name: attribute.name, isOptional: attribute.isOptional, isTransient: attribute.isTransient,
             modifier: attribute.versionHashModifier)
@@ -127,11 +135,14 @@ public enum VersionHash {
         return SHA256.hash(message)
     }
 
-    /// SHA-256(name · isOptional · isTransient · versionHashModifier): the part every property shares.
+    /// SHA-256(name · flags · versionHashModifier): the part every property shares. The flags are
+    /// one 16-bit little-endian word (1 optional, 2 transient, 4 read-only); storefs models no
+    /// read-only property but derived attributes, whose hash does not use this part.
     private static func base(name: String, isOptional: Bool, isTransient: Bool, modifier: String?) -> Data {
         var message = Data(name.utf8)
-        message.append(isOptional ? 1 : 0)
-        message.append(isTransient ? 1 : 0)
+        let flags: UInt16 = (isOptional ? 1 : 0) | (isTransient ? 2 : 0)
+        message.append(UInt8(truncatingIfNeeded: flags))
+        message.append(UInt8(truncatingIfNeeded: flags >> 8))
         message.append(contentsOf: Array((modifier ?? "").utf8))
         return SHA256.hash(message)
     }
@@ -148,6 +159,22 @@ public enum VersionHash {
             declaring = parent
         }
         return model[declaring].name == relationship.destinationEntityName
+    }
+
+    /// A derivation as NSExpression's `predicateFormat` prints it. Core Data turns a key path that
+    /// ends in `@count` or `@sum` into the function (`pages.@count` becomes `count:(pages)`) when
+    /// the attribute is given it, so Xcode's and the archive's spellings hash alike; functions
+    /// print as their selector and arguments (`now()`, `lowercase:(name)`), key paths as themselves.
+    static func expressionFormat(ofDerivation text: String) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        for (suffix, function) in [(".@count", "count:"), (".@sum", "sum:")] where trimmed.hasSuffix(suffix) {
+            let path = trimmed.dropLast(suffix.count)
+            let isKeyPath = !path.isEmpty && path.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
+                !part.isEmpty && part.unicodeScalars.allSatisfy { $0 == "_" || CharacterSet.alphanumerics.contains($0) }
+            }
+            if isKeyPath { return "\(function)(\(path))" }
+        }
+        return trimmed
     }
 
     private static func append(_ value: Int32, to message: inout Data) {
