@@ -18,10 +18,13 @@ let package = Package(
             name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "FuseKit", dependencies: ["CFuse", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ObjectGraph", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // Readers of byte formats kept inside stores' values: DEFLATE and its wrappers, schema-less
+        // protobuf, property lists as XML (value renderings; Core Data's Z_MODELCACHE).
+        .target(name: "Decoding", dependencies: ["ObjectGraph"]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "Decoding", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -31,7 +34,7 @@ let package = Package(
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "StoreFS",
-            dependencies: ["ObjectGraph", "FuseKit", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["ObjectGraph", "Decoding", "FuseKit", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "storefs",
             dependencies: [
@@ -47,7 +50,7 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
-            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "TestSupport"]),
+            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "Decoding", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
@@ -60,7 +63,8 @@ let package = Package(
             dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "ObjectGraph", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
