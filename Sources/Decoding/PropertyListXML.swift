@@ -6,7 +6,8 @@ import ObjectGraph
 /// keys in the order the list holds them, `<array/>` and `<dict/>` when empty, `<data>` as base64
 /// on one line, dates in whole seconds (`2001-01-01T00:00:00Z`, as Apple writes them), reals in
 /// the shortest form that reads back the same (`+infinity`, `-infinity`, `nan` as Apple spells
-/// them), and a keyed archive's references as `<dict><key>CF$UID</key><integer>N</integer></dict>`.
+/// them), a keyed archive's references as `<dict><key>CF$UID</key><integer>N</integer></dict>`,
+/// and `&`, `<`, `>` and carriage returns (which XML readers would turn into line feeds) escaped.
 ///
 /// Binary lists are read by ``BinaryPropertyList``, XML ones by ``XMLPropertyListReader``, both
 /// bounded. A list XML cannot express (a null, a dictionary key that is not a string) has no
@@ -101,7 +102,7 @@ public enum PropertyListXML {
         }
 
         static func escaped(_ s: String) -> String {
-            guard s.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }) else {
+            guard s.utf8.contains(where: { [UInt8(ascii: "&"), UInt8(ascii: "<"), UInt8(ascii: ">"), 0x0D].contains($0) }) else {
                 return s
             }
             var result = ""
@@ -110,6 +111,8 @@ public enum PropertyListXML {
                 case "&": result += "&amp;"
                 case "<": result += "&lt;"
                 case ">": result += "&gt;"
+                // XML readers turn a raw carriage return into a line feed.
+                case "\r": result += "&#13;"
                 default: result.unicodeScalars.append(character)
                 }
             }
