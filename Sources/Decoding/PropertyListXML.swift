@@ -10,8 +10,8 @@ import ObjectGraph
 /// and `&`, `<`, `>` and carriage returns (which XML readers would turn into line feeds) escaped.
 ///
 /// Binary lists are read by ``BinaryPropertyList``, XML ones by ``XMLPropertyListReader``, both
-/// bounded. A list XML cannot express (a null, a dictionary key that is not a string) has no
-/// rendering, nor has input over ``maximumInput`` or a rendering past ``maximumOutput`` (shared
+/// bounded. A list XML cannot express (a null, a dictionary key that is not a string, a string
+/// with a control character XML 1.0 cannot carry) has no rendering, nor has input over ``maximumInput`` or a rendering past ``maximumOutput`` (shared
 /// references of a binary list expand).
 ///
 /// Stateless; safe from any thread.
@@ -72,7 +72,8 @@ public enum PropertyListXML {
             case .data(let bytes):
                 text += tabs + "<data>\(bytes.base64EncodedString())</data>\n"
             case .string(let s):
-                text += tabs + "<string>" + Self.escaped(s) + "</string>\n"
+                guard let escaped = Self.escaped(s) else { return false }
+                text += tabs + "<string>" + escaped + "</string>\n"
             case .uid(let uid):
                 text += tabs + "<dict>\n" + tabs + "\t<key>CF$UID</key>\n" + tabs + "\t<integer>\(uid)</integer>\n" + tabs + "</dict>\n"
             case .array(let items):
@@ -92,8 +93,8 @@ public enum PropertyListXML {
                 }
                 text += tabs + "<dict>\n"
                 for entry in entries {
-                    guard case .string(let key) = entry.key else { return false }
-                    text += tabs + "\t<key>" + Self.escaped(key) + "</key>\n"
+                    guard case .string(let key) = entry.key, let escaped = Self.escaped(key) else { return false }
+                    text += tabs + "\t<key>" + escaped + "</key>\n"
                     guard write(entry.value, indent: indent + 1) else { return false }
                 }
                 text += tabs + "</dict>\n"
@@ -101,19 +102,20 @@ public enum PropertyListXML {
             return text.utf8.count <= PropertyListXML.maximumOutput
         }
 
-        static func escaped(_ s: String) -> String {
-            guard s.utf8.contains(where: { [UInt8(ascii: "&"), UInt8(ascii: "<"), UInt8(ascii: ">"), 0x0D].contains($0) }) else {
-                return s
-            }
+        /// `s` as XML text; nil when it holds a character XML 1.0 cannot carry (control characters
+        /// but tab, line feed and carriage return; U+FFFE, U+FFFF), even as a reference.
+        static func escaped(_ s: String) -> String? {
             var result = ""
-            for character in s.unicodeScalars {
-                switch character {
+            for scalar in s.unicodeScalars {
+                switch scalar {
                 case "&": result += "&amp;"
                 case "<": result += "&lt;"
                 case ">": result += "&gt;"
                 // XML readers turn a raw carriage return into a line feed.
                 case "\r": result += "&#13;"
-                default: result.unicodeScalars.append(character)
+                case "\t", "\n": result.unicodeScalars.append(scalar)
+                case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: return nil
+                default: result.unicodeScalars.append(scalar)
                 }
             }
             return result

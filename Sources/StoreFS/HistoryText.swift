@@ -22,67 +22,86 @@ import ObjectGraph
 public enum HistoryText {
     /// The text block of `transaction`, ending in a newline.
     public static func text(of transaction: HistoryTransaction, model: ManagedObjectModel) -> String {
-        var text = "t\(transaction.number) \(ValueText.format(transaction.timestamp))"
+        var out = Output()
+        out.raw("t\(transaction.number) ")
+        out.raw(ValueText.format(transaction.timestamp))
         for (name, value) in fields(of: transaction) {
-            if let value { text += " \(name)=" + quoted(value) }
+            guard let value else { continue }
+            out.raw(" \(name)=")
+            out.quoted(value)
         }
-        text += "\n"
+        out.raw("\n")
         for change in transaction.changes {
-            text += "  \(folder(of: change.kind)) \(path(of: change.objectID, model: model))"
+            out.raw("  \(folder(of: change.kind)) ")
+            out.raw(path(of: change.objectID, model: model))
             switch change.kind {
             case .insert: break
-            case .update: text += change.changedProperties.map { " " + $0 }.joined()
+            case .update:
+                for name in change.changedProperties { out.raw(" " + name) }
             case .delete:
                 for (name, value) in change.tombstone.sorted(by: { $0.key < $1.key }) {
-                    text += " \(name)="
+                    out.raw(" \(name)=")
                     switch value {
-                    case nil: text += "nil"
-                    case .data(let bytes)?: text += "<\(bytes.count) bytes>"
-                    case .string(let s)?: text += quoted(s)
-                    case let value?: text += ValueText.text(of: value)
+                    case nil: out.raw("nil")
+                    case .data(let bytes)?: out.raw("<\(bytes.count) bytes>")
+                    case .string(let s)?: out.quoted(s)
+                    case let value?: out.raw(ValueText.text(of: value))
                     }
                 }
             }
-            text += "\n"
+            out.raw("\n")
         }
-        return text
+        return out.string
     }
 
     /// The JSON object of `transaction` on one line, ending in a newline. `storeUUID` makes the
     /// changes' object URIs (`x-coredata://UUID/Entity/pN`); without it they have none.
     public static func jsonLine(of transaction: HistoryTransaction, model: ManagedObjectModel, storeUUID: String?) -> String {
-        var entries: [(String, String)] = [
-            ("transaction", String(transaction.number)), ("timestamp", quoted(ValueText.format(transaction.timestamp))),
-        ]
-        for (name, value) in fields(of: transaction) { entries.append((name, value.map(quoted) ?? "null")) }
-        var changes: [String] = []
-        for change in transaction.changes {
-            let entity = change.objectID.entity
-            let entityName = entity.rawValue >= 1 && entity.rawValue <= model.entities.count ? model[entity].name : "\(entity)"
-            var fields: [(String, String)] = [
-                ("change", String(change.changeID)), ("type", quoted(folder(of: change.kind))),
-                ("object", quoted(path(of: change.objectID, model: model))),
-            ]
-            if let storeUUID {
-                fields.append(("uri", quoted(ObjectURI(storeUUID: storeUUID, entityName: entityName, key: change.objectID.key).description)))
-            }
+        // Keys are written in sorted order.
+        var out = Output()
+        func field(_ key: String, _ value: String?, first: Bool = false) {
+            out.raw(first ? "{\"\(key)\":" : ",\"\(key)\":")
+            if let value { out.quoted(value) } else { out.raw("null") }
+        }
+        field("author", transaction.author, first: true)
+        field("bundleID", transaction.bundleID)
+        out.raw(",\"changes\":[")
+        for (i, change) in transaction.changes.enumerated() {
+            out.raw(i == 0 ? "{\"change\":\(change.changeID)" : ",{\"change\":\(change.changeID)")
             if change.kind == .update {
-                fields.append(("changed", "[" + change.changedProperties.map(quoted).joined(separator: ",") + "]"))
+                out.raw(",\"changed\":[")
+                for (j, name) in change.changedProperties.enumerated() {
+                    if j > 0 { out.raw(",") }
+                    out.quoted(name)
+                }
+                out.raw("]")
             }
+            let path = path(of: change.objectID, model: model)
+            field("object", path)
             if change.kind == .delete {
-                let values = change.tombstone.map { name, value -> (String, String) in
+                out.raw(",\"tombstone\":{")
+                for (j, (name, value)) in change.tombstone.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if j > 0 { out.raw(",") }
+                    out.quoted(name)
+                    out.raw(":")
                     switch value {
-                    case nil: (name, "null")
-                    case .data(let bytes)?: (name, quoted(bytes.base64EncodedString()))
-                    case let value?: (name, quoted(ValueText.text(of: value)))
+                    case nil: out.raw("null")
+                    case .data(let bytes)?: out.quoted(bytes.base64EncodedString())
+                    case let value?: out.quoted(ValueText.text(of: value))
                     }
                 }
-                fields.append(("tombstone", object(values)))
+                out.raw("}")
             }
-            changes.append(object(fields))
+            field("type", folder(of: change.kind))
+            if let storeUUID { field("uri", "x-coredata://\(storeUUID)/\(path)") }
+            out.raw("}")
         }
-        entries.append(("changes", "[" + changes.joined(separator: ",") + "]"))
-        return object(entries) + "\n"
+        out.raw("]")
+        field("contextName", transaction.contextName)
+        field("processID", transaction.processID)
+        field("timestamp", ValueText.format(transaction.timestamp))
+        out.raw(",\"transaction\":\(transaction.number)}\n")
+        return out.string
     }
 
     /// The folder a change's object is listed in: `inserted`, `updated` or `deleted`.
@@ -94,7 +113,7 @@ public enum HistoryText {
         }
     }
 
-    /// `Entity/pN`, where the object's folder is in a mount.
+    /// `Entity/pN`, where the object's folder is in a mount (and the tail of its URI).
     static func path(of id: ObjectID, model: ManagedObjectModel) -> String {
         let entity = id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count ? model[id.entity].name : "\(id.entity)"
         return "\(entity)/\(id.key)"
@@ -108,14 +127,33 @@ public enum HistoryText {
         ]
     }
 
-    private static func quoted(_ s: String) -> String {
-        var text = ""
-        ArchivedValueRendering.JSON.quote(s, into: &text)
-        return text
-    }
+    /// Text built as UTF-8 bytes: appending bytes, not characters, keeps a listing of thousands
+    /// of transactions cheap (JSON quoting character by character took most of its time).
+    private struct Output {
+        var bytes: [UInt8] = []
 
-    /// `{"key": value, ...}` on one line, keys sorted (values are JSON already).
-    private static func object(_ entries: [(String, String)]) -> String {
-        "{" + entries.sorted { $0.0 < $1.0 }.map { quoted($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+        var string: String { String(decoding: bytes, as: UTF8.self) }
+
+        mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+        /// `text` as a JSON string: quotes and backslashes escaped, control characters as `\n`,
+        /// `\r`, `\t` or `\u00XX`, everything else as it is.
+        mutating func quoted(_ text: String) {
+            bytes.append(UInt8(ascii: "\""))
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+                case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case 0..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                default: bytes.append(byte)
+                }
+            }
+            bytes.append(UInt8(ascii: "\""))
+        }
     }
 }

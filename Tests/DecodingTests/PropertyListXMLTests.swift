@@ -105,6 +105,8 @@ import Testing
         #expect(PropertyListXML.xml(of: .array([.string("a"), .null])) == nil)
         #expect(PropertyListXML.xml(of: .dictionary([(key: .integer(1), value: .string("x"))])) == nil)
         #expect(PropertyListXML.xml(of: .date(1e300)) == nil, "a date beyond year 9999")
+        #expect(PropertyListXML.xml(of: .string("a\u{1}b")) == nil, "a control character XML 1.0 cannot carry")
+        #expect(PropertyListXML.xml(of: .string("a\r\nb")).map { String(decoding: $0, as: UTF8.self) }?.contains("a&#13;\nb") == true)
         // A binary list of one null: header, object 0x00, offset table, trailer.
         var null = Data("bplist00".utf8) + Data([0x00, 0x08]) + Data(count: 6) + Data([1, 1])
         null += Data([0, 0, 0, 0, 0, 0, 0, 1]) + Data(count: 8) + Data([0, 0, 0, 0, 0, 0, 0, 9])
