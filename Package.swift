@@ -20,10 +20,13 @@ let package = Package(
         .target(name: "Locking"),
         .target(name: "FuseKit", dependencies: ["CFuse", "Locking", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ObjectGraph", dependencies: ["Locking"]),
+        // Readers of byte formats kept inside stores' values: DEFLATE and its wrappers, schema-less
+        // protobuf, property lists as XML (value renderings; Core Data's Z_MODELCACHE).
+        .target(name: "Decoding", dependencies: ["ObjectGraph"]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "Decoding", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -33,7 +36,7 @@ let package = Package(
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore"]),
         .target(
             name: "StoreFS",
-            dependencies: ["ObjectGraph", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["ObjectGraph", "Decoding", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "storefs",
             dependencies: [
@@ -49,7 +52,7 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
-            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "TestSupport"]),
+            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "Decoding", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
@@ -62,7 +65,8 @@ let package = Package(
             dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "ObjectGraph", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

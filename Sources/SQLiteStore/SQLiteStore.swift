@@ -36,6 +36,8 @@ public final class SQLiteStore: PersistentStore {
     let isWAL: Bool
     /// Core Data's triggers, history and external data, as this file uses them.
     let mechanisms: CoreDataMechanisms
+    /// How the file keeps persistent history, to read it back; nil when it keeps none.
+    let historyReader: HistoryReader?
     /// The connection that writes, opened by the first save.
     private let openedWriter = Mutex<(any DatabaseWriter)?>(nil)
     /// The highest key handed out per root Z_ENT since the store opened: keys are reserved in
@@ -112,6 +114,7 @@ public final class SQLiteStore: PersistentStore {
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
+        self.historyReader = HistoryReader(schema: schema, model: self.model)
         if options.readOnly {
             mechanisms = CoreDataMechanisms(url: url, logger: logger)
         } else {

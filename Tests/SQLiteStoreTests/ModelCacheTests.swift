@@ -1,3 +1,4 @@
+import Decoding
 import Foundation
 import GRDB
 import Logging

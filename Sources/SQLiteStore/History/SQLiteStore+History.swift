@@ -2,63 +2,60 @@ import Foundation
 import GRDB
 import ObjectGraph
 
-/// Reading Core Data's persistent history back, and what a delete records in it.
-extension SQLiteStore {
+/// Reading Core Data's persistent history back (``HistoryReader``), and what a delete records in it.
+extension SQLiteStore: PersistentHistoryStore {
+    public var keepsPersistentHistory: Bool { historyReader != nil }
+
+    public func historyTransactions(after: Int64, limit: Int, includingChanges: Bool) throws(ObjectGraphError)
+        -> [HistoryTransaction]
+    {
+        guard let reader = historyReader, limit > 0 else { return [] }
+        return try read { db in
+            let transactions = try rows(db, reader.pageSQL, [after, min(limit, Self.historyPageLimit)]).map(reader.transaction)
+            guard includingChanges, let first = transactions.first, let last = transactions.last else { return transactions }
+            return try withChanges(transactions, from: first.number, to: last.number, reader: reader, db)
+        }
+    }
+
+    public func historyTransaction(_ number: Int64) throws(ObjectGraphError) -> HistoryTransaction? {
+        guard let reader = historyReader else { return nil }
+        return try read { db in
+            let found = try rows(db, reader.transactionSQL, [number]).map(reader.transaction)
+            return try withChanges(found, from: number, to: number, reader: reader, db).first
+        }
+    }
+
+    /// The most transactions one call reads, whatever it asks for: a page is held in memory whole.
+    static let historyPageLimit = 10_000
+
+    /// `transactions` (numbered `first` to `last`) with their changes, read in one statement.
+    private func withChanges(
+        _ transactions: [HistoryTransaction], from first: Int64, to last: Int64, reader: HistoryReader, _ db: Database
+    ) throws -> [HistoryTransaction] {
+        guard !transactions.isEmpty else { return [] }
+        var index: [Int64: Int] = [:]
+        for (i, transaction) in transactions.enumerated() { index[transaction.number] = i }
+        var result = transactions
+        for row in try rows(db, reader.changesSQL, [first, last]) {
+            // Changes of transactions the page does not hold (no ATRANSACTION row) are left out.
+            guard let (number, change) = reader.change(row, layout: layout, model: model), let i = index[number] else { continue }
+            result[i].changes.append(change)
+        }
+        return result
+    }
+
     /// The transactions after number `after`, with their changes decoded, as an app reads them
     /// with `NSPersistentHistoryChangeRequest.fetchHistory(after:)`; empty when the store keeps
-    /// no history. Changes of entities the model does not know are left out.
+    /// no history. Changes of entities the model does not know are left out. The whole history
+    /// in memory: ``historyTransactions(after:limit:includingChanges:)`` reads it in pages.
     public func persistentHistory(after: Int64 = 0) throws(ObjectGraphError) -> [HistoryTransaction] {
-        try read { db in
-            let schema = try FileSchema.read(db, file: path)
-            guard ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].allSatisfy({ schema.table(named: $0) != nil }) else { return [] }
-            let history: PersistentHistory
-            if let known = mechanisms.history {
-                history = known
-            } else {
-                let tombstones = schema.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
-                    .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
-                history = PersistentHistory(tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: tombstones), model: model)
-            }
-            var strings: [Int64: String] = [:]
-            for row in try rows(db, "SELECT Z_PK, ZNAME FROM ATRANSACTIONSTRING") {
-                let values = row.storedValues  // by storage class: typed reads trap on what does not convert
-                if let key = values[0].storedInteger, let name = values[1].storedText { strings[key] = name }
-            }
-            func string(_ value: DatabaseValue) -> String? { Self.key(in: value).flatMap { strings[$0] } }
-            let tombstoneColumns = history.tables.tombstoneColumns.map { ", " + $0.quotedDatabaseIdentifier }.joined()
-            var result: [HistoryTransaction] = []
-            for t in try rows(
-                db, "SELECT Z_PK, ZTIMESTAMP, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS FROM ATRANSACTION WHERE Z_PK > ? ORDER BY Z_PK",
-                [after])
-            {
-                let number = Self.integer(t, 0)
-                var transaction = HistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: Self.seconds(t[1])), author: string(t[2]),
-                    bundleID: string(t[3]), contextName: string(t[4]), processID: string(t[5]), changes: [])
-                for c in try rows(
-                    db,
-                    "SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS\(tombstoneColumns) FROM ACHANGE WHERE ZTRANSACTIONID = ? ORDER BY Z_PK",
-                    [number])
-                {
-                    guard let kind = HistoryChange.Kind(rawValue: Self.integer(c, 1)), let entity = layout.entityByZent[Self.integer(c, 2)]
-                    else { continue }
-                    let id = ObjectID(entity: entity, key: PrimaryKey(Self.integer(c, 3)))
-                    var change = HistoryChange(changeID: Self.integer(c, 0), kind: kind, objectID: id, updatedProperties: [], tombstone: [:])
-                    if kind == .update, let mask = (c[4] as DatabaseValue).storedBytes {
-                        change.updatedProperties = history.decode(mask: mask, of: entity) ?? ["<\(mask.count) bytes that do not fit the model>"]
-                    }
-                    if kind == .delete {
-                        for (i, name) in history.preservedAttributes(of: entity).enumerated() where 5 + i < c.count {
-                            guard let attribute = model[entity].attribute(named: name) else { continue }
-                            let place = ValueCoding.Place(entity: model[entity].name, attribute: name, key: id.key.rawValue)
-                            change.tombstone[name] = .some(try? ValueCoding.decode(c[5 + i], as: attribute.type, at: place))
-                        }
-                    }
-                    transaction.changes.append(change)
-                }
-                result.append(transaction)
-            }
-            return result
+        var result: [HistoryTransaction] = []
+        var next = after
+        while true {
+            let page = try historyTransactions(after: next, limit: 1000, includingChanges: true)
+            guard let last = page.last else { return result }
+            result += page
+            next = last.number
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Decoding
 import ObjectGraph
 
 /// Reads the compiled model Core Data keeps in a SQLite store: `Z_MODELCACHE.Z_CONTENT`, a keyed

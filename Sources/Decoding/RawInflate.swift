@@ -1,22 +1,32 @@
 import Foundation
 
 /// Decompresses a raw DEFLATE stream (RFC 1951, no zlib or gzip wrapper): how Core Data keeps the
-/// compiled model in a store's `Z_MODELCACHE.Z_CONTENT`.
+/// compiled model in a store's `Z_MODELCACHE.Z_CONTENT`, and what ``Inflater`` finds inside gzip
+/// and zlib wrappers.
 ///
 /// Written from the RFC rather than linked from zlib so that the package needs no extra system
 /// library, and so that untrusted input is bounded in one place: the output may not grow past
 /// `limit`, every code and distance is checked, and a stream that ends early is an error.
 /// Stateless; safe from any thread.
-enum RawInflate {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+public enum RawInflate {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
-    /// The decompressed bytes of `data`, at most `limit` of them.
-    static func inflate(_ data: Data, limit: Int) throws(Failure) -> Data {
-        var state = State(input: [UInt8](data), limit: limit)
+    /// The decompressed bytes of `data`, at most `limit` of them. Bytes after the stream's last
+    /// block are ignored.
+    public static func inflate(_ data: Data, limit: Int) throws(Failure) -> Data {
+        Data(try inflate([UInt8](data), from: 0, limit: limit).output)
+    }
+
+    /// The decompressed bytes of the stream that starts at `start` in `bytes`, at most `limit` of
+    /// them, and where it ends: the index after its last byte (a wrapper's trailer starts there).
+    public static func inflate(_ bytes: [UInt8], from start: Int, limit: Int) throws(Failure) -> (output: [UInt8], end: Int) {
+        guard start >= 0, start <= bytes.count else { throw Failure(description: "the stream starts past the data") }
+        var state = State(input: bytes, position: start, limit: limit)
         try state.run()
-        return Data(state.output)
+        // Bits left in the buffer belong to the last byte read: it is part of the stream.
+        return (state.output, state.position)
     }
 
     private static let lengthBase: [Int] = [
@@ -75,8 +85,9 @@ enum RawInflate {
         var bitBuffer = 0
         var bitCount = 0
 
-        init(input: [UInt8], limit: Int) {
+        init(input: [UInt8], position: Int, limit: Int) {
             self.input = input
+            self.position = position
             self.limit = limit
         }
 

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+import StoreFS
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a store's persistent history: its transactions and their changes.",
+        discussion: """
+            Core Data's persistent history, as apps that track it record it (Notes, Photos, SwiftData \
+            stores): each transaction's number, time, author, bundle ID, process and context name, then \
+            the objects it inserted, updated (with the properties it changed) and deleted (with the \
+            values their tombstones keep). Transactions are read in pages, so a history of any length \
+            prints in bounded memory. A store that keeps no history (other store types, SQLite \
+            stores whose app does not track it) is an error.
+            """)
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only the transactions numbered above N (the last number a previous run printed).", valueName: "N"))
+    var since: Int64 = 0
+
+    @Flag(name: .long, help: "Print one JSON object per transaction per line (JSON Lines).")
+    var json = false
+
+    @Option(
+        name: .long,
+        help: "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own.")
+    var model: String?
+
+    @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
+    var type: String?
+
+    @Argument(help: "The store file.")
+    var store: String
+
+    @OptionGroup var log: LogOptions
+
+    /// Transactions read per store request: large enough that requests cost little, small enough
+    /// that a page (with its changes) stays a few megabytes.
+    static let pageSize = 500
+
+    func run() throws {
+        let logger = log.bootstrap()
+        let url = URL(fileURLWithPath: store)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ValidationError("\(store) does not exist")
+        }
+        let given = try StoreTypes.loadModel(at: model, logger: logger)
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
+            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+        defer { coordinator.close() }
+        guard let history = coordinator.store as? any PersistentHistoryStore, history.keepsPersistentHistory else {
+            throw ObjectGraphError(
+                .unsupported,
+                "\(store) keeps no persistent history (\(coordinator.store.storeType) store"
+                    + (coordinator.store is any PersistentHistoryStore ? " without history tables" : "s have none") + ")")
+        }
+        let uuid = json ? try coordinator.store.metadata().storeUUID : nil
+        var after = since
+        while true {
+            let page = try history.historyTransactions(after: after, limit: Self.pageSize, includingChanges: true)
+            guard let last = page.last else { break }
+            var text = ""
+            for transaction in page {
+                text +=
+                    json
+                    ? HistoryText.jsonLine(of: transaction, model: coordinator.model, storeUUID: uuid)
+                    : HistoryText.text(of: transaction, model: coordinator.model)
+            }
+            try FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
+            after = last.number
+        }
+    }
+}
