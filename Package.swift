@@ -18,14 +18,21 @@ let package = Package(
             name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "FuseKit", dependencies: ["CFuse", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ObjectGraph", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // Core Data's schema without an SQL dialect: layout, history slots, metadata plist (SQLite and PostgreSQL).
+        .target(name: "CoreDataSchema", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "CoreDataSchema", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(
+            name: "PostgresStore",
+            dependencies: ["ObjectGraph", "CoreDataSchema", "CPostgres", .product(name: "Logging", package: "swift-log")]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", .product(name: "Logging", package: "swift-log")]),
@@ -35,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "storefs",
             dependencies: [
-                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "StoreFS", "FuseKit",
+                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -1,3 +1,4 @@
+import CoreDataSchema
 import Foundation
 import GRDB
 import ObjectGraph
@@ -15,8 +16,7 @@ extension SQLiteStore {
             if let known = mechanisms.history {
                 history = known
             } else {
-                let tombstones = schema.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
-                    .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+                let tombstones = schema.tombstoneColumns
                 history = PersistentHistory(tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: tombstones), model: model)
             }
             var strings: [Int64: String] = [:]

@@ -1,5 +1,4 @@
 import Foundation
-import ObjectGraph
 
 /// One transaction of Core Data's persistent history, as an app reads it
 /// (`NSPersistentHistoryTransaction`): who saved, when, and the changes of that save.
@@ -15,6 +14,19 @@ public struct HistoryTransaction: Sendable, Hashable {
     public var processID: String?
     /// In the order they were recorded (the change IDs').
     public var changes: [HistoryChange]
+
+    public init(
+        number: Int64, timestamp: Date, author: String?, bundleID: String?, contextName: String?, processID: String?,
+        changes: [HistoryChange]
+    ) {
+        self.number = number
+        self.timestamp = timestamp
+        self.author = author
+        self.bundleID = bundleID
+        self.contextName = contextName
+        self.processID = processID
+        self.changes = changes
+    }
 }
 
 /// One object's change in a ``HistoryTransaction`` (`NSPersistentHistoryChange`).
@@ -32,4 +44,12 @@ public struct HistoryChange: Sendable, Hashable {
     public var updatedProperties: [String]
     /// For a delete, the values of the attributes its entity preserves after deletion.
     public var tombstone: [String: AttributeValue?]
+
+    public init(changeID: Int64, kind: Kind, objectID: ObjectID, updatedProperties: [String], tombstone: [String: AttributeValue?]) {
+        self.changeID = changeID
+        self.kind = kind
+        self.objectID = objectID
+        self.updatedProperties = updatedProperties
+        self.tombstone = tombstone
+    }
 }
