@@ -23,7 +23,9 @@ final class ConnectionPool: Sendable {
     /// Runs `body` on a connection of the pool (made now if none is free).
     func withConnection<T>(_ body: (PostgresConnection) throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
         guard !closed.load(ordering: .relaxed) else { throw ObjectGraphError(.io, "the store \(location) was closed") }
-        let connection = try idle.withLock { $0.popLast() } ?? PostgresConnection(location, timeout: timeout)
+        let kept = idle.withLock { $0.popLast() }
+        let connection: PostgresConnection
+        if let kept { connection = kept } else { connection = try PostgresConnection(location, timeout: timeout) }
         defer { giveBack(connection) }
         return try body(connection)
     }

@@ -145,21 +145,15 @@ enum PostgresValueCoding {
             default: nil
             }
         }
-        var data = Data(count: (bytes.count - 2) / 2)
-        var ok = true
-        data.withUnsafeMutableBytes { out in
-            var i = 2
-            var j = 0
-            while i < bytes.count {
-                guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else {
-                    ok = false
-                    return
-                }
-                out[j] = high << 4 | low
-                i += 2
-                j += 1
-            }
+        var out = [UInt8](repeating: 0, count: (bytes.count - 2) / 2)
+        var i = 2
+        var j = 0
+        while i < bytes.count {
+            guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return nil }
+            out[j] = high << 4 | low
+            i += 2
+            j += 1
         }
-        return ok ? data : nil
+        return Data(out)
     }
 }

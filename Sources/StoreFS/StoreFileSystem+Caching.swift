@@ -14,6 +14,7 @@ extension StoreFileSystem {
                 if schedule.isDue(after: configuration.commitDelay) { commitPendingChanges(reason: "idle") }
             }
             freedMemory.trimIfRowsWereEvicted(coordinator.rowCache.statistics.evictions)
+            applyAnnouncedChanges()
             if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
                 lastPoll.withLock { $0 = Date() }
                 checkForExternalChanges()

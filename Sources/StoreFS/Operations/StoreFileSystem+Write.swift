@@ -69,6 +69,7 @@ extension StoreFileSystem {
     public func flush(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
         guard openFiles.file(handle)?.written == true else { return }
         try commitBuffer(handle)
+        try commitOnClose(inode, handle: handle)
     }
 
     public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {

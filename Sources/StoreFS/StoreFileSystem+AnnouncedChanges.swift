@@ -1,0 +1,67 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// Stores that several mounts write at once (PostgreSQL): what the others commit is announced,
+/// and this mount forgets exactly those objects, in the row cache and in the kernel, within a
+/// tick of the background work; a close hands its file's change to the store before it returns.
+///
+/// Kept apart from StoreFileSystem+Caching.swift (which polls a change token and reads
+/// everything again; still what happens after a store reconnects and may have missed
+/// announcements) so the two ways are easy to tell apart.
+extension StoreFileSystem {
+    /// Applies what other writers committed since the last call: their objects' rows (and the
+    /// to-many lists that name them through an inverse) are read again when next asked, this
+    /// mount's pending changes of them are rebased on the new rows, and the kernel forgets their
+    /// folders, files, links and, for inserted and deleted objects, their entities' listings.
+    ///
+    /// Runs under the commit lock, as the polling refresh does: rows read here must not be older
+    /// than a commit of this mount made meanwhile.
+    func applyAnnouncedChanges() {
+        guard let store = coordinator.store as? any ChangeAnnouncingStore else { return }
+        let changes = store.takeAnnouncedChanges()
+        guard !changes.isEmpty else { return }
+        commitLock.withLock { _ in
+            let objects = Array(changes.changed)
+            renderedValues.valuesChanged()
+            var before: [Snapshot] = []
+            for object in objects { if let cached = coordinator.rowCache.snapshot(for: object) { before.append(cached) } }
+            coordinator.rowCache.remove(objects)
+            let after = (try? coordinator.store.snapshots(for: objects)) ?? []
+            // An object's to-one moved: the to-many list of its old and new destination changed
+            // too, whether or not the writer's save named them.
+            var related: Set<ObjectID> = []
+            for snapshot in before + after {
+                let entity = model[snapshot.objectID.entity]
+                for (name, destination) in snapshot.toOne {
+                    guard let relationship = entity.relationship(named: name), let inverse = model.inverse(of: relationship),
+                        inverse.isToMany
+                    else { continue }
+                    related.insert(destination)
+                }
+            }
+            related.subtract(changes.changed)
+            coordinator.rowCache.remove(Array(related))
+            let pending = context.pendingChanges().filter { $0.kind == .updated && changes.changed.contains($0.objectID) }
+            if !pending.isEmpty {
+                let ids = Set(pending.map(\.objectID))
+                context.rebasePendingChanges(on: after.filter { ids.contains($0.objectID) })
+            }
+            dropFetchedResults()
+            directories.dropUnopened()
+            renderedValues.valuesChanged()
+            invalidateRelated(objects + Array(related))
+            for object in changes.insertedOrDeleted { invalidateAncestorDirectories(of: object) }
+        }
+        logger.debug("other writers changed \(changes.changed.count) objects; their cached rows and pages are dropped")
+    }
+
+    /// close(2) of a file written through a mount of a store other machines mount too: the
+    /// change is committed before close returns, and a conflict (EBUSY) or a server that cannot
+    /// be reached (EIO) is reported there, as fsync reports it (the value is then taken back).
+    /// Files of folders a copy is still filling commit when the folder settles, as before.
+    func commitOnClose(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
+        guard configuration.commitsOnClose, case .attribute(let object, _) = try node(inode), !copyIn.isFresh(object) else { return }
+        try fsync(inode, handle: handle, dataOnly: false)
+    }
+}
