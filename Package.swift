@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "StoreTypeTests",
-            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "TestSupport"]),
+            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "PostgresStore", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "ObjectGraph", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -69,8 +69,11 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             }
             guard !options.readOnly else { throw ObjectGraphError(.readOnly, "\(location) has no store and cannot be created read-only") }
             guard let given else { throw ObjectGraphError(.invalidModel, "creating a store at \(location) needs a model (--model)") }
+            // The model goes into the store, so every machine mounts it without --model.
+            var metadata = initialMetadata
+            if metadata.embeddedModel == nil { metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: given)) }
             try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try PostgresSchema.create(in: connection, location: location, model: given, metadata: initialMetadata, logger: logger)
+                try PostgresSchema.create(in: connection, location: location, model: given, metadata: metadata, logger: logger)
             }
         }
         let metadata = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.readMetadata(connection, location) }
