@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "TestSupport",
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),

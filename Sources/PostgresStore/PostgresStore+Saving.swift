@@ -25,12 +25,20 @@ extension PostgresStore {
         try checkOpen()
         return try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
             if kept == nil || kept?.isBroken == true { kept = try PostgresConnection(location, timeout: Self.statementTimeout) }
-            guard let connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
+            guard var connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
+            // A kept connection may have died with a server restarted since the last save; that
+            // shows only when it is used. Nothing was sent yet: BEGIN again on a new one.
+            do throws(ObjectGraphError) {
+                try run(connection, "BEGIN")
+            } catch where connection.isBroken {
+                connection = try PostgresConnection(location, timeout: Self.statementTimeout)
+                kept = connection
+                try run(connection, "BEGIN")
+            }
             var written = WrittenChanges<String?>()
             var number: Int64?
             var committing = false
             do throws(ObjectGraphError) {
-                try run(connection, "BEGIN")
                 number = try apply(request, connection, &written)
                 committing = true
                 try run(connection, "COMMIT")
