@@ -54,7 +54,8 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
-            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "TestSupport"]),
+            name: "StoreFSTests",
+            dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
