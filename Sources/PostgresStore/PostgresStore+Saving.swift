@@ -59,17 +59,31 @@ extension PostgresStore {
     }
 
     /// Whether history transaction `number` exists: asked on a new connection after a COMMIT
-    /// whose answer was lost.
+    /// whose answer was lost, again and again until the server answers (a restart takes seconds),
+    /// for at most ``outcomeWait``: EIO must mean "not saved", so the answer is waited for
+    /// rather than guessed.
     private func committed(_ number: Int64) throws(ObjectGraphError) -> Bool {
-        do {
-            return try read("SELECT 1 FROM \"ATRANSACTION\" WHERE \"Z_PK\" = $1", [String(number)]).rowCount > 0
-        } catch {
-            throw ObjectGraphError(
-                .io,
-                "\(location): the connection was lost while committing and the server cannot be asked whether the commit "
-                    + "happened (\(error.message)); the changes stay pending")
-        }
+        let deadline = Date().addingTimeInterval(Self.outcomeWait)
+        var last = ""
+        repeat {
+            do {
+                return try read("SELECT 1 FROM \"ATRANSACTION\" WHERE \"Z_PK\" = $1", [String(number)]).rowCount > 0
+            } catch {
+                last = error.message
+                pool.dropIdle()
+                usleep(250_000)
+            }
+        } while Date() < deadline
+        logger.critical("\(location): a commit's outcome is unknown: the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s (\(last))")
+        throw ObjectGraphError(
+            .io,
+            "\(location): the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s; "
+                + "whether history transaction \(number) committed is unknown (\(last)); the changes stay pending")
     }
+
+    /// How long a save whose COMMIT lost its answer waits for the server to say whether it
+    /// committed: longer than a server restart, shorter than anyone waits for an fsync.
+    static let outcomeWait: Double = 60
 
     @discardableResult
     func run(_ connection: PostgresConnection, _ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {

@@ -14,6 +14,7 @@ extension StoreFileSystem {
         _ = try attributes(of: node)
         let truncating = flags.isWriting && flags.truncates
         let handle = openFiles.open(node, buffer: truncating ? Data() : nil)
+        if flags.isWriting { rememberWhatItShows(handle, node) }
         // On a read-write mount every open bypasses the page cache (direct I/O): the kernel keeps
         // one size per file, which a writer's O_TRUNC sets to 0 at once, so a cached reader would
         // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
@@ -81,9 +82,10 @@ extension StoreFileSystem {
     /// Parses a handle's buffered content and sets the attribute; EINVAL (value unchanged) when it
     /// does not parse or validate.
     func commitBuffer(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
+        let readAs = openFiles.file(handle)?.readAs
         guard let (node, content) = openFiles.takeBuffer(handle) else { return }
-        let applied = try setContent(content, of: node)
-        if let applied { openFiles.update(handle) { $0.applied = applied } }
+        let applied = try setContent(content, of: node, readAs: readAs)
+        if let applied { openFiles.update(handle) { $0.applied = applied; if $0.readAs != nil { $0.readAs = .some(applied.value) } } }
     }
 
     /// The value file content sets attribute `index` of `object` to, checked against the attribute
@@ -104,14 +106,17 @@ extension StoreFileSystem {
 
     /// Sets the attribute `node` names from file content; returns what was set.
     @discardableResult
-    func setContent(_ content: Data, of node: Node) throws(FileSystemError) -> OpenFiles.AppliedValue? {
+    func setContent(_ content: Data, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError) -> OpenFiles.AppliedValue? {
         guard case .attribute(let object, let index) = node else { return nil }
         let attribute = model[object.entity].allAttributes[index]
         let value = try parsedValue(content, for: object, index)
         let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
         copyIn.show(attribute.name, in: object)
-        try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
-            "write \(describe(object))/\(attribute.name)")
+        try engine({ () throws(ObjectGraphError) in
+            if let readAs { try context.setValue(value, of: attribute.name, for: object, readAs: readAs) } else {
+                try context.setValue(value, of: attribute.name, for: object)
+            }
+        }, "write \(describe(object))/\(attribute.name)")
         changed(object)
         invalidate(.attribute(object, index))
         if !existed { invalidate(.object(object)) }

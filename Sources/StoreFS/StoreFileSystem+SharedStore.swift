@@ -4,7 +4,8 @@ import ObjectGraph
 
 /// Stores that several mounts write at once (PostgreSQL): what the others commit is announced,
 /// and this mount forgets exactly those objects, in the row cache and in the kernel, within a
-/// tick of the background work; a close hands its file's change to the store before it returns.
+/// tick of the background work; a close hands its file's change to the store before it returns;
+/// a change through a descriptor is a change of what that descriptor showed at open.
 ///
 /// Kept apart from StoreFileSystem+Caching.swift (which polls a change token and reads
 /// everything again; still what happens after a store reconnects and may have missed
@@ -63,5 +64,21 @@ extension StoreFileSystem {
     func commitOnClose(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
         guard configuration.commitsOnClose, case .attribute(let object, _) = try node(inode), !copyIn.isFresh(object) else { return }
         try fsync(inode, handle: handle, dataOnly: false)
+    }
+
+    /// A file opened for writing on a store other machines write: what it shows now is what its
+    /// writer reads through the handle until it writes (rendered at once), and what a change
+    /// through it is a change of (``ObjectContext/setValue(_:of:for:readAs:)``). A process that
+    /// reads, then writes, through one descriptor cannot overwrite another machine's commit
+    /// unseen: EBUSY says it happened.
+    func rememberWhatItShows(_ handle: FuseKit.FileHandle, _ node: Node) {
+        guard configuration.commitsOnClose, case .attribute(let object, let index) = node,
+            let (attribute, value) = try? attributeValue(object, index)
+        else { return }
+        let content = ValueText.content(of: value, type: attribute.type)
+        openFiles.update(handle) { file in
+            file.readAs = .some(value)
+            if file.buffer == nil { file.rendered = content }
+        }
     }
 }
