@@ -78,17 +78,35 @@ final class ChangeListener: Sendable {
             do throws(ObjectGraphError) {
                 let notices = try current.notifications(waiting: Self.wait)
                 var numbers: [Int64] = []
+                var listed = AnnouncedChanges()
                 for notice in notices {
                     let words = notice.payload.split(separator: " ")
-                    guard words.count == 2, let number = Int64(words[0]), words[1] != instance else { continue }
-                    numbers.append(number)
+                    guard words.count >= 2, let number = Int64(words[0]), words[1] != instance else { continue }
+                    if words.count == 3, let objects = parse(words[2]) { listed.formUnion(objects) } else { numbers.append(number) }
                 }
+                if !listed.isEmpty { pending.withLock { $0.formUnion(listed) } }
                 if !numbers.isEmpty { try collect(numbers, current) }
             } catch {
                 logger.warning("\(error.message)")
                 connection = nil
             }
         }
+    }
+
+    /// The objects an announcement lists (`ZENT.KEY.KIND,...`, kind 0 insert, 1 update, 2
+    /// delete); nil when it does not read so (the history rows are read instead).
+    private func parse(_ list: Substring) -> AnnouncedChanges? {
+        var changes = AnnouncedChanges()
+        for entry in list.split(separator: ",") {
+            let parts = entry.split(separator: ".")
+            guard parts.count == 3, let zent = Int64(parts[0]), let key = Int64(parts[1]), key > 0, let kind = Int(parts[2]),
+                let entity = layout.entityByZent[zent]
+            else { return nil }
+            let id = ObjectID(entity: entity, key: PrimaryKey(key))
+            changes.changed.insert(id)
+            if kind != 1 { changes.insertedOrDeleted.insert(id) }
+        }
+        return changes
     }
 
     /// Reads the changes of history transactions `numbers` and adds them to what ``take()`` gives.

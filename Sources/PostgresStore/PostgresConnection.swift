@@ -24,6 +24,16 @@ final class PostgresConnection {
     /// Names the server in messages, without a password.
     let place: String
 
+    /// Milliseconds a statement waits for a row another writer holds: a save holds the context's
+    /// lock while it waits, and reads of this mount wait behind it, so the wait is short; a save
+    /// that times out fails with EIO and is tried again by its writer. Locks are normally held for
+    /// the few milliseconds of another save's commit; longer only when that writer's machine
+    /// vanished mid-commit.
+    static let lockTimeout = 3000
+    /// Milliseconds a transaction may sit waiting for its client before the server ends it and
+    /// lets go of its locks: what a machine that vanished mid-commit costs the others.
+    static let idleInTransactionTimeout = 10000
+
     /// Connects and prepares the session: the store's schema first on the search path, text
     /// values exactly as sent (`standard_conforming_strings`), byte values in hex, floats in
     /// their shortest exact form, and server-side bounds on statements and locks.
@@ -44,8 +54,8 @@ final class PostgresConnection {
         let setup = [
             "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
             "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
-            "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(max(1000, milliseconds / 3))",
-            "SET idle_in_transaction_session_timeout TO 60000", "SET TIME ZONE 'UTC'",
+            "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
+            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'",
         ]
         do throws(ObjectGraphError) {
             for sql in setup { _ = try execute(sql) }

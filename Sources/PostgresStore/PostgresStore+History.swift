@@ -11,6 +11,10 @@ import ObjectGraph
 /// Transaction numbers come from Z_PRIMARYKEY's TRANSACTION row, moved in the transaction: its
 /// row lock is held until the commit, so numbers follow the order in which saves commit.
 extension PostgresStore {
+    /// Bytes of object list an announcement carries at most (PostgreSQL refuses payloads of 8000
+    /// bytes or more); a longer list is read from ACHANGE by the listeners.
+    static let payloadLimit = 7000
+
     /// Appends the history of `changes`; returns the transaction's number (nil when the save
     /// changed no object, a metadata-only save).
     func appendHistory(_ changes: WrittenChanges<String?>, run: Run) throws(ObjectGraphError) -> Int64? {
@@ -52,7 +56,20 @@ extension PostgresStore {
             _ = try run("INSERT INTO \"ACHANGE\" (\(columns)) VALUES \(values.joined(separator: ", "))", [])
             start = end
         }
-        _ = try run("SELECT pg_notify($1, $2)", [location.channel, "\(number) \(instance)"])
+        // The objects ride in the announcement when they fit (NOTIFY payloads stop at 8000
+        // bytes): listeners then need no query to learn them.
+        var objects: [String] = []
+        var length = 0
+        func note(_ id: ObjectID, _ kind: Int) {
+            let entry = "\(zent(id)).\(id.key.rawValue).\(kind)"
+            length += entry.utf8.count + 1
+            objects.append(entry)
+        }
+        for id in changes.inserted { note(id, 0) }
+        for id in changes.updated.keys { note(id, 1) }
+        for (id, _) in changes.deleted { note(id, 2) }
+        let payload = "\(number) \(instance)" + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
+        _ = try run("SELECT pg_notify($1, $2)", [location.channel, payload])
         return number
     }
 

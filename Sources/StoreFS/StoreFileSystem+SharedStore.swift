@@ -16,43 +16,46 @@ extension StoreFileSystem {
     /// mount's pending changes of them are rebased on the new rows, and the kernel forgets their
     /// folders, files, links and, for inserted and deleted objects, their entities' listings.
     ///
-    /// Runs under the commit lock, as the polling refresh does: rows read here must not be older
-    /// than a commit of this mount made meanwhile.
+    /// Forgetting takes no lock beyond the cache's own (its generation moves, so a read that
+    /// began before cannot put an old row back): with writers committing on every fsync, waiting
+    /// for the commit lock here delayed what readers see by a second. Only rebasing pending
+    /// changes takes the commit lock, with rows read under it, so it never rebases on a row older
+    /// than this mount's own commit.
     func applyAnnouncedChanges() {
         guard let store = coordinator.store as? any ChangeAnnouncingStore else { return }
         let changes = store.takeAnnouncedChanges()
         guard !changes.isEmpty else { return }
-        commitLock.withLock { _ in
-            let objects = Array(changes.changed)
-            renderedValues.valuesChanged()
-            var before: [Snapshot] = []
-            for object in objects { if let cached = coordinator.rowCache.snapshot(for: object) { before.append(cached) } }
-            coordinator.rowCache.remove(objects)
-            let after = (try? coordinator.store.snapshots(for: objects)) ?? []
-            // An object's to-one moved: the to-many list of its old and new destination changed
-            // too, whether or not the writer's save named them.
-            var related: Set<ObjectID> = []
-            for snapshot in before + after {
-                let entity = model[snapshot.objectID.entity]
-                for (name, destination) in snapshot.toOne {
-                    guard let relationship = entity.relationship(named: name), let inverse = model.inverse(of: relationship),
-                        inverse.isToMany
-                    else { continue }
-                    related.insert(destination)
-                }
+        let objects = Array(changes.changed)
+        renderedValues.valuesChanged()
+        var before: [Snapshot] = []
+        for object in objects { if let cached = coordinator.rowCache.snapshot(for: object) { before.append(cached) } }
+        coordinator.rowCache.remove(objects)
+        invalidateRelated(objects)
+        for object in changes.insertedOrDeleted { invalidateAncestorDirectories(of: object) }
+        let after = (try? coordinator.store.snapshots(for: objects)) ?? []
+        // An object's to-one moved: the to-many list of its old and new destination changed
+        // too, whether or not the writer's save named them.
+        var related: Set<ObjectID> = []
+        for snapshot in before + after {
+            let entity = model[snapshot.objectID.entity]
+            for (name, destination) in snapshot.toOne {
+                guard let relationship = entity.relationship(named: name), let inverse = model.inverse(of: relationship),
+                    inverse.isToMany
+                else { continue }
+                related.insert(destination)
             }
-            related.subtract(changes.changed)
-            coordinator.rowCache.remove(Array(related))
-            let pending = context.pendingChanges().filter { $0.kind == .updated && changes.changed.contains($0.objectID) }
-            if !pending.isEmpty {
-                let ids = Set(pending.map(\.objectID))
-                context.rebasePendingChanges(on: after.filter { ids.contains($0.objectID) })
+        }
+        related.subtract(changes.changed)
+        if !related.isEmpty { coordinator.rowCache.remove(Array(related)) }
+        dropFetchedResults()
+        directories.dropUnopened()
+        renderedValues.valuesChanged()
+        invalidateRelated(Array(related))
+        let pending = Set(context.pendingChanges().filter { $0.kind == .updated && changes.changed.contains($0.objectID) }.map(\.objectID))
+        if !pending.isEmpty {
+            commitLock.withLock { _ in
+                if let fresh = try? coordinator.store.snapshots(for: Array(pending)) { context.rebasePendingChanges(on: fresh) }
             }
-            dropFetchedResults()
-            directories.dropUnopened()
-            renderedValues.valuesChanged()
-            invalidateRelated(objects + Array(related))
-            for object in changes.insertedOrDeleted { invalidateAncestorDirectories(of: object) }
         }
         logger.debug("other writers changed \(changes.changed.count) objects; their cached rows and pages are dropped")
     }

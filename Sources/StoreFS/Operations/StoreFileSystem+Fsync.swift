@@ -18,11 +18,18 @@ extension StoreFileSystem {
         settleFolders(copyIn.endFreshness(of: object))
         commitPendingChanges(reason: "fsync")
         let attribute = model[object.entity].allAttributes[index].name
-        guard let error = unsavedError(of: object, attribute: attribute) else { return }
-        let applied = openFiles.file(handle)?.applied
-        let pending = try? context.value(of: attribute, for: object)
-        context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
-        openFiles.update(handle) { $0.applied = nil }
+        // Checked and taken back under the commit lock: another thread's commit in between would
+        // otherwise save the change this fsync then reports as not saved (seen with a server
+        // that came back while writers were failing).
+        let failure: ObjectGraphError? = commitLock.withLock { _ in
+            guard let error = unsavedError(of: object, attribute: attribute) else { return nil }
+            let applied = openFiles.file(handle)?.applied
+            let pending = try? context.value(of: attribute, for: object)
+            context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
+            openFiles.update(handle) { $0.applied = nil }
+            return error
+        }
+        guard let error = failure else { return }
         renderedValues.valuesChanged()
         invalidateRelated([object])
         throw fileSystemError(error, "fsync \(describe(object))/\(attribute): not saved, and taken back", logger: logger)
