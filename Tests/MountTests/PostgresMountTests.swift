@@ -236,3 +236,83 @@ import Glibc
         #expect(try stored(7) == .string("AfterRestart"))
     }
 }
+
+/// `CorpusWriteAcceptanceTests`' four edits (a string, mkdir, `ln -sfn`, `rm -r`) through a mount
+/// of each corpus store migrated into PostgreSQL: the app's real model and data, written by
+/// storefs into Core Data's schema on the server, edited as a developer would, and read back.
+@Suite struct PostgresCorpusWriteTests {
+    @Test(arguments: Corpus.names(in: "sqlite") { $0.hasSuffix(".sqlite") || $0.hasSuffix(".store") })
+    func corpusStoreEditedThroughAMountOfItsPostgreSQLCopy(_ name: String) throws {
+        let server = try PostgresServer.shared()
+        let folder = try ScratchSpace.folder("pgcorpus")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = folder.appendingPathComponent(name)
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
+            try FileManager.default.copyItem(atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: copy.path + suffix)
+        }
+        let (plan, sqliteModel) = try CorpusWriteAcceptanceTests.plan(for: copy)
+        let url = server.url(schema: PostgresServer.uniqueSchema("corpus"))
+        let migrated = try run(try storefsBinary(), ["migrate", copy.path, url.absoluteString])
+        #expect(migrated.status == 0, "storefs migrate into PostgreSQL: \(migrated.error)")
+        guard migrated.status == 0 else { return }
+        let types: [any PersistentStoreType] = [PostgresStoreType()]
+        func open() throws -> PersistentStoreCoordinator {
+            try PersistentStoreCoordinator.open(at: url, types: types, options: StoreOptions(readOnly: true))
+        }
+        let model: ManagedObjectModel
+        var countBefore: Int?
+        var versionBefore: Int64?
+        do {
+            let before = try open()
+            defer { before.close() }
+            model = before.model
+            #expect(model.entities.map(\.name) == sqliteModel.entities.map(\.name), "the model kept in the store is the app's")
+            countBefore = try plan.insert.map { try before.newContext().count(of: $0) }
+            versionBefore = try plan.string.map { try before.newContext().version(of: $0.object) }
+        }
+        let mount = try PostgresMountTests.URLMount(url)
+        defer { try? mount.unmount() }
+        func folderOf(_ id: ObjectID) -> String { "\(mount.path)/\(model[id.entity].name)/\(id.key)" }
+        var edits: [String] = []
+        if let (object, attribute) = plan.string {
+            #expect(try sh("printf 'storefs edit\\n' > \(folderOf(object))/\(attribute)").status == 0)
+            edits.append("string")
+        }
+        if let entity = plan.insert {
+            #expect(try run("mkdir", ["\(mount.path)/\(model[entity].name)/new"]).status == 0)
+            edits.append("mkdir")
+        }
+        if let (object, relationship, destination) = plan.relink {
+            #expect(try run("ln", ["-sfn", "../../\(model[destination.entity].name)/\(destination.key)", "\(folderOf(object))/\(relationship)"]).status == 0)
+            edits.append("ln -sfn")
+        }
+        if let object = plan.delete {
+            let removed = try run("rm", ["-r", folderOf(object)])
+            #expect(removed.status == 0, "\(removed.error)")
+            edits.append("rm -r")
+        }
+        let status = try mount.unmount()
+        #expect(status.status == 0, "\(name): \(status.error)\n\(mount.logText.suffix(1500))")
+        print("postgresql corpus write \(name): \(edits.joined(separator: ", "))")
+        let hasToOne = model.entities.contains { $0.persistentRelationships.contains { !$0.isToMany } }
+        #expect(edits.count == (hasToOne ? 4 : 3), "\(name): found edits \(edits)")
+        let check = try open()
+        defer { check.close() }
+        let context = check.newContext()
+        if let (object, attribute) = plan.string, let versionBefore {
+            #expect(try context.value(of: attribute, for: object) == .string("storefs edit"))
+            #expect(try context.version(of: object) > versionBefore, "Z_OPT bumped")
+        }
+        if let entity = plan.insert, let countBefore {
+            let deletedThere = plan.delete.map { $0.entity == entity } == true
+            #expect(try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0))
+        }
+        if let (object, relationship, destination) = plan.relink {
+            #expect(try context.destination(of: relationship, for: object) == destination)
+        }
+        if let object = plan.delete { #expect(try !context.exists(object)) }
+        // Every save left a history transaction naming what it changed.
+        let history = try #require(check.store as? PostgresStore).persistentHistory()
+        #expect(!history.isEmpty, "the edits are in the store's persistent history")
+    }
+}
