@@ -9,19 +9,12 @@ extension PostgresStore {
     typealias Run = (String, [String?]) throws(ObjectGraphError) -> PostgresResult
 
     /// `Z_OPT + 1` for every object whose to-many relationships change and whose row this save
-    /// does not update otherwise.
+    /// does not update otherwise (``ToManyVersions``).
     func bumpVersionsOfToManyChanges(_ request: SaveRequest, run: Run, _ written: inout WrittenChanges<String?>)
         throws(ObjectGraphError)
     {
-        guard !request.toManyChanges.isEmpty else { return }
-        let inserted = Set(request.inserted.map(\.objectID))
-        let updated = Set(request.updated.filter { !$0.isEmpty }.map(\.objectID))
-        var names: [ObjectID: Set<String>] = [:]
-        for change in request.toManyChanges where !inserted.contains(change.source) && change.destinations != change.original {
-            names[change.source, default: []].insert(change.relationship)
-        }
-        for (source, relationships) in names.sorted(by: { $0.key < $1.key }) {
-            if !updated.contains(source) {
+        for (source, relationships, updatedOtherwise) in ToManyVersions(request).sources {
+            if !updatedOtherwise {
                 let (table, zent, _) = try place(of: source)
                 let changed = try run(
                     "UPDATE \(SQLText.identifier(table)) SET \"Z_OPT\" = \"Z_OPT\" + 1 WHERE \"Z_PK\" = $1 AND \"Z_ENT\" = $2",

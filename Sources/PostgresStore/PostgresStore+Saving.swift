@@ -259,14 +259,7 @@ extension PostgresStore {
     // MARK: - Places and errors
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
-    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
-        let entityLayout = try entityLayout(id.entity)
-        let (table, rootZent) = try rootTable(of: id.entity)
-        guard let zent = entityLayout.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(entityLayout.name) has no Z_PRIMARYKEY row in \(location)", objects: [id])
-        }
-        return (table, zent, rootZent)
-    }
+    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) { try layout.place(of: id, in: location.description) }
 
     func name(of id: ObjectID) -> String { "\(layout[id.entity].name) p\(id.key.rawValue)" }
 

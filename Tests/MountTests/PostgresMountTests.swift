@@ -299,18 +299,7 @@ import Glibc
         let check = try open()
         defer { check.close() }
         let context = check.newContext()
-        if let (object, attribute) = plan.string, let versionBefore {
-            #expect(try context.value(of: attribute, for: object) == .string("storefs edit"))
-            #expect(try context.version(of: object) > versionBefore, "Z_OPT bumped")
-        }
-        if let entity = plan.insert, let countBefore {
-            let deletedThere = plan.delete.map { $0.entity == entity } == true
-            #expect(try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0))
-        }
-        if let (object, relationship, destination) = plan.relink {
-            #expect(try context.destination(of: relationship, for: object) == destination)
-        }
-        if let object = plan.delete { #expect(try !context.exists(object)) }
+        try CorpusWriteAcceptanceTests.expectEdits(plan, in: context, countBefore: countBefore, versionBefore: versionBefore)
         // Every save left a history transaction naming what it changed.
         let history = try #require(check.store as? PostgresStore).persistentHistory()
         #expect(!history.isEmpty, "the edits are in the store's persistent history")
