@@ -37,7 +37,7 @@ final class ChangeListener: Sendable {
         thread.start()
     }
 
-    /// Moves at every reconnection after the first connection.
+    /// Moves at every connection but a first that succeeded at once.
     var generation: Int64 { generationCount.load(ordering: .relaxed) }
 
     func take() -> AnnouncedChanges { pending.withLock { changes in defer { changes = AnnouncedChanges() }; return changes } }
@@ -54,13 +54,24 @@ final class ChangeListener: Sendable {
         var connection: PostgresConnection?
         var connectedBefore = false
         var lastFailure = ""
+        // A hot standby refuses LISTEN: there the history is read every half second instead,
+        // from the last transaction seen.
+        var polledAfter: Int64?
         while !stopped.load(ordering: .relaxed) {
             if connection == nil || connection?.isBroken == true {
                 do throws(ObjectGraphError) {
-                    let made = try PostgresConnection(location, timeout: PostgresStore.statementTimeout)
-                    _ = try made.execute("LISTEN \(SQLText.identifier(location.channel))")
+                    let made = try PostgresConnection(location, timeout: location.statementTimeout)
+                    do throws(ObjectGraphError) {
+                        _ = try made.execute("LISTEN \(SQLText.identifier(location.channel))")
+                        polledAfter = nil
+                    } catch where error.code == .readOnly {
+                        let last = try made.execute("SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \"ATRANSACTION\"")
+                        polledAfter = last.integer(0, 0) ?? 0
+                        if !connectedBefore { logger.info("\(location) is a standby (no LISTEN there): its history is read every \(Self.pollInterval) s") }
+                    }
                     connection = made
-                    if connectedBefore {
+                    // A first connection that took several tries may have missed commits too.
+                    if connectedBefore || !lastFailure.isEmpty {
                         generationCount.add(1, ordering: .relaxed)
                         logger.notice("\(location): reconnected for announcements; cached objects are read again")
                     }
@@ -75,6 +86,16 @@ final class ChangeListener: Sendable {
                 }
             }
             guard let current = connection else { continue }
+            if let after = polledAfter {
+                do throws(ObjectGraphError) {
+                    polledAfter = try poll(after: after, current)
+                } catch {
+                    logger.warning("\(error.message)")
+                    connection = nil
+                }
+                for _ in 0..<Int(Self.pollInterval / Self.wait) where !stopped.load(ordering: .relaxed) { usleep(UInt32(Self.wait * 1_000_000)) }
+                continue
+            }
             do throws(ObjectGraphError) {
                 let notices = try current.notifications(waiting: Self.wait)
                 var numbers: [Int64] = []
@@ -107,6 +128,30 @@ final class ChangeListener: Sendable {
             if kind != 1 { changes.insertedOrDeleted.insert(id) }
         }
         return changes
+    }
+
+    /// Seconds between reads of the history on a standby.
+    static let pollInterval = 0.5
+
+    /// Adds the changes of every history transaction after `after` (a standby's way of hearing
+    /// of commits); returns the last transaction seen.
+    private func poll(after: Int64, _ connection: PostgresConnection) throws(ObjectGraphError) -> Int64 {
+        let rows = try connection.execute(
+            "SELECT \"ZTRANSACTIONID\", \"ZCHANGETYPE\", \"ZENTITY\", \"ZENTITYPK\" FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" > $1",
+            [String(after)])
+        var last = after
+        var changes = AnnouncedChanges()
+        for row in 0..<rows.rowCount {
+            guard let number = rows.integer(row, 0), let kind = rows.integer(row, 1), let zent = rows.integer(row, 2),
+                let entity = layout.entityByZent[zent], let key = rows.integer(row, 3), key > 0
+            else { continue }
+            last = max(last, number)
+            let id = ObjectID(entity: entity, key: PrimaryKey(key))
+            changes.changed.insert(id)
+            if kind != 1 { changes.insertedOrDeleted.insert(id) }
+        }
+        if !changes.isEmpty { pending.withLock { $0.formUnion(changes) } }
+        return last
     }
 
     /// Reads the changes of history transactions `numbers` and adds them to what ``take()`` gives.

@@ -6,9 +6,10 @@ import ObjectGraph
 ///
 /// `postgresql://[user@]host[:port]/database[?parameter=value&...]`. libpq's own parameters pass
 /// through (`host=/run/postgresql` for a socket folder, `sslmode`, `passfile`, `options`, ...).
-/// storefs's one parameter, `schema=NAME`, is taken out before libpq sees the URL (libpq refuses
-/// parameters it does not know); without it, the first entry of a `search_path` set in `options`
-/// (`options=-csearch_path%3DNAME`) names the schema, else ``defaultSchema``.
+/// storefs's parameters, `schema=NAME` and `timeout=SECONDS`, are taken out before libpq sees the
+/// URL (libpq refuses parameters it does not know). Without `schema`, the first entry of a
+/// `search_path` set in `options` (`options=-csearch_path%3DNAME`) names the schema, else
+/// ``defaultSchema``.
 ///
 /// Passwords come from `~/.pgpass`, `PGPASSWORD` or `passfile`, as libpq finds them; a password
 /// written in the URL works but never appears in what storefs logs or shows (``description``).
@@ -25,6 +26,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public let url: URL
     /// The schema holding the store's tables.
     public let schema: String
+    /// Seconds a statement may take before the store gives up on its connection (storefs's
+    /// parameter `timeout=SECONDS`, 1 to 600).
+    public let statementTimeout: Double
+    /// Longer than any statement storefs makes on a sound server (a migration's largest insert),
+    /// short enough that a writer blocked in the kernel by a server that stopped answering gets
+    /// EIO within a minute.
+    public static let defaultTimeout: Double = 30
     /// What libpq is given: the URL without storefs's parameters, with the timeouts and keepalives
     /// of ``connectionDefaults`` where the URL sets none.
     let connectionURL: String
@@ -60,6 +68,15 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         } else if let options = items.first(where: { $0.name == "options" })?.value {
             schema = Self.searchPath(in: options)
         }
+        if let index = items.firstIndex(where: { $0.name == "timeout" }) {
+            guard let seconds = items[index].value.flatMap(Double.init), seconds >= 1, seconds <= 600 else {
+                throw ObjectGraphError(.unsupported, "timeout= needs a number of seconds from 1 to 600 (default \(Int(Self.defaultTimeout)))")
+            }
+            statementTimeout = seconds
+            items.remove(at: index)
+        } else {
+            statementTimeout = Self.defaultTimeout
+        }
         let chosen = schema ?? Self.defaultSchema
         guard Self.isValidSchema(chosen) else {
             throw ObjectGraphError(
@@ -76,6 +93,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         shown.queryItems = (components.queryItems ?? []).filter { item in
             !Self.connectionDefaults.contains { $0.0 == item.name } && item.name != "password"
         } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
+            + (statementTimeout == Self.defaultTimeout ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
         if shown.password != nil { shown.password = "***" }
         description = shown.string ?? "postgresql://(unprintable URL)"

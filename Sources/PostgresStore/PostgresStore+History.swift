@@ -17,45 +17,29 @@ extension PostgresStore {
 
     /// Appends the history of `changes`; returns the transaction's number (nil when the save
     /// changed no object, a metadata-only save).
+    ///
+    /// The keys come from Z_PRIMARYKEY's TRANSACTION and CHANGE rows, whose locks every commit of
+    /// every machine takes until it ends: so the whole history of a save of up to
+    /// ``rowsPerStatement`` objects is one statement (numbers, rows, NOTIFY) followed by COMMIT,
+    /// two round trips under those locks instead of six.
     func appendHistory(_ changes: WrittenChanges<String?>, run: Run) throws(ObjectGraphError) -> Int64? {
         guard !changes.isEmpty else { return nil }
-        func nextKeys(_ zent: Int64, table: String, count: Int) throws(ObjectGraphError) -> Int64 {
-            let found = try run(
-                "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), (SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM "
-                    + "\(SQLText.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"", [String(zent), String(count)])
-            guard let last = found.integer(0, 0) else { throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY has no row \(zent)") }
-            return last - Int64(count) + 1
-        }
-        let number = try nextKeys(PostgresSchema.transactionZent, table: "ATRANSACTION", count: 1)
-        _ = try run(
-            "INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", \"ZCONTEXTNAMETS\", "
-                + "\"ZPROCESSIDTS\", \"ZTIMESTAMP\") VALUES ($1, $2, NULL, $3, $3, NULL, $3, $4)",
-            [String(number), String(PostgresSchema.transactionZent), String(authorKey), String(Date().timeIntervalSinceReferenceDate)])
-        var rows: [String] = []
         func zent(_ id: ObjectID) -> Int64 { layout[id.entity].zent ?? 0 }
+        // Each change: kind, Z_ENT, Z_PK, ZCOLUMNS and tombstones as SQL, typed.
+        var rows: [String] = []
         func add(_ type: Int, _ id: ObjectID, columns: Data?, tombstone: [String?] = []) {
             var values = [
-                String(type), String(zent(id)), String(id.key.rawValue), String(number),
-                columns.map { "'\(PostgresValueCoding.hex($0))'" } ?? "NULL",
+                String(type), String(zent(id)), String(id.key.rawValue),
+                columns.map { "'\(PostgresValueCoding.hex($0))'::bytea" } ?? "NULL::bytea",
             ]
             for i in tombstoneColumns.indices {
-                values.append((i < tombstone.count ? tombstone[i] : nil).flatMap(SQLText.literal) ?? "NULL")
+                values.append(((i < tombstone.count ? tombstone[i] : nil).flatMap(SQLText.literal) ?? "NULL") + "::text")
             }
             rows.append(values.joined(separator: ", "))
         }
         for id in changes.inserted { add(0, id, columns: nil) }
         for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) { add(1, id, columns: slots.columnMask(for: names, of: id.entity)) }
         for (id, tombstone) in changes.deleted { add(2, id, columns: nil, tombstone: tombstone) }
-        let first = try nextKeys(PostgresSchema.changeZent, table: "ACHANGE", count: rows.count)
-        let columns = (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"] + tombstoneColumns)
-            .map(SQLText.identifier).joined(separator: ", ")
-        var start = 0
-        while start < rows.count {
-            let end = min(start + Self.rowsPerStatement, rows.count)
-            let values = (start..<end).map { "(\(first + Int64($0)), \(PostgresSchema.changeZent), NULL, \(rows[$0]))" }
-            _ = try run("INSERT INTO \"ACHANGE\" (\(columns)) VALUES \(values.joined(separator: ", "))", [])
-            start = end
-        }
         // The objects ride in the announcement when they fit (NOTIFY payloads stop at 8000
         // bytes): listeners then need no query to learn them.
         var objects: [String] = []
@@ -68,8 +52,41 @@ extension PostgresStore {
         for id in changes.inserted { note(id, 0) }
         for id in changes.updated.keys { note(id, 1) }
         for (id, _) in changes.deleted { note(id, 2) }
-        let payload = "\(number) \(instance)" + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
-        _ = try run("SELECT pg_notify($1, $2)", [location.channel, payload])
+        let announced = instance + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
+        let tombstones = tombstoneColumns.map { ", v.\(SQLText.identifier($0))" }.joined()
+        let changeColumns = (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"] + tombstoneColumns)
+            .map(SQLText.identifier).joined(separator: ", ")
+        let valueNames = (["i", "kind", "zent", "pk", "columns"] + tombstoneColumns).map(SQLText.identifier).joined(separator: ", ")
+        // Both key rows in one UPDATE, so every commit locks them in the same order.
+        let keysSQL =
+            "k AS (UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = COALESCE(\"Z_MAX\", 0) + CASE WHEN \"Z_ENT\" = \(PostgresSchema.transactionZent) "
+            + "THEN 1 ELSE \(rows.count) END WHERE \"Z_ENT\" IN (\(PostgresSchema.changeZent), \(PostgresSchema.transactionZent)) "
+            + "RETURNING \"Z_ENT\" AS e, \"Z_MAX\" AS m), t AS (SELECT m AS n FROM k WHERE e = \(PostgresSchema.transactionZent)), "
+            + "c AS (SELECT m - \(rows.count) AS base FROM k WHERE e = \(PostgresSchema.changeZent)), "
+            + "a AS (INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", "
+            + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(PostgresSchema.transactionZent), NULL, $3::bigint, "
+            + "$3::bigint, NULL, $3::bigint, $4::double precision FROM t), x AS (SELECT pg_notify($1::text, t.n::text || ' ' || $2::text) FROM t)"
+        let parameters = [location.channel, announced, String(authorKey), String(Date().timeIntervalSinceReferenceDate)]
+        func insertChanges(_ slice: ArraySlice<String>, base: String, from: String) -> String {
+            let values = slice.enumerated().map { "(\($0.offset + 1), \($0.element))" }.joined(separator: ", ")
+            return "INSERT INTO \"ACHANGE\" (\(changeColumns)) SELECT \(base) + v.\"i\", \(PostgresSchema.changeZent), NULL, v.\"kind\", "
+                + "v.\"zent\", v.\"pk\", t.n, v.\"columns\"\(tombstones) FROM \(from) (VALUES \(values)) AS v(\(valueNames))"
+        }
+        let single = rows.count <= Self.rowsPerStatement
+        let found = try run(
+            "WITH \(keysSQL)" + (single ? ", h AS (\(insertChanges(rows[...], base: "c.base", from: "t, c,")))" : "")
+                + " SELECT t.n, c.base FROM t, c, x", parameters)
+        guard let number = found.integer(0, 0), let base = found.integer(0, 1) else {
+            throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY lacks its history rows")
+        }
+        // A large save (a migration): its changes in statements of ``rowsPerStatement`` rows.
+        var start = single ? rows.count : 0
+        while start < rows.count {
+            let end = min(start + Self.rowsPerStatement, rows.count)
+            _ = try run(
+                "WITH t AS (SELECT \(number)::bigint AS n) " + insertChanges(rows[start..<end], base: String(base + Int64(start)), from: "t,"), [])
+            start = end
+        }
         return number
     }
 

@@ -24,14 +24,14 @@ extension PostgresStore {
         guard !request.isEmpty else { return SaveEffects() }
         try checkOpen()
         return try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
-            if kept == nil || kept?.isBroken == true { kept = try PostgresConnection(location, timeout: Self.statementTimeout) }
+            if kept == nil || kept?.isBroken == true { kept = try PostgresConnection(location, timeout: location.statementTimeout) }
             guard var connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
             // A kept connection may have died with a server restarted since the last save; that
             // shows only when it is used. Nothing was sent yet: BEGIN again on a new one.
             do throws(ObjectGraphError) {
                 try run(connection, "BEGIN")
             } catch where connection.isBroken {
-                connection = try PostgresConnection(location, timeout: Self.statementTimeout)
+                connection = try PostgresConnection(location, timeout: location.statementTimeout)
                 kept = connection
                 try run(connection, "BEGIN")
             }

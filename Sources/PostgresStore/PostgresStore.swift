@@ -18,13 +18,9 @@ import Synchronization
 ///
 /// Threading: safe from many threads. Reads go through a pool of connections, saves through one
 /// connection of their own, one at a time; the announcement listener runs on a thread of its own
-/// once asked. Calls block on the network, bounded by ``statementTimeout``.
+/// once asked. Calls block on the network, bounded by the location's statement timeout.
 public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public static let typeName = "PostgreSQL"
-    /// Seconds a statement may take before the store gives up on its connection: longer than
-    /// any statement storefs makes on a sound server (a migration's largest insert), short enough
-    /// that a writer blocked in the kernel by a dead server gets EIO within a minute.
-    public static let statementTimeout: Double = 30
 
     public var storeType: String { Self.typeName }
     public var url: URL? { location.url }
@@ -59,7 +55,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         self.location = location
         self.isReadOnly = options.readOnly
         self.logger = logger
-        pool = ConnectionPool(location: location, timeout: Self.statementTimeout)
+        pool = ConnectionPool(location: location, timeout: location.statementTimeout)
         let exists = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.exists(connection) }
         if !exists {
             guard options.createIfMissing else {

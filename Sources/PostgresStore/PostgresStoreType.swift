@@ -15,13 +15,13 @@ public struct PostgresStoreType: PersistentStoreType {
 
     public func storeExists(at url: URL) throws(ObjectGraphError) -> Bool {
         let location = try PostgresLocation(url)
-        let connection = try PostgresConnection(location, timeout: PostgresStore.statementTimeout)
+        let connection = try PostgresConnection(location, timeout: location.statementTimeout)
         return try PostgresStore.exists(connection)
     }
 
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
         let location = try PostgresLocation(url)
-        let connection = try PostgresConnection(location, timeout: PostgresStore.statementTimeout)
+        let connection = try PostgresConnection(location, timeout: location.statementTimeout)
         guard try PostgresStore.exists(connection) else {
             throw ObjectGraphError(.notFound, "\(location) holds no storefs store in schema \(location.schema)")
         }
@@ -42,7 +42,7 @@ public struct PostgresStoreType: PersistentStoreType {
         let store = try PostgresStore(location: location, model: nil, options: StoreOptions(readOnly: true))
         let tables = store.layout.plannedTables.map(\.name) + ["Z_PRIMARYKEY", "Z_METADATA", "ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
         store.close()
-        let connection = try PostgresConnection(location, timeout: PostgresStore.statementTimeout)
+        let connection = try PostgresConnection(location, timeout: location.statementTimeout)
         _ = try connection.execute("BEGIN")
         do throws(ObjectGraphError) {
             for table in tables { _ = try connection.execute("DROP TABLE IF EXISTS \(SQLText.identifier(table))") }

@@ -6,6 +6,10 @@ import Synchronization
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The PostgreSQL store against a real server the tests start (``PostgresServer``): values
 /// bit for bit, Core Data's schema, keys handed out safely to several stores at once, optimistic
 /// locking property by property, every commit announced to the other stores, migration from
@@ -175,6 +179,44 @@ import Testing
         #expect(history.last?.changes.map(\.objectID).sorted() == ids && history.last?.author == "storefs")
     }
 
+    // MARK: - Replicas
+
+    @Test func aReadOnlyStoreOnAHotStandbyLearnsOfCommitsAndRefusesWrites() throws {
+        let primary = try PostgresServer(name: "primary")
+        defer { primary.remove() }
+        let writer = try open(primary.url(schema: "replicated"))
+        defer { writer.close() }
+        let department = writer.model.entityID(named: "Department")!
+        func insert(_ key: Int64) -> SaveRequest {
+            var request = SaveRequest()
+            request.inserted = [Snapshot(objectID: ObjectID(entity: department, key: PrimaryKey(key)), version: 1, attributes: ["name": .string("d\(key)")])]
+            return request
+        }
+        try writer.save(insert(1))
+        let standby = try PostgresServer(name: "standby", standbyOf: primary)
+        defer { standby.remove() }
+        let reader = try PostgresStore(
+            location: try PostgresLocation(standby.url(schema: "replicated")), model: nil, options: StoreOptions(readOnly: true))
+        defer { reader.close() }
+        #expect(reader.takeAnnouncedChanges().isEmpty, "starts the listener, which reads the history on a standby")
+        Thread.sleep(forTimeInterval: 0.5)
+        let id = ObjectID(entity: department, key: PrimaryKey(2))
+        try writer.save(insert(2))
+        var heard = AnnouncedChanges()
+        let started = Date()
+        while !heard.changed.contains(id) && Date().timeIntervalSince(started) < 10 {
+            heard.formUnion(reader.takeAnnouncedChanges())
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(heard.changed.contains(id), "the standby's store learnt of the primary's commit")
+        print("postgresql: a commit on the primary was heard on the standby after \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        #expect(try reader.snapshots(for: [id]).first?.attributes["name"] == .string("d2"))
+        // A store opened for writing on the standby is refused at its first save.
+        let wrong = try PostgresStore(location: try PostgresLocation(standby.url(schema: "replicated")), model: nil)
+        defer { wrong.close() }
+        StoreFixtures.expectError(.readOnly, mentioning: "read-only") { try wrong.save(insert(3)) }
+    }
+
     // MARK: - Migration
 
     @Test(arguments: [
@@ -225,6 +267,7 @@ import Testing
         }
         try store.save(insert(1))
         #expect(store.takeAnnouncedChanges().isEmpty)
+        Thread.sleep(forTimeInterval: 0.5)
         let generation = try store.externalChangeToken()
         try server.stop(mode: "immediate")
         do {
@@ -241,5 +284,23 @@ import Testing
         let deadline = Date().addingTimeInterval(10)
         while try store.externalChangeToken() == generation && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try store.externalChangeToken() != generation, "the change token moved after the reconnection")
+        // A server that stops answering (its processes stopped, its connections open): the save
+        // fails with EIO within the store's statement timeout and a reconnect (3 s and 2 s here; 30 s and 10 s by default).
+        let quick = try open(URL(string: url.absoluteString + "&timeout=3&connect_timeout=2")!, model: nil, create: false)
+        defer { quick.close() }
+        try quick.save(insert(4))
+        try server.signalAll(SIGSTOP)
+        let stopped = Date()
+        do {
+            try quick.save(insert(5))
+            Issue.record("a save to a server that answers nothing succeeded")
+        } catch {
+            #expect(error.code == .io, "\(error)")
+        }
+        let waited = Date().timeIntervalSince(stopped)
+        try server.signalAll(SIGCONT)
+        #expect(waited < 10, "the save gave up after \(waited) s")
+        try quick.save(insert(6))
+        #expect(try quick.objectIDs(of: department).map(\.key.rawValue) == [1, 3, 4, 6])
     }
 }

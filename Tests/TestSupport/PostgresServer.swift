@@ -52,8 +52,9 @@ public final class PostgresServer: Sendable {
         server.remove()
     }
 
-    /// Makes and starts a new cluster.
-    public init(name: String) throws {
+    /// Makes and starts a new cluster; with `primary`, a hot standby of that cluster's server
+    /// (pg_basebackup with streaming replication, as a replica for read-only mounts would run).
+    public init(name: String, standbyOf primary: PostgresServer? = nil) throws {
         guard let bin = Self.binaries() else {
             throw TestServerError(
                 "this test needs a PostgreSQL server and none is installed (no /usr/lib/postgresql/*/bin/initdb): "
@@ -68,9 +69,12 @@ public final class PostgresServer: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Self.run("chown", ["postgres", folder.path])
         do {
-            try asPostgres(
-                "\(bin)/initdb", ["-D", folder.appendingPathComponent("data").path, "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                    "--locale=C", "--no-sync"])
+            let data = folder.appendingPathComponent("data").path
+            if let primary {
+                try asPostgres("\(bin)/pg_basebackup", ["-D", data, "-R", "-h", primary.folder.path, "-p", "5432", "-U", "postgres", "-X", "stream"])
+            } else {
+                try asPostgres("\(bin)/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+            }
             try start()
         } catch {
             remove()
@@ -103,6 +107,17 @@ public final class PostgresServer: Sendable {
     /// killed at once, recovery at the next start); `fast` a clean stop.
     public func stop(mode: String = "fast") throws {
         try asPostgres("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", mode, "-w", "-t", "60", "stop"])
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) the server and every process it started: a
+    /// server that keeps its connections open and answers nothing.
+    public func signalAll(_ signal: Int32) throws {
+        let pidFile = folder.appendingPathComponent("data/postmaster.pid")
+        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let first = text.split(separator: "\n").first,
+            let postmaster = pid_t(first)
+        else { throw TestServerError("no running server in \(folder.path)") }
+        let children = try Self.run("timeout", ["10", "pgrep", "-P", String(postmaster)]).split(separator: "\n").compactMap { pid_t($0) }
+        for pid in [postmaster] + children { kill(pid, signal) }
     }
 
     /// psql on the `postgres` database; returns its output (unaligned, tuples only).
