@@ -50,8 +50,9 @@ echo "postgres.sh: $OBJECTS objects, storefs $STOREFS, PostgreSQL $("$PGBIN/post
 "$STOREFS" sample --objects "$OBJECTS" "$WORK/Company.sqlite" >/dev/null
 
 # --- migrate
-t0=$(now_us); "$STOREFS" migrate "$WORK/Company.sqlite" "$WORK/Again.sqlite" >/dev/null 2>&1; t1=$(now_us)
-t2=$(now_us); "$STOREFS" migrate "$WORK/Company.sqlite" "$URL" >/dev/null 2>&1; t3=$(now_us)
+migrate() { "$STOREFS" migrate "$@" >/dev/null 2>"$WORK/migrate.err" || { echo "$NAME: storefs migrate $*:" >&2; tail -5 "$WORK/migrate.err" >&2; exit 1; }; }
+t0=$(now_us); migrate "$WORK/Company.sqlite" "$WORK/Again.sqlite"; t1=$(now_us)
+t2=$(now_us); migrate "$WORK/Company.sqlite" "$URL"; t3=$(now_us)
 sqlite_rate=$(python3 -c "print('%.0f' % ($OBJECTS / (($t1 - $t0) / 1e6)))")
 pg_rate=$(python3 -c "print('%.0f' % ($OBJECTS / (($t3 - $t2) / 1e6)))")
 echo "migrate         into SQLite $(seconds "$t0" "$t1") s ($sqlite_rate objects/s), into PostgreSQL $(seconds "$t2" "$t3") s ($pg_rate objects/s), ratio $(ratio "$((t3 - t2))" "$((t1 - t0))")"
