@@ -23,14 +23,21 @@ let package = Package(
         // Readers of byte formats kept inside stores' values: DEFLATE and its wrappers, schema-less
         // protobuf, property lists as XML (value renderings; Core Data's Z_MODELCACHE).
         .target(name: "Decoding", dependencies: ["ObjectGraph"]),
+        // Core Data's schema without an SQL dialect: layout, history slots, metadata plist (SQLite and PostgreSQL).
+        .target(name: "CoreDataSchema", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", "Decoding", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "CoreDataSchema", "Decoding", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(
+            name: "PostgresStore",
+            dependencies: ["ObjectGraph", "CoreDataSchema", "CPostgres", "Locking", .product(name: "Logging", package: "swift-log")]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore"]),
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore"]),
@@ -40,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "storefs",
             dependencies: [
-                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "StoreFS", "FuseKit", "Locking",
+                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -52,17 +59,18 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
-            name: "StoreFSTests", dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "Decoding", "TestSupport"]),
+            name: "StoreFSTests",
+            dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport"]),
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "TestSupport",
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "StoreTypeTests",
-            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "TestSupport"]),
+            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "PostgresStore", "TestSupport"]),
         .testTarget(
             name: "SQLiteStoreTests",
             dependencies: ["SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -1,3 +1,4 @@
+import CoreDataSchema
 import Foundation
 import GRDB
 import ObjectGraph
@@ -18,15 +19,8 @@ extension SQLiteStore {
         _ request: SaveRequest, run: (String, StatementArguments, Bool) throws(ObjectGraphError) -> Int,
         _ written: inout WrittenChanges
     ) throws(ObjectGraphError) {
-        guard !request.toManyChanges.isEmpty else { return }
-        let inserted = Set(request.inserted.map(\.objectID))
-        let updated = Set(request.updated.filter { !$0.isEmpty }.map(\.objectID))
-        var names: [ObjectID: Set<String>] = [:]
-        for change in request.toManyChanges where !inserted.contains(change.source) && change.destinations != change.original {
-            names[change.source, default: []].insert(change.relationship)
-        }
-        for (source, relationships) in names.sorted(by: { $0.key < $1.key }) {
-            if !updated.contains(source) {
+        for (source, relationships, updatedOtherwise) in ToManyVersions(request).sources {
+            if !updatedOtherwise {
                 let (table, zent, _) = try place(of: source)
                 let changed = try run(
                     "UPDATE \(table.quotedDatabaseIdentifier) SET Z_OPT = Z_OPT + 1 WHERE Z_PK = ? AND Z_ENT = ?",

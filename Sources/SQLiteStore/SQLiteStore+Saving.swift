@@ -1,3 +1,4 @@
+import CoreDataSchema
 import Foundation
 import GRDB
 import ObjectGraph
@@ -418,14 +419,7 @@ extension SQLiteStore {
     }
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
-    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
-        let entityLayout = try entityLayout(id.entity)
-        let (table, rootZent) = try rootTable(of: id.entity)
-        guard let zent = entityLayout.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(entityLayout.name) has no Z_PRIMARYKEY row in \(path)", objects: [id])
-        }
-        return (table, zent, rootZent)
-    }
+    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) { try layout.place(of: id, in: path) }
 
     private func name(of id: ObjectID) -> String { "\(layout[id.entity].name) \(id.key)" }
 

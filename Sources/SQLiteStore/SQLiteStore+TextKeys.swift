@@ -1,3 +1,4 @@
+import CoreDataSchema
 import ObjectGraph
 
 extension SQLiteStore {

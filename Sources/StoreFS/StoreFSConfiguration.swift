@@ -16,6 +16,11 @@ public struct StoreFSConfiguration: Sendable, Hashable {
     public var commitDelay: Double = 0.2
     /// Seconds between checks for changes committed to the store by other processes.
     public var changePollInterval: Double = 1.0
+    /// Commit a written file's change at close(2) and report its failure there (close-to-open
+    /// consistency). Off by default: a store only this mount writes commits after
+    /// ``commitDelay`` of quiet instead, so a copy of many files is a few transactions; the CLI
+    /// turns it on for stores that several machines write (PostgreSQL).
+    public var commitsOnClose = false
     /// List fetched properties' folders in object folders. Default `false`: they are computed, not
     /// stored, so they are reachable by name (`ls p3/colleagues`) but not listed, as ZFS's
     /// `.zfs` with snapdir=hidden; `find`, `du`, `grep -r`, `diff -r` and `cp -a` of a mount then

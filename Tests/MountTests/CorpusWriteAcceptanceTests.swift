@@ -103,6 +103,25 @@ import Testing
     /// whose non-optional `items` is empty with minimum count 0, saves as Core Data saves it.)
     static let refusedEdits: [String: String] = [:]
 
+    /// Expects the store `context` reads to hold the plan's edits: the string set with Z_OPT
+    /// bumped, one object more, the link moved, the object gone.
+    static func expectEdits(
+        _ plan: Plan, in context: ObjectContext, countBefore: Int?, versionBefore: Int64?, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        if let (object, attribute) = plan.string, let versionBefore {
+            #expect(try context.value(of: attribute, for: object) == .string("storefs edit"), sourceLocation: sourceLocation)
+            #expect(try context.version(of: object) > versionBefore, "Z_OPT bumped", sourceLocation: sourceLocation)
+        }
+        if let entity = plan.insert, let countBefore {
+            let deletedThere = plan.delete.map { $0.entity == entity } == true
+            #expect(try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0), sourceLocation: sourceLocation)
+        }
+        if let (object, relationship, destination) = plan.relink {
+            #expect(try context.destination(of: relationship, for: object) == destination, sourceLocation: sourceLocation)
+        }
+        if let object = plan.delete { #expect(try !context.exists(object), sourceLocation: sourceLocation) }
+    }
+
     @Test(arguments: Corpus.names(in: "sqlite") { $0.hasSuffix(".sqlite") || $0.hasSuffix(".store") })
     func corpusStoreComesBackAsCoreDataAcceptsIt(_ name: String) throws {
         let mount = try MountedStore(copying: Corpus.url("sqlite/\(name)"), mount: false)
@@ -152,18 +171,7 @@ import Testing
         let check = try mount.engine()
         defer { check.close() }
         let context = check.newContext()
-        if let (object, attribute) = plan.string, let versionBefore {
-            #expect(try context.value(of: attribute, for: object) == .string("storefs edit"))
-            #expect(try context.version(of: object) > versionBefore, "Z_OPT bumped")
-        }
-        if let entity = plan.insert, let countBefore {
-            let deletedThere = plan.delete.map { $0.entity == entity } == true
-            #expect(try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0))
-        }
-        if let (object, relationship, destination) = plan.relink {
-            #expect(try context.destination(of: relationship, for: object) == destination)
-        }
-        if let object = plan.delete { #expect(try !context.exists(object)) }
+        try Self.expectEdits(plan, in: context, countBefore: countBefore, versionBefore: versionBefore)
         if name.contains("SampleModel2") {
             let wrong = try CoreDataWritesMountTests.sqlite(
                 mount.store, "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZBOOK = ZBOOK.Z_PK)")

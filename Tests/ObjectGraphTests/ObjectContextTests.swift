@@ -211,6 +211,25 @@ import Testing
         #expect(try context.destinations(of: "milestones", for: project) == [milestone])
     }
 
+    /// An object deleted through a No Action relationship is still in its inverse's list until the
+    /// save; deleting the inverse's owner then (Cascade over that list) deletes it, and is not
+    /// refused as a missing object.
+    @Test func aCascadeOverAnObjectDeletedAlreadyDeletesTheRest() throws {
+        let coordinator = makeSampleCoordinator()
+        let context = coordinator.newContext()
+        let model = context.model
+        let project = try context.insertObject(of: model.id("Project"))
+        let milestone = try context.insertObject(of: model.id("Milestone"))
+        try context.setDestination(project, of: "project", for: milestone)
+        try context.save()
+        try context.delete(milestone)
+        #expect(try context.destinations(of: "milestones", for: project).isEmpty, "a deleted object is listed nowhere")
+        let deleted = try context.delete(project)
+        #expect(deleted.map(\.objectID) == [project])
+        try context.save()
+        #expect(try !context.exists(project) && !context.exists(milestone))
+    }
+
     @Test func validationRefusesBadValues() throws {
         let coordinator = makeSampleCoordinator()
         let context = coordinator.newContext()

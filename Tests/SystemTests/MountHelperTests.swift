@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `mount -t fuse.storefs` and /etc/fstab lines, through the real mount(8) and the helper
@@ -58,6 +59,32 @@ import Testing
             #expect(!isMounted(scratch.mountPoint))
         }
         #expect(try storedLastName(scratch.store) == stored)
+    }
+
+    /// A PostgreSQL store as the source, as an fstab line gives it: `postgresql://...` for
+    /// `mount -t fuse.storefs` (`_netdev` is mount(8)'s and ignored by storefs).
+    @Test func mountTypeFuseStorefsMountsAPostgreSQLURL() throws {
+        let mount = try tool("mount", package: "mount")
+        let umount = try tool("umount", package: "mount")
+        let server = try PostgresServer.shared()
+        let url = server.url(schema: PostgresServer.uniqueSchema("fstab"))
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let created = try run(try storefsBinary(), ["create", "--model", "sample", url.absoluteString])
+        #expect(created.succeeded, "storefs create URL: \(created.errorOutput)")
+        try Self.withHelper {
+            let mounted = try run(
+                mount, ["-t", "fuse.storefs", url.absoluteString, scratch.mountPoint, "-o", "_netdev,log_file=\(scratch.path)/log"])
+            #expect(mounted.succeeded, "mount -t fuse.storefs URL: \(mounted.errorOutput)")
+            defer { _ = try? run(umount, [scratch.mountPoint]) }
+            #expect(mountType(scratch.mountPoint) == "fuse.storefs")
+            #expect(try run("/bin/mkdir", [scratch.mountPoint + "/Department/p1"]).succeeded)
+            #expect(try shell("echo Research > \(quoted(scratch.mountPoint + "/Department/p1/name"))").succeeded)
+            #expect(try run(umount, [scratch.mountPoint]).succeeded)
+        }
+        let name = try server.psql(
+            "SELECT \"ZNAME\" FROM \(url.query!.split(separator: "=").last!).\"ZDEPARTMENT\" WHERE \"Z_PK\" = 1")
+        #expect(name == "Research\n", "the write through the fstab-style mount is in the store: \(name)")
     }
 
     @Test func anFstabLineMountsWithMountsOwnOptionsIgnored() throws {

@@ -314,11 +314,17 @@ extension ObjectContext {
     }
 
     /// The objects `relationship` of `id` reaches (to-one or to-many).
+    /// The destinations of `relationship` of `id` that still exist in this context: an object
+    /// deleted already (through a No Action relationship, its inverse may still name it) is
+    /// neither deleted again nor in anyone's way.
     func relatedLocked(_ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
         throws(ObjectGraphError) -> [ObjectID]
     {
-        if relationship.isToMany { return try toManyLocked(relationship.name, id, &state) }
-        return try existingSnapshot(id, &state).toOne[relationship.name].map { [$0] } ?? []
+        let related =
+            relationship.isToMany
+            ? try toManyLocked(relationship.name, id, &state)
+            : try existingSnapshot(id, &state).toOne[relationship.name].map { [$0] } ?? []
+        return state.deleted.isEmpty ? related : related.filter { state.deleted[$0] == nil }
     }
 
     /// Applies `change` to the pending state of `id`, registering it as updated on first change.

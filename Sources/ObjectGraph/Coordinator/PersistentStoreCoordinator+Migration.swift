@@ -66,6 +66,10 @@ extension PersistentStoreCoordinator {
     public func migrate(
         to url: URL, type: any PersistentStoreType, progress: (Int, Int) -> Void = { _, _ in }
     ) throws(ObjectGraphError) {
+        if StoreURL.isService(url) {
+            try migrate(toService: url, type: type, progress: progress)
+            return
+        }
         let fileManager = FileManager.default
         guard !fileManager.fileExists(atPath: url.path) else {
             throw ObjectGraphError(.exists, "\(url.path) exists; migration writes a new store and never overwrites one")
@@ -104,6 +108,30 @@ extension PersistentStoreCoordinator {
             }
         } catch {
             removeTemporary()
+            throw error
+        }
+    }
+
+    /// Migrates into a new store on a server (PostgreSQL): created empty, then filled by one save
+    /// (one transaction: all objects or none); when anything fails, the new store is removed, so
+    /// there is never a half-written store at `url`.
+    private func migrate(toService url: URL, type: any PersistentStoreType, progress: (Int, Int) -> Void) throws(ObjectGraphError) {
+        guard try !type.storeExists(at: url) else {
+            throw ObjectGraphError(.exists, "\(StoreURL.describe(url)) holds a store; migration writes a new store and never overwrites one")
+        }
+        var metadata = StoreMetadata()
+        metadata.storeUUID = try store.metadata().storeUUID
+        metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
+        let destination = try type.open(at: url, model: model, options: StoreOptions(createIfMissing: true), initialMetadata: metadata)
+        do throws(ObjectGraphError) {
+            try migrate(into: destination, progress: progress)
+            destination.close()
+        } catch {
+            destination.close()
+            do { try type.removeStore(at: url) } catch let removal {
+                throw ObjectGraphError(
+                    error.code, "\(error.message); removing the new, incomplete store failed too (\(removal.message)): remove it by hand")
+            }
             throw error
         }
     }

@@ -58,6 +58,11 @@ public final class PersistentStoreCoordinator: Sendable {
     public static func storeType(for url: URL, among types: [any PersistentStoreType]) throws(ObjectGraphError)
         -> any PersistentStoreType
     {
+        if StoreURL.isService(url) {
+            let scheme = url.scheme?.lowercased() ?? ""
+            if let type = types.first(where: { $0.urlSchemes.contains(scheme) }) { return type }
+            throw ObjectGraphError(.unsupported, "\(StoreURL.describe(url)): storefs knows no store type for URLs of scheme \(scheme)")
+        }
         let suffix = url.pathExtension.lowercased()
         if let type = types.first(where: { $0.fileExtensions.contains(suffix) }) { return type }
         if let handle = FileHandle(forReadingAtPath: url.path) {
@@ -96,7 +101,8 @@ public final class PersistentStoreCoordinator: Sendable {
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
         let type: any PersistentStoreType
         if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
-        let lock = options.readOnly ? nil : try StoreLock.acquire(for: url)
+        // A store whose type keeps several writers apart itself (a server's) takes no lock file.
+        let lock = options.readOnly || type.allowsSeveralWriters ? nil : try StoreLock.acquire(for: url)
         do throws(ObjectGraphError) {
             let (store, source) = try open(
                 at: url, type: type, model: model, options: options, metadata: metadata, modelDescription: modelDescription)
@@ -113,21 +119,22 @@ public final class PersistentStoreCoordinator: Sendable {
         at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata,
         modelDescription: ModelSource?
     ) throws(ObjectGraphError) -> (any PersistentStore, ModelSource?) {
-        let exists = FileManager.default.fileExists(atPath: url.path)
+        let exists = try type.storeExists(at: url)
+        let place = StoreURL.describe(url)
         var model = model
         var initial = metadata
         var source: ModelSource? = model.map { _ in modelDescription ?? .given("given by the caller") }
         if exists {
             if model == nil, let text = try type.metadata(at: url).embeddedModel {
-                model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(url.path) (embedded model)")
+                model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(place) (embedded model)")
                 source = .keptByStoreFS
             }
         } else {
             guard options.createIfMissing else {
-                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
+                throw ObjectGraphError(.notFound, "\(place) does not exist")
             }
             guard let model else {
-                throw ObjectGraphError(.invalidModel, "creating \(url.path) needs a model (--model)")
+                throw ObjectGraphError(.invalidModel, "creating \(place) needs a model (--model)")
             }
             initial[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
             if initial.storeUUID == nil { initial.storeUUID = StoreMetadata.newStoreUUID() }

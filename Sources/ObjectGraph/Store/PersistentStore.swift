@@ -113,6 +113,20 @@ extension PersistentStore {
 extension PersistentStoreType {
     /// A type that cannot tell its files by content claims them by suffix only.
     public func recognizes(fileStart: Data) -> Bool { false }
+
+    /// Types whose stores are files answer to no URL scheme but `file`.
+    public var urlSchemes: [String] { [] }
+
+    /// A store file has one writer at a time (``StoreLock``).
+    public var allowsSeveralWriters: Bool { false }
+
+    /// A store file exists when the file does.
+    public func storeExists(at url: URL) throws(ObjectGraphError) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+
+    /// A store file is removed with the files beside it that its type writes while open.
+    public func removeStore(at url: URL) throws(ObjectGraphError) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    }
 }
 
 /// Options for opening a store.
@@ -152,4 +166,36 @@ public protocol PersistentStoreType: Sendable {
     func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore
+
+    /// URL schemes of stores this type serves on a server (`postgresql`); empty for types whose
+    /// stores are files (`file:` URLs, chosen by suffix or content).
+    var urlSchemes: [String] { get }
+
+    /// Whether several processes may write one store at once (the store keeps them apart);
+    /// otherwise a writer takes the store's ``StoreLock``.
+    var allowsSeveralWriters: Bool { get }
+
+    /// Whether a store exists at `url` (a file, or a store on a server).
+    func storeExists(at url: URL) throws(ObjectGraphError) -> Bool
+
+    /// Removes the store at `url`: what a migration into a new store that failed leaves behind.
+    func removeStore(at url: URL) throws(ObjectGraphError)
+}
+
+/// How a store's URL appears in messages and logs: a file's path, or a server URL without its
+/// password.
+public enum StoreURL {
+    public static func describe(_ url: URL?) -> String {
+        guard let url else { return "memory" }
+        if url.isFileURL { return url.path }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "(a URL)" }
+        if components.password != nil { components.password = "***" }
+        if let items = components.queryItems, items.contains(where: { $0.name == "password" }) {
+            components.queryItems = items.map { $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0 }
+        }
+        return components.string ?? "(a URL)"
+    }
+
+    /// Whether `url` names a store on a server rather than a file.
+    public static func isService(_ url: URL) -> Bool { !url.isFileURL && url.scheme != nil }
 }

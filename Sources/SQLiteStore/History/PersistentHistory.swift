@@ -1,4 +1,5 @@
 import Foundation
+import CoreDataSchema
 import GRDB
 import Logging
 import ObjectGraph
@@ -41,116 +42,17 @@ struct PersistentHistory: Sendable {
     static let author = "storefs"
 
     let tables: Tables
-    /// Per entity (index = EntityID - 1): the slot names of ``slots(of:)``.
-    let slots: [[String]]
-    /// Per entity: the attributes whose values a delete keeps, in tombstone order.
-    let preserved: [[String]]
-    private let toOneSlots: [[String: [String]]]
+    /// The property slots its changes mark.
+    let slots: HistorySlots
 
     init(tables: Tables, model: ManagedObjectModel) {
         self.tables = tables
-        var slots: [[String]] = []
-        var preserved: [[String]] = []
-        var toOneSlots: [[String: [String]]] = []
-        for entity in model.entities {
-            let (list, extra) = Self.slots(of: entity.id, in: model)
-            slots.append(list)
-            toOneSlots.append(extra)
-            let byName = Dictionary(entity.allAttributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-            preserved.append(list.filter { byName[$0]?.preservesValueInHistoryOnDeletion == true })
-        }
-        self.slots = slots
-        self.preserved = preserved
-        self.toOneSlots = toOneSlots
+        self.slots = HistorySlots(model: model)
     }
 
-    // MARK: - Slots
+    func columnMask(for names: Set<String>, of entity: EntityID) -> Data { slots.columnMask(for: names, of: entity) }
 
-    /// The properties an update's `ZCOLUMNS` bits stand for, in bit order: to-one relationships,
-    /// then one `NAME#entity` slot per to-one whose destination has subentities (its `Z<n>_`
-    /// column), one `NAME#order` slot per to-one whose inverse is ordered (its `Z_FOK_` column),
-    /// then non-transient attributes, then to-many relationships. Within each group the
-    /// properties the root entity declares come first, then each subentity level's down to this
-    /// entity, and within a level by name (code point order). Also returns, per to-one, the
-    /// slots a change of it marks.
-    static func slots(of id: EntityID, in model: ManagedObjectModel) -> ([String], [String: [String]]) {
-        var chain: [EntityDescription] = []
-        var current: EntityID? = id
-        while let e = current, chain.count <= model.entities.count {
-            chain.insert(model[e], at: 0)
-            current = model[e].parentID
-        }
-        var level: [String: Int] = [:]
-        var attributes: [AttributeDescription] = []
-        var relationships: [RelationshipDescription] = []
-        for (depth, entity) in chain.enumerated() {
-            for attribute in entity.attributes where level[attribute.name] == nil {
-                level[attribute.name] = depth
-                attributes.append(attribute)
-            }
-            for relationship in entity.relationships where level[relationship.name] == nil {
-                level[relationship.name] = depth
-                relationships.append(relationship)
-            }
-        }
-        func order(_ a: String, _ b: String) -> Bool {
-            let (la, lb) = (level[a] ?? 0, level[b] ?? 0)
-            return la != lb ? la < lb : a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
-        }
-        let toOne = relationships.filter { !$0.isTransient && !$0.isToMany }.sorted { order($0.name, $1.name) }
-        let toMany = relationships.filter { !$0.isTransient && $0.isToMany }.map(\.name).sorted(by: order)
-        var extra: [String: [String]] = [:]
-        var entitySlots: [String] = []
-        var orderSlots: [String] = []
-        for relationship in toOne {
-            var marks = [relationship.name]
-            if let destination = model.entityID(named: relationship.destinationEntityName), !model[destination].subentityIDs.isEmpty {
-                entitySlots.append(relationship.name + "#entity")
-                marks.append(relationship.name + "#entity")
-            }
-            if let inverse = model.inverse(of: relationship), inverse.isToMany, inverse.isOrdered {
-                orderSlots.append(relationship.name + "#order")
-                marks.append(relationship.name + "#order")
-            }
-            extra[relationship.name] = marks
-        }
-        let plain = attributes.filter { !$0.isTransient }.map(\.name).sorted(by: order)
-        return (toOne.map(\.name) + entitySlots + orderSlots + plain + toMany, extra)
-    }
-
-    func slots(of entity: EntityID) -> [String] {
-        entity.rawValue >= 1 && entity.rawValue <= slots.count ? slots[entity.rawValue - 1] : []
-    }
-
-    /// `ZCOLUMNS` for an update of `names` of an object of `entity`: a changed to-one marks its
-    /// entity and order slots too (Core Data's rows mark both together).
-    func columnMask(for names: Set<String>, of entity: EntityID) -> Data {
-        let list = slots(of: entity)
-        var marked: Set<String> = []
-        let extra = entity.rawValue >= 1 && entity.rawValue <= toOneSlots.count ? toOneSlots[entity.rawValue - 1] : [:]
-        for name in names { marked.formUnion(extra[name] ?? [name]) }
-        var bytes = [UInt8](repeating: 0, count: (list.count + 7) / 8)
-        for (i, slot) in list.enumerated() where marked.contains(slot) {
-            bytes[i / 8] |= 0x80 >> UInt8(i % 8)
-        }
-        return Data(bytes)
-    }
-
-    /// The slot names a `ZCOLUMNS` value marks; nil when its length or bits do not fit the
-    /// entity's slots (another model than the one the store was written with).
-    func decode(mask: Data, of entity: EntityID) -> [String]? {
-        let list = slots(of: entity)
-        guard mask.count == (list.count + 7) / 8 else { return nil }
-        var names: [String] = []
-        for (byteIndex, byte) in mask.enumerated() {
-            for bit in 0..<8 where byte & (0x80 >> UInt8(bit)) != 0 {
-                let slot = byteIndex * 8 + bit
-                guard slot < list.count else { return nil }
-                names.append(list[slot])
-            }
-        }
-        return names
-    }
+    func decode(mask: Data, of entity: EntityID) -> [String]? { slots.decode(mask: mask, of: entity) }
 
     // MARK: - Finding it in a store
 
@@ -197,8 +99,7 @@ struct PersistentHistory: Sendable {
         if case .inferred = modelSource {
             throw refuse("the store holds no model (Z_MODELCACHE) and the model inferred from its schema cannot say which bits a change sets; give the app's model with --model")
         }
-        let tombstones = schema.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
-            .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+        let tombstones = schema.tombstoneColumns
         let history = PersistentHistory(
             tables: Tables(change: change, transaction: transaction, string: string, tombstoneColumns: tombstones), model: model)
         // The last updates Core Data wrote must fit this model's slots: if they do not, the slots
@@ -212,7 +113,7 @@ struct PersistentHistory: Sendable {
             if history.decode(mask: mask, of: entity) == nil {
                 throw refuse(
                     "its recorded changes of \(model[entity].name) do not fit the properties of the model storefs has "
-                        + "(\(history.slots(of: entity).count) slots, \(mask.count) bytes); give the app's model with --model")
+                        + "(\(history.slots.slots(of: entity).count) slots, \(mask.count) bytes); give the app's model with --model")
             }
         }
         return history
@@ -282,7 +183,5 @@ struct PersistentHistory: Sendable {
     }
 
     /// The attributes of `entity` a delete records, in tombstone order.
-    func preservedAttributes(of entity: EntityID) -> [String] {
-        entity.rawValue >= 1 && entity.rawValue <= preserved.count ? preserved[entity.rawValue - 1] : []
-    }
+    func preservedAttributes(of entity: EntityID) -> [String] { slots.preservedAttributes(of: entity) }
 }

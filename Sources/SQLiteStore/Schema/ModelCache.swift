@@ -1,3 +1,4 @@
+import CoreDataSchema
 import Foundation
 import GRDB
 import Logging

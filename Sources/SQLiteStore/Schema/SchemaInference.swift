@@ -1,3 +1,4 @@
+import CoreDataSchema
 import Foundation
 import Logging
 import ObjectGraph

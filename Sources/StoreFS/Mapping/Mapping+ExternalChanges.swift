@@ -18,6 +18,7 @@ extension Mapping {
                 if session.schedule.isDue(after: configuration.commitDelay) { commit(reason: "idle") }
             }
             freedMemory.trimIfRowsWereEvicted(coordinator.rowCache.statistics.evictions)
+            applyAnnouncedChanges()
             if lastPoll.withLock({ Date().timeIntervalSince($0) >= configuration.changePollInterval }) {
                 lastPoll.withLock { $0 = Date() }
                 checkForExternalChanges()

@@ -177,12 +177,18 @@ struct AttributeFile: NodeType {
         mapping.settleFolders(mapping.session.copyIn.endFreshness(of: object))
         mapping.commit(reason: "fsync", removalsIn: object)
         let attribute = mapping.model[object.entity].allAttributes[node.property].name
-        guard let error = mapping.unsavedError(of: object, attribute: attribute) else { return }
         let openFiles = mapping.session.openFiles
-        let applied = openFiles.file(handle)?.applied
-        let pending = try? mapping.context.value(of: attribute, for: object)
-        mapping.context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
-        openFiles.update(handle) { $0.applied = nil }
+        // Checked and taken back under the commit lock: another thread's commit in between would
+        // otherwise save the change this fsync then reports as not saved.
+        let failure: ObjectGraphError? = mapping.session.commitLock.withLock { _ in
+            guard let error = mapping.unsavedError(of: object, attribute: attribute) else { return nil }
+            let applied = openFiles.file(handle)?.applied
+            let pending = try? mapping.context.value(of: attribute, for: object)
+            mapping.context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
+            openFiles.update(handle) { $0.applied = nil }
+            return error
+        }
+        guard let error = failure else { return }
         mapping.renderedValues.valuesChanged()
         mapping.invalidateRelated([object])
         throw fileSystemError(error, "fsync \(mapping.describe(object))/\(attribute): not saved, and taken back", logger: mapping.logger)

@@ -48,11 +48,12 @@ final class CommitFailures: Sendable {
     /// The changes conflicts dropped during the mount and nobody was told of.
     var droppedChanges: [PendingChange] { state.withLock { $0.dropped } }
 
-    /// Takes out the dropped change of `object` (its writer is being told).
+    /// Takes out the dropped change of `object` (its writer is being told). Its reason stays in
+    /// `user.storefs.error` until the object is next saved: the writer got EBUSY, the xattr says
+    /// which change of which object lost.
     func takeDropped(of object: ObjectID) -> PendingChange? {
         state.withLock { state in
             guard let index = state.dropped.lastIndex(where: { $0.objectID == object }) else { return nil }
-            state.reasons[object] = nil
             return state.dropped.remove(at: index)
         }
     }

@@ -11,6 +11,7 @@ extension Mapping {
         _ = try attributes(of: node)
         let truncating = flags.isWriting && flags.truncates
         let handle = session.openFiles.open(node, buffer: truncating ? Data() : nil)
+        if flags.isWriting { rememberWhatItShows(handle, node) }
         // On a read-write mount every open bypasses the page cache (direct I/O): the kernel keeps
         // one size per file, which a writer's O_TRUNC sets to 0 at once, so a cached reader would
         // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
@@ -34,6 +35,7 @@ extension Mapping {
         guard file.dirty, let buffer = file.buffer else { return }
         if file.written {
             try commitBuffer(handle)
+            try commitOnClose(file.node, handle: handle)
         } else if file.node.kind == .attribute {
             // Logged at the release, if it still holds this then.
             _ = try parsedValue(buffer, for: file.node.object, file.node.property, logging: false)
@@ -43,9 +45,15 @@ extension Mapping {
     /// Parses a handle's buffered content and sets the attribute; EINVAL (value unchanged) when it
     /// does not parse or validate.
     func commitBuffer(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
+        let readAs = session.openFiles.file(handle)?.readAs
         guard let (node, content) = session.openFiles.takeBuffer(handle) else { return }
-        let applied = try setContent(content, of: node)
-        if let applied { session.openFiles.update(handle) { $0.applied = applied } }
+        let applied = try setContent(content, of: node, readAs: readAs)
+        if let applied {
+            session.openFiles.update(handle) {
+                $0.applied = applied
+                if $0.readAs != nil { $0.readAs = .some(applied.value) }
+            }
+        }
     }
 
     /// The value file content sets attribute `index` of `object` to, checked against the attribute
@@ -72,7 +80,11 @@ extension Mapping {
 
     /// Sets the attribute `node` names from file content; returns what was set.
     @discardableResult
-    func setContent(_ content: Data, of node: Node) throws(FileSystemError) -> OpenFiles.AppliedValue? {
+    /// `readAs`: on a store other machines write, the value the writer's handle showed, which
+    /// this change is a change of (``ObjectContext/setValue(_:of:for:readAs:)``).
+    func setContent(_ content: Data, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError)
+        -> OpenFiles.AppliedValue?
+    {
         guard node.kind == .attribute else { return nil }
         let (object, index) = (node.object, node.property)
         let attribute = model[object.entity].allAttributes[index]
@@ -80,8 +92,13 @@ extension Mapping {
         let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
         session.copyIn.show(attribute.name, in: object)
         session.removals.unhide(.property(attribute.name), in: object)
-        try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
-            "write \(describe(object))/\(attribute.name)")
+        try engine({ () throws(ObjectGraphError) in
+            if let readAs {
+                try context.setValue(value, of: attribute.name, for: object, readAs: readAs)
+            } else {
+                try context.setValue(value, of: attribute.name, for: object)
+            }
+        }, "write \(describe(object))/\(attribute.name)")
         changed(object)
         invalidate(node)
         if !existed { invalidate(.object(object)) }

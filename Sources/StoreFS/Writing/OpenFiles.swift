@@ -31,6 +31,9 @@ final class OpenFiles: Sendable {
         var applied: AppliedValue?
         /// The stored value's content as this handle's reader sees it, rendered at the first read.
         var rendered: Data?
+        /// On a store other machines write: the value this handle showed when it was opened (and,
+        /// after a change through it was set, that value), which a change through it changes.
+        var readAs: AttributeValue??
     }
 
     /// An attribute value set through a handle.

@@ -15,21 +15,21 @@ struct Create: ParsableCommand {
         help: "The model: an Xcode .xcdatamodeld/.xcdatamodel (or its contents file), a compiled .momd/.mom, or a store whose model to use.")
     var model: String
 
-    @Argument(help: "The store to write; its suffix gives the type (.sqlite). It must not exist.")
+    @Argument(help: "The store to write: a file whose suffix gives the type (.sqlite), or a postgresql:// URL. It must not exist.")
     var store: String
 
     @OptionGroup var log: LogOptions
 
     func run() throws {
         _ = log.bootstrap()
-        let url = URL(fileURLWithPath: store)
-        guard !FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(store) exists; choose a new file")
+        let url = StoreTypes.location(store)
+        guard try !StoreTypes.exists(url) else {
+            throw ValidationError("\(StoreURL.describe(url)) exists; choose a new file (or another schema)")
         }
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: try StoreTypes.model(at: model),
             options: StoreOptions(createIfMissing: true))
         coordinator.close()
-        print("created \(store) with \(coordinator.model.entities.count) entities")
+        print("created \(StoreURL.describe(url)) with \(coordinator.model.entities.count) entities")
     }
 }

@@ -19,16 +19,16 @@ struct Info: ParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
-    @Argument(help: "The store file.")
+    @Argument(help: "The store file, or a postgresql:// URL.")
     var store: String
 
     @OptionGroup var log: LogOptions
 
     func run() throws {
         let logger = log.bootstrap()
-        let url = URL(fileURLWithPath: store)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(store) does not exist")
+        let url = StoreTypes.location(store)
+        guard try StoreTypes.exists(url) else {
+            throw ValidationError("\(StoreURL.describe(url)) does not exist")
         }
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
@@ -45,7 +45,7 @@ struct Info: ParsableCommand {
         for warning in hashes.warnings { logger.warning("\(store): \(warning)") }
         if json {
             var object: [String: Any] = [
-                "path": url.path, "type": metadata.storeType ?? coordinator.store.storeType,
+                "path": StoreURL.describe(url), "type": metadata.storeType ?? coordinator.store.storeType,
                 "uuid": metadata.storeUUID ?? "",
                 "entities": Dictionary(uniqueKeysWithValues: counts),
                 "objects": counts.reduce(0) { $0 + $1.1 },
@@ -59,7 +59,7 @@ struct Info: ParsableCommand {
             print(String(decoding: data, as: UTF8.self))
             return
         }
-        print("store:    \(url.path)")
+        print("store:    \(StoreURL.describe(url))")
         print("type:     \(metadata.storeType ?? coordinator.store.storeType)")
         print("uuid:     \(metadata.storeUUID ?? "")")
         print("model:    \(coordinator.modelSource.description)")

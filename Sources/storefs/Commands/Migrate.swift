@@ -11,10 +11,10 @@ struct Migrate: ParsableCommand {
             exist: it is written under a temporary name and appears only when complete.
             """)
 
-    @Argument(help: "The store to read (.sqlite, .xml, .binary).")
+    @Argument(help: "The store to read (.sqlite, .xml, .binary, or a postgresql:// URL).")
     var source: String
 
-    @Argument(help: "The new store; its suffix gives the type unless --type says otherwise.")
+    @Argument(help: "The new store; its suffix (or postgresql:// URL) gives the type unless --type says otherwise.")
     var destination: String
 
     @Option(name: .long, help: "The destination's type: sqlite, xml or binary.")
@@ -27,10 +27,10 @@ struct Migrate: ParsableCommand {
 
     func run() throws {
         _ = log.bootstrap()
-        let sourceURL = URL(fileURLWithPath: source)
-        let destinationURL = URL(fileURLWithPath: destination)
-        guard FileManager.default.fileExists(atPath: sourceURL.path) else {
-            throw ValidationError("\(source) does not exist")
+        let sourceURL = StoreTypes.location(source)
+        let destinationURL = StoreTypes.location(destination)
+        guard try StoreTypes.exists(sourceURL) else {
+            throw ValidationError("\(StoreURL.describe(sourceURL)) does not exist")
         }
         let destinationType: any PersistentStoreType
         if let found = try StoreTypes.type(named: type) {
@@ -48,7 +48,7 @@ struct Migrate: ParsableCommand {
         for entity in coordinator.model.entities { objects += try coordinator.store.count(of: entity.id) }
         let seconds = Date().timeIntervalSince(started)
         print(
-            "migrated \(objects) objects from \(source) (\(coordinator.store.storeType)) to \(destination) "
+            "migrated \(objects) objects from \(StoreURL.describe(sourceURL)) (\(coordinator.store.storeType)) to \(StoreURL.describe(destinationURL)) "
                 + "(\(destinationType.name)) in \(String(format: "%.2f", seconds)) s")
     }
 }

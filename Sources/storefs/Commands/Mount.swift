@@ -13,7 +13,7 @@ struct Mount: ParsableCommand {
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
 
-    @Argument(help: "The store file (.sqlite, .xml, .binary) or a folder of store files, then an existing, empty directory to mount it on; with --memory, the directory only.")
+    @Argument(help: "The store file (.sqlite, .xml, .binary), a postgresql:// URL, or a folder of store files, then an existing, empty directory to mount it on; with --memory, the directory only.")
     var paths: [String]
 
     @Flag(name: .long, help: "Mount a new, empty in-memory store (nothing on disk; needs --model).")
@@ -63,7 +63,7 @@ struct Mount: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func run() throws {
-        let configuration: MountConfiguration
+        var configuration: MountConfiguration
         do {
             configuration = try MountConfiguration(options: options)
         } catch let error as MountOptionError {
@@ -92,14 +92,14 @@ struct Mount: ParsableCommand {
             try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
-        let url = URL(fileURLWithPath: store)
+        let url = StoreTypes.location(store)
         var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
+        if !StoreURL.isService(url), FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
             try Server.serveFolder(directory: url, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(store) does not exist (storefs create or storefs sample make one)")
+        guard try StoreTypes.exists(url) else {
+            throw ValidationError("\(StoreURL.describe(url)) does not exist (storefs create or storefs sample make one)")
         }
         let progress =
             progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
@@ -108,7 +108,12 @@ struct Mount: ParsableCommand {
             at: url, types: StoreTypes.all, model: given?.model,
             options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine,
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
-        logger.info("model of \(store): \(coordinator.modelSource.description)")
+        logger.info("model of \(StoreURL.describe(url)): \(coordinator.modelSource.description)")
+        if try PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all).allowsSeveralWriters {
+            // Other machines mount it too: a close hands the file's change to the store before it
+            // returns (close-to-open), and reports a conflict or a lost server there.
+            configuration.fileSystem.commitsOnClose = true
+        }
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
     }
 

@@ -23,8 +23,8 @@ enum Server {
         let entities = coordinator.model.entities
         let keptModel = (try? store.metadata().embeddedModel) != nil
         logger.debug(
-            "store \(store.url?.path ?? "in memory"): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
-        let source = store.url?.path ?? "memory"
+            "store \(StoreURL.describe(store.url)): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
+        let source = StoreURL.describe(store.url)
         defer { coordinator.close() }
         try serve(mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady) {
             fsConfiguration, counters in

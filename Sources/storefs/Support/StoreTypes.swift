@@ -2,12 +2,27 @@ import Foundation
 import Logging
 import ObjectGraph
 import BinaryStore
+import PostgresStore
 import SQLiteStore
 import XMLStore
 
 /// The store types the CLI knows, and how `--model` and `--type` are read.
 enum StoreTypes {
-    static let all: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType(), BinaryStoreType()]
+    static let all: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType(), BinaryStoreType(), PostgresStoreType()]
+
+    /// The store a STORE argument names: a `postgresql://` (or `postgres://`) URL as given,
+    /// anything else a file path.
+    static func location(_ argument: String) -> URL {
+        let lowered = argument.lowercased()
+        if PostgresLocation.schemes.contains(where: { lowered.hasPrefix($0 + "://") }), let url = URL(string: argument) { return url }
+        return URL(fileURLWithPath: argument)
+    }
+
+    /// Whether the store at `url` exists (a file, or a store on a server, asked of its type).
+    static func exists(_ url: URL) throws -> Bool {
+        guard StoreURL.isService(url) else { return FileManager.default.fileExists(atPath: url.path) }
+        return try PersistentStoreCoordinator.storeType(for: url, among: all).storeExists(at: url)
+    }
 
     /// A model from `--model`, with what `storefs info` says about where it came from.
     struct LoadedModel {
@@ -65,7 +80,7 @@ enum StoreTypes {
         guard let name else { return nil }
         let lowered = name.lowercased()
         guard let found = all.first(where: { $0.name.lowercased() == lowered || $0.fileExtensions.contains(lowered) }) else {
-            throw ObjectGraphError(.unsupported, "unknown store type \(name); use sqlite, xml or binary")
+            throw ObjectGraphError(.unsupported, "unknown store type \(name); use sqlite, xml or binary (a PostgreSQL store is named by its postgresql:// URL)")
         }
         return found
     }

@@ -9,16 +9,16 @@ import ObjectGraph
 /// A place is taken only where the inserted row's own to-one names the relationship's source, as
 /// the UPDATE it replaces requires (`WHERE Z_PK = ? AND <key column> = source`); anything else is
 /// left to that UPDATE.
-struct InsertedOrders {
+package struct InsertedOrders {
     /// The order columns of a table that inserts write, in a fixed order; a row without a place
     /// leaves its column out of its INSERT (the column's default applies, as before).
-    private(set) var columnsByTable: [String: [String]] = [:]
+    package private(set) var columnsByTable: [String: [String]] = [:]
     /// Order values by inserted object and column.
     private var places: [ObjectID: [String: Int64]] = [:]
     /// Objects a list names more than once: left to the UPDATEs.
     private var repeated: Set<ObjectID> = []
 
-    init(_ request: SaveRequest, layout: StoreLayout, model: ManagedObjectModel) {
+    package init(_ request: SaveRequest, layout: StoreLayout, model: ManagedObjectModel) {
         guard !request.inserted.isEmpty, !request.toManyChanges.isEmpty else { return }
         var inserted: [ObjectID: Int] = [:]
         inserted.reserveCapacity(request.inserted.count)
@@ -45,5 +45,5 @@ struct InsertedOrders {
     }
 
     /// The order value the INSERT of `id` writes in `column`, if any.
-    func place(of id: ObjectID, in column: String) -> Int64? { places[id]?[column] }
+    package func place(of id: ObjectID, in column: String) -> Int64? { places[id]?[column] }
 }

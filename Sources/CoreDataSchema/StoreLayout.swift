@@ -1,30 +1,31 @@
 import Logging
 import ObjectGraph
 
-/// Where each entity, attribute and relationship of a model lives in an SQLite file: the table,
-/// the columns and the Z_ENT numbers.
+/// Where each entity, attribute and relationship of a model lives in Core Data's schema: the
+/// table, the columns and the Z_ENT numbers. Dialect-free: the SQLite store reconciles it with a
+/// file, the PostgreSQL store makes its tables from the plan.
 ///
 /// Built once per open, either as the plan for a new file (`schema == nil`: names follow Core
 /// Data's rules, Z_ENT = EntityID) or reconciled against an existing file, where the actual
 /// tables and columns win over the formula: entities are matched to Z_PRIMARYKEY rows by name,
 /// then by renaming identifier, then by place in the hierarchy; columns by name, then among the
 /// suffixed variants (`ZNAME1`) by declared type; join tables are discovered among the tables.
-struct StoreLayout: Sendable {
-    struct AttributeColumn: Sendable {
-        var attribute: AttributeDescription
+package struct StoreLayout: Sendable {
+    package struct AttributeColumn: Sendable {
+        package var attribute: AttributeDescription
         /// nil when the file has no column for the attribute: it reads as nil.
-        var column: String?
+        package var column: String?
     }
 
-    struct ToOneColumn: Sendable {
-        var name: String
-        var column: String?
+    package struct ToOneColumn: Sendable {
+        package var name: String
+        package var column: String?
         /// `Z<n>_<REL>`: the destination's actual Z_ENT, when the declared destination has subentities.
-        var entityColumn: String?
-        var destination: EntityID
+        package var entityColumn: String?
+        package var destination: EntityID
     }
 
-    enum ToMany: Sendable {
+    package enum ToMany: Sendable {
         /// The destination rows hold the source's key in `column` (inverse to-one, or the hidden
         /// column of a to-many without inverse); `orderColumn` is Z_FOK_ for ordered ones.
         case foreignKey(table: String, column: String, orderColumn: String?, isInverseToOne: Bool)
@@ -36,59 +37,59 @@ struct StoreLayout: Sendable {
         case missing
     }
 
-    struct EntityLayout: Sendable {
-        var id: EntityID
-        var name: String
-        var zent: Int64?
-        var rootID: EntityID
+    package struct EntityLayout: Sendable {
+        package var id: EntityID
+        package var name: String
+        package var zent: Int64?
+        package var rootID: EntityID
         /// The root entity's table; nil when the file has none.
-        var table: String?
-        var attributes: [AttributeColumn] = []
-        var toOne: [ToOneColumn] = []
-        var toMany: [String: ToMany] = [:]
+        package var table: String?
+        package var attributes: [AttributeColumn] = []
+        package var toOne: [ToOneColumn] = []
+        package var toMany: [String: ToMany] = [:]
         /// What a row of the entity is read onto; set once the columns are known.
-        var snapshotNames = SnapshotNames()
+        package var snapshotNames = SnapshotNames()
     }
 
     /// The names a snapshot of an entity is read onto, shared by every row read of it: its
     /// attributes and to-ones that have a column, and each one's slot, in the order of
     /// ``EntityLayout/attributes`` and ``EntityLayout/toOne`` with columnless ones left out.
-    struct SnapshotNames: Sendable {
-        var attributes = PropertyNames.none
-        var attributeSlots: [Int] = []
-        var toOne = PropertyNames.none
-        var toOneSlots: [Int] = []
+    package struct SnapshotNames: Sendable {
+        package var attributes = PropertyNames.none
+        package var attributeSlots: [Int] = []
+        package var toOne = PropertyNames.none
+        package var toOneSlots: [Int] = []
 
-        init() {}
+        package init() {}
 
-        init(_ entity: EntityLayout) {
+        package init(_ entity: EntityLayout) {
             (attributes, attributeSlots) = PropertyNames.slotted(entity.attributes.filter { $0.column != nil }.map(\.attribute.name))
             (toOne, toOneSlots) = PropertyNames.slotted(entity.toOne.filter { $0.column != nil }.map(\.name))
         }
     }
 
     /// A table a new file needs, in creation order.
-    struct PlannedTable: Sendable {
-        var name: String
-        var columns: [(name: String, type: String)]
-        var primaryKey: [String]
-        var indexes: [(name: String, columns: [String])]
+    package struct PlannedTable: Sendable {
+        package var name: String
+        package var columns: [(name: String, type: String)]
+        package var primaryKey: [String]
+        package var indexes: [(name: String, columns: [String])]
     }
 
-    let entities: [EntityLayout]
-    let entityByZent: [Int64: EntityID]
+    package let entities: [EntityLayout]
+    package let entityByZent: [Int64: EntityID]
     /// Join tables and the entity trees on each side, for deleting an object's pairs.
-    let joinTables: [(table: String, column: String, root: EntityID)]
+    package let joinTables: [(table: String, column: String, root: EntityID)]
     /// Hidden key columns of to-many relationships without inverse (`Z<n><REL>` in the destination
     /// table, with their `Z_FOK_` column) and the tree of the source whose key they hold, for
     /// clearing them when the source is deleted.
-    let hiddenKeyColumns: [(table: String, column: String, orderColumn: String?, root: EntityID)]
+    package let hiddenKeyColumns: [(table: String, column: String, orderColumn: String?, root: EntityID)]
     /// Tables for a new file (empty when reading an existing one).
-    let plannedTables: [PlannedTable]
+    package let plannedTables: [PlannedTable]
 
-    subscript(id: EntityID) -> EntityLayout { entities[id.rawValue - 1] }
+    package subscript(id: EntityID) -> EntityLayout { entities[id.rawValue - 1] }
 
-    static func sqlType(of type: AttributeType) -> String {
+    package static func sqlType(of type: AttributeType) -> String {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: "INTEGER"
         case .double, .float: "FLOAT"
@@ -99,11 +100,11 @@ struct StoreLayout: Sendable {
         }
     }
 
-    static func tableName(forRoot name: String) -> String { "Z" + name.uppercased() }
+    package static func tableName(forRoot name: String) -> String { "Z" + name.uppercased() }
 
     // MARK: - Building
 
-    init(model: ManagedObjectModel, schema: FileSchema?, logger: Logger) {
+    package init(model: ManagedObjectModel, schema: FileSchema?, logger: Logger) {
         // 1. Z_ENT numbers.
         var zents: [EntityID: Int64] = [:]
         if let schema {
@@ -383,7 +384,7 @@ struct StoreLayout: Sendable {
     }
 
     /// Whether `column` is `Z<digits>_<suffix>`: the destination-entity column of a to-one.
-    static func isEntityColumn(_ column: String, for suffix: String) -> Bool {
+    package static func isEntityColumn(_ column: String, for suffix: String) -> Bool {
         let upper = column.uppercased()
         guard upper.hasPrefix("Z"), let underscore = upper.firstIndex(of: "_") else { return false }
         let digits = upper[upper.index(after: upper.startIndex)..<underscore]
@@ -391,7 +392,7 @@ struct StoreLayout: Sendable {
     }
 
     /// The entity that declares `relationship`, starting from `entity` and walking up.
-    static func declaringEntity(of relationship: String, from entity: EntityID, in model: ManagedObjectModel) -> EntityID {
+    package static func declaringEntity(of relationship: String, from entity: EntityID, in model: ManagedObjectModel) -> EntityID {
         var current = entity
         while let parent = model[current].parentID, !model[current].relationships.contains(where: { $0.name == relationship }) {
             current = parent

@@ -1,28 +1,9 @@
+import CoreDataSchema
 import GRDB
 import ObjectGraph
 
-/// What an SQLite file holds: its tables with their columns, its indexes and the rows of
-/// Z_PRIMARYKEY, read once when a store opens.
-struct FileSchema: Sendable {
-    struct Column: Sendable, Hashable {
-        var name: String
-        /// The declared type, upper-cased ("INTEGER", "VARCHAR", "TIMESTAMP", ...).
-        var type: String
-    }
-
-    struct EntityRow: Sendable, Hashable {
-        var zent: Int64
-        var name: String
-        var superZent: Int64
-    }
-
-    /// Tables by upper-cased name (SQLite table names are case-insensitive).
-    var tables: [String: (name: String, columns: [Column])] = [:]
-    /// Single-column and multi-column indexes: index name (upper-cased) → (table, columns).
-    var indexes: [String: (table: String, columns: [String])] = [:]
-    /// Z_PRIMARYKEY rows below 16000 (entities, not Core Data's system tables), by Z_ENT.
-    var entityRows: [EntityRow] = []
-
+/// Reading an SQLite file's ``FileSchema``.
+extension FileSchema {
     static func read(_ db: Database, file: String) throws -> FileSchema {
         var schema = FileSchema()
         let masterRows = try Row.fetchAll(
@@ -78,21 +59,6 @@ struct FileSchema: Sendable {
         return schema
     }
 
-    func table(named name: String) -> (name: String, columns: [Column])? { tables[name.uppercased()] }
-
-    /// Entity tables whose Z_PK, Z_ENT or Z_OPT column has no INTEGER affinity (declared without
-    /// "INT", as a table rebuilt by another tool may be): their keys may be stored as text, which
-    /// an integer comparison never matches.
-    var textKeyTables: [String] {
-        tables.values.filter { table in
-            let types = Dictionary(table.columns.map { ($0.name.uppercased(), $0.type) }, uniquingKeysWith: { a, _ in a })
-            guard types["Z_PK"] != nil, types["Z_ENT"] != nil, table.name.uppercased().hasPrefix("Z"),
-                !table.name.uppercased().hasPrefix("Z_")
-            else { return false }
-            return ["Z_PK", "Z_ENT", "Z_OPT"].contains { types[$0].map { !$0.contains("INT") } ?? false }
-        }.map(\.name).sorted()
-    }
-
     /// For each of ``textKeyTables``, a temp view of the same name that reads it with its keys
     /// cast to integers; in the temp schema it shadows the table for unqualified names.
     var textKeyViews: [String] {
@@ -107,17 +73,13 @@ struct FileSchema: Sendable {
         }
     }
 
-    func columns(of table: String) -> [Column] { tables[table.uppercased()]?.columns ?? [] }
 
-    func hasColumn(_ column: String, in table: String) -> Bool {
-        columns(of: table).contains { $0.name.uppercased() == column.uppercased() }
-    }
-
-    /// Whether `column` of `table` has an index on it alone (how Core Data marks to-one columns).
-    func hasSingleColumnIndex(on column: String, in table: String) -> Bool {
-        indexes.values.contains {
-            $0.table.uppercased() == table.uppercased() && $0.columns.count == 1
-                && $0.columns[0].uppercased() == column.uppercased()
+    /// ACHANGE's `ZTOMBSTONE<n>` columns, by n.
+    var tombstoneColumns: [String] {
+        var numbered: [(name: String, number: Int)] = []
+        for column in columns(of: "ACHANGE") where column.name.uppercased().hasPrefix("ZTOMBSTONE") {
+            if let number = Int(column.name.dropFirst("ZTOMBSTONE".count)) { numbered.append((column.name, number)) }
         }
+        return numbered.sorted { $0.number < $1.number }.map(\.name)
     }
 }

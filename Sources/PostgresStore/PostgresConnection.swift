@@ -1,0 +1,233 @@
+import CPostgres
+import Foundation
+import ObjectGraph
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection, with storefs's own bound on every statement: a server that stops
+/// answering fails the statement after ``timeout`` instead of holding the FUSE request (and the
+/// process in the kernel behind it) forever.
+///
+/// Statements are sent with libpq's asynchronous calls and waited for with poll(2) on the socket,
+/// so the wait has a deadline whatever the network does; the server's `statement_timeout` and
+/// `lock_timeout` bound its own side. A connection that failed (or timed out) is broken for
+/// good: the pool drops it and a new one is made.
+///
+/// Threading: not thread-safe; one thread uses it at a time (the pool hands it out).
+final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// Seconds a statement may take, send to last row.
+    let timeout: Double
+    private(set) var isBroken = false
+    /// Names the server in messages, without a password.
+    let place: String
+
+    /// Milliseconds a statement waits for a row another writer holds: a save holds the context's
+    /// lock while it waits, and reads of this mount wait behind it, so the wait is short; a save
+    /// that times out fails with EIO and is tried again by its writer. Locks are normally held for
+    /// the few milliseconds of another save's commit; longer only when that writer's machine
+    /// vanished mid-commit.
+    static let lockTimeout = 3000
+    /// Milliseconds a transaction may sit waiting for its client before the server ends it and
+    /// lets go of its locks: what a machine that vanished mid-commit costs the others.
+    static let idleInTransactionTimeout = 10000
+
+    /// Connects and prepares the session: the store's schema first on the search path, text
+    /// values exactly as sent (`standard_conforming_strings`), byte values in hex, floats in
+    /// their shortest exact form, and server-side bounds on statements and locks.
+    init(_ location: PostgresLocation, timeout: Double) throws(ObjectGraphError) {
+        self.timeout = timeout
+        self.place = location.description
+        guard let connection = PQconnectdb(location.connectionURL) else {
+            throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
+        }
+        handle = connection
+        guard PQstatus(connection) == CONNECTION_OK else {
+            // Fully initialized here: deinit finishes the connection.
+            let message = Self.message(of: connection)
+            isBroken = true
+            throw ObjectGraphError(.io, "\(location): cannot connect to PostgreSQL: \(message)")
+        }
+        let milliseconds = Int(timeout * 1000)
+        let setup = [
+            "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
+            "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
+            "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
+            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'",
+        ]
+        do throws(ObjectGraphError) {
+            for sql in setup { _ = try execute(sql) }
+        } catch {
+            isBroken = true
+            throw error
+        }
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Runs one statement with text parameters (nil: NULL); returns its result.
+    ///
+    /// - Throws: ``ObjectGraphError`` mapped from the server's SQLSTATE (``PostgresError``), or
+    ///   ``ObjectGraphError/Code/io`` when the connection fails or the answer does not come in time
+    ///   (the connection is then broken).
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
+        guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
+        let sent: Int32 = withParameters(parameters) { values in
+            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw brokenError() }
+        let deadline = Date().addingTimeInterval(timeout)
+        // Flushing: a large statement may not go out in one write.
+        while true {
+            let flushed = PQflush(handle)
+            if flushed == 0 { break }
+            guard flushed == 1, try wait(for: Int16(POLLOUT | POLLIN), until: deadline) else { throw brokenError() }
+            _ = PQconsumeInput(handle)
+        }
+        var last: PostgresResult?
+        var failure: ObjectGraphError?
+        while true {
+            while PQisBusy(handle) == 1 {
+                guard try wait(for: Int16(POLLIN), until: deadline) else { throw brokenError() }
+                guard PQconsumeInput(handle) == 1 else { throw brokenError() }
+            }
+            guard let result = PQgetResult(handle) else { break }
+            let wrapped = PostgresResult(result)
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                last = wrapped
+            default:
+                if failure == nil { failure = PostgresError.map(result, place: place, sql: sql) }
+            }
+        }
+        if PQstatus(handle) != CONNECTION_OK {
+            isBroken = true
+            throw failure ?? brokenError()
+        }
+        if let failure { throw failure }
+        guard let last else { throw ObjectGraphError(.io, "\(place): PostgreSQL sent no result for a statement") }
+        return last
+    }
+
+    /// Waits until the socket is ready or the deadline passes; false when it passed (the
+    /// connection is then broken: an answer may still be on its way and cannot be told apart).
+    private func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError) -> Bool {
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return false }
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                isBroken = true
+                throw ObjectGraphError(
+                    .io, "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again")
+            }
+            var descriptor = pollfd(fd: socket, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return false }
+        }
+    }
+
+    /// Waits up to `seconds` for something to read (a notification), consumes it and returns
+    /// the notifications that arrived; throws when the connection failed.
+    func notifications(waiting seconds: Double) throws(ObjectGraphError) -> [(channel: String, payload: String)] {
+        guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
+        var found: [(String, String)] = []
+        func drain() {
+            while let notice = PQnotifies(handle) {
+                found.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
+                PQfreemem(notice)
+            }
+        }
+        drain()
+        if found.isEmpty {
+            let socket = PQsocket(handle)
+            guard socket >= 0 else { throw brokenError() }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(seconds * 1000))
+            if ready < 0 && errno != EINTR { throw brokenError() }
+            if ready > 0 { guard PQconsumeInput(handle) == 1 else { throw brokenError() } }
+            drain()
+        }
+        if PQstatus(handle) != CONNECTION_OK { throw brokenError() }
+        return found
+    }
+
+    private func brokenError() -> ObjectGraphError {
+        isBroken = true
+        return ObjectGraphError(.io, "\(place): the connection to PostgreSQL failed: \(Self.message(of: handle))")
+    }
+
+    static func message(of connection: OpaquePointer) -> String {
+        guard let text = PQerrorMessage(connection) else { return "unknown error" }
+        let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return message.isEmpty ? "the server closed the connection" : message.replacingOccurrences(of: "\n", with: "; ")
+    }
+
+    /// Calls `body` with the parameters as C strings (nil for NULL) that live for the call.
+    private func withParameters<T>(_ parameters: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        guard !parameters.isEmpty else { return body(nil) }
+        var storage: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for pointer in storage { free(pointer) } }
+        return storage.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+        }
+    }
+}
+
+/// A statement's result: rows of text values, read in place.
+///
+/// Threading: not thread-safe; owned by the caller that ran the statement.
+final class PostgresResult {
+    private let handle: OpaquePointer
+
+    init(_ handle: OpaquePointer) { self.handle = handle }
+    deinit { PQclear(handle) }
+
+    var rowCount: Int { Int(PQntuples(handle)) }
+    var columnCount: Int { Int(PQnfields(handle)) }
+    /// Rows a command changed (UPDATE, DELETE, INSERT); 0 when it says none.
+    var changedCount: Int { Int(String(cString: PQcmdTuples(handle))) ?? 0 }
+
+    func isNull(_ row: Int, _ column: Int) -> Bool { PQgetisnull(handle, Int32(row), Int32(column)) == 1 }
+
+    /// The value's text; nil for NULL.
+    func text(_ row: Int, _ column: Int) -> String? {
+        guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        return String(cString: value)
+    }
+
+    /// The value's bytes as sent (text format), without a copy; nil for NULL.
+    func bytes(_ row: Int, _ column: Int) -> UnsafeRawBufferPointer? {
+        guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        return UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(handle, Int32(row), Int32(column))))
+    }
+
+    func integer(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
+}
+
+/// PostgreSQL's SQLSTATE codes mapped to the engine's, with the server's message.
+enum PostgresError {
+    static func map(_ result: OpaquePointer, place: String, sql: String) -> ObjectGraphError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "unknown error"
+        let text = "\(place): \(message) (SQLSTATE \(state))"
+        switch state {
+        case "23505": return ObjectGraphError(.exists, text)
+        case "40001", "40P01", "55P03":
+            // Serialization failures, deadlocks and lock timeouts: another writer held the rows;
+            // nothing was written, and the next commit tries again.
+            return ObjectGraphError(.io, "\(text); another writer held the rows, the commit is tried again")
+        case "57014": return ObjectGraphError(.io, "\(text); the statement took too long")
+        case "42P01", "3F000", "3D000": return ObjectGraphError(.notFound, text)
+        case "25006": return ObjectGraphError(.readOnly, "\(text); the server is a read-only replica: mount it with -o ro")
+        case "42501", "28000", "28P01": return ObjectGraphError(.notPermitted, text)
+        default:
+            if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") { return ObjectGraphError(.io, text) }
+            return ObjectGraphError(.io, text)
+        }
+    }
+}

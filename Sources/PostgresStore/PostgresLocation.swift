@@ -1,0 +1,136 @@
+import Foundation
+import ObjectGraph
+
+/// Where a PostgreSQL store lives: a libpq connection URL and the schema that holds the store's
+/// tables (several stores share a database, one schema each).
+///
+/// `postgresql://[user@]host[:port]/database[?parameter=value&...]`. libpq's own parameters pass
+/// through (`host=/run/postgresql` for a socket folder, `sslmode`, `passfile`, `options`, ...).
+/// storefs's parameters, `schema=NAME` and `timeout=SECONDS`, are taken out before libpq sees the
+/// URL (libpq refuses parameters it does not know). Without `schema`, the first entry of a
+/// `search_path` set in `options` (`options=-csearch_path%3DNAME`) names the schema, else
+/// ``defaultSchema``.
+///
+/// Passwords come from `~/.pgpass`, `PGPASSWORD` or `passfile`, as libpq finds them; a password
+/// written in the URL works but never appears in what storefs logs or shows (``description``).
+///
+/// Threading: a value; share it freely.
+public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The URL schemes libpq accepts.
+    public static let schemes = ["postgresql", "postgres"]
+    /// The schema of a URL that names none: not `public`, so a store never mixes its tables with
+    /// whatever else a database keeps there.
+    public static let defaultSchema = "storefs"
+
+    /// The URL as given.
+    public let url: URL
+    /// The schema holding the store's tables.
+    public let schema: String
+    /// Seconds a statement may take before the store gives up on its connection (storefs's
+    /// parameter `timeout=SECONDS`, 1 to 600).
+    public let statementTimeout: Double
+    /// Longer than any statement storefs makes on a sound server (a migration's largest insert),
+    /// short enough that a writer blocked in the kernel by a server that stopped answering gets
+    /// EIO within a minute.
+    public static let defaultTimeout: Double = 30
+    /// What libpq is given: the URL without storefs's parameters, with the timeouts and keepalives
+    /// of ``connectionDefaults`` where the URL sets none.
+    let connectionURL: String
+    /// The URL without its password, for logs, messages and /proc/mounts.
+    public let description: String
+
+    /// Settings every connection gets unless the URL sets them, each for a reason:
+    /// a server that cannot be reached fails a connect within 10 s; a connection whose peer
+    /// vanished (a link down, a server host gone) is found dead within about 25 s by TCP
+    /// keepalives and within 15 s of unacknowledged data by `tcp_user_timeout`, instead of the
+    /// kernel's 15 minutes; `application_name` names storefs in `pg_stat_activity`.
+    static let connectionDefaults: [(String, String)] = [
+        ("connect_timeout", "10"), ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"),
+        ("keepalives_count", "3"), ("tcp_user_timeout", "15000"), ("application_name", "storefs"),
+    ]
+
+    /// Whether `url` names a PostgreSQL store.
+    public static func isPostgres(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased() else { return false }
+        return schemes.contains(scheme)
+    }
+
+    public init(_ url: URL) throws(ObjectGraphError) {
+        guard Self.isPostgres(url), var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw ObjectGraphError(.unsupported, "not a PostgreSQL URL (postgresql://user@host/database)")
+        }
+        self.url = url
+        var items = components.queryItems ?? []
+        var schema: String?
+        if let index = items.firstIndex(where: { $0.name == "schema" }) {
+            schema = items[index].value ?? ""
+            items.remove(at: index)
+        } else if let options = items.first(where: { $0.name == "options" })?.value {
+            schema = Self.searchPath(in: options)
+        }
+        if let index = items.firstIndex(where: { $0.name == "timeout" }) {
+            guard let seconds = items[index].value.flatMap(Double.init), seconds >= 1, seconds <= 600 else {
+                throw ObjectGraphError(.unsupported, "timeout= needs a number of seconds from 1 to 600 (default \(Int(Self.defaultTimeout)))")
+            }
+            statementTimeout = seconds
+            items.remove(at: index)
+        } else {
+            statementTimeout = Self.defaultTimeout
+        }
+        let chosen = schema ?? Self.defaultSchema
+        guard Self.isValidSchema(chosen) else {
+            throw ObjectGraphError(
+                .unsupported,
+                "schema name \"\(chosen.prefix(80))\" cannot hold a store: use 1 to 63 letters, digits and _, not starting with a digit")
+        }
+        self.schema = chosen
+        for (name, value) in Self.connectionDefaults where !items.contains(where: { $0.name == name }) {
+            items.append(URLQueryItem(name: name, value: value))
+        }
+        components.queryItems = items.isEmpty ? nil : items
+        connectionURL = components.string ?? url.absoluteString
+        var shown = components
+        shown.queryItems = (components.queryItems ?? []).filter { item in
+            !Self.connectionDefaults.contains { $0.0 == item.name } && item.name != "password"
+        } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
+            + (statementTimeout == Self.defaultTimeout ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
+        if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
+        if shown.password != nil { shown.password = "***" }
+        description = shown.string ?? "postgresql://(unprintable URL)"
+    }
+
+    /// The first schema of `-csearch_path=A,B` (or `-c search_path=A`) in libpq's `options`.
+    static func searchPath(in options: String) -> String? {
+        let words = options.split(separator: " ").map(String.init)
+        for (i, word) in words.enumerated() {
+            var setting = word
+            if word == "-c", i + 1 < words.count { setting = words[i + 1] } else if word.hasPrefix("-c") { setting = String(word.dropFirst(2)) } else {
+                continue
+            }
+            let parts = setting.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0] == "search_path" else { continue }
+            return parts[1].split(separator: ",").first.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"")) }
+        }
+        return nil
+    }
+
+    /// Plain identifiers only: quoted everywhere anyway, but a name that needs no quoting is one a
+    /// user can type in psql and in a URL without surprises.
+    static func isValidSchema(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 63, let first = name.unicodeScalars.first, !("0"..."9").contains(first) else {
+            return false
+        }
+        return name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_") }
+    }
+
+    /// The channel a store's commits are announced on: one per schema, named by a hash so any
+    /// schema name fits PostgreSQL's 63-byte identifiers.
+    var channel: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in schema.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return "storefs_" + String(hash, radix: 16)
+    }
+}

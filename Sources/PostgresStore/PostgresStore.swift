@@ -1,0 +1,227 @@
+import CoreDataSchema
+import Foundation
+import Logging
+import ObjectGraph
+import Synchronization
+
+/// A store in PostgreSQL, in Core Data's schema: Z_PRIMARYKEY, Z_METADATA, one Z<ENTITY> table per
+/// root entity, join tables, Z_PK/Z_ENT/Z_OPT, persistent history (ATRANSACTION, ACHANGE,
+/// ATRANSACTIONSTRING), in one schema of a database, with the model kept in the metadata so any
+/// machine mounts it without `--model`.
+///
+/// Several processes on several machines write it at once. Keys are handed out by the server
+/// (Z_PRIMARYKEY.Z_MAX moved in its own statement), so no two writers get the same; every save
+/// is one transaction that checks Core Data's optimistic locking property by property (rows
+/// locked while checked) and appends a history transaction, and announces its number with
+/// NOTIFY on commit; other stores on the same schema learn which objects changed
+/// (``takeAnnouncedChanges()``).
+///
+/// Threading: safe from many threads. Reads go through a pool of connections, saves through one
+/// connection of their own, one at a time; the announcement listener runs on a thread of its own
+/// once asked. Calls block on the network, bounded by the location's statement timeout.
+public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
+    public static let typeName = "PostgreSQL"
+
+    public var storeType: String { Self.typeName }
+    public var url: URL? { location.url }
+    public let location: PostgresLocation
+    public let model: ManagedObjectModel
+    public let modelSource: ModelSource
+    public let isReadOnly: Bool
+    public var requestCount: Int { requests.load(ordering: .relaxed) }
+
+    let layout: StoreLayout
+    let slots: HistorySlots
+    let logger: Logger
+    let pool: ConnectionPool
+    let requests = Atomic<Int>(0)
+    let closed = Atomic<Bool>(false)
+    /// The connection saves use, made at the first save and again after it failed.
+    let writer = Mutex<PostgresConnection?>(nil)
+    /// Names this store's own commits in announcements, so it does not refresh what it wrote.
+    let instance = UUID().uuidString
+    /// The key of the author string ("storefs") in ATRANSACTIONSTRING, made with the store.
+    let authorKey: Int64
+    /// Tombstone columns of ACHANGE, in order.
+    let tombstoneColumns: [String]
+    let listener = Mutex<ChangeListener?>(nil)
+
+    /// Opens the store at `location`, creating it when asked (with `model`). Without a model, the
+    /// one the store keeps in its metadata is used.
+    public init(
+        location: PostgresLocation, model given: ManagedObjectModel?, options: StoreOptions = StoreOptions(),
+        initialMetadata: StoreMetadata = StoreMetadata(), logger: Logger = Logger(label: "storefs.postgresql")
+    ) throws(ObjectGraphError) {
+        self.location = location
+        self.isReadOnly = options.readOnly
+        self.logger = logger
+        pool = ConnectionPool(location: location, timeout: location.statementTimeout)
+        let exists = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.exists(connection) }
+        if !exists {
+            guard options.createIfMissing else {
+                throw ObjectGraphError(
+                    .notFound,
+                    "\(location) holds no storefs store in schema \(location.schema); make one with `storefs create --model MODEL URL`")
+            }
+            guard !options.readOnly else { throw ObjectGraphError(.readOnly, "\(location) has no store and cannot be created read-only") }
+            guard let given else { throw ObjectGraphError(.invalidModel, "creating a store at \(location) needs a model (--model)") }
+            // The model goes into the store, so every machine mounts it without --model.
+            var metadata = initialMetadata
+            if metadata.embeddedModel == nil { metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: given)) }
+            try pool.withConnection { (connection) throws(ObjectGraphError) in
+                try PostgresSchema.create(in: connection, location: location, model: given, metadata: metadata, logger: logger)
+            }
+        }
+        let metadata = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.readMetadata(connection, location) }
+        if let given {
+            model = given
+            modelSource = .given("given by the caller")
+        } else if let text = metadata.embeddedModel {
+            model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(location) (the model kept in the store)")
+            modelSource = .keptByStoreFS
+        } else {
+            throw ObjectGraphError(.invalidModel, "\(location) keeps no model in its metadata; give one with --model")
+        }
+        layout = StoreLayout(model: model, schema: nil, logger: logger)
+        slots = HistorySlots(model: model)
+        tombstoneColumns = PostgresSchema.tombstoneColumns(for: slots)
+        let layout = self.layout
+        let found = try pool.withConnection { (connection) throws(ObjectGraphError) in
+            try PostgresSchema.check(connection, layout: layout, location: location)
+        }
+        authorKey = found
+    }
+
+    // MARK: - Statements
+
+    /// Runs one counted statement on a connection of the pool.
+    @discardableResult
+    func read(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
+        try checkOpen()
+        requests.add(1, ordering: .relaxed)
+        do {
+            return try pool.withConnection { (connection) throws(ObjectGraphError) in try connection.execute(sql, parameters) }
+        } catch where error.code == .io {
+            // The kept connections may all be dead (a restarted server): try once on a new one.
+            pool.dropIdle()
+            return try pool.withConnection { (connection) throws(ObjectGraphError) in try connection.execute(sql, parameters) }
+        }
+    }
+
+    func checkOpen() throws(ObjectGraphError) {
+        if closed.load(ordering: .relaxed) { throw ObjectGraphError(.io, "the store \(location) was closed") }
+    }
+
+    static func exists(_ connection: PostgresConnection) throws(ObjectGraphError) -> Bool {
+        let found = try connection.execute(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'Z_METADATA'")
+        return found.rowCount > 0
+    }
+
+    static func readMetadata(_ connection: PostgresConnection, _ location: PostgresLocation) throws(ObjectGraphError) -> StoreMetadata {
+        let row = try connection.execute("SELECT \"Z_UUID\", \"Z_PLIST\" FROM \"Z_METADATA\" ORDER BY \"Z_VERSION\" LIMIT 1")
+        guard row.rowCount == 1 else { throw ObjectGraphError(.corruptStore, "\(location): Z_METADATA has no row") }
+        var plist: Data?
+        if let bytes = row.bytes(0, 1) {
+            guard let data = PostgresValueCoding.unhex(bytes) else {
+                throw ObjectGraphError(.corruptStore, "\(location): Z_METADATA.Z_PLIST is not bytea")
+            }
+            plist = data
+        }
+        var metadata = try MetadataPlist.decode(plist, source: "\(location) Z_METADATA.Z_PLIST")
+        if let uuid = row.text(0, 0) { metadata.storeUUID = uuid }
+        if metadata.storeType == nil { metadata.storeType = typeName }
+        return metadata
+    }
+
+    // MARK: - PersistentStore: metadata, keys, lifecycle
+
+    public func metadata() throws(ObjectGraphError) -> StoreMetadata {
+        try checkOpen()
+        requests.add(1, ordering: .relaxed)
+        let location = self.location
+        return try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.readMetadata(connection, location) }
+    }
+
+    /// Moves the root's Z_MAX on the server in one statement of its own: the keys are this
+    /// store's whatever other writers do, and are never handed out again (as in Core Data, keys
+    /// of objects that are never saved are skipped). Z_MAX starts from the highest key a row has.
+    public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
+        let (table, zent) = try rootTable(of: root)
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
+        guard count > 0 else { return [] }
+        guard count <= 1_000_000 else { throw ObjectGraphError(.unsupported, "\(count) keys at once is more than storefs reserves") }
+        let found = try read(
+            "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), "
+                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",
+            [String(zent), String(count)])
+        guard let last = found.integer(0, 0) else {
+            throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY has no row for \(layout[root].name)")
+        }
+        return try KeyRange.reserve(count, after: last - Int64(count), in: "\(location): \(layout[root].name)") { _ in }
+    }
+
+    /// A key above Z_MAX is claimed by moving Z_MAX to it on the server (no other writer can get
+    /// it then); a lower key is granted when no row has it, and a save that finds another writer
+    /// saved it meanwhile fails with EEXIST.
+    public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
+        let (table, zent) = try rootTable(of: root)
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
+        let exists = try read("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
+        guard exists.rowCount == 0 else { return false }
+        try read(
+            "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = $2 WHERE \"Z_ENT\" = $1 AND COALESCE(\"Z_MAX\", 0) < $2",
+            [String(zent), String(key.rawValue)])
+        return true
+    }
+
+    /// Moves when the announcement listener reconnects: announcements may have been missed, so
+    /// whoever compares tokens reads everything again. Nil until the listener runs.
+    public func externalChangeToken() throws(ObjectGraphError) -> Int64? {
+        try checkOpen()
+        return listener.withLock { $0 }?.generation
+    }
+
+    /// What other writers committed since the last call (starting the listener at the first).
+    public func takeAnnouncedChanges() -> AnnouncedChanges {
+        guard !closed.load(ordering: .relaxed) else { return AnnouncedChanges() }
+        let listener = self.listener.withLock { listener in
+            if let listener { return listener }
+            let started = ChangeListener(location: location, layout: layout, instance: instance, logger: logger)
+            listener = started
+            return started
+        }
+        return listener.take()
+    }
+
+    public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
+        throws(ObjectGraphError)
+    {
+        _ = try PostgresValueCoding.encode(value, as: attribute, entity: try entityLayout(entity).name)
+    }
+
+    public func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        listener.withLock { $0 }?.stop()
+        pool.close()
+        writer.withLock { $0 = nil }
+    }
+
+    deinit { close() }
+
+    /// The table and Z_ENT of the root entity of `entity`'s tree.
+    func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {
+        let root = layout[try entityLayout(entity).rootID]
+        guard let table = root.table, let zent = root.zent else {
+            throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(location)")
+        }
+        return (table, zent)
+    }
+
+    func entityLayout(_ id: EntityID) throws(ObjectGraphError) -> StoreLayout.EntityLayout {
+        guard id.rawValue >= 1, id.rawValue <= layout.entities.count else {
+            throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
+        }
+        return layout[id]
+    }
+}
