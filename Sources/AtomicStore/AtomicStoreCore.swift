@@ -20,17 +20,33 @@ package final class AtomicStoreCore: Sendable {
     package let url: URL
     package let storeType: String
     package let isReadOnly: Bool
+    /// The file as it was read, hashed, when the open was asked to hash its inputs; such a store
+    /// keeps showing what was hashed and reports no changes (``externalChangeToken()``).
+    package let inputs: [InputFile]
     private let encode: Encoder
     private let state: Mutex<State>
 
     package init(model: ManagedObjectModel, url: URL, storeType: String, readOnly: Bool, graph: AtomicGraph,
-         encode: @escaping Encoder) {
+         inputs: [InputFile] = [], encode: @escaping Encoder) {
         self.model = model
         self.url = url
         self.storeType = storeType
         self.isReadOnly = readOnly
+        self.inputs = inputs
         self.encode = encode
         self.state = Mutex(State(graph: graph))
+    }
+
+    /// The bytes of the store file at `url` and, when `hashing`, the file as read with its
+    /// SHA-256: one read gives both, so the hash is that of what the store shows.
+    package static func read(_ url: URL, hashing: Bool) throws(ObjectGraphError) -> (Data, [InputFile]) {
+        let stamp = InputFile.Stamp(path: url.path)
+        let data = try AtomicFile.read(url)
+        return (data, hashing ? [InputFile.hashed(data, of: url, stamp: stamp)] : [])
+    }
+
+    package func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        try access { $0.graph.maxKey[root] ?? 0 }
     }
 
     package var requestCount: Int { state.withLock { $0.requests } }
@@ -84,7 +100,8 @@ package final class AtomicStoreCore: Sendable {
     }
 
     package func externalChangeToken() throws(ObjectGraphError) -> Int64? {
-        try access { _ in AtomicFile.changeToken(url) }
+        guard inputs.isEmpty else { return nil }
+        return try access { _ in AtomicFile.changeToken(url) }
     }
 
     package func close() { state.withLock { $0.closed = true } }

@@ -11,9 +11,9 @@ import ObjectGraph
 public final class BinaryStore: PersistentStore {
     private let core: AtomicStoreCore
 
-    init(model: ManagedObjectModel, url: URL, readOnly: Bool, graph: AtomicGraph) {
+    init(model: ManagedObjectModel, url: URL, readOnly: Bool, graph: AtomicGraph, inputs: [InputFile] = []) {
         core = AtomicStoreCore(
-            model: model, url: url, storeType: BinaryStoreType.typeName, readOnly: readOnly, graph: graph,
+            model: model, url: url, storeType: BinaryStoreType.typeName, readOnly: readOnly, graph: graph, inputs: inputs,
             encode: { (graph) throws(ObjectGraphError) in try BinaryStoreFormat.encode(graph, model: model) })
     }
 
@@ -46,4 +46,6 @@ public final class BinaryStore: PersistentStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) { try core.save(request) }
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? { try core.externalChangeToken() }
     public func close() { core.close() }
+    public var inputFiles: [InputFile] { core.inputs }
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 { try core.highestKey(in: root) }
 }

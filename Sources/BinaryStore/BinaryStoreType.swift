@@ -78,8 +78,8 @@ public struct BinaryStoreType: PersistentStoreType {
         }
         // A save killed between writing its temporary file and renaming it left that file behind.
         if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
-        let data = try AtomicFile.read(url)
+        let (data, inputs) = try AtomicStoreCore.read(url, hashing: options.readOnly && options.hashesInputs)
         let (resolved, graph) = try BinaryStoreFormat.decode(data, model: model, path: path)
-        return BinaryStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+        return BinaryStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph, inputs: inputs)
     }
 }

@@ -12,9 +12,9 @@ import ObjectGraph
 public final class XMLStore: PersistentStore {
     private let core: AtomicStoreCore
 
-    init(model: ManagedObjectModel, url: URL, readOnly: Bool, graph: AtomicGraph) {
+    init(model: ManagedObjectModel, url: URL, readOnly: Bool, graph: AtomicGraph, inputs: [InputFile] = []) {
         core = AtomicStoreCore(
-            model: model, url: url, storeType: XMLStoreType.typeName, readOnly: readOnly, graph: graph,
+            model: model, url: url, storeType: XMLStoreType.typeName, readOnly: readOnly, graph: graph, inputs: inputs,
             encode: { (graph) throws(ObjectGraphError) in try XMLStoreWriter.encode(graph, model: model) })
     }
 
@@ -47,4 +47,6 @@ public final class XMLStore: PersistentStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) { try core.save(request) }
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? { try core.externalChangeToken() }
     public func close() { core.close() }
+    public var inputFiles: [InputFile] { core.inputs }
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 { try core.highestKey(in: root) }
 }

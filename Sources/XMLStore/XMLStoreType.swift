@@ -56,7 +56,8 @@ public struct XMLStoreType: PersistentStoreType {
         }
         // A save killed between writing its temporary file and renaming it left that file behind.
         if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
-        var doc = try Self.document(at: url, progress: options.progress)
+        var inputs: [InputFile] = []
+        var doc = try Self.document(at: url, progress: options.progress, hashing: options.readOnly && options.hashesInputs, inputs: &inputs)
         let resolved: ManagedObjectModel
         if let model {
             resolved = model
@@ -67,13 +68,17 @@ public struct XMLStoreType: PersistentStoreType {
         }
         let graph = try XMLGraphBuilder.graph(from: &doc, model: resolved, path: path)
         options.progress?.report(doc.lineCount, doc.lineCount)
-        return XMLStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+        return XMLStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph, inputs: inputs)
     }
 
-    /// The file's objects, scanned. The file's bytes are released when this returns, before the
-    /// graph is built: a million objects are 1.2 GB of them.
-    private static func document(at url: URL, progress: LoadProgress?) throws(ObjectGraphError) -> XMLStoreDocument {
-        let data = try AtomicFile.read(url)
+    /// The file's objects, scanned (and the file as read, hashed, when `hashing`). The file's
+    /// bytes are released when this returns, before the graph is built: a million objects are
+    /// 1.2 GB of them.
+    private static func document(at url: URL, progress: LoadProgress?, hashing: Bool, inputs: inout [InputFile])
+        throws(ObjectGraphError) -> XMLStoreDocument
+    {
+        let data: Data
+        (data, inputs) = try AtomicStoreCore.read(url, hashing: hashing)
         return try XMLStoreReader.document(of: data, path: url.path, progress: progress)
     }
 }

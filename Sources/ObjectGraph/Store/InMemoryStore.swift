@@ -75,6 +75,10 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        try access { $0.graph.maxKey[root] ?? 0 }
+    }
+
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? { nil }
 
     public func close() { state.withLock { $0.closed = true } }

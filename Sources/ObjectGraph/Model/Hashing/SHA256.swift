@@ -1,12 +1,14 @@
 import Foundation
 
 /// A small SHA-256 (FIPS 180-4): the digest of Core Data's entity version hashes and of the
-/// version checksum in store metadata.
+/// version checksum in store metadata, and the hashes of the files a read-only open reads
+/// (``InputFile``), which forensic users compare with `sha256sum`.
 ///
-/// Foundation on Linux has no digest API and the package takes no crypto dependency for this one
-/// use; the hash is not security relevant. Stateless; safe from any thread.
+/// Foundation on Linux has no digest API and the package takes no crypto dependency for this;
+/// the version hashes are not security relevant, and the file hashes record what was read.
+/// Stateless; safe from any thread (a ``Hasher`` is a value, one per file).
 package enum SHA256 {
-    private static let k: [UInt32] = [
+    fileprivate static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
         0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -19,44 +21,109 @@ package enum SHA256 {
 
     /// The 32-byte digest of `message`.
     package static func hash(_ message: Data) -> Data {
-        var h: [UInt32] = [
-            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-        ]
-        var bytes = [UInt8](message)
-        let bitLength = UInt64(bytes.count) * 8
-        bytes.append(0x80)
-        while bytes.count % 64 != 56 { bytes.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        var w = [UInt32](repeating: 0, count: 64)
-        for chunk in stride(from: 0, to: bytes.count, by: 64) {
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(bytes[b]) << 24 | UInt32(bytes[b + 1]) << 16 | UInt32(bytes[b + 2]) << 8 | UInt32(bytes[b + 3])
+        var hasher = Hasher()
+        message.withUnsafeBytes { hasher.update($0) }
+        return hasher.finalize()
+    }
+
+    /// An incremental SHA-256: bytes in pieces of any size, then the digest. A file is hashed as
+    /// it is read, in chunks, never whole in memory.
+    package struct Hasher: Sendable {
+        private var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
+        )
+        /// Bytes of an unfinished block, waiting for the rest of it.
+        private var pending: [UInt8] = []
+        private var length: UInt64 = 0
+
+        package init() { pending.reserveCapacity(64) }
+
+        package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            length &+= UInt64(bytes.count)
+            var offset = 0
+            if !pending.isEmpty {
+                let take = min(64 - pending.count, bytes.count)
+                pending.append(contentsOf: UnsafeRawBufferPointer(start: base, count: take))
+                offset = take
+                guard pending.count == 64 else { return }
+                let block = pending
+                block.withUnsafeBytes { compress($0.baseAddress!, blocks: 1) }
+                pending.removeAll(keepingCapacity: true)
             }
-            for i in 16..<64 {
-                let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-                let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+            let whole = (bytes.count - offset) / 64
+            if whole > 0 {
+                compress(base + offset, blocks: whole)
+                offset += whole * 64
             }
-            var (a, b, c, d, e, f, g, hh) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7])
-            for i in 0..<64 {
-                let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-                let ch = (e & f) ^ (~e & g)
-                let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
-                let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-                let maj = (a & b) ^ (a & c) ^ (b & c)
-                let t2 = s0 &+ maj
-                (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+            if offset < bytes.count {
+                pending.append(contentsOf: UnsafeRawBufferPointer(start: base + offset, count: bytes.count - offset))
             }
-            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d
-            h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
-        var digest = Data(capacity: 32)
-        for word in h { for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) } }
-        return digest
+
+        package mutating func update(_ data: Data) { data.withUnsafeBytes { update($0) } }
+
+        /// The 32-byte digest of everything given.
+        package mutating func finalize() -> Data {
+            let bitLength = length &* 8
+            var tail = pending
+            tail.append(0x80)
+            while tail.count % 64 != 56 { tail.append(0) }
+            for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+            tail.withUnsafeBytes { compress($0.baseAddress!, blocks: $0.count / 64) }
+            pending.removeAll()
+            var digest = Data(capacity: 32)
+            for word in [h.0, h.1, h.2, h.3, h.4, h.5, h.6, h.7] {
+                for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+            }
+            return digest
+        }
+
+        /// The digest as 64 lower-case hexadecimal digits, as `sha256sum` prints it.
+        package mutating func finalizeHex() -> String {
+            finalize().map { String(format: "%02x", $0) }.joined()
+        }
+
+        private mutating func compress(_ input: UnsafeRawPointer, blocks: Int) {
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                SHA256.k.withUnsafeBufferPointer { k in
+                    var (h0, h1, h2, h3, h4, h5, h6, h7) = h
+                    for block in 0..<blocks {
+                        let p = input + block * 64
+                        for i in 0..<16 {
+                            let b = p + i * 4
+                            w[i] =
+                                UInt32(b.load(as: UInt8.self)) << 24 | UInt32(b.load(fromByteOffset: 1, as: UInt8.self)) << 16
+                                | UInt32(b.load(fromByteOffset: 2, as: UInt8.self)) << 8 | UInt32(b.load(fromByteOffset: 3, as: UInt8.self))
+                        }
+                        for i in 16..<64 {
+                            let x = w[i - 15]
+                            let y = w[i - 2]
+                            let s0 = x.rotatedRight(7) ^ x.rotatedRight(18) ^ (x >> 3)
+                            let s1 = y.rotatedRight(17) ^ y.rotatedRight(19) ^ (y >> 10)
+                            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                        }
+                        var (a, b, c, d, e, f, g, hh) = (h0, h1, h2, h3, h4, h5, h6, h7)
+                        for i in 0..<64 {
+                            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                            let ch = (e & f) ^ (~e & g)
+                            let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
+                            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                            let maj = (a & b) ^ (a & c) ^ (b & c)
+                            let t2 = s0 &+ maj
+                            (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+                        }
+                        h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d
+                        h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= hh
+                    }
+                    h = (h0, h1, h2, h3, h4, h5, h6, h7)
+                }
+            }
+        }
     }
 }
 
 extension UInt32 {
+    @inline(__always)
     fileprivate func rotatedRight(_ n: UInt32) -> UInt32 { (self >> n) | (self << (32 - n)) }
 }
