@@ -10,6 +10,8 @@ extension StoreFileSystem {
     static let orderName = "user.order"
     /// Why an object's changes (or, on the root, the store's) could not be saved.
     static let errorName = "user.storefs.error"
+    /// The names storefs gives meaning to; none of them is a metadata key.
+    static let ownPrefix = "user.storefs."
 
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
         // `ls -l` asks for security.selinux and system.posix_acl_* on every entry, and the kernel
@@ -19,6 +21,7 @@ extension StoreFileSystem {
         guard name.hasPrefix("user.") else { throw .notSupported }
         let node = try node(inode)
         if node == .root && name == Self.statsName { return Data(statisticsJSON().utf8) }
+        if node == .root, let provided = try configuration.rootAttributes?.value(of: name) { return provided }
         guard let value = try extendedAttributes(of: node)[name] else { throw .noAttribute }
         return value
     }
@@ -31,6 +34,7 @@ extension StoreFileSystem {
             // name (getfattr -n user.StoreFSModel), left out of listings (getfattr -d).
             names.removeAll { $0 == "user." + StoreMetadata.modelKey }
             names.append(Self.statsName)
+            names += configuration.rootAttributes?.listedNames ?? []
         }
         return names
     }
@@ -44,7 +48,8 @@ extension StoreFileSystem {
         switch node {
         case .root:
             let key = String(name.dropFirst("user.".count))
-            guard name != Self.statsName, name != Self.errorName, !StoreMetadata.managedKeys.contains(key),
+            // `user.storefs.` names are storefs's own (stats, errors, evidence), never metadata keys.
+            guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key),
                 !StoreMetadata.bookkeepingKeys.contains(key)
             else {
                 // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
@@ -68,7 +73,7 @@ extension StoreFileSystem {
         guard name.hasPrefix("user.") else { throw .notSupported }
         guard !configuration.readOnly else { throw .readOnly }
         let key = String(name.dropFirst("user.".count))
-        guard try node(inode) == .root, name != Self.statsName, !StoreMetadata.managedKeys.contains(key) else {
+        guard try node(inode) == .root, !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key) else {
             logger.error("setfattr -x \(name): only custom metadata keys of the mount root can be removed")
             throw .notPermitted
         }
