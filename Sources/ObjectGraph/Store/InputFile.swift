@@ -47,10 +47,10 @@ public struct InputFile: Sendable, Hashable, Codable {
             changed = info.st_ctim
         }
 
-        /// The stamp of the file at `path`; nil when there is none (or it cannot be stat'ed).
+        /// The stamp of the file at `path` (a symlink followed); nil when there is none.
         public init?(path: String) {
             var info = stat()
-            guard lstat(path, &info) == 0 else { return nil }
+            guard stat(path, &info) == 0 else { return nil }
             self.init(info)
         }
 
@@ -95,15 +95,15 @@ public struct InputFile: Sendable, Hashable, Codable {
     /// mode 0600) when given and hashing it when `hashing`; returns what was read and the file's
     /// stamp when it was opened.
     ///
-    /// The file is opened read-only, without following a symlink at its last component, without
-    /// blocking on a FIFO (anything but a regular file is refused) and, where the kernel allows,
-    /// without updating its access time. Nothing is written beside it.
+    /// The file is opened read-only (a symlink is followed: a store may be one), without blocking
+    /// on a FIFO (anything but a regular file is refused) and, where the kernel allows, without
+    /// updating its access time. Nothing is written beside it.
     public static func read(_ url: URL, copyingTo destination: URL?, hashing: Bool) throws(ObjectGraphError) -> (InputFile, Stamp) {
         let path = url.path
         func failure(_ what: String, _ code: Int32 = errno) -> ObjectGraphError {
             ObjectGraphError(.io, "\(path): \(what) (\(String(cString: strerror(code))))")
         }
-        let flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
         var fd = open(path, flags | noAccessTime)
         if fd < 0 && errno == EPERM { fd = open(path, flags) }
         guard fd >= 0 else {
