@@ -2,7 +2,7 @@ import Foundation
 
 /// A small SHA-256 (FIPS 180-4): the digest of Core Data's entity version hashes and of the
 /// version checksum in store metadata, and the hashes of the files a read-only open reads
-/// (``InputFile``), which forensic users compare with `sha256sum`.
+/// (ObjectGraph's `InputFile`), which forensic users compare with `sha256sum`.
 ///
 /// Foundation on Linux has no digest API and the package takes no crypto dependency for this;
 /// the version hashes are not security relevant, and the file hashes record what was read.
@@ -29,9 +29,7 @@ package enum SHA256 {
     /// An incremental SHA-256: bytes in pieces of any size, then the digest. A file is hashed as
     /// it is read, in chunks, never whole in memory.
     package struct Hasher: Sendable {
-        private var h: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
-            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
-        )
+        private var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
         /// Bytes of an unfinished block, waiting for the rest of it.
         private var pending: [UInt8] = []
         private var length: UInt64 = 0
@@ -73,7 +71,7 @@ package enum SHA256 {
             tail.withUnsafeBytes { compress($0.baseAddress!, blocks: $0.count / 64) }
             pending.removeAll()
             var digest = Data(capacity: 32)
-            for word in [h.0, h.1, h.2, h.3, h.4, h.5, h.6, h.7] {
+            for word in h {
                 for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
             }
             return digest
@@ -85,41 +83,49 @@ package enum SHA256 {
         }
 
         private mutating func compress(_ input: UnsafeRawPointer, blocks: Int) {
-            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-                SHA256.k.withUnsafeBufferPointer { k in
-                    var (h0, h1, h2, h3, h4, h5, h6, h7) = h
-                    for block in 0..<blocks {
-                        let p = input + block * 64
-                        for i in 0..<16 {
-                            let b = p + i * 4
-                            w[i] =
-                                UInt32(b.load(as: UInt8.self)) << 24 | UInt32(b.load(fromByteOffset: 1, as: UInt8.self)) << 16
-                                | UInt32(b.load(fromByteOffset: 2, as: UInt8.self)) << 8 | UInt32(b.load(fromByteOffset: 3, as: UInt8.self))
-                        }
-                        for i in 16..<64 {
-                            let x = w[i - 15]
-                            let y = w[i - 2]
-                            let s0 = x.rotatedRight(7) ^ x.rotatedRight(18) ^ (x >> 3)
-                            let s1 = y.rotatedRight(17) ^ y.rotatedRight(19) ^ (y >> 10)
-                            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-                        }
-                        var (a, b, c, d, e, f, g, hh) = (h0, h1, h2, h3, h4, h5, h6, h7)
-                        for i in 0..<64 {
-                            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-                            let ch = (e & f) ^ (~e & g)
-                            let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
-                            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-                            let maj = (a & b) ^ (a & c) ^ (b & c)
-                            let t2 = s0 &+ maj
-                            (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-                        }
-                        h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d
-                        h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= hh
+            h.withUnsafeMutableBufferPointer { state in
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                    SHA256.k.withUnsafeBufferPointer { k in
+                        SHA256.compress(state.baseAddress!, input, blocks: blocks, w.baseAddress!, k.baseAddress!)
                     }
-                    h = (h0, h1, h2, h3, h4, h5, h6, h7)
                 }
             }
         }
+    }
+
+    /// The compression function over `blocks` 64-byte blocks at `input`.
+    private static func compress(
+        _ h: UnsafeMutablePointer<UInt32>, _ input: UnsafeRawPointer, blocks: Int, _ w: UnsafeMutablePointer<UInt32>,
+        _ k: UnsafePointer<UInt32>
+    ) {
+        var (h0, h1, h2, h3, h4, h5, h6, h7) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7])
+        for block in 0..<blocks {
+            let p = input + block * 64
+            for i in 0..<16 {
+                w[i] = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self))
+            }
+            for i in 16..<64 {
+                let x = w[i - 15]
+                let y = w[i - 2]
+                let s0 = x.rotatedRight(7) ^ x.rotatedRight(18) ^ (x >> 3)
+                let s1 = y.rotatedRight(17) ^ y.rotatedRight(19) ^ (y >> 10)
+                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+            }
+            var (a, b, c, d, e, f, g, hh) = (h0, h1, h2, h3, h4, h5, h6, h7)
+            for i in 0..<64 {
+                let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                let ch = (e & f) ^ (~e & g)
+                let t1 = hh &+ s1 &+ ch &+ k[i] &+ w[i]
+                let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                let maj = (a & b) ^ (a & c) ^ (b & c)
+                let t2 = s0 &+ maj
+                (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+            }
+            h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d
+            h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= hh
+        }
+        h[0] = h0; h[1] = h1; h[2] = h2; h[3] = h3
+        h[4] = h4; h[5] = h5; h[6] = h6; h[7] = h7
     }
 }
 
