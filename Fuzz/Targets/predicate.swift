@@ -1,4 +1,4 @@
-// fuzz-modules: SQLiteStore GRDB ObjectGraph Logging
+// fuzz-modules: SQLiteStore GRDB ObjectGraph Digest Logging
 // fuzz-libraries: sqlite3
 // fuzz-max-len: 4096
 //

@@ -1,4 +1,4 @@
-// fuzz-modules: StoreFS FuseKit ObjectGraph Logging
+// fuzz-modules: StoreFS FuseKit ObjectGraph Digest Logging
 // fuzz-libraries: fuse3
 // fuzz-max-len: 1024
 //

@@ -1,4 +1,4 @@
-// fuzz-modules: SQLiteStore XMLStore BinaryStore AtomicStore GRDB ObjectGraph Logging
+// fuzz-modules: SQLiteStore XMLStore BinaryStore AtomicStore GRDB ObjectGraph Digest Logging
 // fuzz-libraries: sqlite3
 // fuzz-max-len: 131072
 //

@@ -72,7 +72,7 @@ final class PrivateCopy: Sendable {
     /// Copies the store at `url` and its -wal and -journal, hashing them when `hashing`, and
     /// checkpoints the copy. Reads the originals only (see the type's comment for how).
     static func make(of url: URL, hashing: Bool, logger: Logger) throws(ObjectGraphError) -> PrivateCopy {
-        removeStale()
+        _ = staleRemoved
         let deadline = Date().addingTimeInterval(patience)
         let name = url.lastPathComponent
         var attempts = 0
@@ -168,6 +168,12 @@ final class PrivateCopy: Sendable {
         }
         return URL(fileURLWithPath: String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
+
+    /// Done by the first copy a process makes: a look at every entry of TMPDIR is not for each open.
+    private static let staleRemoved: Bool = {
+        removeStale()
+        return true
+    }()
 
     /// Removes the folders processes that died left behind (their ID in the name runs nothing).
     private static func removeStale() {

@@ -69,12 +69,12 @@ public struct InputFile: Sendable, Hashable, Codable {
             hasher.combine(modified.tv_nsec)
         }
 
-        /// Seconds since the file's last modification or status change, by the wall clock.
+        /// Seconds since the file's last modification, by the wall clock. (Every write sets the
+        /// modification time; a status change alone, a chmod, changes no byte.)
         public var quietSeconds: Double {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            let latest = max(Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9, Double(changed.tv_sec) + Double(changed.tv_nsec) / 1e9)
-            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - latest
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - (Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9)
         }
 
         /// The modification time as ISO 8601 in UTC with nanoseconds (`2026-11-25T10:15:00.123456789Z`).
