@@ -1,6 +1,10 @@
 #!/bin/sh
 # Install or uninstall storefs: the binary, the mount(8) helpers, the systemd unit, the man
-# pages, the shell completions, the docs.
+# pages, the shell completions, the docs and the licence.
+#
+# The binary is installed as swift build made it: it loads the Swift runtime from the toolchain
+# it was built with (/opt/swift), which must stay installed (install says so when it does);
+# scripts/package bundles the runtime instead.
 #
 #   sudo scripts/install.sh              build in release mode and install
 #   sudo scripts/install.sh uninstall    remove exactly what install put (also scripts/uninstall.sh)
@@ -50,7 +54,9 @@ if [ "$PREFIX" = /usr ]; then ZSHCOMPDIR="${ZSHCOMPDIR:-/usr/share/zsh/vendor-co
 ZSHCOMPDIR="${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}"
 FISHCOMPDIR="${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}"
 MANIFEST="${MANIFEST-$PREFIX/share/storefs/install-manifest}"
-DOCS="docs/PRODUCTION.md docs/SEMANTICS.md README.md systemd/example.conf"
+DOCS="docs/PRODUCTION.md docs/SEMANTICS.md README.md systemd/example.conf LICENSE"
+# The mount helper's manual page (the others are generated from the commands: scripts/manpages).
+HELPER_PAGE="scripts/mount.fuse.storefs.8"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 recorded=""
@@ -70,6 +76,7 @@ standard_files() {
     echo "$BASHCOMPDIR/storefs"
     echo "$ZSHCOMPDIR/_storefs"
     echo "$FISHCOMPDIR/storefs.fish"
+    echo "$MANDIR/man8/$(basename "$HELPER_PAGE")"
 }
 
 # mkdir -p that records each directory it creates, so that uninstall removes only those.
@@ -149,6 +156,7 @@ install_all() {
     put 0644 "$work/_storefs" "$ZSHCOMPDIR/_storefs"
     put 0644 "$work/storefs.fish" "$FISHCOMPDIR/storefs.fish"
 
+    put 0644 "$root/$HELPER_PAGE" "$MANDIR/man8/$(basename "$HELPER_PAGE")"
     if [ -n "${MANPAGES:-}" ]; then
         [ -f "$MANPAGES/storefs.1" ] || { echo "storefs: MANPAGES=$MANPAGES holds no storefs.1" >&2; exit 1; }
         for page in "$MANPAGES"/*.1; do put 0644 "$page" "$MANDIR/man1/$(basename "$page")"; done
@@ -168,7 +176,20 @@ install_all() {
 
     say "installed $DESTDIR$BINDIR/storefs, $DESTDIR$SBINDIR/mount.fuse.storefs, $DESTDIR$UNITDIR/storefs@.service"
     say "configurations go in $DESTDIR$CONFDIR/NAME.conf (example: $DESTDIR$DOCDIR/example.conf)"
+    runtime_notice
     reload_systemd
+}
+
+# The binary swift build makes loads the Swift runtime from the toolchain it was built with
+# (its RUNPATH): install.sh installs it as it is, so that toolchain must stay. The Debian package
+# (scripts/package) bundles the runtime instead.
+runtime_notice() {
+    runtime="$(ldd "$DESTDIR$BINDIR/storefs" 2>/dev/null | awk '$1 ~ /^libswiftCore/ && $3 ~ /^\// { print $3 }')"
+    case "$runtime" in
+        */lib/swift/linux/*)
+            say "note: storefs loads the Swift runtime from $(dirname "$runtime"): keep that toolchain installed," \
+                "or install the Debian package (scripts/package), which bundles the runtime" ;;
+    esac
 }
 
 uninstall_all() {

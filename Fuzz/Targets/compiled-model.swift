@@ -1,4 +1,4 @@
-// fuzz-modules: ObjectGraph Logging
+// fuzz-modules: ObjectGraph Digest Logging
 // fuzz-max-len: 262144
 //
 // The compiled-model reader: the input is a keyed archive of an NSManagedObjectModel, what a

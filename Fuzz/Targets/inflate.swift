@@ -1,4 +1,4 @@
-// fuzz-modules: Decoding ObjectGraph Logging
+// fuzz-modules: Decoding ObjectGraph Logging Digest
 // fuzz-max-len: 16384
 //
 // The inflater (Sources/Decoding/Inflater.swift and RawInflate.swift): the input is a binary

@@ -1,4 +1,4 @@
-// fuzz-modules: ObjectGraph Logging
+// fuzz-modules: ObjectGraph Digest Logging
 // fuzz-max-len: 512
 //
 // The object-name parser: the input is a name looked up in an entity directory (`p12`) or an

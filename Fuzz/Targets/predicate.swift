@@ -1,4 +1,4 @@
-// fuzz-modules: SQLiteStore Decoding GRDB ObjectGraph Logging
+// fuzz-modules: SQLiteStore CoreDataSchema Decoding GRDB ObjectGraph Logging Digest
 // fuzz-libraries: sqlite3
 // fuzz-max-len: 4096
 //

@@ -1,4 +1,4 @@
-// fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging
+// fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging Digest
 // fuzz-libraries: fuse3
 // fuzz-max-len: 16384
 //

@@ -1,4 +1,4 @@
-// fuzz-modules: SQLiteStore Decoding XMLStore BinaryStore AtomicStore GRDB ObjectGraph Logging
+// fuzz-modules: SQLiteStore CoreDataSchema Decoding XMLStore BinaryStore AtomicStore GRDB ObjectGraph Logging Digest
 // fuzz-libraries: sqlite3
 // fuzz-max-len: 131072
 //

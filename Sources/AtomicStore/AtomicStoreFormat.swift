@@ -11,10 +11,10 @@ package protocol AtomicStoreFormat: Sendable {
     /// The whole file for `graph`.
     func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data
 
-    /// Reads the file at `url` with `model`, or with the model the file carries or implies when
-    /// `model` is nil; returns the model used and the graph.
-    func decode(fileAt url: URL, model: ManagedObjectModel?, progress: LoadProgress?) throws(ObjectGraphError)
-        -> (ManagedObjectModel, StoreGraph)
+    /// Reads `data`, the file at `url`, with `model`, or with the model the file carries or
+    /// implies when `model` is nil; returns the model used and the graph.
+    func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
+        throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph)
 
     /// Metadata a new, empty store of this type starts with besides its type, UUID and model.
     func newStoreMetadata(for model: ManagedObjectModel) -> [String: MetadataValue]
@@ -49,10 +49,15 @@ extension AtomicStoreFormat {
         }
         // A save killed between writing its temporary file and renaming it left that file behind.
         if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
-        let (resolved, graph) = try decode(fileAt: url, model: model, progress: options.progress)
+        // Hashed from the bytes read, so the hash is that of what the store shows.
+        let hashing = options.readOnly && options.hashesInputs
+        let stamp = hashing ? InputFile.Stamp(path: url.path) : nil
+        let data = try AtomicFile.read(url)
+        let inputs = hashing ? [InputFile.hashed(data, of: url, stamp: stamp)] : []
+        let (resolved, graph) = try decode(data, of: url, model: model, progress: options.progress)
         return GraphStore(
             model: resolved, storeType: typeName, url: url, readOnly: options.readOnly, graph: graph,
-            persistence: AtomicFilePersistence(url: url, model: resolved, format: self))
+            persistence: AtomicFilePersistence(url: url, model: resolved, format: self), inputs: inputs)
     }
 }
 
@@ -68,7 +73,7 @@ package struct AtomicFilePersistence<Format: AtomicStoreFormat>: GraphPersistenc
     }
 
     package func read() throws(ObjectGraphError) -> StoreGraph {
-        try format.decode(fileAt: url, model: model, progress: nil).1
+        try format.decode(try AtomicFile.read(url), of: url, model: model, progress: nil).1
     }
 
     /// The file's inode, size and modification time: a save by another process renames a new

@@ -71,9 +71,9 @@ struct BinaryStoreFile: AtomicStoreFormat {
         try BinaryStoreFormat.encode(graph, model: model)
     }
 
-    func decode(fileAt url: URL, model: ManagedObjectModel?, progress: LoadProgress?) throws(ObjectGraphError)
-        -> (ManagedObjectModel, StoreGraph)
+    func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
+        throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph)
     {
-        try BinaryStoreFormat.decode(try AtomicFile.read(url), model: model, path: url.path)
+        try BinaryStoreFormat.decode(data, model: model, path: url.path)
     }
 }

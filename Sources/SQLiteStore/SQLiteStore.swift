@@ -26,7 +26,9 @@ public final class SQLiteStore: PersistentStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
-    let reader: any DatabaseReader
+    /// The connections that read (see ``ReadSource``).
+    var reader: any DatabaseReader { source.withLock { $0.reader } }
+    private let source: Mutex<ReadSource>
     /// Tables whose keys are TEXT (read through views, never written), upper-cased.
     let textKeyTables: Set<String>
     let path: String
@@ -45,11 +47,36 @@ public final class SQLiteStore: PersistentStore {
     /// memory and written (Z_MAX) by the save that inserts them, so a mkdir that is never saved
     /// leaves the file as it was.
     let reservedKeys = Mutex<[Int64: Int64]>([:])
-    /// A copy of a WAL store made because its folder cannot be written (see ``openReader``).
-    private let privateCopy: URL?
     /// One read connection that watches for other processes' commits: a pool's readers each
     /// count `data_version` on their own, so their numbers cannot be compared.
     private let watcher = Mutex<DatabaseQueue?>(nil)
+    /// Read-only and not hashing its inputs: the private copy is made again when the store's
+    /// files change, so the mount follows other processes' commits (``externalChangeToken()``).
+    private let followsChanges: Bool
+    private let hashesInputs: Bool
+    /// The temp-schema views the readers are opened with (``FileSchema/textKeyViews``).
+    private let views: [String]
+    private let copies = Mutex(Copies())
+    /// The external data files, hashed when the open was asked to (read from their place when a
+    /// value needs them, never copied).
+    private let externalInputs: [InputFile]
+
+    /// The connections that read, and the private copy they read when the store is open
+    /// read-only. Replaced as a whole when the copy is made again; a read holds the one it
+    /// started with, so the old copy's files stay until it ends.
+    struct ReadSource: Sendable {
+        let reader: any DatabaseReader
+        let copy: PrivateCopy?
+    }
+
+    /// How a read-only store follows changes: the token it hands out (one more per new copy),
+    /// and when it may copy again (a copy that took T waits 4·T, so a store an app writes
+    /// constantly is not copied back to back).
+    private struct Copies {
+        var generation: Int64 = 0
+        var handedOut = false
+        var notBefore = Date.distantPast
+    }
 
     /// Opens (or creates) the store at `url`; see ``SQLiteStoreType/open(at:model:options:initialMetadata:)``.
     public init(
@@ -74,8 +101,12 @@ public final class SQLiteStore: PersistentStore {
         }
         try FileCheck.check(url)
         if !options.readOnly { try FileCheck.checkWritable(url) }
-        isWAL = FileCheck.isWAL(url)
-        var opened = try Self.openReader(url, isWAL: isWAL, logger: logger)
+        // Read-only: everything is read from a private copy; nothing beside the store is touched.
+        let copy = options.readOnly ? try PrivateCopy.make(of: url, hashing: options.hashesInputs, logger: logger) : nil
+        isWAL = FileCheck.isWAL(copy?.store ?? url)
+        followsChanges = options.readOnly && !options.hashesInputs
+        hashesInputs = options.hashesInputs
+        var opened = try Self.openReader(url, copy: copy, isWAL: isWAL, logger: logger)
         let schema: FileSchema
         do {
             schema = try opened.reader.read { db in try FileSchema.read(db, file: url.path) }
@@ -88,17 +119,17 @@ public final class SQLiteStore: PersistentStore {
                     \(url.path): \(views.count) table(s) hold their Z_PK/Z_ENT/Z_OPT as text (rebuilt by another tool); \
                     they are read through views and cannot be written
                     """)
-                Self.close(opened.reader, copy: opened.copy)
-                opened = try Self.openReader(url, isWAL: isWAL, logger: logger, views: views)
+                try? opened.reader.close()
+                opened = try Self.openReader(url, copy: copy, isWAL: isWAL, logger: logger, views: views)
             }
         } catch {
-            Self.close(opened.reader, copy: opened.copy)
+            Self.close(opened)
             throw Self.mapError(error, file: url.path)
         }
-        reader = opened.reader
-        privateCopy = opened.copy
+        views = schema.textKeyViews
+        source = Mutex(opened)
         guard schema.table(named: "Z_PRIMARYKEY") != nil, schema.table(named: "Z_METADATA") != nil else {
-            Self.close(reader, copy: opened.copy)
+            Self.close(opened)
             throw ObjectGraphError(
                 .corruptStore, "\(url.path) is an SQLite file but not a Core Data store: Z_PRIMARYKEY or Z_METADATA is missing")
         }
@@ -107,9 +138,10 @@ public final class SQLiteStore: PersistentStore {
             self.modelSource = .given("given by the caller")
         } else {
             do {
-                (self.model, self.modelSource) = try Self.model(for: schema, reader: reader, file: url.path, logger: logger)
+                (self.model, self.modelSource) = try Self.model(
+                    for: schema, reader: opened.reader, file: url.path, readOnly: options.readOnly, logger: logger)
             } catch {
-                Self.close(reader, copy: opened.copy)
+                Self.close(opened)
                 throw error
             }
         }
@@ -121,12 +153,18 @@ public final class SQLiteStore: PersistentStore {
         } else {
             do {
                 mechanisms = try CoreDataMechanisms(
-                    url: url, reader: reader, schema: schema, model: self.model, modelSource: modelSource, layout: layout,
+                    url: url, reader: opened.reader, schema: schema, model: self.model, modelSource: modelSource, layout: layout,
                     logger: logger)
             } catch {
-                Self.close(reader, copy: opened.copy)
+                Self.close(opened)
                 throw error
             }
+        }
+        do {
+            externalInputs = options.hashesInputs ? try mechanisms.externalData.inputFiles() : []
+        } catch {
+            Self.close(opened)
+            throw error
         }
     }
 
@@ -153,50 +191,36 @@ public final class SQLiteStore: PersistentStore {
         return configuration
     }
 
-    /// The read-only connections. A WAL store whose folder cannot be written has no -shm file
-    /// SQLite could create; its WAL content is then read from a private copy of the store and its
-    /// -wal, made in the temporary folder (the original is never touched).
-    static func openReader(_ url: URL, isWAL: Bool, logger: Logger, views: [String] = []) throws(ObjectGraphError)
-        -> (reader: any DatabaseReader, copy: URL?)
+    /// The read-only connections: on the private `copy` when there is one (a read-only open),
+    /// else on the store itself (a store opened for writing, whose readers see its commits).
+    /// Errors name the store, not the copy.
+    static func openReader(_ url: URL, copy: PrivateCopy?, isWAL: Bool, logger: Logger, views: [String] = [])
+        throws(ObjectGraphError) -> ReadSource
     {
         let configuration = configuration(readOnly: true, views: views)
-        func open(_ path: String) throws -> any DatabaseReader {
-            isWAL ? try DatabasePool(path: path, configuration: configuration) : try DatabaseQueue(path: path, configuration: configuration)
-        }
-        let folder = url.deletingLastPathComponent().path
-        let shm = url.path + "-shm"
-        if isWAL && !FileManager.default.fileExists(atPath: shm) && access(folder, W_OK) != 0 {
-            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-ro-\(UUID().uuidString)")
-            do {
-                try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
-                let store = copy.appendingPathComponent(url.lastPathComponent)
-                try FileManager.default.copyItem(at: url, to: store)
-                if FileManager.default.fileExists(atPath: url.path + "-wal") {
-                    try FileManager.default.copyItem(atPath: url.path + "-wal", toPath: store.path + "-wal")
-                }
-                logger.notice("\(url.path): its folder cannot be written, so its WAL is read from a private copy")
-                return (try open(store.path), copy)
-            } catch {
-                try? FileManager.default.removeItem(at: copy)
-                throw mapError(error, file: url.path)
-            }
-        }
+        let path = copy?.store.path ?? url.path
         do {
-            return (try open(url.path), nil)
+            let reader: any DatabaseReader =
+                isWAL ? try DatabasePool(path: path, configuration: configuration) : try DatabaseQueue(path: path, configuration: configuration)
+            return ReadSource(reader: reader, copy: copy)
         } catch {
+            copy?.remove()
             throw mapError(error, file: url.path)
         }
     }
 
-    static func close(_ reader: any DatabaseReader, copy: URL?) {
-        try? reader.close()
-        if let copy { try? FileManager.default.removeItem(at: copy) }
+    static func close(_ source: ReadSource) {
+        try? source.reader.close()
+        source.copy?.remove()
     }
 
     /// The model of a store opened without one, the best there is: the model storefs keeps in its
     /// metadata, else the compiled model Core Data cached in Z_MODELCACHE, else one inferred from
     /// the schema (see ``SchemaInference``).
-    private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, logger: Logger)
+    /// A model kept in the metadata that does not load refuses a store opened for writing (its
+    /// stores would be written with another model than their own) and is passed over, with a
+    /// warning, by a read-only one.
+    private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, readOnly: Bool, logger: Logger)
         throws(ObjectGraphError) -> (ManagedObjectModel, ModelSource)
     {
         let metadata: StoreMetadata?
@@ -209,6 +233,9 @@ public final class SQLiteStore: PersistentStore {
             throw mapError(error, file: file)
         }
         if let embedded = metadata?.embeddedModel {
+            if !readOnly {
+                return (try XcodeModelLoader.load(contents: Data(embedded.utf8), source: "\(file) (embedded model)"), .keptByStoreFS)
+            }
             if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
         if let cached { return (cached, .coreDataCache) }
@@ -233,8 +260,10 @@ public final class SQLiteStore: PersistentStore {
 
     func read<T>(_ body: (Database) throws -> T) throws(ObjectGraphError) -> T {
         try checkOpen()
+        // Held for the whole read: a new copy made meanwhile does not take this one's files away.
+        let current = source.withLock { $0 }
         do {
-            return try reader.read(body)
+            return try current.reader.read(body)
         } catch let error as ObjectGraphError {
             throw error
         } catch {
@@ -385,6 +414,7 @@ public final class SQLiteStore: PersistentStore {
     /// a read connection.
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? {
         try checkOpen()
+        if source.withLock({ $0.copy }) != nil { return followsChanges ? try copyAgainIfChanged() : nil }
         do {
             requests.add(1, ordering: .relaxed)
             if let writer = openedWriter.withLock({ $0 }) {
@@ -395,7 +425,6 @@ public final class SQLiteStore: PersistentStore {
             }
             let queue = try watcher.withLock { queue in
                 if let queue { return queue }
-                let path = privateCopy.map { $0.appendingPathComponent(url?.lastPathComponent ?? "").path } ?? self.path
                 let opened = try DatabaseQueue(path: path, configuration: Self.configuration(readOnly: true))
                 queue = opened
                 return opened
@@ -411,7 +440,7 @@ public final class SQLiteStore: PersistentStore {
         // Readers first: the writer, closing last, then removes the -wal and -shm files, which
         // only the last connection to a file does (and only one that may write).
         try? watcher.withLock { $0 }?.close()
-        Self.close(reader, copy: privateCopy)
+        Self.close(source.withLock { $0 })
         if let writer = openedWriter.withLock({ $0 }) {
             if isWAL {
                 // Fold the WAL into the main file, so a closed store is one self-contained file
@@ -428,6 +457,58 @@ public final class SQLiteStore: PersistentStore {
     }
 
     deinit { close() }
+
+    // MARK: - Read-only: the private copy
+
+    /// The token of a store read from a private copy: one more each time the copy is made again
+    /// because the store's files changed (another process committed). The first token handed
+    /// out is the copy's as opened, so a caller's baseline is what it has read.
+    private func copyAgainIfChanged() throws(ObjectGraphError) -> Int64? {
+        let (generation, handedOut, notBefore) = copies.withLock { ($0.generation, $0.handedOut, $0.notBefore) }
+        guard handedOut else {
+            copies.withLock { $0.handedOut = true }
+            return generation
+        }
+        guard let copy = source.withLock({ $0.copy }), !copy.isCurrent, Date() >= notBefore, let url else { return generation }
+        let started = Date()
+        do {
+            let fresh = try PrivateCopy.make(of: url, hashing: false, logger: logger)
+            let opened = try Self.openReader(url, copy: fresh, isWAL: FileCheck.isWAL(fresh.store), logger: logger, views: views)
+            let old = source.withLock { current in
+                defer { current = opened }
+                return current
+            }
+            // The old copy's files go when the last read of them ends (ReadSource holds them).
+            _ = old
+            let took = Date().timeIntervalSince(started)
+            return copies.withLock { state in
+                state.generation += 1
+                state.notBefore = Date().addingTimeInterval(4 * took)
+                return state.generation
+            }
+        } catch {
+            logger.warning("\(path) changed, but copying it again failed (\(error)); showing it as it was")
+            copies.withLock { $0.notBefore = Date().addingTimeInterval(Self.retryAfterFailedCopy) }
+            return generation
+        }
+    }
+
+    /// Seconds before a copy that failed is tried again.
+    private static let retryAfterFailedCopy: TimeInterval = 5
+
+    /// What the open read, with its SHA-256 when asked (``StoreOptions/hashesInputs``): the store,
+    /// its -wal and -journal as copied, and the external data files. Empty for a store opened for
+    /// writing.
+    public var inputFiles: [InputFile] {
+        (source.withLock { $0.copy }?.inputs ?? []) + externalInputs
+    }
+
+    /// Z_MAX, or the highest key of the root's table where that is higher.
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        let (table, zent) = try rootTable(of: root)
+        let stored = try highestStoredKey(table: table, zent: zent)
+        return max(stored, reservedKeys.withLock { $0[zent] ?? 0 })
+    }
 
     /// The table and Z_ENT of the root entity of `entity`'s tree.
     func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {

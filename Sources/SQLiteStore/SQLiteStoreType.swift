@@ -20,15 +20,22 @@ public struct SQLiteStoreType: PersistentStoreType {
 
     public init() {}
 
-    /// Reads Z_METADATA on a read-only connection; the file is never modified (a WAL store whose
-    /// folder cannot be written is read from a private copy, as ``SQLiteStore`` reads it).
+    /// ``SQLiteStore`` reads the model storefs keeps in the store's metadata itself, from what
+    /// it has read anyway: the coordinator need not read the metadata first (which, read-only,
+    /// would copy the store a second time).
+    public var findsKeptModel: Bool { true }
+
+    /// Reads Z_METADATA from a private copy of the store and its -wal, as a read-only
+    /// ``SQLiteStore`` reads (``PrivateCopy``): nothing beside the store is made, written or locked.
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
         try FileCheck.check(url)
-        let (reader, copy) = try SQLiteStore.openReader(url, isWAL: FileCheck.isWAL(url), logger: Logger(label: "storefs.sqlite"))
-        defer { SQLiteStore.close(reader, copy: copy) }
+        let logger = Logger(label: "storefs.sqlite")
+        let copy = try PrivateCopy.make(of: url, hashing: false, logger: logger)
+        let source = try SQLiteStore.openReader(url, copy: copy, isWAL: FileCheck.isWAL(copy.store), logger: logger)
+        defer { SQLiteStore.close(source) }
         let metadata: StoreMetadata??
         do {
-            metadata = try reader.read { db -> StoreMetadata?? in
+            metadata = try source.reader.read { db -> StoreMetadata?? in
                 guard try db.tableExists("Z_METADATA") else { return nil }
                 return .some(try MetadataCoding.read(db, file: url.path))
             }
@@ -59,10 +66,11 @@ public struct SQLiteStoreType: PersistentStoreType {
         -> ModelCacheContent
     {
         try FileCheck.check(url)
-        let (reader, copy) = try SQLiteStore.openReader(url, isWAL: FileCheck.isWAL(url), logger: logger)
-        defer { SQLiteStore.close(reader, copy: copy) }
+        let copy = try PrivateCopy.make(of: url, hashing: false, logger: logger)
+        let source = try SQLiteStore.openReader(url, copy: copy, isWAL: FileCheck.isWAL(copy.store), logger: logger)
+        defer { SQLiteStore.close(source) }
         do {
-            return try reader.read { db in
+            return try source.reader.read { db in
                 guard try db.tableExists("Z_MODELCACHE") else { return .absent }
                 return ModelCache.read(from: db, file: url.path, logger: logger)
             }

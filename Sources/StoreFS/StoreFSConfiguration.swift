@@ -38,6 +38,8 @@ public struct StoreFSConfiguration: Sendable, Hashable {
 
     /// Where the store is mounted, so absolute link targets inside the mount resolve.
     public var mountPoint: String?
+    /// Extended attributes of the root the serving program adds (evidence mounts); none by default.
+    public var rootAttributes: ProvidedAttributes?
 
     public init() {}
 }

@@ -47,11 +47,13 @@ struct XMLStoreFormat: AtomicStoreFormat {
         try XMLStoreWriter.encode(graph, model: model)
     }
 
-    func decode(fileAt url: URL, model: ManagedObjectModel?, progress: LoadProgress?) throws(ObjectGraphError)
-        -> (ManagedObjectModel, StoreGraph)
+    func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
+        throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph)
     {
         let path = url.path
-        var doc = try Self.document(at: url, progress: progress)
+        // The file's bytes are released once scanned, before the graph is built: a million
+        // objects are 1.2 GB of them.
+        var doc = try XMLStoreReader.document(of: consume data, path: path, progress: progress)
         let resolved: ManagedObjectModel
         if let model {
             resolved = model
@@ -68,12 +70,5 @@ struct XMLStoreFormat: AtomicStoreFormat {
     /// Core Data's XML stores carry the entity version hashes too (the corpus's do).
     func newStoreMetadata(for model: ManagedObjectModel) -> [String: MetadataValue] {
         VersionHash.metadata(for: model)
-    }
-
-    /// The file's objects, scanned. The file's bytes are released when this returns, before the
-    /// graph is built: a million objects are 1.2 GB of them.
-    private static func document(at url: URL, progress: LoadProgress?) throws(ObjectGraphError) -> XMLStoreDocument {
-        let data = try AtomicFile.read(url)
-        return try XMLStoreReader.document(of: data, path: url.path, progress: progress)
     }
 }

@@ -63,6 +63,7 @@ extension MountHelperTests {
         ]
         expected += try installScriptHelpers().map { "/sbin/" + $0.installedName }
         expected += try manPageNames(in: try generatedManPages()).map { "/usr/share/man/man1/\($0).gz" }
+        expected += ["/usr/share/man/man8/mount.fuse.storefs.8.gz", "/usr/share/doc/storefs/copyright"]
         for path in expected {
             #expect(listed.contains(path), "the package lacks \(path)")
             #expect(FileManager.default.fileExists(atPath: path), "dpkg -i did not put \(path)")
@@ -80,6 +81,18 @@ extension MountHelperTests {
         #expect(unit.contains("/usr/share/doc/storefs/PRODUCTION.md"))
         let page = try run(man, ["-w", "storefs.mount"])
         #expect(page.output.trimmingCharacters(in: .newlines) == "/usr/share/man/man1/storefs.mount.1.gz", "man -w: \(page)")
+        let helperPage = try run(man, ["-w", "mount.fuse.storefs"])
+        #expect(helperPage.output.trimmingCharacters(in: .newlines) == "/usr/share/man/man8/mount.fuse.storefs.8.gz", "man -w: \(helperPage)")
+        // The licence, in Debian's copyright file (machine-readable), with the licence's own text.
+        let copyright = try String(contentsOfFile: "/usr/share/doc/storefs/copyright", encoding: .utf8)
+        let licence = try String(contentsOf: packageRoot.appendingPathComponent("LICENSE"), encoding: .utf8)
+        #expect(copyright.hasPrefix("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"))
+        #expect(copyright.contains("Files: *\nCopyright: 2026 the storefs developers\nLicense: MIT\n"), "\(copyright.prefix(400))")
+        let indented = licence.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            .map { $0.isEmpty ? " ." : " " + $0 }.joined(separator: "\n")
+        #expect(copyright.hasSuffix("License: MIT\n" + indented + "\n"), "the copyright file ends with the licence's text")
+        #expect(licence.hasPrefix("MIT License"))
+        #expect(!listed.contains("/usr/share/doc/storefs/LICENSE"), "the licence is in the copyright file, not beside it")
 
         // mount(8) finds the packaged helper, which runs the packaged binary.
         let log = scratch.path + "/storefs.log"

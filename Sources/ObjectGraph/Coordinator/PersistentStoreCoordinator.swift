@@ -125,7 +125,7 @@ public final class PersistentStoreCoordinator: Sendable {
         var initial = metadata
         var source: ModelSource? = model.map { _ in modelDescription ?? .given("given by the caller") }
         if exists {
-            if model == nil, let text = try type.metadata(at: url).embeddedModel {
+            if model == nil, !type.findsKeptModel, let text = try type.metadata(at: url).embeddedModel {
                 model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(place) (embedded model)")
                 source = .keptByStoreFS
             }

@@ -38,13 +38,17 @@ public final class GraphStore: PersistentStore {
     public let url: URL?
     public let isReadOnly: Bool
     public let modelSource: ModelSource
+    /// The file as it was read, hashed, when the open was asked to hash its inputs
+    /// (``StoreOptions/hashesInputs``): such a store keeps showing what was hashed, and reads no
+    /// other process's change (``externalChangeToken()``).
+    public let inputFiles: [InputFile]
     private let persistence: (any GraphPersistence)?
     private let state: Mutex<State>
 
     /// A store of `graph` kept by `persistence` (nil: in memory only).
     public init(
         model: ManagedObjectModel, storeType: String, url: URL?, readOnly: Bool, graph: StoreGraph,
-        persistence: (any GraphPersistence)?, modelSource: ModelSource = .inferred
+        persistence: (any GraphPersistence)?, modelSource: ModelSource = .inferred, inputs: [InputFile] = []
     ) {
         self.model = model
         self.storeType = storeType
@@ -52,6 +56,7 @@ public final class GraphStore: PersistentStore {
         self.isReadOnly = readOnly
         self.persistence = persistence
         self.modelSource = modelSource
+        self.inputFiles = inputs
         self.state = Mutex(State(graph: graph, token: persistence?.changeToken()))
     }
 
@@ -122,8 +127,12 @@ public final class GraphStore: PersistentStore {
         }
     }
 
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        try access { $0.graph.maxKey[root] ?? 0 }
+    }
+
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? {
-        guard persistence != nil else { return nil }
+        guard persistence != nil, inputFiles.isEmpty else { return nil }
         return try access { (state) throws(ObjectGraphError) in
             try readAgainIfReplaced(&state)
             return state.token

@@ -75,6 +75,15 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Releases the store's files and connections. Later calls fail.
     func close()
 
+    /// The files the store read when it opened (the store file, an SQLite store's -wal and
+    /// -journal, its external data when asked to hash them), with their SHA-256 when it was opened
+    /// with ``StoreOptions/hashesInputs``; empty for a store opened for writing or held in memory.
+    var inputFiles: [InputFile] { get }
+
+    /// The highest primary key handed out in the tree of root entity `root` (Core Data's Z_MAX,
+    /// or the highest key an object has where that is higher): keys above it were never used.
+    func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64
+
     /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key, in
     /// one store request; nil when the store cannot evaluate this predicate exactly as
     /// ``PredicateEvaluator`` would (the engine then evaluates it in memory). `predicate` has no
@@ -104,6 +113,17 @@ extension PersistentStore {
     /// Stores that compute no values themselves let every optional value go.
     public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {}
 
+    public var inputFiles: [InputFile] { [] }
+
+    /// Stores that keep no Z_MAX: the highest key an object of the tree has.
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        var highest: Int64 = 0
+        for entity in model.entities where entity.rootID == root {
+            for id in try objectIDs(of: entity.id) { highest = max(highest, id.key.rawValue) }
+        }
+        return highest
+    }
+
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
@@ -127,6 +147,8 @@ extension PersistentStoreType {
     public func removeStore(at url: URL) throws(ObjectGraphError) {
         for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
+
+    public var findsKeptModel: Bool { false }
 }
 
 /// Options for opening a store.
@@ -138,11 +160,17 @@ public struct StoreOptions: Sendable, Hashable {
     public var createIfMissing: Bool
     /// Told how far the open has come, by stores whose open reads the whole file (XML).
     public var progress: LoadProgress?
+    /// With `readOnly`: record the SHA-256 of every file the open reads
+    /// (``PersistentStore/inputFiles``), and keep showing what was read then: the store does not
+    /// follow later changes to its files, whose hashes would no longer say what it shows
+    /// (`storefs info`, evidence mounts).
+    public var hashesInputs: Bool
 
-    public init(readOnly: Bool = false, createIfMissing: Bool = false, progress: LoadProgress? = nil) {
+    public init(readOnly: Bool = false, createIfMissing: Bool = false, progress: LoadProgress? = nil, hashesInputs: Bool = false) {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
         self.progress = progress
+        self.hashesInputs = hashesInputs
     }
 }
 
@@ -155,6 +183,11 @@ public protocol PersistentStoreType: Sendable {
 
     /// Reads the metadata of the store at `url` without opening the whole store.
     func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata
+
+    /// Whether opening a store of this type without a model finds the model storefs keeps in its
+    /// metadata (``StoreMetadata/modelKey``) by itself, and says so in its
+    /// ``PersistentStore/modelSource``; otherwise the coordinator reads the metadata first.
+    var findsKeptModel: Bool { get }
 
     /// Whether a file that begins with `fileStart` (up to its first 4 KiB) is a store of this type,
     /// for files whose suffix names no type (SwiftData's `default.store`, a store renamed by a tool).

@@ -104,6 +104,21 @@ struct ExternalDataFolder: Sendable {
         return data
     }
 
+    /// Every regular file of the folder (none when there is no folder), read and hashed, by name:
+    /// the inputs an evidence open records. Values are read from the files when needed, later.
+    func inputFiles() throws(ObjectGraphError) -> [InputFile] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+        var files: [InputFile] = []
+        for name in names.sorted() {
+            let file = folder.appendingPathComponent(name)
+            guard let stamp = InputFile.Stamp(path: file.path) else { continue }
+            var info = stat()
+            guard lstat(file.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, stamp.size >= 0 else { continue }
+            files.append(try InputFile.read(file, copyingTo: nil, hashing: true).0)
+        }
+        return files
+    }
+
     // MARK: - Writing
 
     /// The column value for `data`: inline with its marker, or, above ``threshold``, a reference

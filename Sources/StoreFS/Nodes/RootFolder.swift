@@ -11,6 +11,8 @@ struct RootFolder: NodeType {
     static let statsName = "user.storefs.stats"
     /// Why an object's changes (or, on the root, the store's) could not be saved.
     static let errorName = "user.storefs.error"
+    /// The names storefs gives meaning to (stats, errors, evidence); none of them is a metadata key.
+    static let ownPrefix = "user.storefs."
 
     var isDirectory: Bool { true }
 
@@ -52,13 +54,15 @@ struct RootFolder: NodeType {
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
         let metadata = try mapping.engine({ () throws(ObjectGraphError) in try mapping.context.metadata() }, "read metadata")
         var result: [String: Data] = [:]
-        for (key, value) in metadata.values { result["user." + key] = MetadataText.data(of: value) }
+        for (key, value) in metadata.values { result["user." + key] = MetadataBytes.data(of: value) }
         if let reason = mapping.session.failures.storeReason { result[Self.errorName] = Data(reason.utf8) }
         return result
     }
 
     func extendedAttribute(_ name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Data {
         if name == Self.statsName { return Data(statisticsJSON(mapping).utf8) }
+        // What the serving program adds (an evidence mount's record and overlay).
+        if let provided = try mapping.configuration.rootAttributes?.value(of: name) { return provided }
         guard let value = try extendedAttributes(of: node, in: mapping)[name] else { throw .noAttribute }
         return value
     }
@@ -67,14 +71,14 @@ struct RootFolder: NodeType {
         // The model storefs keeps in the store is long and for storefs itself: readable by name
         // (getfattr -n user.StoreFSModel), left out of listings (getfattr -d).
         try extendedAttributes(of: node, in: mapping).keys.sorted().filter { $0 != "user." + StoreMetadata.modelKey }
-            + [Self.statsName]
+            + [Self.statsName] + (mapping.configuration.rootAttributes?.listedNames ?? [])
     }
 
     func setExtendedAttribute(
         _ name: String, to value: Data, flags: ExtendedAttributeFlags, of node: Node, in mapping: Mapping
     ) throws(FileSystemError) {
         let key = String(name.dropFirst("user.".count))
-        guard name != Self.statsName, name != Self.errorName, !StoreMetadata.managedKeys.contains(key),
+        guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key),
             !StoreMetadata.bookkeepingKeys.contains(key)
         else {
             // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
@@ -85,14 +89,14 @@ struct RootFolder: NodeType {
         let current = try mapping.engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]
         if flags.contains(.create) && current != nil { throw .exists }
         if flags.contains(.replace) && current == nil { throw .noAttribute }
-        let newValue = MetadataText.value(from: value, like: current)
+        let newValue = MetadataBytes.value(from: value, like: current)
         try mapping.engine({ () throws(ObjectGraphError) in try context.setMetadata(newValue, for: key) }, "setfattr \(name)")
         mapping.changed()
     }
 
     func removeExtendedAttribute(_ name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) {
         let key = String(name.dropFirst("user.".count))
-        guard name != Self.statsName, !StoreMetadata.managedKeys.contains(key) else {
+        guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key) else {
             mapping.logger.error("setfattr -x \(name): only custom metadata keys of the mount root can be removed")
             throw .notPermitted
         }

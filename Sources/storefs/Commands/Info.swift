@@ -19,6 +19,16 @@ struct Info: ParsableCommand {
     @Flag(name: .long, help: "Print JSON.")
     var json = false
 
+    @Flag(
+        name: .long,
+        help: "Print only the SHA-256 of each file read, as sha256sum prints it (sha256sum -c checks them later).")
+    var hashes = false
+
+    @Flag(
+        name: .long,
+        help: "Open the store as evidence: also hash a --model's files, and check after reading that the store's folder is as it was (names, sizes, modification times); exit 1 when it is not.")
+    var evidence = false
+
     @Argument(help: "The store file, or a postgresql:// URL.")
     var store: String
 
@@ -30,19 +40,24 @@ struct Info: ParsableCommand {
         guard try StoreTypes.exists(url) else {
             throw ValidationError("\(StoreURL.describe(url)) does not exist")
         }
-        let given = try StoreTypes.loadModel(at: model, logger: logger)
-        let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
-            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+        // Read-only opens read a private copy of the store's files and touch nothing beside it;
+        // info records what it read with its SHA-256 (docs/SEMANTICS.md, "Reading touches nothing").
+        let opened = try open(url, logger: logger)
+        let coordinator = opened.coordinator
         defer { coordinator.close() }
+        let files = opened.evidence?.record.files ?? coordinator.store.inputFiles
+        if hashes {
+            for file in files { print("\(file.sha256 ?? "")  \(file.path)") }
+            return try finish(opened.evidence)
+        }
         let metadata = try coordinator.store.metadata()
         var counts: [(String, Int)] = []
         for entity in coordinator.model.entities.sorted(by: { $0.name < $1.name }) {
             counts.append((entity.name, try coordinator.store.count(of: entity.id)))
         }
         let custom = metadata.values.filter { $0.key != StoreMetadata.modelKey }
-        let hashes = HashCheck(store: url, metadata: metadata, coordinator: coordinator, logger: logger)
-        for warning in hashes.warnings { logger.warning("\(store): \(warning)") }
+        let versionHashes = HashCheck(store: url, metadata: metadata, coordinator: coordinator, logger: logger)
+        for warning in versionHashes.warnings { logger.warning("\(store): \(warning)") }
         if json {
             var object: [String: Any] = [
                 "path": StoreURL.describe(url), "type": metadata.storeType ?? coordinator.store.storeType,
@@ -52,18 +67,26 @@ struct Info: ParsableCommand {
                 "metadata": custom.mapValues(Self.jsonValue),
                 "hasEmbeddedModel": metadata.embeddedModel != nil,
                 "model": ["source": coordinator.modelSource.kind, "description": coordinator.modelSource.description],
-                "versionHashes": hashes.json,
+                "versionHashes": versionHashes.json,
             ]
             object["metadata"] = custom.mapValues(Self.jsonValue)
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            object["read"] = files.map { ["path": $0.path, "size": $0.size, "modified": $0.modified, "sha256": $0.sha256 ?? ""] }
+            var changed: [String]?
+            if let evidence = opened.evidence {
+                changed = evidence.close()
+                object["evidence"] = [
+                    "folderEntries": evidence.record.folder.count, "folderUnchanged": changed?.isEmpty ?? true, "folderChanges": changed ?? [],
+                ]
+            }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
-            return
+            return try finish(opened.evidence, changed: changed)
         }
         print("store:    \(StoreURL.describe(url))")
         print("type:     \(metadata.storeType ?? coordinator.store.storeType)")
         print("uuid:     \(metadata.storeUUID ?? "")")
         print("model:    \(coordinator.modelSource.description)")
-        print("hashes:   \(hashes.summary)")
+        print("hashes:   \(versionHashes.summary)")
         print("metadata:")
         for (key, value) in custom.sorted(by: { $0.key < $1.key }) {
             print("  \(key) = \(Self.text(value))")
@@ -73,6 +96,34 @@ struct Info: ParsableCommand {
         for (name, count) in counts {
             print("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
         }
+        print("read:     (SHA-256, bytes, file)")
+        for file in files { print("  \(file.sha256 ?? "")  \(file.size)  \(file.path)") }
+        try finish(opened.evidence)
+    }
+
+    /// The store, read-only with its inputs hashed, or as evidence.
+    private func open(_ url: URL, logger: Logger) throws -> (coordinator: PersistentStoreCoordinator, evidence: EvidenceStore?) {
+        if evidence {
+            let opened = try EvidenceStore.open(at: url, model: model, type: type, logger: logger)
+            return (opened.coordinator, opened)
+        }
+        let given = try StoreTypes.loadModel(at: model, logger: logger)
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true, hashesInputs: true),
+            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+        return (coordinator, nil)
+    }
+
+    /// With --evidence: says whether the store's folder is as it was, and fails when it is not.
+    private func finish(_ evidence: EvidenceStore?, changed known: [String]? = nil) throws {
+        guard let evidence else { return }
+        let changed = known ?? evidence.close()
+        let entries = evidence.record.folder.count
+        guard changed.isEmpty else {
+            printError("storefs info: the folder of \(store) changed while it was read:\n  " + changed.joined(separator: "\n  "))
+            throw ExitCode(1)
+        }
+        if !hashes && !json { print("folder:   as it was (\(entries) entries: names, sizes, modification times)") }
     }
 
     /// The store's recorded entity version hashes against the model it is read with and against

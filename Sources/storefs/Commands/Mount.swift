@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ObjectGraph
 
 struct Mount: ParsableCommand {
@@ -8,7 +9,9 @@ struct Mount: ParsableCommand {
         discussion: """
             Without --foreground, storefs returns once the mount is ready and serves in the \
             background; `fusermount3 -u MOUNTPOINT` (or SIGTERM) commits pending changes and \
-            unmounts. Options (-o, comma-separated): ro, allow_other, auto_unmount, model=PATH, \
+            unmounts. Options (-o, comma-separated): ro, evidence (nothing beside the store is \
+            written; files read are hashed, user.storefs.evidence; edits go to an overlay in \
+            memory: storefs overlay export), allow_other, auto_unmount, model=PATH, \
             list_fetched (list fetched properties' folders; they are reachable by name always), \
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
@@ -86,6 +89,7 @@ struct Mount: ParsableCommand {
             return
         }
         let logger = log.bootstrap(destination: destination)
+        if configuration.evidence && memory { throw ValidationError("-o evidence mounts a store file; an in-memory store has none") }
         if memory {
             let model = try StoreTypes.model(at: model ?? configuration.model)!
             let coordinator = PersistentStoreCoordinator(store: GraphStore(model: model), configuration: configuration.engine)
@@ -95,6 +99,7 @@ struct Mount: ParsableCommand {
         let url = StoreTypes.location(store)
         var isFolder: ObjCBool = false
         if !StoreURL.isService(url), FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
+            guard !configuration.evidence else { throw ValidationError("-o evidence mounts one store file, not a folder of stores") }
             try Server.serveFolder(directory: url, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
@@ -103,6 +108,10 @@ struct Mount: ParsableCommand {
         }
         let progress =
             progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
+        if configuration.evidence {
+            try serveEvidence(url, configuration: configuration, progress: progress, logger: logger)
+            return
+        }
         let given = try StoreTypes.loadModel(at: model ?? configuration.model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model,
@@ -115,6 +124,26 @@ struct Mount: ParsableCommand {
             configuration.fileSystem.commitsOnClose = true
         }
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
+    }
+
+    /// `-o evidence`: the store opened as evidence, its overlay served; at the end, the log says
+    /// whether the store's folder is as it was.
+    private func serveEvidence(_ url: URL, configuration: MountConfiguration, progress: LoadProgress?, logger: Logger) throws {
+        let evidence = try EvidenceStore.open(
+            at: url, model: model ?? configuration.model, type: type, configuration: configuration.engine, progress: progress, logger: logger)
+        defer {
+            let changed = evidence.close()
+            if changed.isEmpty {
+                logger.info("evidence: the folder of \(url.path) is as it was when mounted (\(evidence.record.folder.count) entries)")
+            } else {
+                logger.error("evidence: the folder of \(url.path) changed while it was mounted: \(changed.joined(separator: "; "))")
+            }
+        }
+        var configuration = configuration
+        configuration.fileSystem.rootAttributes = evidence.rootAttributes
+        try Server.serve(
+            coordinator: evidence.coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger, source: url.path,
+            made: evidence.serve)
     }
 
     private func isStale(_ path: String) -> Bool {

@@ -4,7 +4,7 @@ import StoreFS
 
 /// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
 ///
-/// storefs's: `ro`/`rw`, `list_fetched`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
+/// storefs's: `ro`/`rw`, `evidence`, `list_fetched`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
 /// `batch_size=N`, `max_value_size=MiB`, `allow_other`, `auto_unmount`/`noauto_unmount`. Numbers
 /// are checked against sane bounds, so no option can make the server overflow or allocate wildly. mount(8)'s own (`defaults`,
 /// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else
@@ -14,6 +14,8 @@ struct MountConfiguration {
     var fileSystem = StoreFSConfiguration()
     var engine = EngineConfiguration()
     var model: String?
+    /// `-o evidence`: open the store as evidence (``EvidenceStore``); edits go to an overlay.
+    var evidence = false
 
     init(options: [String]) throws {
         for option in options.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
@@ -24,6 +26,7 @@ struct MountConfiguration {
             case "ro": mount.readOnly = true
             case "rw": mount.readOnly = false
             case "list_fetched": fileSystem.listsFetchedProperties = true
+            case "evidence": evidence = true
             case "allow_other": mount.allowOther = true
             case "auto_unmount": mount.autoUnmount = true
             case "noauto_unmount": mount.autoUnmount = false
@@ -65,6 +68,7 @@ struct MountConfiguration {
     /// The settings in effect, for the log: `read-write, commit_delay 0.2 s, ...`.
     var summary: String {
         var parts = [mount.readOnly ? "read-only" : "read-write"]
+        if evidence { parts.append("evidence (edits to an overlay in memory)") }
         parts.append("commit_delay \(fileSystem.commitDelay) s")
         parts.append("cache_size \(engine.rowCacheLimit >> 20) MiB")
         parts.append("batch_size \(engine.batchSize)")

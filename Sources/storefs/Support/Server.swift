@@ -15,20 +15,24 @@ enum Server {
     /// The exit status of a server that could not save everything (EX_TEMPFAIL).
     static let unsavedExitStatus: Int32 = 75
 
+    /// `source` names the store where its store has no file of its own (an evidence mount's
+    /// overlay); `made` is told the filesystem once it exists.
     static func serve(
         coordinator: PersistentStoreCoordinator, mountPoint: String, configuration: MountConfiguration, logger: Logger,
-        onReady: () -> Void = {}
+        source: String? = nil, onReady: () -> Void = {}, made: (StoreFileSystem) -> Void = { _ in }
     ) throws {
         let store = coordinator.store
         let entities = coordinator.model.entities
         let keptModel = (try? store.metadata().embeddedModel) != nil
+        let source = source ?? StoreURL.describe(store.url)
         logger.debug(
-            "store \(StoreURL.describe(store.url)): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
-        let source = StoreURL.describe(store.url)
+            "store \(source): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
         defer { coordinator.close() }
         try serve(mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady) {
             fsConfiguration, counters in
-            StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+            let fileSystem = StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+            made(fileSystem)
+            return fileSystem
         }
     }
 

@@ -1,3 +1,4 @@
+import Digest
 import Foundation
 
 /// Core Data's version hashes: the 32 bytes per entity that a store's metadata records

@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 
 /// Store metadata values as the bytes of extended attributes, and back.
-enum MetadataText {
+enum MetadataBytes {
 
     static func data(of value: MetadataValue) -> Data {
         switch value {
