@@ -56,7 +56,7 @@ public final class FuseSession: Sendable {
         defer { fuse_opt_free_args(&arguments) }
         var operations = makeLowLevelOperations()
         guard
-            let session = fuse_session_new(
+            let session = cfuse_session_new(
                 &arguments, &operations, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque())
         else {
             context.release()
