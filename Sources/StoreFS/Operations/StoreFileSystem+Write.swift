@@ -19,7 +19,8 @@ extension StoreFileSystem {
         // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
         // gets the stored value from storefs until the writer closes. (Read-only mounts have no
         // writers and open files without asking, so the kernel caches their pages.)
-        return OpenResult(handle: handle, keepCache: false, directIO: true)
+        // Only a writer can have something to flush: a reader's close sends no FLUSH (FOPEN_NOFLUSH).
+        return OpenResult(handle: handle, keepCache: false, directIO: true, needsFlush: flags.isWriting)
     }
 
     public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {

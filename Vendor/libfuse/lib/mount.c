@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 
 #include "fuse_mount_compat.h"
 
@@ -423,6 +424,57 @@ static int setup_auto_unmount(const char *mountpoint, int quiet)
 	// Note: fds[1] is leakend and doesn't get FD_CLOEXEC
 }
 
+/*
+ * storefs: auto_unmount for a mount this process made itself (as root).
+ * setup_auto_unmount() runs `fusermount3 --auto-unmount`, which Debian 12's
+ * fusermount3 (3.14) does not know; and 3.14's watcher unmounts only a mount
+ * that answers ENOTCONN, while a connection over io_uring whose server died
+ * answers ECONNABORTED. So a shell reads its standard input, one end of a
+ * socket whose other end this process keeps, until this process ends, and
+ * then detaches the mount if it is dead (statfs, which the kernel never
+ * answers from its caches, fails; then `fusermount3 -u -z`). It keeps no
+ * other descriptor (holding /dev/fuse would keep the connection alive), and
+ * its command line is not the server's, so tools that find a server by its
+ * command line (pgrep -f, then kill -9) do not kill its watcher too.
+ * See ../README.md.
+ */
+static int storefs_watch_mount(const char *mountpoint)
+{
+	static const char script[] =
+		"cat >/dev/null; "
+		"e=$(LC_ALL=C stat -f -c %i -- \"$1\" 2>&1) && exit 0; "
+		"case $e in *'not connected'*|*'connection abort'*) "
+		"exec " FUSERMOUNT_DIR "/fusermount3 -u -z -- \"$1\";; esac";
+	char *const argv[] = { "sh", "-c", (char *)script, "fuse-auto-unmount",
+			       (char *)mountpoint, NULL };
+	posix_spawn_file_actions_t actions;
+	int fds[2];
+	pid_t pid;
+	int res;
+
+	if (socketpair(PF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == -1) {
+		fuse_log(FUSE_LOG_ERR, "fuse: auto_unmount: socketpair() failed: %s\n",
+			 strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
+	posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+	res = posix_spawn(&pid, "/bin/sh", &actions, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	close(fds[0]);
+	if (res != 0) {
+		fuse_log(FUSE_LOG_ERR, "fuse: auto_unmount: starting /bin/sh failed: %s\n",
+			 strerror(res));
+		close(fds[1]);
+		return -1;
+	}
+	/* This process's end stays open until it exits, like setup_auto_unmount()'s. */
+	return 0;
+}
+
 static int fuse_mount_fusermount(const char *mountpoint, struct mount_opts *mo,
 		const char *opts, int quiet)
 {
@@ -694,7 +746,8 @@ int fuse_kern_mount(const char *mountpoint, struct mount_opts *mo)
 
 	res = fuse_mount_sys(mountpoint, mo, mnt_opts);
 	if (res >= 0 && mo->auto_unmount) {
-		if(0 > setup_auto_unmount(mountpoint, 0)) {
+		/* storefs: storefs_watch_mount() instead of setup_auto_unmount(). */
+		if(0 > storefs_watch_mount(mountpoint)) {
 			// Something went wrong, let's umount like in fuse_mount_sys.
 			umount2(mountpoint,
 				MNT_DETACH | UMOUNT_NOFOLLOW); /* lazy umount */
