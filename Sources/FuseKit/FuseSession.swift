@@ -79,6 +79,7 @@ public final class FuseSession: Sendable {
         }
         self.context = context
         self.handle = SessionHandle(raw: session)
+        context.takeUnretainedValue().session.withLock { $0 = SessionHandle(raw: session) }
         self.invalidator = KernelInvalidationQueue(session: handle, counters: counters, logger: logger)
     }
 

@@ -372,6 +372,14 @@ private func dropSetIDBits(_ inode: fuse_ino_t, _ handle: FileHandle, _ context:
     guard cleared != current else { return }
     _ = try context.fileSystem.setAttributes(
         of: InodeNumber(inode), AttributeChanges(permissions: cleared), handle: handle, context: requester(request))
+    // The reply to a write or open carries no attributes, so the kernel would show the old mode
+    // until its attributes expire. Dropping only attributes (offset -1) takes no page lock, so
+    // unlike other notifications this one is safe inside the request.
+    if let session = context.session.withLock({ $0 }) {
+        let result = fuse_lowlevel_notify_inval_inode(session.raw, inode, -1, 0)
+        context.counters.record(.invalidations)
+        if result != 0 { context.counters.record(.invalidationFailures) }
+    }
 }
 
 // MARK: - Directories

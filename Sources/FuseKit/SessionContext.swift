@@ -18,6 +18,9 @@ final class SessionContext: Sendable {
     /// The same for directories (FUSE_CAP_NO_OPENDIR_SUPPORT): OPENDIR is answered ENOSYS.
     let opensDirectoriesWithoutRequests = Atomic<Bool>(false)
 
+    /// The libfuse session, set once it exists (after this context), for the one notification
+    /// FuseKit sends inline: see `dropSetIDBits` in LowLevelOperations.swift.
+    let session = Mutex<SessionHandle?>(nil)
     /// Where the session is mounted, for the log.
     let mountPoint: String
     /// ``MountOptions/ioUring`` was asked for.
