@@ -46,12 +46,20 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.setattr = { request, inode, attributes, toSet, info in
         serve(request, .setattr) { context throws(FileSystemError) in
             let handle = info.map { FileHandle($0.pointee.fh) }
-            var changes = attributeChanges(attributes!.pointee, toSet)
-            if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 && changes.permissions == nil {
-                changes.permissions = try withoutSetIDBits(inode, handle, context)
-            }
-            let (result, timeout) = try context.fileSystem.setAttributes(
+            let changes = attributeChanges(attributes!.pointee, toSet)
+            var (result, timeout) = try context.fileSystem.setAttributes(
                 of: InodeNumber(inode), changes, handle: handle, context: requester(request))
+            // A truncate or chown the kernel marked (it marks every chown of a file): the bits
+            // are cleared after the change, from the attributes it returned, so a file without
+            // them (nearly all) costs nothing more.
+            let cleared = withoutSetIDBits(result.permissions)
+            if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 && changes.permissions == nil
+                && cleared != result.permissions
+            {
+                (result, timeout) = try context.fileSystem.setAttributes(
+                    of: InodeNumber(inode), AttributeChanges(permissions: cleared), handle: handle,
+                    context: requester(request))
+            }
             return .attributes(result, timeout: timeout)
         }
     }
@@ -353,11 +361,8 @@ private func sized(_ value: Data, for size: Int) throws(FileSystemError) -> Repl
 // chmod(2) would: set-user-ID always, set-group-ID when the group may execute (otherwise the
 // bit means mandatory locking, which writes keep).
 
-/// `inode`'s permissions without the bits a write clears.
-private func withoutSetIDBits(_ inode: fuse_ino_t, _ handle: FileHandle?, _ context: SessionContext) throws(FileSystemError)
-    -> UInt32
-{
-    let permissions = try context.fileSystem.attributes(of: InodeNumber(inode), handle: handle).0.permissions
+/// `permissions` without the bits a write clears.
+private func withoutSetIDBits(_ permissions: UInt32) -> UInt32 {
     var cleared = permissions & ~UInt32(Glibc.S_ISUID)
     if permissions & UInt32(Glibc.S_IXGRP) != 0 { cleared &= ~UInt32(Glibc.S_ISGID) }
     return cleared
@@ -368,7 +373,7 @@ private func dropSetIDBits(_ inode: fuse_ino_t, _ handle: FileHandle, _ context:
     throws(FileSystemError)
 {
     let current = try context.fileSystem.attributes(of: InodeNumber(inode), handle: handle).0.permissions
-    let cleared = try withoutSetIDBits(inode, handle, context)
+    let cleared = withoutSetIDBits(current)
     guard cleared != current else { return }
     _ = try context.fileSystem.setAttributes(
         of: InodeNumber(inode), AttributeChanges(permissions: cleared), handle: handle, context: requester(request))

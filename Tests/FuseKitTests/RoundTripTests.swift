@@ -77,5 +77,13 @@ import Testing
         #expect(kept == 0o777, "the filesystem holds \(String(kept ?? 0, radix: 8))")
         #expect(try tool("stat", "-c", "%a", file).output == "777\n")
         #expect(fs.content(of: fs.child("alpha.txt")!)?.hasSuffix("more\n") == true)
+
+        // A truncate by another user clears it too (SETATTR marked FATTR_KILL_SUIDGID).
+        #expect(try tool("chmod", "4777", file).status == 0)
+        let truncate = try tool(
+            "sh", "-c",
+            "exec 3>>'\(file)' && setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c 'import os; os.ftruncate(3, 2)'")
+        #expect(truncate.status == 0, "\(truncate.errorOutput)")
+        #expect(try tool("stat", "-c", "%a %s", file).output == "777 2\n")
     }
 }
