@@ -481,6 +481,12 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     // No FUSE_CAP_POSIX_ACL: storefs has no ACLs, and says so (EOPNOTSUPP for system.posix_acl_*),
     // which the kernel's ACL handling would take as an error on every permission check.
     fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_POSIX_ACL))
+    // Link targets in the page cache: READLINK once per link and mount (MountOptions.cachesLinkTargets).
+    if context.wantsCachedLinkTargets {
+        _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_CACHE_SYMLINKS))
+    } else {
+        fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_CACHE_SYMLINKS))
+    }
     // FUSE over io_uring: libfuse asks for it when `-o io_uring` was given (MountOptions.ioUring)
     // and the kernel offers it; remembered to say in the log which way requests came.
     context.kernelOffersIOUring.store(capable & UInt64(FUSE_CAP_OVER_IO_URING) != 0, ordering: .relaxed)

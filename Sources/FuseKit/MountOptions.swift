@@ -49,6 +49,12 @@ public struct MountOptions: Sendable, Hashable {
     /// then not called. Each half is ignored (opens are asked as usual) when the kernel does not
     /// offer it.
     public var opensWithoutRequests: Bool
+    /// Let the kernel keep symbolic link targets in its page cache (FUSE_CAP_CACHE_SYMLINKS), so
+    /// `ls -l` of a folder of links asks for each target once per mount instead of every time.
+    /// Default `false`: a filesystem whose link changes its target under the same inode must then
+    /// drop it with ``KernelCacheInvalidator/invalidateInode(_:)``; a read-only storefs mount,
+    /// whose links change only by other processes' commits (which it invalidates), asks for it.
+    public var cachesLinkTargets: Bool
     /// Install libfuse's handlers so SIGINT, SIGTERM and SIGHUP end ``FuseSession/run()``.
     /// Default `true`. libfuse keeps one process-wide session for its handlers, so a process that
     /// runs several sessions at once (tests) should set it on at most one of them.
@@ -71,7 +77,7 @@ public struct MountOptions: Sendable, Hashable {
         defaultPermissions: Bool = true, fsName: String = "storefs", subtype: String = "storefs",
         maxThreads: Int = 8, extraOptions: [String] = [],
         opensWithoutRequests: Bool = false, handlesSignals: Bool = true, debug: Bool = false,
-        ioUring: Bool = MountOptions.ioUringByDefault
+        ioUring: Bool = MountOptions.ioUringByDefault, cachesLinkTargets: Bool = false
     ) {
         self.readOnly = readOnly
         self.allowOther = allowOther
@@ -85,6 +91,7 @@ public struct MountOptions: Sendable, Hashable {
         self.handlesSignals = handlesSignals
         self.debug = debug
         self.ioUring = ioUring
+        self.cachesLinkTargets = cachesLinkTargets
     }
 
     /// The argument vector handed to `fuse_session_new`.

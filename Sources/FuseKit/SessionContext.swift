@@ -25,6 +25,8 @@ final class SessionContext: Sendable {
     let mountPoint: String
     /// ``MountOptions/ioUring`` was asked for.
     let wantsIOUring: Bool
+    /// ``MountOptions/cachesLinkTargets`` was asked for.
+    let wantsCachedLinkTargets: Bool
     /// The kernel offered FUSE over io_uring in INIT. Set during INIT.
     let kernelOffersIOUring = Atomic<Bool>(false)
     /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
@@ -37,6 +39,7 @@ final class SessionContext: Sendable {
         self.logger = logger
         self.wantsOpensWithoutRequests = options.opensWithoutRequests
         self.wantsIOUring = options.ioUring
+        self.wantsCachedLinkTargets = options.cachesLinkTargets
         self.mountPoint = mountPoint
     }
 

@@ -95,6 +95,7 @@ var options = MountOptions(
     readOnly: readOnly, fsName: "fuse-floor", subtype: "fuse-floor", maxThreads: threads, ioUring: ioUring)
 // As storefs mounts read-only stores: the kernel opens files and directories without asking.
 options.opensWithoutRequests = readOnly
+options.cachesLinkTargets = readOnly
 let counters = OperationCounters()
 do {
     let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
