@@ -82,7 +82,7 @@ import Testing
         #expect(try tool("chmod", "4777", file).status == 0)
         let truncate = try tool(
             "sh", "-c",
-            "exec 3>>'\(file)' && setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c 'import os; os.ftruncate(3, 2)'")
+            "exec 3>>'\(file)' && setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c 'import os; os.ftruncate(3, 2)'")
         #expect(truncate.status == 0, "\(truncate.errorOutput)")
         #expect(try tool("stat", "-c", "%a %s", file).output == "777 2\n")
     }
