@@ -9,10 +9,19 @@ import Testing
         defer { try? mount.unmount() }
         let employee = "\(mount.path)/Employee"
         #expect(try run("ls", ["-l", employee]).status == 0)
-        let before = try mount.fuseCount("readlink")
-        #expect(before > 0, "the first listing read the links")
-        #expect(try run("ls", ["-l", employee]).status == 0)
-        #expect(try mount.fuseCount("readlink") == before, "the second listing asked for no target")
+        #expect(try mount.fuseCount("readlink") > 0, "the first listing read the links")
+        // A second listing asks for no target, unless someone dropped the machine's caches
+        // meanwhile (`echo 2 > /proc/sys/vm/drop_caches`, which benchmarks on this machine do):
+        // then the pair is tried again.
+        var asked = -1
+        for _ in 0..<3 {
+            let dropsBefore = Self.cacheDrops()
+            let before = try mount.fuseCount("readlink")
+            #expect(try run("ls", ["-l", employee]).status == 0)
+            asked = try mount.fuseCount("readlink") - before
+            if Self.cacheDrops() == dropsBefore { break }
+        }
+        #expect(asked == 0, "the second listing asked for \(asked) targets again")
 
         // Another process moves an employee to another department.
         let person = try run("sqlite3", [mount.store.path, "select Z_PK, ZDEPARTMENT from ZPERSON where ZDEPARTMENT is not null limit 1"])
@@ -33,5 +42,12 @@ import Testing
             target = try run("readlink", [link]).output
         } while target != "../../Department/p\(other)\n" && Date() < deadline
         #expect(target == "../../Department/p\(other)\n", "the kernel's cached target was dropped")
+    }
+
+    /// How often anyone dropped the kernel's dentry and inode caches since boot (/proc/vmstat).
+    static func cacheDrops() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/vmstat", encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix("drop_slab ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 }

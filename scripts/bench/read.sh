@@ -44,6 +44,8 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 # server CPU time (user + system) in ms, and peak RSS in KiB
 server_cpu_ms() { awk '{print ($14 + $15) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 server_hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+# how often anyone dropped the kernel's dentry and inode caches since boot
+cache_drops() { awk '$1 == "drop_slab" {print $2}' /proc/vmstat; }
 
 IFS=, read -r -a WORKLOADS <<<"${WORKLOADS:-ls -l,find,cat Employee}"
 # run WORKLOAD ROOT: runs it under ROOT, prints microseconds; the output count goes to $WORK/count
@@ -87,9 +89,11 @@ for n in "${SIZES[@]}"; do
     drop_caches
     s0=$(stats); cpu0=$(server_cpu_ms "$pid")
     cold=$(run "$w" "$MNT"); c_cold=$(cat "$WORK/count")
-    cpu1=$(server_cpu_ms "$pid"); s1=$(stats)
+    cpu1=$(server_cpu_ms "$pid"); s1=$(stats); drops0=$(cache_drops)
     warm=$(run "$w" "$MNT"); c_warm=$(cat "$WORK/count")
     s2=$(stats); hwm=$(server_hwm_kb "$pid")
+    # anyone's drop_caches during the warm run empties the kernel's caches: it is no warm run then
+    if [ "$(cache_drops)" != "$drops0" ]; then echo "read.sh: the machine's caches were dropped during the warm $w (by another process)"; fi
     unmount_store
     tmp=-1; c_tmp=-
     if ((with_tmpfs)); then
