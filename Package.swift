@@ -14,11 +14,30 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // libfuse 3.18.3 from Debian's source package (Vendor/libfuse/README.md): FUSE over io_uring,
+        // which Debian 12's libfuse 3.14 lacks. Linked statically; CFuse's shim includes its headers.
+        // Nothing imports it as a module: config/ (its public headers path) holds only build settings.
+        .target(
+            name: "libfuse", path: "Vendor/libfuse",
+            exclude: ["AUTHORS", "GPL2.txt", "LGPL2.txt", "LICENSE", "README.md", "README.upstream.md",
+                      "lib/fuse_versionscript", "include"],
+            sources: ["lib"],
+            publicHeadersPath: "config",
+            cSettings: [
+                .headerSearchPath("config"), .headerSearchPath("include"), .headerSearchPath("lib"),
+                .define("_GNU_SOURCE"), .define("_REENTRANT"), .define("_FILE_OFFSET_BITS", to: "64"),
+                .define("HAVE_LIBFUSE_PRIVATE_CONFIG_H"), .define("FUSE_USE_VERSION", to: "317"),
+                .define("FUSERMOUNT_DIR", to: "\"/usr/bin\""),
+                .unsafeFlags(["-fno-strict-aliasing", "-w"]),
+            ],
+            linkerSettings: [
+                .linkedLibrary("uring"), .linkedLibrary("numa"), .linkedLibrary("pthread"),
+                .linkedLibrary("dl"), .linkedLibrary("rt"),
+            ]),
+        .systemLibrary(name: "CFuse"),
         // ThreadSanitizerMutex, which every module that locks uses in ThreadSanitizer builds.
         .target(name: "Locking"),
-        .target(name: "FuseKit", dependencies: ["CFuse", "Locking", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "FuseKit", dependencies: ["CFuse", "libfuse", "Locking", .product(name: "Logging", package: "swift-log")]),
         // SHA-256, optimized in every build: the test suite runs a debug build, in which `storefs
         // info` hashes every store it reads, and unoptimized the hash ran at 5–10 MB/s.
         .target(name: "Digest", swiftSettings: [.unsafeFlags(["-O"])]),

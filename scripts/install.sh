@@ -54,7 +54,8 @@ if [ "$PREFIX" = /usr ]; then ZSHCOMPDIR="${ZSHCOMPDIR:-/usr/share/zsh/vendor-co
 ZSHCOMPDIR="${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}"
 FISHCOMPDIR="${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}"
 MANIFEST="${MANIFEST-$PREFIX/share/storefs/install-manifest}"
-DOCS="docs/PRODUCTION.md docs/SEMANTICS.md README.md systemd/example.conf LICENSE"
+# LIBFUSE.md and LGPL2.txt: the libfuse linked into the binary, its origin and its licence.
+DOCS="docs/PRODUCTION.md docs/SEMANTICS.md README.md systemd/example.conf LICENSE docs/LIBFUSE.md Vendor/libfuse/LGPL2.txt"
 # The mount helper's manual page (the others are generated from the commands: scripts/manpages).
 HELPER_PAGE="scripts/mount.fuse.storefs.8"
 

@@ -104,12 +104,20 @@ public struct OpenResult: Sendable, Hashable {
     public var directIO: Bool
     /// Let the kernel cache directory listings (FOPEN_CACHE_DIR), for opendir.
     public var cacheDirectory: Bool
+    /// Whether closing a descriptor of this open sends FLUSH. `false` (FOPEN_NOFLUSH) saves that
+    /// round trip on every close of an open that can have nothing to flush, such as a read-only
+    /// one; ``FileSystem/flush(_:handle:)`` is then not called for it. Default `true`.
+    public var needsFlush: Bool
 
-    public init(handle: FileHandle = .none, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false) {
+    public init(
+        handle: FileHandle = .none, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false,
+        needsFlush: Bool = true
+    ) {
         self.handle = handle
         self.keepCache = keepCache
         self.directIO = directIO
         self.cacheDirectory = cacheDirectory
+        self.needsFlush = needsFlush
     }
 }
 

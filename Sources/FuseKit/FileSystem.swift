@@ -46,6 +46,8 @@ public protocol FileSystem: AnyObject, Sendable {
     func read(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data
     /// Writes `data` at `offset`; returns the number of bytes taken.
     func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int
+    /// A descriptor of `handle` is being closed: the place to report a write's error to close(2).
+    /// Not called for opens whose ``OpenResult/needsFlush`` was false.
     func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
     func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
     func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
@@ -68,6 +70,10 @@ public protocol FileSystem: AnyObject, Sendable {
     /// The value of extended attribute `name`; ENODATA when it has none.
     func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data
     func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String]
+    /// FuseKit asks the kernel to leave clearing privileges on write to the server
+    /// (HANDLE_KILLPRIV_V2) and clears set-user-ID and set-group-ID bits itself through
+    /// ``setAttributes(of:_:handle:context:)``; a filesystem that stores `security.capability`
+    /// must drop it on writes itself.
     func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
         throws(FileSystemError)
     func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError)

@@ -33,6 +33,19 @@ public final class FuseSession: Sendable {
     private let logger = Logger(label: "storefs.fusekit")
     private let phase = Mutex(Phase.created)
 
+    /// How the kernel and the server exchange requests.
+    public enum Transport: Int, Sendable {
+        /// read(2) and write(2) on /dev/fuse: one system call each way per request.
+        case device = 1
+        /// FUSE over io_uring (Linux 6.14+): requests and replies share a ring per CPU, and a
+        /// request is answered on the CPU that asked.
+        case ioUring = 2
+    }
+
+    /// How requests arrive: nil until the first request after INIT was served (the way is said
+    /// in the log then).
+    public var transport: Transport? { Transport(rawValue: context.takeUnretainedValue().transport.load(ordering: .relaxed)) }
+
     private enum Phase {
         case created, mounted, running, finished
         /// Finished, but a kernel notification was still in flight, so the session was not freed.
@@ -50,13 +63,13 @@ public final class FuseSession: Sendable {
         self.options = options
         self.counters = counters
         let context = Unmanaged.passRetained(
-            SessionContext(fileSystem: fileSystem, counters: counters, logger: logger, options: options))
+            SessionContext(fileSystem: fileSystem, counters: counters, logger: logger, options: options, mountPoint: mountPoint))
         var arguments = fuse_args(argc: 0, argv: nil, allocated: 0)  // FUSE_ARGS_INIT is a macro
         for argument in options.arguments { fuse_opt_add_arg(&arguments, argument) }
         defer { fuse_opt_free_args(&arguments) }
         var operations = makeLowLevelOperations()
         guard
-            let session = fuse_session_new(
+            let session = cfuse_session_new(
                 &arguments, &operations, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque())
         else {
             context.release()
@@ -66,6 +79,7 @@ public final class FuseSession: Sendable {
         }
         self.context = context
         self.handle = SessionHandle(raw: session)
+        context.takeUnretainedValue().session.withLock { $0 = SessionHandle(raw: session) }
         self.invalidator = KernelInvalidationQueue(session: handle, counters: counters, logger: logger)
     }
 
@@ -97,6 +111,8 @@ public final class FuseSession: Sendable {
             guard phase == .created else { throw FuseError("\(mountPoint): the session was already mounted") }
             try checkMountPoint()
             try Self.checkFuseDevice()
+            // The kernel decides at mount (in the INIT it sends) whether it offers io_uring.
+            if options.ioUring { KernelIOUringSwitch.turnOn(logger: logger) }
             guard fuse_session_mount(handle.raw, mountPoint) == 0 else {
                 throw FuseError("mounting at \(mountPoint) failed (libfuse printed the reason above)")
             }
@@ -111,9 +127,9 @@ public final class FuseSession: Sendable {
         var status = stat()
         guard stat(mountPoint, &status) == 0 else {
             let code = errno
-            if code == ENOTCONN {
+            if code == ENOTCONN || code == ECONNABORTED {
                 throw FuseError(
-                    "\(mountPoint) is a dead FUSE mount (Transport endpoint is not connected); "
+                    "\(mountPoint) is a dead FUSE mount (\(String(cString: strerror(code)))); "
                         + "unmount it with `fusermount3 -u -z \(mountPoint)` and try again")
             }
             throw FuseError("mount point \(mountPoint): \(String(cString: strerror(code))); create the directory first")

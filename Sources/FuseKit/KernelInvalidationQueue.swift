@@ -122,7 +122,8 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
                     var buffers = fuse_bufvec(
                         count: 1, idx: 0, off: 0,
                         buf: (fuse_buf(size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
-                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0)))
+                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0,
+                                       mem_size: bytes.count)))
                     return fuse_lowlevel_notify_store(session, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
                 }
                 if result == 0 { counters.record(.preloads) } else { noteRefusal(result, "store \(inode)") }

@@ -45,9 +45,21 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.setattr = { request, inode, attributes, toSet, info in
         serve(request, .setattr) { context throws(FileSystemError) in
-            let (result, timeout) = try context.fileSystem.setAttributes(
-                of: InodeNumber(inode), attributeChanges(attributes!.pointee, toSet),
-                handle: info.map { FileHandle($0.pointee.fh) }, context: requester(request))
+            let handle = info.map { FileHandle($0.pointee.fh) }
+            let changes = attributeChanges(attributes!.pointee, toSet)
+            var (result, timeout) = try context.fileSystem.setAttributes(
+                of: InodeNumber(inode), changes, handle: handle, context: requester(request))
+            // A truncate or chown the kernel marked (it marks every chown of a file): the bits
+            // are cleared after the change, from the attributes it returned, so a file without
+            // them (nearly all) costs nothing more.
+            let cleared = withoutSetIDBits(result.permissions)
+            if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 && changes.permissions == nil
+                && cleared != result.permissions
+            {
+                (result, timeout) = try context.fileSystem.setAttributes(
+                    of: InodeNumber(inode), AttributeChanges(permissions: cleared), handle: handle,
+                    context: requester(request))
+            }
             return .attributes(result, timeout: timeout)
         }
     }
@@ -108,6 +120,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         serve(request, .open) { context throws(FileSystemError) in
             let result = try context.fileSystem.open(
                 InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request))
+            if cfuse_file_info_kill_suidgid(info!) != 0 {
+                try dropSetIDBits(inode, result.handle, context, request)
+            }
             return .open(result, info!)
         }
     }
@@ -119,6 +134,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.write = { request, inode, bytes, size, offset, info in
         serve(request, .write) { context throws(FileSystemError) in
+            if cfuse_file_info_kill_suidgid(info!) != 0 {
+                try dropSetIDBits(inode, FileHandle(info!.pointee.fh), context, request)
+            }
             let data = Data(bytes: bytes!, count: size)
             return .written(try context.fileSystem.write(
                 InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), data: data))
@@ -214,6 +232,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
             let (entry, result) = try context.fileSystem.create(
                 parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
                 flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request))
+            if cfuse_file_info_kill_suidgid(info!) != 0 {
+                try dropSetIDBits(fuse_ino_t(entry.attributes.inode.rawValue), result.handle, context, request)
+            }
             return .create(entry, result, info!)
         }
     }
@@ -245,6 +266,7 @@ private func serve(
 ) {
     let context = SessionContext.of(request)
     context.counters.record(operation)
+    context.noteTransport(of: request)
     let reply: Reply
     do throws(FileSystemError) {
         reply = try body(context)
@@ -333,6 +355,40 @@ private func sized(_ value: Data, for size: Int) throws(FileSystemError) -> Repl
     return .data(value)
 }
 
+// MARK: - Set-user-ID and set-group-ID bits
+
+// With FUSE_CAP_HANDLE_KILLPRIV_V2 the kernel leaves clearing these bits to the server and marks
+// the requests that must (a write, an O_TRUNC open or a truncate of a file that has them, by a
+// caller without CAP_FSETID). FuseKit does it for every FileSystem, through setAttributes, as
+// chmod(2) would: set-user-ID always, set-group-ID when the group may execute (otherwise the
+// bit means mandatory locking, which writes keep).
+
+/// `permissions` without the bits a write clears.
+private func withoutSetIDBits(_ permissions: UInt32) -> UInt32 {
+    var cleared = permissions & ~UInt32(Glibc.S_ISUID)
+    if permissions & UInt32(Glibc.S_IXGRP) != 0 { cleared &= ~UInt32(Glibc.S_ISGID) }
+    return cleared
+}
+
+/// Clears `inode`'s set-user-ID and set-group-ID bits as a write does, if it has them.
+private func dropSetIDBits(_ inode: fuse_ino_t, _ handle: FileHandle, _ context: SessionContext, _ request: fuse_req_t?)
+    throws(FileSystemError)
+{
+    let current = try context.fileSystem.attributes(of: InodeNumber(inode), handle: handle).0.permissions
+    let cleared = withoutSetIDBits(current)
+    guard cleared != current else { return }
+    _ = try context.fileSystem.setAttributes(
+        of: InodeNumber(inode), AttributeChanges(permissions: cleared), handle: handle, context: requester(request))
+    // The reply to a write or open carries no attributes, so the kernel would show the old mode
+    // until its attributes expire. Dropping only attributes (offset -1) takes no page lock, so
+    // unlike other notifications this one is safe inside the request.
+    if let session = context.session.withLock({ $0 }) {
+        let result = fuse_lowlevel_notify_inval_inode(session.raw, inode, -1, 0)
+        context.counters.record(.invalidations)
+        if result != 0 { context.counters.record(.invalidationFailures) }
+    }
+}
+
 // MARK: - Directories
 
 /// readdir and readdirplus: fills a buffer of the requested size with `fuse_add_direntry(_plus)`
@@ -402,30 +458,47 @@ private func requester(_ request: fuse_req_t?) -> RequestContext {
 }
 
 private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ context: SessionContext) {
+    // Flags go through fuse_set_feature_flag/fuse_unset_feature_flag (want_ext): libfuse 3.17+
+    // refuses an INIT whose legacy `want` and `want_ext` were both changed.
+    let capable = connection.pointee.capable_ext
     // Attributes come with the names (one batched query), so every listing is a READDIRPLUS:
     // `ls -l` then needs no LOOKUP per entry.
-    connection.pointee.want |= UInt32(FUSE_CAP_READDIRPLUS)
-    connection.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+    _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_READDIRPLUS))
+    fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_READDIRPLUS_AUTO))
     // Splice only helps payloads above a page or two; the writeback cache would make the kernel
     // authoritative for size and mtime. Neither fits small object-graph files. ASYNC_READ,
     // PARALLEL_DIROPS and AUTO_INVAL_DATA keep libfuse's defaults.
-    connection.pointee.want &= ~UInt32(
-        FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_WRITEBACK_CACHE)
+    for flag in [FUSE_CAP_SPLICE_READ, FUSE_CAP_SPLICE_WRITE, FUSE_CAP_SPLICE_MOVE, FUSE_CAP_WRITEBACK_CACHE] {
+        fuse_unset_feature_flag(connection, UInt64(flag))
+    }
     // Atomic O_TRUNC: open() gets O_TRUNC in its flags and truncates there. Without it the kernel
     // sends SETATTR(size 0) *without* the file handle (fuse_setattr drops it for ATTR_OPEN), so a
     // filesystem that buffers writes per handle could not tell `> file` from `truncate -s 0 file`.
-    if connection.pointee.capable & UInt32(FUSE_CAP_ATOMIC_O_TRUNC) != 0 {
-        connection.pointee.want |= UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
-    }
+    _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_ATOMIC_O_TRUNC))
+    // The server clears set-user-ID and set-group-ID bits itself (FuseKit does, see
+    // dropSetIDBits): the kernel then sends no GETXATTR security.capability before each write and
+    // no SETATTR to kill privileges, and marks the rare write, open or truncate that must.
+    _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_HANDLE_KILLPRIV_V2))
+    fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_HANDLE_KILLPRIV))
     // No FUSE_CAP_POSIX_ACL: storefs has no ACLs, and says so (EOPNOTSUPP for system.posix_acl_*),
     // which the kernel's ACL handling would take as an error on every permission check.
+    fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_POSIX_ACL))
+    // Link targets in the page cache: READLINK once per link and mount (MountOptions.cachesLinkTargets).
+    if context.wantsCachedLinkTargets {
+        _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_CACHE_SYMLINKS))
+    } else {
+        fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_CACHE_SYMLINKS))
+    }
+    // FUSE over io_uring: libfuse asks for it when `-o io_uring` was given (MountOptions.ioUring)
+    // and the kernel offers it; remembered to say in the log which way requests came.
+    context.kernelOffersIOUring.store(capable & UInt64(FUSE_CAP_OVER_IO_URING) != 0, ordering: .relaxed)
 
     // Zero-message open is not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS
     // from OPEN (OPENDIR) as success and stops sending them.
-    if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
+    if context.wantsOpensWithoutRequests && capable & UInt64(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
         context.opensWithoutRequests.store(true, ordering: .relaxed)
     }
-    if context.wantsOpensWithoutRequests && connection.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 {
+    if context.wantsOpensWithoutRequests && capable & UInt64(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 {
         context.opensDirectoriesWithoutRequests.store(true, ordering: .relaxed)
     }
 }
@@ -435,6 +508,7 @@ private func apply(_ result: OpenResult, to info: UnsafeMutablePointer<fuse_file
     info.pointee.keep_cache = result.keepCache ? 1 : 0
     info.pointee.direct_io = result.directIO ? 1 : 0
     info.pointee.cache_readdir = result.cacheDirectory ? 1 : 0
+    cfuse_file_info_set_noflush(info, result.needsFlush ? 0 : 1)
 }
 
 private func entryParameters(_ entry: Entry) -> fuse_entry_param {

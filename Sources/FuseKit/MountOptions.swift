@@ -49,18 +49,35 @@ public struct MountOptions: Sendable, Hashable {
     /// then not called. Each half is ignored (opens are asked as usual) when the kernel does not
     /// offer it.
     public var opensWithoutRequests: Bool
+    /// Let the kernel keep symbolic link targets in its page cache (FUSE_CAP_CACHE_SYMLINKS), so
+    /// `ls -l` of a folder of links asks for each target once per mount instead of every time.
+    /// Default `false`: a filesystem whose link changes its target under the same inode must then
+    /// drop it with ``KernelCacheInvalidator/invalidateInode(_:)``; a read-only storefs mount,
+    /// whose links change only by other processes' commits (which it invalidates), asks for it.
+    public var cachesLinkTargets: Bool
     /// Install libfuse's handlers so SIGINT, SIGTERM and SIGHUP end ``FuseSession/run()``.
     /// Default `true`. libfuse keeps one process-wide session for its handlers, so a process that
     /// runs several sessions at once (tests) should set it on at most one of them.
     public var handlesSignals: Bool
     /// Print every request and reply to stderr (libfuse `-d`). Default `false`: very verbose.
     public var debug: Bool
+    /// Exchange requests through FUSE over io_uring when the kernel offers it (`-o io_uring`),
+    /// through /dev/fuse otherwise. Default `true`, unless the environment has
+    /// `STOREFS_IO_URING=0`: a round trip costs 10-11 µs through the ring against 28 µs through
+    /// /dev/fuse here (docs/benchmarks.md section 14), and the variable lets a test run or an
+    /// operator turn it off for every mount of a process tree. When on, ``FuseSession/mount()``
+    /// also turns the kernel's `enable_uring` parameter on where it may (root).
+    public var ioUring: Bool
+
+    /// ``ioUring``'s default: on unless `STOREFS_IO_URING=0` is in the environment.
+    public static var ioUringByDefault: Bool { ProcessInfo.processInfo.environment["STOREFS_IO_URING"] != "0" }
 
     public init(
         readOnly: Bool = false, allowOther: Bool = false, autoUnmount: Bool = true,
         defaultPermissions: Bool = true, fsName: String = "storefs", subtype: String = "storefs",
         maxThreads: Int = 8, extraOptions: [String] = [],
-        opensWithoutRequests: Bool = false, handlesSignals: Bool = true, debug: Bool = false
+        opensWithoutRequests: Bool = false, handlesSignals: Bool = true, debug: Bool = false,
+        ioUring: Bool = MountOptions.ioUringByDefault, cachesLinkTargets: Bool = false
     ) {
         self.readOnly = readOnly
         self.allowOther = allowOther
@@ -73,6 +90,8 @@ public struct MountOptions: Sendable, Hashable {
         self.opensWithoutRequests = opensWithoutRequests
         self.handlesSignals = handlesSignals
         self.debug = debug
+        self.ioUring = ioUring
+        self.cachesLinkTargets = cachesLinkTargets
     }
 
     /// The argument vector handed to `fuse_session_new`.
@@ -84,6 +103,7 @@ public struct MountOptions: Sendable, Hashable {
         if defaultPermissions { mountOptions.append("default_permissions") }
         mountOptions.append("fsname=" + Self.escaped(fsName))
         mountOptions.append("subtype=" + Self.escaped(subtype))
+        if ioUring { mountOptions.append("io_uring") }
         mountOptions += extraOptions
         var arguments = ["storefs", "-o", mountOptions.joined(separator: ",")]
         if debug { arguments.append("-d") }

@@ -18,11 +18,48 @@ final class SessionContext: Sendable {
     /// The same for directories (FUSE_CAP_NO_OPENDIR_SUPPORT): OPENDIR is answered ENOSYS.
     let opensDirectoriesWithoutRequests = Atomic<Bool>(false)
 
-    init(fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions) {
+    /// The libfuse session, set once it exists (after this context), for the one notification
+    /// FuseKit sends inline: see `dropSetIDBits` in LowLevelOperations.swift.
+    let session = Mutex<SessionHandle?>(nil)
+    /// Where the session is mounted, for the log.
+    let mountPoint: String
+    /// ``MountOptions/ioUring`` was asked for.
+    let wantsIOUring: Bool
+    /// ``MountOptions/cachesLinkTargets`` was asked for.
+    let wantsCachedLinkTargets: Bool
+    /// The kernel offered FUSE over io_uring in INIT. Set during INIT.
+    let kernelOffersIOUring = Atomic<Bool>(false)
+    /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
+    /// value, 0 until then.
+    let transport = Atomic<Int>(0)
+
+    init(fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions, mountPoint: String) {
         self.fileSystem = fileSystem
         self.counters = counters
         self.logger = logger
         self.wantsOpensWithoutRequests = options.opensWithoutRequests
+        self.wantsIOUring = options.ioUring
+        self.wantsCachedLinkTargets = options.cachesLinkTargets
+        self.mountPoint = mountPoint
+    }
+
+    /// Records (once) which way `request` came, and says it in the log: the kernel picks the way
+    /// at INIT, and libfuse falls back to /dev/fuse when the ring cannot start, so the first
+    /// request is where it is known for sure.
+    func noteTransport(of request: fuse_req_t?) {
+        guard transport.load(ordering: .relaxed) == 0 else { return }
+        let ring = fuse_req_is_uring(request)
+        let value = ring ? FuseSession.Transport.ioUring : .device
+        guard transport.compareExchange(expected: 0, desired: value.rawValue, ordering: .relaxed).exchanged else { return }
+        if ring {
+            logger.info("FUSE requests of \(mountPoint) arrive through io_uring")
+        } else if !wantsIOUring {
+            logger.info("FUSE requests of \(mountPoint) arrive through /dev/fuse (io_uring is turned off for this mount, as STOREFS_IO_URING=0 does)")
+        } else if kernelOffersIOUring.load(ordering: .relaxed) {
+            logger.warning("FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel offered io_uring but its ring could not be set up (libfuse's message is on stderr)")
+        } else {
+            logger.info("FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel does not offer io_uring (it needs CONFIG_FUSE_IO_URING and /sys/module/fuse/parameters/enable_uring set to 1)")
+        }
     }
 
     /// The context of the session `request` belongs to.

@@ -149,7 +149,8 @@ final class FloorFileSystem: FileSystem {
                 node.attributes.modificationTime = Date()
             }
         }
-        return OpenResult(keepCache: true)
+        // As storefs opens files: only a writer's close sends FLUSH.
+        return OpenResult(keepCache: true, needsFlush: flags.isWriting)
     }
 
     /// As storefs opens directories: the kernel may keep listings and pages across opens.
@@ -241,7 +242,8 @@ final class FloorFileSystem: FileSystem {
     func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     {
-        (try make(name, in: parent, kind: .regularFile, permissions: permissions, context: context), OpenResult(keepCache: true))
+        (try make(name, in: parent, kind: .regularFile, permissions: permissions, context: context),
+         OpenResult(keepCache: true, needsFlush: flags.isWriting))
     }
 
     func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)

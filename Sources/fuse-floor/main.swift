@@ -6,7 +6,10 @@ import FuseKit
 // Workloads run on it beside storefs show what any FUSE filesystem pays on this machine.
 //
 //   swift build -c release --product fuse-floor
-//   fuse-floor [--read-only] [--threads N] SOURCE MOUNTPOINT &   # mounted once `mountpoint -q MOUNTPOINT`
+//   fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT &   # mounted once `mountpoint -q MOUNTPOINT`
+//
+// Requests go through FUSE over io_uring when the kernel offers it, as storefs's do (FuseKit's
+// MountOptions.ioUring); --no-io-uring (or STOREFS_IO_URING=0) keeps them on /dev/fuse.
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("fuse-floor: \(message)\n".utf8))
@@ -16,10 +19,12 @@ func fail(_ message: String) -> Never {
 var arguments = Array(CommandLine.arguments.dropFirst())
 var readOnly = false
 var threads = MountOptions().maxThreads
+var ioUring = MountOptions.ioUringByDefault
 while let option = arguments.first, option.hasPrefix("--") {
     arguments.removeFirst()
     switch option {
     case "--read-only": readOnly = true
+    case "--no-io-uring": ioUring = false
     case "--threads":
         guard let value = arguments.first.flatMap({ Int($0) }), (1...64).contains(value) else { fail("--threads needs 1 to 64") }
         arguments.removeFirst()
@@ -27,7 +32,7 @@ while let option = arguments.first, option.hasPrefix("--") {
     default: fail("unknown option \(option)")
     }
 }
-guard arguments.count == 2 else { fail("usage: fuse-floor [--read-only] [--threads N] SOURCE MOUNTPOINT") }
+guard arguments.count == 2 else { fail("usage: fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT") }
 let (source, mountPoint) = (arguments[0], arguments[1])
 
 /// Copies the tree under `path` into `parent`: directories, regular files with their bytes,
@@ -86,14 +91,18 @@ do {
 } catch {
     fail("copying \(source): \(error)")
 }
-var options = MountOptions(readOnly: readOnly, fsName: "fuse-floor", subtype: "fuse-floor", maxThreads: threads)
+var options = MountOptions(
+    readOnly: readOnly, fsName: "fuse-floor", subtype: "fuse-floor", maxThreads: threads, ioUring: ioUring)
 // As storefs mounts read-only stores: the kernel opens files and directories without asking.
 options.opensWithoutRequests = readOnly
+options.cachesLinkTargets = readOnly
 let counters = OperationCounters()
 do {
     let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
     try session.mount()
     try session.run()
+    let transport = session.transport.map { $0 == .ioUring ? "io_uring" : "/dev/fuse" } ?? "none (no request)"
+    FileHandle.standardError.write(Data("fuse-floor: requests came through \(transport)\n".utf8))
     // What the kernel asked, for comparing with storefs's counts (user.storefs.stats); the
     // benchmarks keep it in their work folder's floor.log.
     let counts = counters.snapshot().sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }

@@ -237,9 +237,13 @@ struct FuseSessionTests {
     }
 
     @Test func optionsBecomeArguments() {
-        let options = MountOptions(readOnly: true, fsName: "a,b", debug: true)
+        let options = MountOptions(readOnly: true, fsName: "a,b", debug: true, ioUring: false)
         #expect(options.arguments == [
             "storefs", "-o", "ro,auto_unmount,default_permissions,fsname=a\\,b,subtype=storefs", "-d",
+        ])
+        let ring = MountOptions(ioUring: true)
+        #expect(ring.arguments == [
+            "storefs", "-o", "auto_unmount,default_permissions,fsname=storefs,subtype=storefs,io_uring",
         ])
     }
 }

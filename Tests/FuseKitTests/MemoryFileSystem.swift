@@ -159,7 +159,8 @@ final class MemoryFileSystem: FileSystem {
         if flags.truncates {
             state.withLock { state in state.nodes[inode]?.content = Data() }
         }
-        return OpenResult(keepCache: true)
+        // Nothing is buffered per open, so only a writer's close needs a FLUSH (as storefs).
+        return OpenResult(keepCache: true, needsFlush: flags.isWriting)
     }
 
     func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {

@@ -36,6 +36,8 @@ import Testing
             "usr/local/bin/storefs", "etc/systemd/system/storefs@.service", "etc/storefs/",
             "usr/local/share/doc/storefs/example.conf", "usr/local/share/doc/storefs/PRODUCTION.md",
             "usr/local/share/doc/storefs/SEMANTICS.md", "usr/local/share/doc/storefs/README.md",
+            // The statically linked libfuse: where it comes from and its licence (LGPL-2.1).
+            "usr/local/share/doc/storefs/LIBFUSE.md", "usr/local/share/doc/storefs/LGPL2.txt",
             "usr/local/share/bash-completion/completions/storefs", "usr/local/share/zsh/site-functions/_storefs",
             "usr/local/share/fish/vendor_completions.d/storefs.fish", "usr/local/share/doc/storefs/LICENSE",
             "usr/local/share/man/man8/mount.fuse.storefs.8",

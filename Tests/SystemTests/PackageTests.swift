@@ -44,7 +44,7 @@ extension MountHelperTests {
         #expect(control.contains("Package: storefs"))
         #expect(control.contains("Version: " + (try run(try storefsBinary(), ["--version"]).output.split(separator: " ").last ?? "?")
             .trimmingCharacters(in: .whitespacesAndNewlines)))
-        for dependency in ["fuse3", "libfuse3-3", "libsqlite3-0"] {
+        for dependency in ["fuse3", "liburing2", "libnuma1", "libsqlite3-0"] {
             #expect(control.contains(dependency), "Depends lacks \(dependency): \(control)")
         }
 

@@ -5,7 +5,8 @@
 # and the same workload on a copy of the mounted tree in a tmpfs made in the same run (cp -R -P; run
 # twice, the second run is reported) and on the FUSE floor (fuse-floor, an in-memory copy of that tree
 # served through FuseKit read-only as storefs mounts it: what any FUSE filesystem pays here; caches
-# dropped before its cold run). Prints per workload the times, the ratios to tmpfs and the floor, the cost
+# dropped before its cold run; with requests over io_uring as storefs's where the kernel offers it, and
+# again over /dev/fuse). Prints per workload the times, the ratios to tmpfs and the floor, the cost
 # per entry, the server's CPU time per entry, the store requests and FUSE operations it served (from
 # user.storefs.stats), and the server's peak RSS.
 #
@@ -43,6 +44,8 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 # server CPU time (user + system) in ms, and peak RSS in KiB
 server_cpu_ms() { awk '{print ($14 + $15) * 1000 / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 server_hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+# how often anyone dropped the kernel's dentry and inode caches since boot
+cache_drops() { awk '$1 == "drop_slab" {print $2}' /proc/vmstat; }
 
 IFS=, read -r -a WORKLOADS <<<"${WORKLOADS:-ls -l,find,cat Employee}"
 # run WORKLOAD ROOT: runs it under ROOT, prints microseconds; the output count goes to $WORK/count
@@ -86,9 +89,11 @@ for n in "${SIZES[@]}"; do
     drop_caches
     s0=$(stats); cpu0=$(server_cpu_ms "$pid")
     cold=$(run "$w" "$MNT"); c_cold=$(cat "$WORK/count")
-    cpu1=$(server_cpu_ms "$pid"); s1=$(stats)
+    cpu1=$(server_cpu_ms "$pid"); s1=$(stats); drops0=$(cache_drops)
     warm=$(run "$w" "$MNT"); c_warm=$(cat "$WORK/count")
     s2=$(stats); hwm=$(server_hwm_kb "$pid")
+    # anyone's drop_caches during the warm run empties the kernel's caches: it is no warm run then
+    if [ "$(cache_drops)" != "$drops0" ]; then echo "read.sh: the machine's caches were dropped during the warm $w (by another process)"; fi
     unmount_store
     tmp=-1; c_tmp=-
     if ((with_tmpfs)); then
@@ -97,17 +102,22 @@ for n in "${SIZES[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$cold" "$warm" "$tmp" "$c_cold" "$c_warm" "$c_tmp" \
       "$s0" "$s1" "$s2" "$((cpu1 - cpu0))" "$hwm" >>"$results"
   done
-  # the FUSE floor: every workload cold (caches dropped) and warm on one read-only fuse-floor mount
-  : >"$WORK/floor-$n"
+  # the FUSE floor: every workload cold (caches dropped) and warm on one read-only fuse-floor mount,
+  # with requests over io_uring (as storefs's, where the kernel offers it), then over /dev/fuse
+  : >"$WORK/floor-$n"; : >"$WORK/floor-dev-$n"
   if ((with_tmpfs)); then
-    mount_floor --read-only "$TMPFS"
-    for w in "${WORKLOADS[@]}"; do
-      drop_caches; cpu0=$(server_cpu_ms "$FLOOR_PID")
-      cold=$(run "$w" "$FLOOR_MNT"); c_cold=$(cat "$WORK/count"); cpu1=$(server_cpu_ms "$FLOOR_PID")
-      warm=$(run "$w" "$FLOOR_MNT")
-      printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$cold" "$warm" "$c_cold" "$((cpu1 - cpu0))" >>"$WORK/floor-$n"
+    for way in ring dev; do
+      if [ $way = ring ]; then mount_floor --read-only "$TMPFS"; out="$WORK/floor-$n"
+      else mount_floor --read-only --no-io-uring "$TMPFS"; out="$WORK/floor-dev-$n"; fi
+      for w in "${WORKLOADS[@]}"; do
+        drop_caches; cpu0=$(server_cpu_ms "$FLOOR_PID")
+        cold=$(run "$w" "$FLOOR_MNT"); c_cold=$(cat "$WORK/count"); cpu1=$(server_cpu_ms "$FLOOR_PID")
+        warm=$(run "$w" "$FLOOR_MNT")
+        printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$cold" "$warm" "$c_cold" "$((cpu1 - cpu0))" >>"$out"
+      done
+      unmount_floor
     done
-    unmount_floor
+    grep -h "requests came through" "$WORK/floor.log" | sort | uniq -c | sed 's/^/floor: /'; : >"$WORK/floor.log"
   fi
   # sqlite3 reading every row of the Employee/Manager table, cold, against cold ls -l
   drop_caches
@@ -124,7 +134,8 @@ for n in "${SIZES[@]}"; do
   parallel_us=$((t1 - t0)); unmount_store
   fi
   if ((with_tmpfs)); then scaled_from="$n:$results.keep"; cp "$results" "$results.keep"; fi
-  python3 - "$n" "$results" "$rep" "$sqlite_us" "$sequential_us" "$parallel_us" "$load_at_start" "$(cut -d' ' -f1 /proc/loadavg)" "$scaled_from" "$WORK/floor-$n" <<'EOF'
+  grep -ho "FUSE requests of .* arrive through [^ ]*" "$WORK/mount-$n.log" | sed 's/ of [^ ]* / /' | sort | uniq -c | sed 's/^/storefs: /' || true
+  python3 - "$n" "$results" "$rep" "$sqlite_us" "$sequential_us" "$parallel_us" "$load_at_start" "$(cut -d' ' -f1 /proc/loadavg)" "$scaled_from" "$WORK/floor-$n" "$WORK/floor-dev-$n" <<'EOF'
 import json, sys
 n, path, rep = sys.argv[1], sys.argv[2], sys.argv[3]
 sqlite_us, seq_us, par_us = (int(a) for a in sys.argv[4:7])
@@ -133,6 +144,10 @@ floor = {}  # workload -> (cold ms, warm ms, count, server CPU ms of the cold ru
 for line in open(sys.argv[10]):
     w, fc, fw, fcount, fcpu = line.rstrip("\n").split("\t")
     floor[w] = (int(fc) / 1000, int(fw) / 1000, fcount, float(fcpu))
+floor_dev = {}  # the same over /dev/fuse
+for line in open(sys.argv[11]):
+    w, fc, fw, fcount, fcpu = line.rstrip("\n").split("\t")
+    floor_dev[w] = (int(fc) / 1000, int(fw) / 1000, fcount, float(fcpu))
 reference = {}
 if scaled_from:
     ref_n, ref_path = scaled_from.split(":", 1)
@@ -141,7 +156,7 @@ if scaled_from:
         if int(f[3]) > 0:
             reference[f[0]] = int(f[3]) / int(f[6])  # tmpfs microseconds per counted unit
 print(f"\n{n} objects (run {rep}; load {load0} at the start, {load1} at the end); times in ms; counts: lines (ls -l, find) or bytes (cat)")
-print(f"{'workload':<13} {'cold':>9} {'warm':>9} {'tmpfs':>10} {'cold/tmpfs':>10} {'warm/tmpfs':>10} {'floor cold':>10} {'floor warm':>10} {'cold/floor':>10} {'warm/floor':>10} {'floor/tmpfs':>11} {'cold us/entry':>13} {'server CPU us/entry':>19} {'floor CPU us/entry':>18} {'peak RSS MiB':>12}  count storefs/tmpfs/floor")
+print(f"{'workload':<13} {'cold':>9} {'warm':>9} {'tmpfs':>10} {'cold/tmpfs':>10} {'warm/tmpfs':>10} {'floor cold':>10} {'floor warm':>10} {'cold/floor':>10} {'warm/floor':>10} {'floor/tmpfs':>11} {'floor /dev/fuse cold':>20} {'/dev/fuse floor/tmpfs':>21} {'cold us/entry':>13} {'server CPU us/entry':>19} {'floor CPU us/entry':>18} {'peak RSS MiB':>12}  count storefs/tmpfs/floor")
 ops = []
 ls_cold = None
 for line in open(path):
@@ -160,11 +175,12 @@ for line in open(path):
     if w == "ls -l": ls_cold = cold
     ratio = lambda a: f"{mark}{a / tmp:.2f}x" if tmp > 0 else "-"
     tmptext = f"{mark}{tmp:.1f}" if tmp > 0 else "-"
-    over = lambda a, b: f"{a / b:.2f}x" if b > 0 else "-"
+    over = lambda a, b: f"{a / b:.2f}x" if a > 0 and b > 0 else "-"
     floor_cpu = f"{fcpu * 1000 / entries:.2f}" if fcpu >= 0 else "-"
     ftext = lambda a: f"{a:.1f}" if a > 0 else "-"
     print(f"{w:<13} {cold:>9.1f} {warm:>9.1f} {tmptext:>10} {ratio(cold):>10} {ratio(warm):>10} {ftext(fcold):>10} {ftext(fwarm):>10} "
-          f"{over(cold, fcold):>10} {over(warm, fwarm):>10} {over(fcold, tmp if not mark else -1):>11} {cold * 1000 / entries:>13.2f} "
+          f"{over(cold, fcold):>10} {over(warm, fwarm):>10} {over(fcold, tmp if not mark else -1):>11} "
+          f"{ftext(floor_dev.get(w, (-1,))[0]):>20} {over(floor_dev.get(w, (-1,))[0], tmp if not mark else -1):>21} {cold * 1000 / entries:>13.2f} "
           f"{int(float(cpu)) * 1000 / entries:>19.2f} {floor_cpu:>18} {int(hwm) / 1024:>12.1f}  {cc}/{ct}/{fcount}{same}")
     diff = lambda a, b: {k: v - a["fuse"].get(k, 0) for k, v in b["fuse"].items() if v - a["fuse"].get(k, 0)}
     fmt = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])) or "none"

@@ -46,13 +46,20 @@ cp -a "$IN/." "$TMPFS/out1/"            # warm-up of the source's pages and dent
 t0=$(now_us); cp -a "$IN/." "$TMPFS/out2/"; sync -f "$TMPFS/out2"; t1=$(now_us)
 tmp_cp=$(ms "$t0" "$t1")
 
-# the FUSE floor: the same cp -a into an empty fuse-floor mount
-mkdir -p "$WORK/empty"; mount_floor "$WORK/empty"; mkdir "$FLOOR_MNT/Milestone"
-t0=$(now_us)
-cp -a "$IN/." "$FLOOR_MNT/Milestone/" 2>"$WORK/floor-cp.err" || { echo "cp -a into the floor failed:"; sort "$WORK/floor-cp.err" | uniq -c | head -5; }
-sync -f "$FLOOR_MNT/Milestone"; t1=$(now_us)
-floor_cp=$(ms "$t0" "$t1")
-unmount_floor
+# the FUSE floor: the same cp -a into an empty fuse-floor mount, over io_uring (as storefs's, where
+# the kernel offers it), then over /dev/fuse
+mkdir -p "$WORK/empty"
+floor_cp_into() { # floor_cp_into [--no-io-uring]: prints ms
+  mount_floor "$@" "$WORK/empty"; mkdir "$FLOOR_MNT/Milestone"
+  local t0 t1
+  t0=$(now_us)
+  cp -a "$IN/." "$FLOOR_MNT/Milestone/" 2>"$WORK/floor-cp.err" || { echo "cp -a into the floor failed:"; sort "$WORK/floor-cp.err" | uniq -c | head -5; } >&2
+  sync -f "$FLOOR_MNT/Milestone"; t1=$(now_us)
+  unmount_floor
+  ms "$t0" "$t1"
+}
+floor_cp=$(floor_cp_into)
+floor_dev_cp=$(floor_cp_into --no-io-uring)
 
 # storefs: cp -a, fsync of the entity folder (commits everything pending), unmount until the server exits
 "$STOREFS" mount "$store" "$MNT" --log-file "$WORK/mount.log"
@@ -74,6 +81,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 printf '\n%-40s %12s %12s %12s\n' "cp -a of $N object folders" "ms" "x tmpfs" "x floor"
 printf '%-40s %12s %12s %12s\n' "tmpfs (cp -a + sync -f)" "$tmp_cp" "1.00" "$(ratio "$tmp_cp" "$floor_cp")"
 printf '%-40s %12s %12s %12s\n' "FUSE floor (cp -a + sync -f)" "$floor_cp" "$(ratio "$floor_cp" "$tmp_cp")" "1.00"
+printf '%-40s %12s %12s %12s\n' "FUSE floor over /dev/fuse" "$floor_dev_cp" "$(ratio "$floor_dev_cp" "$tmp_cp")" "$(ratio "$floor_dev_cp" "$floor_cp")"
 for row in "storefs cp -a:$st_cp" "storefs fsync (commit):$st_sync" "storefs unmount until exit:$st_umount" "storefs total:$st_all"; do
   printf '%-40s %12s %12s %12s\n' "${row%%:*}" "${row##*:}" "$(ratio "${row##*:}" "$tmp_cp")" "$(ratio "${row##*:}" "$floor_cp")"
 done
@@ -87,7 +95,7 @@ fuse_ops_between "$s0" "$s1"
 F="$MNT/Department/p1/name"; T="$TMPFS/name"
 [ -f "$F" ] || { echo "write.sh: $F does not exist" >&2; exit 1; }
 cp "$F" "$T"
-mkdir -p "$WORK/one"; cp "$F" "$WORK/one/name"; mount_floor "$WORK/one"; L="$FLOOR_MNT/name"
+mkdir -p "$WORK/one"; cp "$F" "$WORK/one/name"; L="$FLOOR_MNT/name"
 edit() { # edit TOOL FILE: EDITS edits, prints ms
   local t0 t1 i
   t0=$(now_us)
@@ -102,18 +110,29 @@ edit() { # edit TOOL FILE: EDITS edits, prints ms
   ms "$t0" "$t1"
 }
 s0=$(stats)
-printf '\n%-28s %12s %12s %12s %12s %10s %10s %10s\n' "$EDITS edits of one value" "storefs ms" "tmpfs ms" "floor ms" \
-  "per edit ms" "x tmpfs" "x floor" "floor/tmpfs"
-for tool in echo sed vim; do
-  a=$(edit "$tool" "$F"); b=$(edit "$tool" "$T"); c=$(edit "$tool" "$L")
-  printf '%-28s %12s %12s %12s %12s %10s %10s %10s\n' "$tool" "$a" "$b" "$c" "$(awk -v a="$a" -v n="$EDITS" 'BEGIN {printf "%.2f", a/n}')" \
-    "$(ratio "$a" "$b")" "$(ratio "$a" "$c")" "$(ratio "$c" "$b")"
-done
-echo "value now: $(cat "$F") (tmpfs: $(cat "$T"); floor: $(cat "$L"))"
+printf '\n%-28s %12s %12s %12s %12s %10s %10s %10s %16s\n' "$EDITS edits of one value" "storefs ms" "tmpfs ms" "floor ms" \
+  "per edit ms" "x tmpfs" "x floor" "floor/tmpfs" "floor /dev/fuse"
+# the floor's edits: over io_uring, then over /dev/fuse (one mount each)
+declare -A floor_edit floor_dev_edit
+mount_floor "$WORK/one"
+for tool in echo sed vim; do floor_edit[$tool]=$(edit "$tool" "$L"); done
+floor_value=$(cat "$L"); unmount_floor
+mount_floor --no-io-uring "$WORK/one"
+for tool in echo sed vim; do floor_dev_edit[$tool]=$(edit "$tool" "$L"); done
 unmount_floor
+for tool in echo sed vim; do
+  a=$(edit "$tool" "$F"); b=$(edit "$tool" "$T"); c=${floor_edit[$tool]}; d=${floor_dev_edit[$tool]}
+  printf '%-28s %12s %12s %12s %12s %10s %10s %10s %16s\n' "$tool" "$a" "$b" "$c" "$(awk -v a="$a" -v n="$EDITS" 'BEGIN {printf "%.2f", a/n}')" \
+    "$(ratio "$a" "$b")" "$(ratio "$a" "$c")" "$(ratio "$c" "$b")" "$d ($(ratio "$d" "$b")x)"
+done
+echo "value now: $(cat "$F") (tmpfs: $(cat "$T"); floor: $floor_value)"
+grep -h "requests came through" "$WORK/floor.log" | sort | uniq -c | sed 's/^/floor: /'
+grep -ho "FUSE requests of .* arrive through [^ ]*" "$WORK/mount.log" | sed 's/ of [^ ]* / /' | sort | uniq -c | sed 's/^/storefs: /' || true
 sync "$F"; s1=$(stats)
 unmount_store
 echo "stored: $(sqlite3 "$store" "SELECT ZNAME FROM ZDEPARTMENT WHERE Z_PK = 1" 2>&1)"
 echo "commits during the edits: $(stat_between commits "$s0" "$s1")"
 fuse_ops_between "$s0" "$s1"
 if grep -qiE 'error|warn|fail' "$WORK/mount.log"; then echo "mount log (tail):"; tail -5 "$WORK/mount.log"; fi
+echo "floor's FUSE operations, per mount (cp -a over io_uring, over /dev/fuse; edits over io_uring, over /dev/fuse):"
+grep -h "FUSE operations" "$WORK/floor.log" | sed 's/^fuse-floor: /  /'

@@ -17,7 +17,8 @@ extension Mapping {
         // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
         // gets the stored value from storefs until the writer closes. (Read-only mounts have no
         // writers and open files without asking, so the kernel caches their pages.)
-        return OpenResult(handle: handle, keepCache: false, directIO: true)
+        // A reader's close has nothing to set: no FLUSH is asked for it (FOPEN_NOFLUSH).
+        return OpenResult(handle: handle, keepCache: false, directIO: true, needsFlush: flags.isWriting)
     }
 
     /// The attributes of an attribute file a writer is writing: its buffer's size.

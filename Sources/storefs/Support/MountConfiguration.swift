@@ -63,6 +63,9 @@ struct MountConfiguration {
         // Files of a read-only mount need no per-open state (no buffers): let the kernel open them
         // without asking, so `cat` costs one READ instead of OPEN, READ, FLUSH and RELEASE.
         mount.opensWithoutRequests = mount.readOnly
+        // Its links change only by other processes' commits, whose refresh drops them: the kernel
+        // may keep link targets, so a warm `ls -l` asks for none.
+        mount.cachesLinkTargets = mount.readOnly
     }
 
     /// The settings in effect, for the log: `read-write, commit_delay 0.2 s, ...`.
