@@ -80,7 +80,12 @@ import Testing
             #expect(mountType(scratch.mountPoint) == "fuse.storefs")
             #expect(try run("/bin/mkdir", [scratch.mountPoint + "/Department/p1"]).succeeded)
             #expect(try shell("echo Research > \(quoted(scratch.mountPoint + "/Department/p1/name"))").succeeded)
+            let servers = serverProcesses(of: scratch.mountPoint)
+            #expect(!servers.isEmpty, "a storefs process serves \(scratch.mountPoint)")
             #expect(try run(umount, [scratch.mountPoint]).succeeded)
+            // umount(8) of a FUSE mount returns before its server has ended; the server commits
+            // what it holds before it exits, as a service manager's stop waits for.
+            #expect(eventually(timeout: 60) { servers.allSatisfy { kill($0, 0) != 0 } }, "the server ends after umount")
         }
         let name = try server.psql(
             "SELECT \"ZNAME\" FROM \(url.query!.split(separator: "=").last!).\"ZDEPARTMENT\" WHERE \"Z_PK\" = 1")
@@ -124,6 +129,19 @@ import Testing
             #expect(result.status == 32, "mount(8)'s status for a failed mount")
             #expect(result.errorOutput.contains("missing.sqlite"), "the reason names the store: \(result.errorOutput)")
             #expect(!isMounted(scratch.mountPoint))
+        }
+    }
+
+    /// The storefs processes whose command line names `mountPoint` (the daemon mount(8) started).
+    func serverProcesses(of mountPoint: String) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry),
+                let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { return nil }
+            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard arguments.contains(mountPoint), arguments.contains(where: { $0.hasSuffix("storefs") }) else { return nil }
+            return pid
         }
     }
 }
