@@ -15,7 +15,10 @@ struct StoreFSCommand: ParsableCommand {
             .store, .xml, .binary) or, for other names, the file's content.
             """,
         version: "storefs \(version)",
-        subcommands: [Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self])
+        subcommands: [
+            Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, Model.self, Sample.self, Create.self,
+            Export.self, Diff.self,
+        ])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows
     /// that subcommand's usage. ArgumentParser knows which subcommand was parsed only while
