@@ -100,12 +100,16 @@ final class PredicateTranslator {
 
     let model: ManagedObjectModel
     let layout: StoreLayout
+    /// Whether an integer `@sum` may be SQL's `SUM`, which fails on overflow: a query that
+    /// overflowed is translated again without it (the evaluator's sum goes on as a decimal).
+    let plainIntegerSums: Bool
     private(set) var arguments: [String: DatabaseValue] = [:]
     private var aliasCount = 0
 
-    init(model: ManagedObjectModel, layout: StoreLayout) {
+    init(model: ManagedObjectModel, layout: StoreLayout, plainIntegerSums: Bool = true) {
         self.model = model
         self.layout = layout
+        self.plainIntegerSums = plainIntegerSums
     }
 
     /// The rows of `entities` (rows of `table`, Z_ENT in `zents`) that are objects and match
@@ -395,7 +399,7 @@ final class PredicateTranslator {
                 if key.lowercased() == "@sum" {
                     // Integer sums are exact both ways; sums of doubles depend on the order of
                     // addition, decimal sums on decimal arithmetic (both left to the evaluator's).
-                    guard [.integer16, .integer32, .integer64, .boolean].contains(type) else { return nil }
+                    guard plainIntegerSums, [.integer16, .integer32, .integer64, .boolean].contains(type) else { return nil }
                     return .scalar(.attribute(sql: "(SELECT IFNULL(SUM(\(sql)), 0) \(body))", type: .integer64))
                 }
                 guard kind(of: type) != nil, ![.uuid, .binaryData, .transformable].contains(type) else { return nil }

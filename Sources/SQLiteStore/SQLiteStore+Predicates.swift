@@ -8,40 +8,46 @@ extension SQLiteStore {
     public func objectIDs(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     {
-        guard let query = try selection(predicate, of: entity, includingSubentities: includingSubentities) else { return nil }
-        guard let (selection, arguments) = query else { return [] }
-        let sql = "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
-        var ids: [ObjectID] = []
-        let answered: Bool = try read { db in
-            try Self.overflowing {
-                try eachRow(db, sql, arguments: arguments) { row in
-                    guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
-                        let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)), let id = layout.entityByZent[zent]
-                    else { return }
-                    ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [ObjectID]?? in
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let (selection, arguments) = query else { return [] }
+            let sql = "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
+            var ids: [ObjectID] = []
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { row in
+                        guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)), let id = layout.entityByZent[zent]
+                        else { return }
+                        ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+                    }
                 }
             }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(ids) : .none
         }
-        return answered ? ids : nil
     }
 
     /// Counts what ``objectIDs(matching:of:includingSubentities:)`` would give with `COUNT(*)`.
     public func count(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> Int?
     {
-        guard let query = try selection(predicate, of: entity, includingSubentities: includingSubentities) else { return nil }
-        guard let (selection, arguments) = query else { return 0 }
-        // Rows whose Z_ENT this store's model does not know are left out, as objectIDs(matching:) does.
-        let sql = "SELECT COUNT(*) FROM \(selection.from) WHERE \(selection.condition)"
-        var count: Int?
-        _ = try read { db in
-            try Self.overflowing {
-                try eachRow(db, sql, arguments: arguments) { row in
-                    count = Int(clamping: Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) ?? 0)
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> Int?? in
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let (selection, arguments) = query else { return 0 }
+            // Rows of a Z_ENT the model does not know are not among the entities counted.
+            let sql = "SELECT COUNT(*) FROM \(selection.from) WHERE \(selection.condition)"
+            var count = 0
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { row in
+                        count = Int(clamping: Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) ?? 0)
+                    }
                 }
             }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(count) : .none
         }
-        return count
     }
 
     /// A page of snapshots read by key order, filtered in SQL (see
@@ -50,44 +56,54 @@ extension SQLiteStore {
         of entity: EntityID, includingSubentities: Bool, matching predicate: ObjectGraph.Predicate?, after key: PrimaryKey?,
         limit: Int
     ) throws(ObjectGraphError) -> [Snapshot]? {
-        let query: (PredicateTranslator.Selection, StatementArguments)??
-        if let predicate {
-            query = try selection(predicate, of: entity, includingSubentities: includingSubentities)
-        } else {
-            query = try selection(.constant(true), of: entity, includingSubentities: includingSubentities)
-        }
-        guard let query else { return nil }
-        guard let (selection, arguments) = query, limit > 0 else { return [] }
-        let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
-        let selected = (["t0.Z_PK", "t0.Z_ENT", "t0.Z_OPT"] + columns).joined(separator: ", ")
-        let after = max(key?.rawValue ?? 0, 0)
-        let sql =
-            "SELECT \(selected) FROM \(selection.from) WHERE \(selection.condition) AND t0.Z_PK > \(after) "
-            + "ORDER BY t0.Z_PK LIMIT \(limit)"
-        var found: [Snapshot] = []
-        let answered: Bool = try read { db in
-            try Self.overflowing {
-                try eachRow(db, sql, arguments: arguments) { (row) throws(ObjectGraphError) in
-                    guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
-                        let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
-                        let id = layout.entityByZent[zent], let plan = plans[id]
-                    else { return }
-                    do throws(ObjectGraphError) {
-                        found.append(try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
-                    } catch {
-                        throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [Snapshot]?? in
+            guard let query = try selection(predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums)
+            else { return .some(nil) }
+            guard let (selection, arguments) = query, limit > 0 else { return [] }
+            let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
+            let selected = (["t0.Z_PK", "t0.Z_ENT", "t0.Z_OPT"] + columns).joined(separator: ", ")
+            let after = max(key?.rawValue ?? 0, 0)
+            let sql =
+                "SELECT \(selected) FROM \(selection.from) WHERE \(selection.condition) AND t0.Z_PK > \(after) "
+                + "ORDER BY t0.Z_PK LIMIT \(limit)"
+            var found: [Snapshot] = []
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { (row) throws(ObjectGraphError) in
+                        guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                            let id = layout.entityByZent[zent], let plan = plans[id]
+                        else { return }
+                        do throws(ObjectGraphError) {
+                            found.append(try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
+                        } catch {
+                            throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+                        }
                     }
                 }
             }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(found) : .none
         }
-        return answered ? found : nil
+    }
+
+    /// Runs `query` with plain integer sums, and once more without them when SQLite's integer
+    /// arithmetic overflowed (its answer is then nil); nil when the predicate is declined.
+    private func exactly<T>(_ query: (Bool) throws(ObjectGraphError) -> T??) throws(ObjectGraphError) -> T? {
+        switch try query(true) {
+        case .some(.some(let answer)): return answer
+        case .some(.none): return nil
+        case .none:
+            guard case .some(.some(let answer)) = try query(false) else { return nil }
+            return answer
+        }
     }
 
     /// The rows of `entity` (and its subentities) that match `predicate` and the arguments the SQL
     /// needs: nil when the translator declines; `.some(nil)` when the entity has no rows to test.
-    private func selection(_ predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
-        throws(ObjectGraphError) -> (PredicateTranslator.Selection, StatementArguments)??
-    {
+    private func selection(
+        _ predicate: ObjectGraph.Predicate, of entity: EntityID, _ includingSubentities: Bool, _ plainIntegerSums: Bool
+    ) throws(ObjectGraphError) -> (PredicateTranslator.Selection, StatementArguments)?? {
         let entityLayout = try entityLayout(entity)
         let entities = includingSubentities ? model.entityAndSubentities(of: entity) : [entity]
         let zents = entities.compactMap { layout[$0].zent }
@@ -95,14 +111,14 @@ extension SQLiteStore {
             // No rows to test; like objectIDs(of:), nothing matches.
             return .some(nil)
         }
-        let translator = PredicateTranslator(model: model, layout: layout)
+        let translator = PredicateTranslator(model: model, layout: layout, plainIntegerSums: plainIntegerSums)
         guard let selection = translator.selection(predicate, entity: entity, table: table, zents: zents) else { return nil }
         let arguments = StatementArguments(translator.arguments.mapValues { $0 as (any DatabaseValueConvertible)? })
         return (selection, arguments)
     }
 
     /// Runs a predicate query; false when SQLite's integer arithmetic overflowed (an integer
-    /// `@sum` beyond Int64, which the evaluator sums as a decimal): the caller then declines.
+    /// `@sum` beyond Int64, which the evaluator sums as a decimal).
     private static func overflowing(_ body: () throws -> Void) throws -> Bool {
         do {
             try body()

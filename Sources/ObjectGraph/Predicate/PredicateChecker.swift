@@ -10,7 +10,9 @@
 /// - `@sum` and `@avg` of values that are not numbers or booleans, `@min` and `@max` of values that
 ///   do not order (binary data, UUIDs, objects), an unknown collection operator;
 /// - variables (`$FETCH_SOURCE`, `$NAME`): a query has no source object and no substitutions;
-/// - a `MATCHES` pattern that is not a regular expression, `BETWEEN` without `{low, high}`.
+/// - a `MATCHES` pattern that is not a regular expression, `BETWEEN` without `{low, high}`;
+/// - Binary Data and Transformable values compared with anything but nil (the language has no
+///   literal for bytes, and a store may keep them in files beside it).
 ///
 /// A predicate that passes is one every store evaluates without an error; an SQLite store
 /// evaluates it in SQL.
@@ -41,8 +43,16 @@ public enum PredicateChecker {
         case .not(let operand):
             try check(operand, for: entity, in: model)
         case .comparison(let lhs, let op, let rhs, let options, _):
-            try check(lhs, entity, model)
-            try check(rhs, entity, model)
+            let left = try check(lhs, entity, model)
+            let right = try check(rhs, entity, model)
+            let isNil = { (e: Expression) in if case .constant(.null) = e { true } else { false } }
+            for (side, reach, other) in [(lhs, left, rhs), (rhs, right, lhs)] {
+                guard case .values(let type, _)? = reach, type == .binaryData || type == .transformable else { continue }
+                guard isNil(other), op == .equal || op == .notEqual else {
+                    throw ObjectGraphError(
+                        .validation, "\(side) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
+                }
+            }
             if op == .matches, case .constant(.string(let pattern)) = rhs,
                 !PredicateEvaluator.isValidRegularExpression(pattern)
             {
@@ -56,21 +66,29 @@ public enum PredicateChecker {
         }
     }
 
+    /// Checks `expression`; returns what a key path reaches (nil for other expressions).
+    @discardableResult
     private static func check(_ expression: Expression, _ entity: EntityID, _ model: ManagedObjectModel)
-        throws(ObjectGraphError)
+        throws(ObjectGraphError) -> Reach?
     {
         switch expression {
         case .constant:
-            return
+            return nil
         case .aggregate(let items):
-            for item in items { try check(item, entity, model) }
+            for item in items {
+                if case .values(let type, _)? = try check(item, entity, model), type == .binaryData || type == .transformable {
+                    throw ObjectGraphError(
+                        .validation, "\(item) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
+                }
+            }
+            return nil
         case .variable(let name, let path):
             let written = "$" + ([name] + path).joined(separator: ".")
             throw ObjectGraphError(
                 .validation, "\(written): a query has no variables (no $FETCH_SOURCE, no substitutions); write the value itself")
         case .keyPath(let path):
             let components = path.first == "SELF" ? Array(path.dropFirst()) : path
-            _ = try reach(components[...], from: .objects(entity, collection: false), path, model)
+            return try reach(components[...], from: .objects(entity, collection: false), path, model)
         }
     }
 
