@@ -214,8 +214,8 @@ public struct StoreComparison {
     }
 
     /// Whether two values are the same value: of one kind, doubles and floats by their bits
-    /// (NaN is NaN, -0.0 is not 0.0).
-    static func same(_ a: AttributeValue?, _ b: AttributeValue?) -> Bool {
+    /// (NaN is NaN, -0.0 is not 0.0), as the comparison decides it.
+    public static func same(_ a: AttributeValue?, _ b: AttributeValue?) -> Bool {
         switch (a, b) {
         case (nil, nil): return true
         case (.double(let x)?, .double(let y)?): return x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
