@@ -34,7 +34,11 @@ import ObjectGraph
 /// `@count`, a nested operator after `@avg`/`@min`/`@max`), `MATCHES` without a valid constant
 /// pattern, `BETWEEN` without `{low, high}`, and the values of binary attributes that allow
 /// external storage (their bytes may live in a file beside the store). ``PredicateChecker`` refuses
-/// all of these up front, so a checked predicate always translates.
+/// all of these up front. Declined too: relationships and entities the file has no column or
+/// table for (a model that does not match the file; they read as empty).
+///
+/// One difference stays: a binary attribute's reference to an external file that is missing is a
+/// value here (`photo != nil`), where reading the row finds none.
 ///
 /// Threading: a single-use value; make one per query.
 final class PredicateTranslator {
@@ -650,7 +654,7 @@ final class PredicateTranslator {
             let rest = components[(at + 1)...]
             switch op {
             case "@count":
-                guard rest.isEmpty, let counted = pathValue(before, scope) else { return nil }
+                guard rest.isEmpty, let counted = pathValue(before, scope, counting: true) else { return nil }
                 return ValueSQL(sql: "\(PredicateFunctions.count)(\(counted.sql))", reached: .attribute(.integer64))
             case "@sum", "@avg", "@min", "@max":
                 // The evaluator aggregates the values of `rest` from each element of `before`:
@@ -671,7 +675,9 @@ final class PredicateTranslator {
     }
 
     /// The value of a key path without collection operators from the rows of `scope`.
-    private func pathValue(_ path: ArraySlice<String>, _ scope: Scope) -> ValueSQL? {
+    /// `counting`: only whether each value is nil matters (`@count`), so externally stored bytes
+    /// need not be read.
+    private func pathValue(_ path: ArraySlice<String>, _ scope: Scope, counting: Bool = false) -> ValueSQL? {
         var alias = scope.alias
         var entity = scope.entity
         var throughToOne = false
@@ -684,9 +690,11 @@ final class PredicateTranslator {
                 return nil
             case .attribute(let attribute)?:
                 guard isLast else { return nil }
-                return attributeValue(attribute, of: entity, alias)
+                return attributeValue(attribute, of: entity, alias, counting: counting)
             case .toMany(let relationship, let destination)?:
-                guard let list = collectionValue(relationship.name, of: entity, from: alias, destination, path[(index + 1)...])
+                guard
+                    let list = collectionValue(
+                        relationship.name, of: entity, from: alias, destination, path[(index + 1)...], counting: counting)
                 else { return nil }
                 // Through a nil to-one the evaluator sees nil, not an empty collection.
                 let sql =
@@ -714,7 +722,8 @@ final class PredicateTranslator {
     /// flattened over further to-many steps; a nil reached by a to-one step is one nil element
     /// (a to-many step from it stays that one nil), as the evaluator's steps make them.
     private func collectionValue(
-        _ name: String, of entity: EntityID, from alias: String, _ destination: EntityID, _ rest: ArraySlice<String>
+        _ name: String, of entity: EntityID, from alias: String, _ destination: EntityID, _ rest: ArraySlice<String>,
+        counting: Bool
     ) -> ValueSQL? {
         guard let start = toManyTables(name, of: entity, from: alias) else { return nil }
         let scope = Scope(alias: start.alias, entity: destination)
@@ -732,7 +741,8 @@ final class PredicateTranslator {
             case nil:
                 return nil
             case .attribute(let attribute)?:
-                guard isLast, let value = attributeValue(attribute, of: elementEntity, elementAlias) else { return nil }
+                guard isLast, let value = attributeValue(attribute, of: elementEntity, elementAlias, counting: counting)
+                else { return nil }
                 element = value
             case .toMany(let relationship, let next)?:
                 guard let step = toManyTables(relationship.name, of: elementEntity, from: elementAlias) else { return nil }
@@ -786,13 +796,19 @@ final class PredicateTranslator {
     }
 
     /// An attribute's value from the rows `alias`, decoded as reading the row decodes it.
-    private func attributeValue(_ attribute: AttributeDescription, of entity: EntityID, _ alias: String) -> ValueSQL? {
-        // Externally stored bytes are in files the SQL functions do not read.
-        guard !attribute.allowsExternalBinaryDataStorage else { return nil }
+    private func attributeValue(
+        _ attribute: AttributeDescription, of entity: EntityID, _ alias: String, counting: Bool = false
+    ) -> ValueSQL? {
         guard let column = layout[entity].attributes.first(where: { $0.attribute.name == attribute.name })?.column else {
             return ValueSQL(sql: PredicateFunctions.literal(bytes: PredicateValueCoding.nullBytes), reached: .attribute(attribute.type))
         }
         var sql = "\(alias).\(column.quotedDatabaseIdentifier)"
+        if attribute.allowsExternalBinaryDataStorage {
+            // Externally stored bytes are in files the SQL functions do not read; counting needs
+            // only whether there is a value (a reference counts, whether its file exists or not).
+            guard counting else { return nil }
+            sql = "CASE WHEN \(sql) IS NULL THEN NULL ELSE X'' END"
+        }
         // As rows are read: text as a BLOB, so an embedded NUL does not cut it.
         if attribute.type == .string || attribute.type == .uri { sql = "CAST(\(sql) AS BLOB)" }
         return ValueSQL(

@@ -39,7 +39,7 @@ private typealias OGPredicate = ObjectGraph.Predicate
             try PredicateParser.parse("d < CAST(\"\(text)\", \"NSDate\")")
         } throws: { error in
             guard let error = error as? ObjectGraphError else { return false }
-            return error.code == .invalidModel && error.message.contains("ISO 8601") && error.message.contains("position 12")
+            return error.code == .invalidModel && error.message.contains("ISO 8601") && error.message.contains("position 10:")
         }
     }
 
@@ -52,7 +52,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
             matching: PredicateParser.parse(#"birthDate >= CAST("1970-01-01T00:00:00Z", "NSDate")"#), of: employee)
         let seconds = try context.objects(matching: PredicateParser.parse(#"birthDate >= CAST(-978307200, "NSDate")"#), of: employee)
         #expect(iso == seconds)
-        #expect(!iso.isEmpty && iso.count < (try context.objectIDs(of: employee, includingSubentities: true).count))
+        let all = try context.objectIDs(of: employee, includingSubentities: true)
+        #expect(!iso.isEmpty && iso.count < all.count)
     }
 
     // MARK: - The checker
@@ -122,7 +123,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
             read += page
         }
         #expect(read.map(\.objectID) == matching)
-        #expect(read == (try context.records(for: matching)))
+        let records = try context.records(for: matching)
+        #expect(read == records)
         let manager = try #require(read.first { $0.objectID.entity == model.id("Manager") })
         #expect(manager.toMany["directReports"]?.isEmpty == false, "a manager's ordered to-many is in the record")
         #expect(manager.toMany.keys.sorted() == ["directReports", "projects"])
@@ -137,7 +139,7 @@ private typealias OGPredicate = ObjectGraph.Predicate
         #expect(records.map(\.objectID) == [company.employees[0], company.department])
         #expect(records[0].attributes["lastName"] == .string("Lovelace"))
         #expect(records[0].toOne["department"] == company.department)
-        #expect(Set(records[1].toMany["employees"] ?? []) == Set(company.employees + [company.manager]))
+        #expect(Set(records[1].toMany["employees"] ?? []) == Set(company.employees))
     }
 
     // MARK: - Comparing stores
@@ -148,7 +150,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
         let b = makeSampleCoordinator()
         try SampleGenerator(objectCount: 300).populate(b.newContext())
         var differences: [ObjectDifference] = []
-        #expect(try StoreComparison(old: a, new: b, pageSize: 50).compare { differences.append($0) } == 0)
+        let count = try StoreComparison(old: a, new: b, pageSize: 50).compare { differences.append($0) }
+        #expect(count == 0)
         #expect(differences.isEmpty)
     }
 
@@ -171,10 +174,10 @@ private typealias OGPredicate = ObjectGraph.Predicate
         let project = projects[0]
         let milestones = try context.destinations(of: "milestones", for: project)
         try context.setDestinations(milestones.reversed(), of: "milestones", for: project)
+        let removed = try #require(try context.objectIDs(of: model.id("Milestone")).last)
+        try context.delete(removed)
         let inserted = try context.insertObject(of: model.id("Milestone"))
         try context.setValue(.string("New"), of: "title", for: inserted)
-        let removed = try context.objectIDs(of: model.id("Milestone")).last!
-        try context.delete(removed)
         try context.save()
 
         var found: [ObjectDifference] = []
@@ -202,8 +205,11 @@ private typealias OGPredicate = ObjectGraph.Predicate
         #expect(byObject[name(departments[1])]?.properties.map(\.name) == ["employees"])
         #expect(byObject[name(managers[0])] == nil)
         // Sorted as promised: entity by entity in model order, by key within one.
-        let order = found.map { (model.entityID(named: $0.object.entityName)!.rawValue, $0.object.key) }
-        #expect(order == order.sorted { $0 < $1 })
+        let order = found.map { "\(model.entityID(named: $0.object.entityName)!.rawValue)/\($0.object.key.rawValue)" }
+        let sorted = found.sorted {
+            (model.entityID(named: $0.object.entityName)!.rawValue, $0.object.key) < (model.entityID(named: $1.object.entityName)!.rawValue, $1.object.key)
+        }.map { "\(model.entityID(named: $0.object.entityName)!.rawValue)/\($0.object.key.rawValue)" }
+        #expect(order == sorted)
     }
 
     @Test func nanIsTheSameValueAndNegativeZeroIsNot() {

@@ -98,7 +98,7 @@ import Testing
         let writer = try ObjectRecords(format: .csv, model: model, storeUUID: Self.uuid, entity: employee)
         let rows = try Self.parseCSV(String(decoding: writer.document(of: records), as: UTF8.self))
         #expect(rows.count == 3)
-        let header = rows[0]
+        let header = rows[0].map(\.text)
         // Employee's columns, then what its subentity Manager adds.
         #expect(header.prefix(4) == ["@entity", "@uri", "firstName", "lastName"])
         #expect(header.suffix(3) == ["title", "directReports", "headOf"])
@@ -134,6 +134,12 @@ import Testing
     enum CSVCell: Equatable {
         case plain(String)
         case quoted(String)
+
+        var text: String {
+            switch self {
+            case .plain(let text), .quoted(let text): text
+            }
+        }
     }
 
     struct CSVError: Error {}

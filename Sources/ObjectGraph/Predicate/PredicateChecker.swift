@@ -15,7 +15,8 @@
 ///   literal for bytes, and a store may keep them in files beside it).
 ///
 /// A predicate that passes is one every store evaluates without an error; an SQLite store
-/// evaluates it in SQL.
+/// evaluates it in SQL (but for relationships and entities the file has no column or table for,
+/// when a model does not match its file: those read as empty, and are evaluated in memory).
 ///
 /// Threading: stateless; call from any thread.
 public enum PredicateChecker {

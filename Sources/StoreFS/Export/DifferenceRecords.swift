@@ -49,14 +49,14 @@ public enum DifferenceRecords {
     /// Appends `difference` as one JSON line to `out`.
     public static func appendJSON(_ difference: ObjectDifference, to out: inout [UInt8]) {
         out.append(contentsOf: Array(#"{"change":"#.utf8))
-        ObjectRecords.appendJSONString(Array(difference.kind.rawValue.utf8), to: &out)
+        ObjectRecords.appendJSONString(difference.kind.rawValue.utf8, to: &out)
         out.append(contentsOf: Array(#","object":"#.utf8))
-        ObjectRecords.appendJSONString(Array(difference.object.description.utf8), to: &out)
+        ObjectRecords.appendJSONString(difference.object.description.utf8, to: &out)
         if difference.kind == .updated {
             out.append(contentsOf: Array(#","properties":{"#.utf8))
             for (index, property) in difference.properties.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                ObjectRecords.appendJSONString(Array(property.name.utf8), to: &out)
+                ObjectRecords.appendJSONString(property.name.utf8, to: &out)
                 out.append(UInt8(ascii: ":"))
                 switch property {
                 case .attribute(_, let type, let old, let new):
@@ -98,7 +98,7 @@ public enum DifferenceRecords {
         let text = ObjectRecords.text(of: value, type: type)
         guard type == .string || type == .uri else { return text }
         var quoted: [UInt8] = []
-        ObjectRecords.appendJSONString(Array(text.utf8), to: &quoted)
+        ObjectRecords.appendJSONString(text.utf8, to: &quoted)
         return String(decoding: quoted, as: UTF8.self)
     }
 
@@ -107,7 +107,7 @@ public enum DifferenceRecords {
             out.append(contentsOf: Array("null".utf8))
             return
         }
-        ObjectRecords.appendJSONString(Array(ObjectRecords.text(of: value, type: type).utf8), to: &out)
+        ObjectRecords.appendJSONString(ObjectRecords.text(of: value, type: type).utf8, to: &out)
     }
 
     private static func appendJSON(_ reference: ObjectReference?, to out: inout [UInt8]) {
@@ -115,7 +115,7 @@ public enum DifferenceRecords {
             out.append(contentsOf: Array("null".utf8))
             return
         }
-        ObjectRecords.appendJSONString(Array(reference.description.utf8), to: &out)
+        ObjectRecords.appendJSONString(reference.description.utf8, to: &out)
     }
 
     private static func appendJSON(_ references: [ObjectReference], to out: inout [UInt8]) {

@@ -59,9 +59,9 @@ public struct ObjectRecords: Sendable {
         uriPrefix = Array("x-coredata://\(storeUUID)/".utf8)
         for description in model.entities {
             var json: [UInt8] = []
-            Self.appendJSONString(Array(description.name.utf8), to: &json)
+            Self.appendJSONString(description.name.utf8, to: &json)
             var csv: [UInt8] = []
-            Self.appendCSVField(Array(description.name.utf8), to: &csv)
+            Self.appendCSVField(description.name.utf8, to: &csv)
             entityNames.append((json, csv))
             properties.append(
                 description.persistentAttributes.map { Property(name: $0.name, type: $0.type, toMany: false) }
@@ -104,7 +104,7 @@ public struct ObjectRecords: Sendable {
             self.type = type
             self.toMany = toMany
             var key = [UInt8(ascii: ",")]
-            ObjectRecords.appendJSONString(Array(name.utf8), to: &key)
+            ObjectRecords.appendJSONString(name.utf8, to: &key)
             key.append(UInt8(ascii: ":"))
             jsonKey = key
         }
@@ -128,7 +128,7 @@ public struct ObjectRecords: Sendable {
             let names = ["@entity", "@uri"] + (csvColumns ?? [])
             for (index, name) in names.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                Self.appendCSVField(Array(name.utf8), to: &out)
+                Self.appendCSVField(name.utf8, to: &out)
             }
             out.append(UInt8(ascii: "\n"))
         }
@@ -189,7 +189,7 @@ public struct ObjectRecords: Sendable {
         if isKnown(id.entity) {
             out.append(contentsOf: entityNames[id.entity.rawValue - 1].json)
         } else {
-            Self.appendJSONString(Array(name(of: id.entity).utf8), to: &out)
+            Self.appendJSONString(name(of: id.entity).utf8, to: &out)
         }
         out.append(contentsOf: Self.uriKey)
         appendURI(id, to: &out)
@@ -198,7 +198,7 @@ public struct ObjectRecords: Sendable {
             out.append(contentsOf: property.jsonKey)
             if let type = property.type {
                 if let value = record.attributes[property.name] {
-                    Self.appendJSONString(Array(Self.text(of: value, type: type).utf8), to: &out)
+                    Self.appendJSONString(Self.text(of: value, type: type).utf8, to: &out)
                 } else {
                     out.append(contentsOf: Self.null)
                 }
@@ -228,7 +228,7 @@ public struct ObjectRecords: Sendable {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A JSON string: `"`, `\` and control characters escaped, everything else as UTF-8.
-    static func appendJSONString(_ bytes: [UInt8], to out: inout [UInt8]) {
+    static func appendJSONString(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in bytes {
             switch byte {
@@ -262,7 +262,7 @@ public struct ObjectRecords: Sendable {
             var field: [UInt8] = []
             if let type = property.type {
                 guard let value = record.attributes[property.name] else { continue }
-                Self.appendCSVField(Array(Self.text(of: value, type: type).utf8), to: &field)
+                Self.appendCSVField(Self.text(of: value, type: type).utf8, to: &field)
             } else if property.toMany {
                 for (index, destination) in (record.toMany[property.name] ?? []).enumerated() {
                     if index > 0 { field.append(UInt8(ascii: " ")) }
@@ -282,7 +282,7 @@ public struct ObjectRecords: Sendable {
 
     /// A CSV field: quoted (with `"` doubled) when it holds a comma, quote or line break, or is
     /// empty (an empty string; nil is a field with nothing in it).
-    static func appendCSVField(_ bytes: [UInt8], to out: inout [UInt8]) {
+    static func appendCSVField(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         let needsQuotes =
             bytes.isEmpty
             || bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }
