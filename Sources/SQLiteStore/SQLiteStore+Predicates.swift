@@ -3,45 +3,137 @@ import GRDB
 import ObjectGraph
 
 extension SQLiteStore {
-    /// Evaluates `predicate` as one SQL query when ``PredicateTranslator`` can translate it
-    /// exactly; nil otherwise (the engine then evaluates it in memory).
+    /// Evaluates `predicate` as one SQL query; nil when ``PredicateTranslator`` declines it (the
+    /// engine then evaluates it in memory and reports what is wrong with it).
     public func objectIDs(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     {
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [ObjectID]?? in
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let (selection, arguments) = query else { return [] }
+            let sql = "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
+            var ids: [ObjectID] = []
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { row in
+                        guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)), let id = layout.entityByZent[zent]
+                        else { return }
+                        ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+                    }
+                }
+            }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(ids) : .none
+        }
+    }
+
+    /// Counts what ``objectIDs(matching:of:includingSubentities:)`` would give with `COUNT(*)`.
+    public func count(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> Int?
+    {
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> Int?? in
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let (selection, arguments) = query else { return 0 }
+            // Rows of a Z_ENT the model does not know are not among the entities counted.
+            let sql = "SELECT COUNT(*) FROM \(selection.from) WHERE \(selection.condition)"
+            var count = 0
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { row in
+                        count = Int(clamping: Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) ?? 0)
+                    }
+                }
+            }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(count) : .none
+        }
+    }
+
+    /// A page of snapshots read by key order, filtered in SQL (see
+    /// ``PersistentStore/snapshots(of:includingSubentities:matching:after:limit:)``).
+    public func snapshots(
+        of entity: EntityID, includingSubentities: Bool, matching predicate: ObjectGraph.Predicate?, after key: PrimaryKey?,
+        limit: Int
+    ) throws(ObjectGraphError) -> [Snapshot]? {
+        try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [Snapshot]?? in
+            guard let query = try selection(predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums)
+            else { return .some(nil) }
+            guard let (selection, arguments) = query, limit > 0 else { return [] }
+            let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
+            let selected = (["t0.Z_PK", "t0.Z_ENT", "t0.Z_OPT"] + columns).joined(separator: ", ")
+            let after = max(key?.rawValue ?? 0, 0)
+            let sql =
+                "SELECT \(selected) FROM \(selection.from) WHERE \(selection.condition) AND t0.Z_PK > \(after) "
+                + "ORDER BY t0.Z_PK LIMIT \(limit)"
+            var found: [Snapshot] = []
+            let answered: Bool = try read { db in
+                try Self.overflowing {
+                    try eachRow(db, sql, arguments: arguments) { (row) throws(ObjectGraphError) in
+                        guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                            let id = layout.entityByZent[zent], let plan = plans[id]
+                        else { return }
+                        do throws(ObjectGraphError) {
+                            found.append(try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
+                        } catch {
+                            throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+                        }
+                    }
+                }
+            }
+            // Overflowed: .none asks for the query again without plain sums.
+            return answered ? .some(found) : .none
+        }
+    }
+
+    /// Runs `query` with plain integer sums, and once more without them when SQLite's integer
+    /// arithmetic overflowed (its answer is then nil); nil when the predicate is declined.
+    private func exactly<T>(_ query: (Bool) throws(ObjectGraphError) -> T??) throws(ObjectGraphError) -> T? {
+        switch try query(true) {
+        case .some(.some(let answer)): return answer
+        case .some(.none): return nil
+        case .none:
+            guard case .some(.some(let answer)) = try query(false) else { return nil }
+            return answer
+        }
+    }
+
+    /// The rows of `entity` (and its subentities) that match `predicate` and the arguments the SQL
+    /// needs: nil when the translator declines; `.some(nil)` when the entity has no rows to test.
+    private func selection(
+        _ predicate: ObjectGraph.Predicate, of entity: EntityID, _ includingSubentities: Bool, _ plainIntegerSums: Bool
+    ) throws(ObjectGraphError) -> (PredicateTranslator.Selection, StatementArguments)?? {
         let entityLayout = try entityLayout(entity)
         let entities = includingSubentities ? model.entityAndSubentities(of: entity) : [entity]
         let zents = entities.compactMap { layout[$0].zent }
         guard let table = entityLayout.table, !zents.isEmpty else {
             // No rows to test; like objectIDs(of:), nothing matches.
-            return []
+            return .some(nil)
         }
-        let translator = PredicateTranslator(model: model, layout: layout)
-        guard let sql = translator.query(predicate, entity: entity, table: table, zents: zents) else { return nil }
+        let translator = PredicateTranslator(model: model, layout: layout, plainIntegerSums: plainIntegerSums)
+        guard let selection = translator.selection(predicate, entity: entity, table: table, zents: zents) else { return nil }
         let arguments = StatementArguments(translator.arguments.mapValues { $0 as (any DatabaseValueConvertible)? })
-        let found: [Row]? = try read { db in
-            do {
-                return try rows(db, sql, arguments)
-            } catch let error as DatabaseError where (error.message ?? "").contains("integer overflow") {
-                // An integer @sum beyond Int64: the evaluator sums it as a decimal.
-                return nil
-            }
+        return (selection, arguments)
+    }
+
+    /// Runs a predicate query; false when SQLite's integer arithmetic overflowed (an integer
+    /// `@sum` beyond Int64, which the evaluator sums as a decimal).
+    private static func overflowing(_ body: () throws -> Void) throws -> Bool {
+        do {
+            try body()
+            return true
+        } catch let error as DatabaseError where (error.message ?? "").contains("integer overflow") {
+            return false
+        } catch let error as ObjectGraphError where error.message.contains("integer overflow") {
+            return false
         }
-        guard let found else { return nil }
-        var ids: [ObjectID] = []
-        ids.reserveCapacity(found.count)
-        for row in found {
-            let values = row.storedValues
-            guard let key = values[0].storedInteger, let zent = values[1].storedInteger, let id = layout.entityByZent[zent] else {
-                continue
-            }
-            ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
-        }
-        return ids
     }
 
     /// Adds the SQL functions predicate queries call to a new connection.
     static func addPredicateFunctions(_ db: Database) {
         db.add(function: compareStrings)
+        PredicateFunctions.add(to: db)
     }
 
     /// `storefs_compare_strings(text BLOB, op TEXT, options INTEGER, pattern BLOB)`: 1 when

@@ -65,7 +65,7 @@ extension SQLiteStore {
 
     /// How one entity's row is read: which selected column holds each attribute and to-one key,
     /// worked out once per query rather than once per row.
-    private struct RowPlan {
+    struct RowPlan {
         /// `external`: the attribute allows Core Data's external storage (its column holds a marker).
         var attributes: [(name: String, type: AttributeType, column: Int, external: Bool)] = []
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
@@ -73,19 +73,21 @@ extension SQLiteStore {
         var names = StoreLayout.SnapshotNames()
     }
 
-    private func readSnapshots(
-        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]], into found: inout [ObjectID: Snapshot]
-    ) throws(ObjectGraphError) {
+    /// The columns to select after `Z_PK, Z_ENT, Z_OPT` to read the rows of the tree of `root`
+    /// (qualified by `alias` when given), and how each entity's row is read from them.
+    func rowPlans(forRoot root: EntityID, alias: String? = nil) -> (columns: [String], plans: [EntityID: RowPlan]) {
         // Every column any entity of the tree maps, each selected once.
         var index: [String: Int] = [:]
         var expressions: [String] = []
+        let prefix = alias.map { $0 + "." } ?? ""
         func add(_ column: String?, text: Bool = false) -> Int? {
             guard let column else { return nil }
             if let known = index[column] { return known }
             index[column] = expressions.count + 3
             // GRDB reads TEXT as a C string, which would cut a string at an embedded NUL; as a
             // BLOB every byte arrives (and is decoded as UTF-8).
-            expressions.append(text ? "CAST(\(column.quotedDatabaseIdentifier) AS BLOB)" : column.quotedDatabaseIdentifier)
+            let name = prefix + column.quotedDatabaseIdentifier
+            expressions.append(text ? "CAST(\(name) AS BLOB)" : name)
             return expressions.count + 2
         }
         var plans: [EntityID: RowPlan] = [:]
@@ -105,6 +107,13 @@ extension SQLiteStore {
             plan.names = layout[id].snapshotNames
             plans[id] = plan
         }
+        return (expressions, plans)
+    }
+
+    private func readSnapshots(
+        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]], into found: inout [ObjectID: Snapshot]
+    ) throws(ObjectGraphError) {
+        let (expressions, plans) = rowPlans(forRoot: root)
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
         let keys = ids.keys.map { String($0.rawValue) }.joined(separator: ",")
         let sql = "SELECT \(selected) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK IN (\(keys))"
@@ -131,12 +140,14 @@ extension SQLiteStore {
     /// listing a large entity or reading a store to migrate it.
     /// `cached` as for ``rows(_:_:_:cached:)``: only SQL that repeats (no literal keys in it).
     func eachRow(
-        _ db: Database, _ sql: String, cached: Bool = false, _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void
+        _ db: Database, _ sql: String, cached: Bool = false, arguments: StatementArguments? = nil,
+        _ body: (SQLiteStatement) throws(ObjectGraphError) -> Void
     ) throws(ObjectGraphError) {
         requests.add(1, ordering: .relaxed)
         let statement: Statement
         do {
             statement = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+            if let arguments { try statement.setArguments(arguments) }
         } catch {
             throw Self.mapError(error, file: path)
         }
@@ -150,7 +161,7 @@ extension SQLiteStore {
         }
     }
 
-    private func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
+    func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
         let entityName = layout[id.entity].name
         var snapshot = Snapshot(
             objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),

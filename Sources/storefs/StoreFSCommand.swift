@@ -17,7 +17,7 @@ struct StoreFSCommand: ParsableCommand {
         version: "storefs \(version)",
         subcommands: [
             Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self, Sample.self,
-            Create.self, Overlay.self, Apply.self,
+            Create.self, Overlay.self, Apply.self, Export.self, Diff.self,
         ])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows

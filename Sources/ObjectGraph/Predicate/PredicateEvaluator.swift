@@ -66,7 +66,7 @@ public struct PredicateEvaluator: Sendable {
         case .comparison(let lhs, let op, let rhs, let options, let modifier):
             let left = try value(of: lhs, on: object)
             let right = try value(of: rhs, on: object)
-            return try compare(left, op, right, options, modifier)
+            return try Self.compare(left, op, right, options, modifier)
         }
     }
 
@@ -103,7 +103,10 @@ public struct PredicateEvaluator: Sendable {
     // MARK: - Values
 
     /// A value met while evaluating: an attribute value, an object, or a collection of values.
-    enum Value {
+    ///
+    /// Public so that a store evaluating predicates itself (SQLite's SQL functions) compares with
+    /// exactly the evaluator's rules: see ``compare(_:_:_:_:_:)`` and ``aggregate(_:of:)``.
+    public enum Value: Sendable {
         case null
         case string(String)
         case integer(Int64)
@@ -117,7 +120,7 @@ public struct PredicateEvaluator: Sendable {
         case object(ObjectID)
         case list([Value])
 
-        init(_ value: AttributeValue?) {
+        public init(_ value: AttributeValue?) {
             switch value {
             case nil: self = .null
             case .integer(let v): self = .integer(v)
@@ -132,7 +135,7 @@ public struct PredicateEvaluator: Sendable {
             }
         }
 
-        init(_ literal: Expression.Literal) {
+        public init(_ literal: Expression.Literal) {
             switch literal {
             case .string(let v): self = .string(v)
             case .integer(let v): self = .integer(v)
@@ -158,8 +161,9 @@ public struct PredicateEvaluator: Sendable {
             }
         }
 
-        /// The elements `ANY`/`ALL`/`NONE` range over: a collection's, none for nil, else itself.
-        var elements: [Value] {
+        /// The elements `ANY`/`ALL`/`NONE` and the collection operators range over: a
+        /// collection's, none for nil, else itself.
+        public var elements: [Value] {
             switch self {
             case .list(let items): items
             case .null: []
@@ -238,7 +242,7 @@ public struct PredicateEvaluator: Sendable {
                         values += try resolve(rest, from: element, path: path).elements
                     }
                     let present = values.filter { if case .null = $0 { false } else { true } }
-                    return try aggregate(key.lowercased(), present, path)
+                    return try Self.aggregate(key.lowercased(), present, path)
                 default:
                     throw ObjectGraphError(
                         .unsupported, "key path \(path.joined(separator: ".")): \(key) is not supported "
@@ -292,7 +296,16 @@ public struct PredicateEvaluator: Sendable {
                 + "relationship named \(key)")
     }
 
-    private func aggregate(_ op: String, _ values: [Value], _ path: [String]) throws(ObjectGraphError) -> Value {
+    /// `@sum`, `@avg`, `@min` or `@max` (`op`, lower-cased) of non-nil `values`, in their order.
+    ///
+    /// - Throws: ``ObjectGraphError/Code/unsupported`` for values the aggregate cannot take (a sum
+    ///   of strings, the maximum of UUIDs).
+    public static func aggregate(_ op: String, of values: [Value]) throws(ObjectGraphError) -> Value {
+        let present = values.filter { if case .null = $0 { false } else { true } }
+        return try aggregate(op.lowercased(), present, [op])
+    }
+
+    private static func aggregate(_ op: String, _ values: [Value], _ path: [String]) throws(ObjectGraphError) -> Value {
         switch op {
         case "@min", "@max":
             var best: Value?
@@ -464,7 +477,13 @@ extension PredicateEvaluator {
         }
     }
 
-    func compare(
+    /// Whether `left op[options] right` holds with `modifier` in front, as a comparison predicate
+    /// whose sides evaluated to these values decides.
+    ///
+    /// - Throws: ``ObjectGraphError/Code/validation`` for `BETWEEN` without two bounds,
+    ///   ``ObjectGraphError/Code/invalidModel`` for a `MATCHES` pattern that is not a regular
+    ///   expression.
+    public static func compare(
         _ left: Value, _ op: ComparisonOperator, _ right: Value, _ options: ComparisonOptions,
         _ modifier: ComparisonModifier
     ) throws(ObjectGraphError) -> Bool {
@@ -490,7 +509,7 @@ extension PredicateEvaluator {
         }
     }
 
-    private func compare(_ left: Value, _ op: ComparisonOperator, _ right: Value, _ options: ComparisonOptions)
+    private static func compare(_ left: Value, _ op: ComparisonOperator, _ right: Value, _ options: ComparisonOptions)
         throws(ObjectGraphError) -> Bool
     {
         switch op {

@@ -2,7 +2,9 @@
 ///
 /// Precedence, loosest first: `OR`/`||`, `AND`/`&&`, `NOT`/`!`, then comparisons; keywords are
 /// case-insensitive. Not supported (each an error naming the position): `%@`-style placeholders,
-/// arithmetic, `SUBQUERY`, `FUNCTION`, and `CAST` to anything but `"NSDate"`.
+/// arithmetic, `SUBQUERY`, `FUNCTION`, and `CAST` to anything but `"NSDate"`. Date constants are
+/// `CAST(seconds since 2001, "NSDate")` or, as storefs's own addition, `CAST("ISO 8601", "NSDate")`
+/// in the forms attribute files accept (``ISO8601DateText``).
 ///
 /// Parentheses, `NOT`s and aggregates nest at most ``maximumNesting`` levels: predicates are
 /// evaluated, translated to SQL and freed by recursion, and a predicate comes from a model file
@@ -293,7 +295,8 @@ public enum PredicateParser {
             }
         }
 
-        /// `CAST(number, "NSDate")`: a date constant, as Xcode's predicate editor writes one.
+        /// `CAST(number, "NSDate")`: a date constant, as Xcode's predicate editor writes one;
+    /// `CAST("2024-05-01T12:30:00Z", "NSDate")`: the same from ISO 8601 text.
         mutating func cast() throws(ObjectGraphError) -> Expression {
             let word = advance()
             guard isSymbol("(") else { throw error(at: peek, "expected \"(\" after CAST") }
@@ -302,8 +305,20 @@ public enum PredicateParser {
             switch peek.kind {
             case .integer(let i): seconds = Double(i)
             case .double(let d): seconds = d
+            case .string(let text):
+                // An ISO 8601 date, as attribute files show dates (storefs's own form: NSPredicate
+                // casts only numbers to dates).
+                guard let date = ISO8601DateText.date(from: text) else {
+                    throw error(
+                        at: peek,
+                        "expected an ISO 8601 date such as \"2024-05-01\", \"2024-05-01T12:30:00Z\" or "
+                            + "\"2024-05-01T12:30:00.25+02:00\" in CAST, not \"\(text)\"")
+                }
+                seconds = date.timeIntervalSinceReferenceDate
             default:
-                throw error(at: peek, "expected a number of seconds since 2001 in CAST at position \(word.position)")
+                throw error(
+                    at: peek,
+                    "expected a number of seconds since 2001 or a quoted ISO 8601 date in CAST at position \(word.position)")
             }
             _ = advance()
             guard isSymbol(",") else { throw error(at: peek, "expected \",\" in CAST at position \(word.position)") }

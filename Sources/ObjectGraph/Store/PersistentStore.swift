@@ -90,6 +90,20 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// variables left (see ``ObjectContext/substitutingVariables(in:source:fetchedProperty:variables:)``).
     func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
+
+    /// The number of objects ``objectIDs(matching:of:includingSubentities:)`` would give, counted
+    /// in one store request without reading them; nil when the store cannot evaluate `predicate`.
+    func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> Int?
+
+    /// Up to `limit` snapshots of the objects of `entity` (and its subentities when asked) whose
+    /// keys come after `key` (from the first when nil) and that match `predicate` (all when nil),
+    /// by key, in one store request: a page of a walk through many objects that reads each row
+    /// once and holds no list of every key. Nil when the store cannot read pages (or cannot
+    /// evaluate `predicate`); the caller then lists the objects' IDs and reads their snapshots.
+    func snapshots(
+        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?, limit: Int
+    ) throws(ObjectGraphError) -> [Snapshot]?
 }
 
 extension PersistentStore {
@@ -128,6 +142,16 @@ extension PersistentStore {
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     { nil }
+
+    /// Stores that cannot query leave counting to the engine.
+    public func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> Int?
+    { nil }
+
+    /// Stores that hold their objects in memory list them instead.
+    public func snapshots(
+        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?, limit: Int
+    ) throws(ObjectGraphError) -> [Snapshot]? { nil }
 }
 
 extension PersistentStoreType {

@@ -1,0 +1,313 @@
+import Foundation
+import ObjectGraph
+
+/// The formats objects are written in by `storefs export` and a query folder's `.json`/`.csv`.
+public enum ObjectRecordFormat: String, Sendable, CaseIterable {
+    /// JSON Lines: one JSON object per line.
+    case jsonLines = "jsonl"
+    /// One JSON array of the objects, one per line inside it.
+    case json
+    /// RFC 4180 CSV with a header row, lines ending in `\n`.
+    case csv
+}
+
+/// Writes ``ObjectRecord``s as JSON or CSV: what `storefs export` streams and what a query folder's
+/// `.json` and `.csv` hold, the same bytes for the same objects.
+///
+/// Each object is `@entity` (its entity's name), `@uri` (its object URI,
+/// `x-coredata://STORE-UUID/Entity/pN`), then every persistent attribute and relationship of the
+/// entity, attributes first, each in the model's order (inherited ones first):
+/// - attributes as their text forms, the text `cat` shows without its trailing newline (strings as
+///   they are, numbers in decimal, dates ISO 8601 in UTC, booleans `true`/`false`); Binary Data and
+///   Transformable values in base64; nil as JSON `null` or an empty CSV field (an empty string is a
+///   quoted `""` in CSV, so the two stay apart);
+/// - a to-one relationship as its destination's URI (nil as above), a to-many one as a JSON array
+///   of URIs, in the relationship's order for ordered ones, or in CSV the URIs separated by spaces.
+/// `@` cannot begin a Core Data property name, so the two names never collide with one.
+///
+/// CSV has one header for every object, so it is written for one entity: its columns are the
+/// entity's properties followed by those its subentities add (empty for objects that lack them).
+///
+/// Pure: it formats what it is given and reads nothing, so a caller streams records of any number
+/// of objects in pages (``ObjectRecordPages``) or formats a query's matches at once.
+///
+/// Threading: a value; use one writer per output.
+public struct ObjectRecords: Sendable {
+    public let format: ObjectRecordFormat
+    public let model: ManagedObjectModel
+    /// `x-coredata://UUID/`: the start of every URI.
+    private let uriPrefix: [UInt8]
+    /// The columns of a CSV, by name; nil for JSON.
+    private let csvColumns: [String]?
+    /// Each entity's properties as written (by entity number - 1): the JSON key (`,"name":`),
+    /// the attribute type (nil for a relationship), and for CSV the column it goes in.
+    private var properties: [[Property]] = []
+    /// Each entity's name as UTF-8, JSON-quoted and as a CSV field.
+    private var entityNames: [(json: [UInt8], csv: [UInt8])] = []
+    private var written = 0
+
+    /// A writer of records of a store whose UUID is `storeUUID`.
+    ///
+    /// - Parameter entity: the entity whose objects (and subentities' objects) are written; CSV
+    ///   needs it for its header, JSON takes objects of any entity.
+    /// - Throws: ``ObjectGraphError/Code/validation`` for CSV without an entity.
+    public init(format: ObjectRecordFormat, model: ManagedObjectModel, storeUUID: String, entity: EntityID?)
+        throws(ObjectGraphError)
+    {
+        self.format = format
+        self.model = model
+        uriPrefix = Array("x-coredata://\(storeUUID)/".utf8)
+        for description in model.entities {
+            var json: [UInt8] = []
+            Self.appendJSONString(description.name.utf8, to: &json)
+            var csv: [UInt8] = []
+            Self.appendCSVField(description.name.utf8, to: &csv)
+            entityNames.append((json, csv))
+            properties.append(
+                description.persistentAttributes.map { Property(name: $0.name, type: $0.type, toMany: false) }
+                    + description.persistentRelationships.map { Property(name: $0.name, type: nil, toMany: $0.isToMany) })
+        }
+        if format == .csv {
+            guard let entity, entity.rawValue >= 1, entity.rawValue <= model.entities.count else {
+                throw ObjectGraphError(
+                    .validation, "CSV has one header row, so it holds the objects of one entity: name the entity")
+            }
+            var names: [String] = []
+            var column: [String: Int] = [:]
+            for member in model.entityAndSubentities(of: entity) {
+                for property in properties[member.rawValue - 1] where column[property.name] == nil {
+                    column[property.name] = names.count
+                    names.append(property.name)
+                }
+            }
+            for member in model.entityAndSubentities(of: entity) {
+                for index in properties[member.rawValue - 1].indices {
+                    properties[member.rawValue - 1][index].column = column[properties[member.rawValue - 1][index].name]
+                }
+            }
+            csvColumns = names
+        } else {
+            csvColumns = nil
+        }
+    }
+
+    private struct Property: Sendable {
+        var name: String
+        var type: AttributeType?
+        var toMany: Bool
+        /// `,"name":`
+        var jsonKey: [UInt8]
+        var column: Int?
+
+        init(name: String, type: AttributeType?, toMany: Bool) {
+            self.name = name
+            self.type = type
+            self.toMany = toMany
+            var key = [UInt8(ascii: ",")]
+            ObjectRecords.appendJSONString(name.utf8, to: &key)
+            key.append(UInt8(ascii: ":"))
+            jsonKey = key
+        }
+    }
+
+    private func isKnown(_ entity: EntityID) -> Bool { entity.rawValue >= 1 && entity.rawValue <= model.entities.count }
+
+    /// Records written so far.
+    public var count: Int { written }
+
+    // MARK: - Writing
+
+    /// What comes before the first record: the CSV header, JSON's `[`.
+    public func begin(into out: inout [UInt8]) {
+        switch format {
+        case .jsonLines:
+            break
+        case .json:
+            out.append(UInt8(ascii: "["))
+        case .csv:
+            let names = ["@entity", "@uri"] + (csvColumns ?? [])
+            for (index, name) in names.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                Self.appendCSVField(name.utf8, to: &out)
+            }
+            out.append(UInt8(ascii: "\n"))
+        }
+    }
+
+    /// Appends `record` to `out`.
+    public mutating func append(_ record: ObjectRecord, into out: inout [UInt8]) {
+        defer { written += 1 }
+        switch format {
+        case .jsonLines:
+            appendJSON(record, to: &out)
+            out.append(UInt8(ascii: "\n"))
+        case .json:
+            out.append(contentsOf: written == 0 ? [UInt8(ascii: "\n")] : [UInt8(ascii: ","), UInt8(ascii: "\n")])
+            appendJSON(record, to: &out)
+        case .csv:
+            appendCSV(record, to: &out)
+        }
+    }
+
+    /// What comes after the last record: JSON's `]` and the last newline.
+    public func end(into out: inout [UInt8]) {
+        if format == .json { out.append(contentsOf: Array((written == 0 ? "]\n" : "\n]\n").utf8)) }
+    }
+
+    /// The whole output for `records`, from ``begin(into:)`` to ``end(into:)``.
+    public func document(of records: [ObjectRecord]) -> Data {
+        var writer = self
+        writer.written = 0
+        var out: [UInt8] = []
+        writer.begin(into: &out)
+        for record in records { writer.append(record, into: &out) }
+        writer.end(into: &out)
+        return Data(out)
+    }
+
+    /// The URI of `id` in this store: `x-coredata://UUID/Entity/pN`.
+    public func uri(of id: ObjectID) -> String {
+        var out: [UInt8] = []
+        appendURI(id, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The text form of `value` as records hold it: the file's text without its newline, or
+    /// base64 for Binary Data and Transformable values.
+    public static func text(of value: AttributeValue, type: AttributeType) -> String {
+        if case .data(let bytes) = value {
+            return ValueText.isText(type) ? String(decoding: bytes, as: UTF8.self) : bytes.base64EncodedString()
+        }
+        return ValueText.text(of: value)
+    }
+
+    // MARK: - JSON
+
+    private func appendJSON(_ record: ObjectRecord, to out: inout [UInt8]) {
+        let id = record.objectID
+        out.append(contentsOf: Self.entityKey)
+        if isKnown(id.entity) {
+            out.append(contentsOf: entityNames[id.entity.rawValue - 1].json)
+        } else {
+            Self.appendJSONString(name(of: id.entity).utf8, to: &out)
+        }
+        out.append(contentsOf: Self.uriKey)
+        appendURI(id, to: &out)
+        out.append(UInt8(ascii: "\""))
+        for property in isKnown(id.entity) ? properties[id.entity.rawValue - 1] : [] {
+            out.append(contentsOf: property.jsonKey)
+            if let type = property.type {
+                if let value = record.attributes[property.name] {
+                    Self.appendJSONString(Self.text(of: value, type: type).utf8, to: &out)
+                } else {
+                    out.append(contentsOf: Self.null)
+                }
+            } else if property.toMany {
+                out.append(UInt8(ascii: "["))
+                for (index, destination) in (record.toMany[property.name] ?? []).enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: ",")) }
+                    out.append(UInt8(ascii: "\""))
+                    appendURI(destination, to: &out)
+                    out.append(UInt8(ascii: "\""))
+                }
+                out.append(UInt8(ascii: "]"))
+            } else if let destination = record.toOne[property.name] {
+                out.append(UInt8(ascii: "\""))
+                appendURI(destination, to: &out)
+                out.append(UInt8(ascii: "\""))
+            } else {
+                out.append(contentsOf: Self.null)
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static let null: [UInt8] = Array("null".utf8)
+    private static let entityKey: [UInt8] = Array(#"{"@entity":"#.utf8)
+    private static let uriKey: [UInt8] = Array(#","@uri":""#.utf8)
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A JSON string: `"`, `\` and control characters escaped, everything else as UTF-8.
+    static func appendJSONString(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0F)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    // MARK: - CSV
+
+    private func appendCSV(_ record: ObjectRecord, to out: inout [UInt8]) {
+        let id = record.objectID
+        guard isKnown(id.entity), let columns = csvColumns else { return }
+        out.append(contentsOf: entityNames[id.entity.rawValue - 1].csv)
+        out.append(UInt8(ascii: ","))
+        appendURI(id, to: &out)
+        // Each column's field, in column order; columns the entity lacks stay empty.
+        var fields = [[UInt8]](repeating: [], count: columns.count)
+        for property in properties[id.entity.rawValue - 1] {
+            guard let column = property.column else { continue }
+            var field: [UInt8] = []
+            if let type = property.type {
+                guard let value = record.attributes[property.name] else { continue }
+                Self.appendCSVField(Self.text(of: value, type: type).utf8, to: &field)
+            } else if property.toMany {
+                for (index, destination) in (record.toMany[property.name] ?? []).enumerated() {
+                    if index > 0 { field.append(UInt8(ascii: " ")) }
+                    appendURI(destination, to: &field)
+                }
+            } else if let destination = record.toOne[property.name] {
+                appendURI(destination, to: &field)
+            }
+            fields[column] = field
+        }
+        for field in fields {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: field)
+        }
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    /// A CSV field: quoted (with `"` doubled) when it holds a comma, quote or line break, or is
+    /// empty (an empty string; nil is a field with nothing in it).
+    static func appendCSVField(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        let needsQuotes =
+            bytes.isEmpty
+            || bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }
+        guard needsQuotes else {
+            out.append(contentsOf: bytes)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            if byte == UInt8(ascii: "\"") { out.append(byte) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    // MARK: - Names
+
+    private func name(of entity: EntityID) -> String {
+        isKnown(entity) ? model[entity].name : "\(entity)"
+    }
+
+    private func appendURI(_ id: ObjectID, to out: inout [UInt8]) {
+        out.append(contentsOf: uriPrefix)
+        out.append(contentsOf: name(of: id.entity).utf8)
+        out.append(contentsOf: [UInt8(ascii: "/"), UInt8(ascii: "p")])
+        out.append(contentsOf: String(id.key.rawValue).utf8)
+    }
+}

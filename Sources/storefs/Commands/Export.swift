@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import ObjectGraph
+import StoreFS
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a store's objects to stdout as JSON Lines, JSON or CSV.",
+        discussion: """
+            Each object is its entity (@entity), its object URI (@uri) and every attribute and \
+            relationship: attributes as the text its file shows (binary values in base64), \
+            relationships as object URIs. Without --entity every object of the store is written, \
+            entity by entity; with it, the entity's objects and its subentities'. --where selects \
+            objects with a predicate (Core Data's syntax: key paths through relationships, ANY/ALL/NONE, \
+            @count/@sum/@avg/@min/@max, CONTAINS[cd], BEGINSWITH, ENDSWITH, LIKE, MATCHES, BETWEEN, IN, \
+            nil, dates as CAST("2024-05-01T00:00:00Z", "NSDate")), evaluated in SQL on SQLite stores. \
+            The store is only read; objects are read a page at a time, so memory stays bounded.
+            """)
+
+    @Argument(help: "The store to read.")
+    var store: String
+
+    @Option(name: .long, help: "The entity whose objects (and subentities' objects) to write; all entities by default.")
+    var entity: String?
+
+    @Option(name: .customLong("where"), help: "A predicate the objects must match (needs --entity).")
+    var predicate: String?
+
+    @Option(name: .long, help: "jsonl (one object per line, the default), json (one array) or csv (needs --entity).")
+    var format: String = ObjectRecordFormat.jsonLines.rawValue
+
+    @Option(name: .long, help: "The model to read the store with (Xcode model, compiled model or store); by default its own.")
+    var model: String?
+
+    @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
+    var type: String?
+
+    @Flag(name: .long, help: "Open the store in evidence mode: nothing beside it touched; the files read are printed with their SHA-256 to standard error.")
+    var evidence = false
+
+    @OptionGroup var log: LogOptions
+
+    /// Objects read per store request: a page of rows, then one request per to-many relationship.
+    static let pageSize = 1000
+
+    func validate() throws {
+        guard ObjectRecordFormat(rawValue: format) != nil else {
+            throw ValidationError("--format must be jsonl, json or csv, not \(format)")
+        }
+        if predicate != nil && entity == nil {
+            throw ValidationError("--where needs --entity: a predicate's keys are an entity's")
+        }
+        if format == ObjectRecordFormat.csv.rawValue && entity == nil {
+            throw ValidationError("--format csv needs --entity: CSV has one header row, so it holds one entity's objects")
+        }
+    }
+
+    func run() throws {
+        let logger = log.bootstrap()
+        let opened = try StoreOpening.open(store, model: model, type: type, evidence: evidence, logger: logger)
+        var closed = false
+        defer { if !closed { opened.close() } }
+        let coordinator = opened.coordinator
+        let model = coordinator.model
+
+        var entities: [(id: EntityID, includingSubentities: Bool)] = model.entities.map { ($0.id, false) }
+        var parsed: ObjectGraph.Predicate?
+        if let entity {
+            guard let id = model.entityID(named: entity) else {
+                let names = model.entities.map(\.name).sorted().joined(separator: ", ")
+                throw ValidationError("the store's model has no entity \(entity) (it has \(names))")
+            }
+            entities = [(id, true)]
+            if let predicate {
+                do throws(ObjectGraphError) {
+                    let checked = try PredicateParser.parse(predicate)
+                    try PredicateChecker.check(checked, for: id, in: model)
+                    parsed = checked
+                } catch {
+                    throw ValidationError("--where: \(error.message)")
+                }
+            }
+        }
+        let format = ObjectRecordFormat(rawValue: format) ?? .jsonLines
+        var writer = try ObjectRecords(
+            format: format, model: model, storeUUID: try coordinator.store.metadata().storeUUID ?? "",
+            entity: entities.count == 1 && entity != nil ? entities[0].id : nil)
+
+        var progress = ProgressBar(label: "export", unit: "objects")
+        var total = 0
+        if progress.enabled {
+            // Only for the bar: counting costs a query (a COUNT(*) in SQL, no rows read).
+            let context = coordinator.newContext()
+            for (id, subentities) in entities {
+                total += try parsed.map { try context.count(matching: $0, of: id, includingSubentities: subentities) }
+                    ?? (subentities ? model.entityAndSubentities(of: id) : [id]).reduce(0) { $0 + (try coordinator.store.count(of: $1)) }
+            }
+        }
+        var output = StandardOutput()
+        writer.begin(into: &output.buffer)
+        for (id, subentities) in entities {
+            var pages = ObjectRecordPages(
+                coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed, pageSize: Self.pageSize)
+            while let page = try pages.next() {
+                for record in page { writer.append(record, into: &output.buffer) }
+                try output.flushIfFull()
+                progress.update(writer.count, of: max(total, writer.count))
+            }
+        }
+        writer.end(into: &output.buffer)
+        try output.flush()
+        progress.update(writer.count, of: writer.count)
+        progress.end()
+        closed = true
+        guard opened.close() else { throw ExitCode.failure }
+    }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ObjectGraph
+
+/// How `export` and `diff` open the stores they read: read-only, or with `--evidence` in evidence
+/// mode (``EvidenceStore``: nothing beside the store written, created or locked; every file read
+/// hashed).
+struct StoreOpening {
+    let coordinator: PersistentStoreCoordinator
+    private let evidence: EvidenceStore?
+    private let path: String
+
+    /// Opens the store at `path` read-only, with the model at `model` (or the store's own) and
+    /// `type` (or the one its suffix or content says).
+    static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws -> StoreOpening {
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ValidationError("\(path) does not exist")
+        }
+        if evidence {
+            let opened = try EvidenceStore.open(at: url, model: model, type: type, logger: logger)
+            return StoreOpening(coordinator: opened.coordinator, evidence: opened, path: path)
+        }
+        let given = try StoreTypes.loadModel(at: model, logger: logger)
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
+            modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+        return StoreOpening(coordinator: coordinator, evidence: nil, path: path)
+    }
+
+    /// Closes the store. An evidence open prints every file it read with its SHA-256 to standard
+    /// error (sha256sum's form) and returns false when the store's folder changed meanwhile,
+    /// with what changed printed.
+    @discardableResult
+    func close() -> Bool {
+        guard let evidence else {
+            coordinator.close()
+            return true
+        }
+        for file in evidence.record.files { printError("\(file.sha256 ?? "-")  \(file.path)") }
+        let changed = evidence.close()
+        for change in changed { printError("storefs: \(path): the store's folder changed while it was read: \(change)") }
+        return changed.isEmpty
+    }
+}
