@@ -69,6 +69,10 @@ package final class AtomicStoreCore: Sendable {
         }
     }
 
+    package func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? {
+        try access { $0.graph.maxKey[root] ?? 0 }
+    }
+
     /// Applies the request to a copy of the graph, writes the file, then keeps the copy.
     package func save(_ request: SaveRequest) throws(ObjectGraphError) {
         try access { (state) throws(ObjectGraphError) in

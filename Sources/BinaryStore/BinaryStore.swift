@@ -44,6 +44,7 @@ public final class BinaryStore: PersistentStore {
     }
 
     public func save(_ request: SaveRequest) throws(ObjectGraphError) { try core.save(request) }
+    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? { try core.highestKeyHandedOut(in: root) }
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? { try core.externalChangeToken() }
     public func close() { core.close() }
 }

@@ -45,6 +45,7 @@ public final class XMLStore: PersistentStore {
     }
 
     public func save(_ request: SaveRequest) throws(ObjectGraphError) { try core.save(request) }
+    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? { try core.highestKeyHandedOut(in: root) }
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? { try core.externalChangeToken() }
     public func close() { core.close() }
 }

@@ -67,6 +67,10 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? {
+        try access { $0.graph.maxKey[root] ?? 0 }
+    }
+
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         try access { (state) throws(ObjectGraphError) in
             var copy = state.graph
