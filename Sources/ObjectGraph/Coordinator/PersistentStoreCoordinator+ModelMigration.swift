@@ -157,6 +157,10 @@ extension PersistentStoreCoordinator {
                     try coordinator.migrateModel(into: destination, steps: steps, progress: progress)
                 },
                 beforeRename: { (_) throws(ObjectGraphError) in
+                    // The old store's readers go first; what they left beside it (SQLite's -shm, an
+                    // empty -wal) would otherwise sit beside the new store.
+                    coordinator.close()
+                    try StoreFiles.removeEmptySidecars(of: url)
                     // The old store is kept under the backup's name before the new one replaces it:
                     // a link to the same file (or a copy), with its companion files.
                     try StoreFiles.linkOrCopy(url, to: backup)

@@ -51,6 +51,22 @@ enum StoreFiles {
         }
     }
 
+    /// Removes a store's -shm and an empty -wal: nothing in them belongs to the file once it is
+    /// replaced. A -wal that holds data (a write another program made meanwhile) stops the
+    /// replacement.
+    static func removeEmptySidecars(of url: URL) throws(ObjectGraphError) {
+        let wal = url.path + "-wal"
+        if FileManager.default.fileExists(atPath: wal) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+            guard size == 0 else {
+                throw ObjectGraphError(
+                    .busy, "\(url.path) was written by another program during the migration (its -wal holds data); nothing was replaced")
+            }
+            try? FileManager.default.removeItem(atPath: wal)
+        }
+        try? FileManager.default.removeItem(atPath: url.path + "-shm")
+    }
+
     /// Every file under `folder`, as paths relative to it.
     static func files(under folder: URL) -> [String] {
         guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return [] }

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// Versions are ordered by name, numbers compared as numbers (`Model`, `Model 2`, ..., `Model 10`),
 /// the order Xcode's "Add Model Version" names them in; the current version is the one the
-/// bundle names (`.xccurrentversion`, `VersionInfo.plist`).
+/// bundle names (`.xccurrentversion`, `VersionInfo.plist`), or the version a path inside the
+/// bundle names (`Model.xcdatamodeld/Model 3.xcdatamodel`: migrate to that version).
 ///
 /// Threading: a value; share it freely.
 public struct ModelVersions: Sendable {
@@ -54,6 +55,18 @@ public struct ModelVersions: Sendable {
             throw ObjectGraphError(.invalidModel, "\(url.path): no such model file or folder")
         }
         let name = url.deletingPathExtension().lastPathComponent
+        // A version inside a bundle names the bundle's versions, with that one as the target.
+        let parent = url.deletingLastPathComponent()
+        if (url.pathExtension == "xcdatamodel" && (parent.pathExtension == "xcdatamodeld" || XcodeModelLoader.isModelBundle(parent)))
+            || (url.pathExtension == "mom" && parent.pathExtension == "momd")
+        {
+            var versions = try load(from: parent, notes: &notes)
+            guard versions.versions.contains(where: { $0.name == name }) else {
+                throw ObjectGraphError(.invalidModel, "\(url.path) is not one of the versions of \(parent.path)")
+            }
+            versions.currentName = name
+            return versions
+        }
         if ModelLoader.isCompiledModel(url) {
             guard isDirectory.boolValue else {
                 let decoded = try CompiledModelLoader.load(from: url)
