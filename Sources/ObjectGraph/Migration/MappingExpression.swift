@@ -27,6 +27,8 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
     /// `{a, b}`.
     case aggregate([MappingExpression])
 
+    static let keywords: Set<String> = ["YES", "NO", "TRUE", "FALSE", "NIL", "NULL", "FUNCTION", "CAST", "SELF"]
+
     /// How deep expressions may nest.
     public static let maximumNesting = 64
 
@@ -46,7 +48,10 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
         switch self {
         case .constant(let literal): return literal.description
         case .variable(let name, let path): return "$" + name + path.map { "." + $0 }.joined()
-        case .keyPath(let path): return path.joined(separator: ".")
+        case .keyPath(let path):
+            // A first key that spells a keyword is written #KEY, as NSExpression requires.
+            guard let first = path.first, Self.keywords.contains(first.uppercased()) else { return path.joined(separator: ".") }
+            return "#" + path.joined(separator: ".")
         case .function(let target, let selector, let arguments):
             return "FUNCTION(\(target), \(Expression.Literal.string(selector))\(arguments.map { ", \($0)" }.joined()))"
         case .builtin(let name, let arguments):
@@ -132,8 +137,8 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             }
             if c == "#" {
                 index += 1
+                guard index < chars.count, Self.isNameStart(chars[index]) else { throw error("expected a key after \"#\"") }
                 let first = name()
-                guard !first.isEmpty else { throw error("expected a key after \"#\"") }
                 return .keyPath([first] + (try keyPathTail()))
             }
             guard Self.isNameStart(c) else { throw error("expected a value, a key path or a function, not \"\(c)\"") }

@@ -51,10 +51,34 @@ struct MigrationRun {
         var objectCount: Int
     }
 
+    /// For a lightweight migration, the properties whose values the change may leave invalid
+    /// (entity, property): only those are validated, as Core Data's lightweight migration checks
+    /// what the change introduces and not data it never touches. nil: validate everything, as
+    /// Core Data's migration manager does after a mapping model.
+    let validationScope: [(entity: EntityID, property: String)]?
+
     init(from sourceModel: ManagedObjectModel, to destinationModel: ManagedObjectModel, mapping: MappingModel) {
         self.sourceModel = sourceModel
         self.destinationModel = destinationModel
         self.mapping = mapping.resolvingAutomaticExpressions(from: sourceModel)
+        if mapping.isInferred {
+            var scope: [(EntityID, String)] = []
+            for entity in ModelDifference(from: sourceModel, to: destinationModel).entities {
+                guard let id = destinationModel.entityID(named: entity.name) else { continue }
+                for property in entity.properties {
+                    if case .dependsOnData = property.verdict { scope.append((id, property.name)) }
+                }
+            }
+            validationScope = scope
+        } else {
+            validationScope = nil
+        }
+    }
+
+    /// Whether `property` of objects of `entity` is validated (see ``validationScope``).
+    private func validates(_ property: String, of entity: EntityID) -> Bool {
+        guard let scope = validationScope else { return true }
+        return scope.contains { $0.property == property && destinationModel.entity(entity, isKindOf: $0.entity) }
     }
 
     // MARK: - Checking the mapping before anything is read
@@ -95,9 +119,6 @@ struct MigrationRun {
             guard let destination = destinationModel.entity(named: destinationName) else {
                 throw ObjectGraphError(
                     .invalidModel, "\(here) names destination entity \(destinationName), which the new model does not have")
-            }
-            if destination.isAbstract && [.transform, .copy].contains(entityMapping.effectiveKind) {
-                throw ObjectGraphError(.invalidModel, "\(here) makes objects of \(destinationName), which is abstract")
             }
             for property in entityMapping.attributeMappings {
                 guard let attribute = destination.attribute(named: property.name), !attribute.isTransient else {
@@ -201,6 +222,13 @@ struct MigrationRun {
                 kind == .copy && entityMapping.attributeMappings.isEmpty
                 ? Self.sameNameAttributeMappings(from: sourceModel[sourceID], to: destination) : entityMapping.attributeMappings
             var table: [ObjectID: [Int]] = [:]
+            if destination.isAbstract, let first = objectsByEntity[sourceID]?.first {
+                throw ObjectGraphError(
+                    .validation,
+                    "\(destination.name) is abstract in the new model, but the store holds \(sourceName) objects of that entity "
+                        + "itself (\(sourceName) \(first.key), ...); a mapping model must say which subentity they become",
+                    objects: [first])
+            }
             for id in objectsByEntity[sourceID] ?? [] {
                 var object = NewObject(entity: destinationID, origin: id, mappingName: entityMapping.name)
                 for attribute in destination.persistentAttributes {
@@ -272,18 +300,20 @@ struct MigrationRun {
 
     /// Setting one side of a relationship sets the other, as Core Data's objects do.
     private mutating func completeInverses() throws(ObjectGraphError) {
+        // What each object's relationships hold, as sets, so that completing a side of thousands
+        // of objects costs a lookup per link rather than a scan.
+        var present: [Int: [String: Set<Int>]] = [:]
+        for index in objects.indices {
+            for (name, list) in objects[index].relationships { present[index, default: [:]][name] = Set(list) }
+        }
         for index in objects.indices {
             let entity = destinationModel[objects[index].entity]
             for relationship in entity.persistentRelationships {
                 guard let inverse = destinationModel.inverse(of: relationship), !inverse.isTransient,
                     let targets = objects[index].relationships[relationship.name]
                 else { continue }
-                for target in targets {
-                    var list = objects[target].relationships[inverse.name] ?? []
-                    if !list.contains(index) {
-                        list.append(index)
-                        objects[target].relationships[inverse.name] = list
-                    }
+                for target in targets where present[target, default: [:]][inverse.name, default: []].insert(index).inserted {
+                    objects[target].relationships[inverse.name, default: []].append(index)
                 }
             }
         }
@@ -292,11 +322,12 @@ struct MigrationRun {
             for relationship in entity.persistentRelationships where !relationship.isToMany {
                 let list = objects[index].relationships[relationship.name] ?? []
                 if list.count > 1 {
-                    let names = list.map { describe($0) }.joined(separator: ", ")
+                    let names = list.prefix(5).map { describe($0) }.joined(separator: ", ")
                     throw ObjectGraphError(
                         .validation,
                         "\(describe(index)).\(relationship.name) is a to-one relationship, but the migration gives it "
-                            + "\(list.count) objects (\(names))")
+                            + "\(list.count) objects (\(names)\(list.count > 5 ? ", ..." : ""))",
+                        objects: objects[index].origin.map { [$0] } ?? [])
                 }
             }
         }
@@ -337,7 +368,7 @@ struct MigrationRun {
             if let origin = object.origin, origin.key != keys[index] || sourceModel[origin.entity].name != entity.name {
                 name += " (from \(sourceModel[origin.entity].name) \(origin.key))"
             }
-            for attribute in entity.persistentAttributes where attribute.derivationExpression == nil {
+            for attribute in entity.persistentAttributes where attribute.derivationExpression == nil && validates(attribute.name, of: entity.id) {
                 do {
                     try Validator.check(object.attributes[attribute.name], for: attribute, in: entity, object: name)
                 } catch {
@@ -346,7 +377,7 @@ struct MigrationRun {
                         objects: object.origin.map { [$0] } ?? [])
                 }
             }
-            for relationship in entity.persistentRelationships {
+            for relationship in entity.persistentRelationships where validates(relationship.name, of: entity.id) {
                 do {
                     try Validator.check(count: object.relationships[relationship.name]?.count ?? 0, for: relationship, object: name)
                 } catch {

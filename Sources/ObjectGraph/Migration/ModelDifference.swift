@@ -129,6 +129,9 @@ public struct ModelDifference: Sendable, Hashable {
             matches[old.name] = entity.name
             var difference = Self.compare(old, in: source, with: entity, in: destination, matches: &matches)
             difference.hashDiffers = sourceHashes[old.name] != destinationHashes[entity.name] || old.name != entity.name
+            if difference.hashDiffers && difference.properties.isEmpty && difference.details.isEmpty, let parent = entity.parentName {
+                difference.details.append("what it inherits from \(parent) changed")
+            }
             if !difference.hashDiffers && difference.change == .changed && difference.properties.isEmpty
                 && difference.details.isEmpty
             {
@@ -281,9 +284,6 @@ public struct ModelDifference: Sendable, Hashable {
         let ownNew = Set(new.attributes.map(\.name) + new.relationships.map(\.name))
         let ownOld = Set(old.attributes.map(\.name) + old.relationships.map(\.name))
         properties.removeAll { $0.change == .removed ? !ownOld.contains($0.name) : !ownNew.contains($0.name) }
-        if properties.isEmpty && details.isEmpty, let parent = new.parentName {
-            details.append("what it inherits from \(parent) changed")
-        }
         properties.sort { ($0.change == .removed ? 1 : 0, $0.name) < ($1.change == .removed ? 1 : 0, $1.name) }
         return EntityDifference(
             name: new.name, sourceName: old.name, change: change, details: details, verdicts: verdicts,

@@ -18,6 +18,12 @@ public struct ModelVersions: Sendable {
         public var model: ManagedObjectModel
         /// Core Data's entity version hashes of the version, by entity name.
         public var hashes: [String: Data]
+
+        public init(name: String, model: ManagedObjectModel, hashes: [String: Data]) {
+            self.name = name
+            self.model = model
+            self.hashes = hashes
+        }
     }
 
     /// Where the versions came from, for messages.
