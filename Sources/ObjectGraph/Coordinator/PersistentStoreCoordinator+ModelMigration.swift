@@ -128,20 +128,47 @@ extension PersistentStoreCoordinator {
         guard FileManager.default.fileExists(atPath: url.path) else { throw ObjectGraphError(.notFound, "\(url.path) does not exist") }
         let lock = try StoreLock.acquire(for: url)
         defer { lock.release() }
+        // What reading the store makes beside it (SQLite's -shm, an empty -wal) goes again on a
+        // failure, when it was not there before: a failed migration leaves the folder as it was.
+        let sidecarsBefore = ["-wal", "-shm"].filter { FileManager.default.fileExists(atPath: url.path + $0) }
+        func removeNewSidecars() {
+            guard sidecarsBefore.isEmpty else { return }
+            try? StoreFiles.removeEmptySidecars(of: url)
+        }
         try type.consolidate(at: url)
-        let opened = try open(
-            at: url, types: types, model: sourceModel, options: StoreOptions(readOnly: true), modelDescription: modelDescription,
-            forcedType: type)
+        let opened: PersistentStoreCoordinator
+        do {
+            opened = try open(
+                at: url, types: types, model: sourceModel, options: StoreOptions(readOnly: true), modelDescription: modelDescription,
+                forcedType: type)
+        } catch {
+            removeNewSidecars()
+            throw error
+        }
         var coordinator = opened
         defer { coordinator.close() }
-        let steps = try plan(opened)
+        let steps: [MigrationStep]
+        do {
+            steps = try plan(opened)
+        } catch {
+            opened.close()
+            removeNewSidecars()
+            throw error
+        }
         guard let first = steps.first, let last = steps.last else {
+            opened.close()
+            removeNewSidecars()
             return ModelMigrationResult(steps: [], objectCount: 0, historyTransactions: 0, backup: nil)
         }
         if first.source != opened.model {
             opened.close()
-            coordinator = try open(
-                at: url, types: types, model: first.source, options: StoreOptions(readOnly: true), forcedType: type)
+            do {
+                coordinator = try open(
+                    at: url, types: types, model: first.source, options: StoreOptions(readOnly: true), forcedType: type)
+            } catch {
+                removeNewSidecars()
+                throw error
+            }
         }
         var metadata = StoreMetadata()
         metadata.storeUUID = try coordinator.store.metadata().storeUUID
@@ -189,6 +216,7 @@ extension PersistentStoreCoordinator {
         } catch {
             coordinator.close()
             for made in backupMade.reversed() { try? FileManager.default.removeItem(at: made) }
+            removeNewSidecars()
             throw error
         }
     }

@@ -239,8 +239,11 @@ struct MigrationRun {
                     else { continue }
                     let context = EvaluationContext(source: id, destination: nil, mapping: entityMapping, property: property.name)
                     let value = try evaluate(expression, context, depth: 0)
-                    object.attributes[attribute.name] = try attributeValue(
-                        value, for: attribute, of: destination, context: context)
+                    var converted = try attributeValue(value, for: attribute, of: destination, context: context)
+                    // Lightweight: a value the old store left nil takes the default of an
+                    // attribute that is mandatory now (optional → mandatory with a default).
+                    if converted == nil, mapping.isInferred, !attribute.isOptional { converted = attribute.defaultValue }
+                    object.attributes[attribute.name] = converted
                 }
                 table[id] = [objects.count]
                 madeFrom[id, default: []].append(objects.count)

@@ -63,7 +63,11 @@ public struct ModelVersions: Sendable {
         let name = url.deletingPathExtension().lastPathComponent
         // A version inside a bundle names the bundle's versions, with that one as the target.
         let parent = url.deletingLastPathComponent()
-        if (url.pathExtension == "xcdatamodel" && (parent.pathExtension == "xcdatamodeld" || XcodeModelLoader.isModelBundle(parent)))
+        // Only a real bundle: a folder that merely holds model folders is no version sequence.
+        let isBundle =
+            parent.pathExtension == "xcdatamodeld"
+            || FileManager.default.fileExists(atPath: parent.appendingPathComponent(".xccurrentversion").path)
+        if (url.pathExtension == "xcdatamodel" && isBundle)
             || (url.pathExtension == "mom" && parent.pathExtension == "momd")
         {
             var versions = try load(from: parent, notes: &notes)
