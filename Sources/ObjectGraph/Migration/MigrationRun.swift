@@ -229,16 +229,34 @@ struct MigrationRun {
                         + "itself (\(sourceName) \(first.key), ...); a mapping model must say which subentity they become",
                     objects: [first])
             }
+            // Resolved once per mapping: the attribute each mapping sets, and, for `$source.NAME`
+            // of a stored attribute (every mapping of a lightweight step), the old name to read
+            // straight from the snapshot instead of evaluating an expression per object.
+            let sourceEntity = sourceModel[sourceID]
+            let plans: [(attribute: AttributeDescription, expression: MappingExpression, copies: String?)] =
+                attributeMappings.compactMap { property in
+                    guard let expression = property.valueExpression, let attribute = destination.attribute(named: property.name)
+                    else { return nil }
+                    var copies: String?
+                    if case .variable("source", let path) = expression, path.count == 1,
+                        let old = sourceEntity.attribute(named: path[0]), !old.isTransient
+                    {
+                        copies = path[0]
+                    }
+                    return (attribute, expression, copies)
+                }
+            let defaults = destination.persistentAttributes.compactMap { attribute in attribute.defaultValue.map { (attribute.name, $0) } }
             for id in objectsByEntity[sourceID] ?? [] {
                 var object = NewObject(entity: destinationID, origin: id, mappingName: entityMapping.name)
-                for attribute in destination.persistentAttributes {
-                    if let value = attribute.defaultValue { object.attributes[attribute.name] = value }
-                }
-                for property in attributeMappings {
-                    guard let expression = property.valueExpression, let attribute = destination.attribute(named: property.name)
-                    else { continue }
-                    let context = EvaluationContext(source: id, destination: nil, mapping: entityMapping, property: property.name)
-                    let value = try evaluate(expression, context, depth: 0)
+                for (name, value) in defaults { object.attributes[name] = value }
+                for (attribute, expression, copies) in plans {
+                    let context = EvaluationContext(source: id, destination: nil, mapping: entityMapping, property: attribute.name)
+                    let value: Value
+                    if let copies {
+                        value = snapshots[id]?.attributes[copies].map(Value.scalar) ?? .null
+                    } else {
+                        value = try evaluate(expression, context, depth: 0)
+                    }
                     var converted = try attributeValue(value, for: attribute, of: destination, context: context)
                     // Lightweight: a value the old store left nil takes the default of an
                     // attribute that is mandatory now (optional → mandatory with a default).
@@ -263,15 +281,39 @@ struct MigrationRun {
             let relationshipMappings =
                 entityMapping.effectiveKind == .copy && entityMapping.relationshipMappings.isEmpty
                 ? Self.sameNameRelationshipMappings(from: source, to: destination) : entityMapping.relationshipMappings
+            let origins = table.sorted(by: { $0.key < $1.key })
             for property in relationshipMappings {
                 guard let expression = property.valueExpression, let relationship = destination.relationship(named: property.name),
                     let target = destinationModel.entityID(named: relationship.destinationEntityName)
                 else { continue }
-                for (origin, made) in table.sorted(by: { $0.key < $1.key }) {
+                let kinds = Set(destinationModel.entityAndSubentities(of: target))
+                // The new objects of what an old relationship held (every relationship mapping of
+                // a lightweight step): read straight from the old graph, not evaluated per object.
+                var follows: RelationshipDescription?
+                if expression == .followingSourceRelationship(expression.sourceKey ?? ""), let name = expression.sourceKey,
+                    let old = source.relationship(named: name), !old.isTransient
+                {
+                    follows = old
+                }
+                for (origin, made) in origins {
                     for index in made {
                         let context = EvaluationContext(
                             source: origin, destination: index, mapping: entityMapping, property: property.name,
                             relationship: relationship)
+                        if let follows {
+                            let reached =
+                                follows.isToMany
+                                ? toMany[origin]?[follows.name] ?? [] : snapshots[origin]?.toOne[follows.name].map { [$0] } ?? []
+                            var unique: [Int] = []
+                            var seen: Set<Int> = []
+                            for old in reached {
+                                for item in madeFrom[old] ?? [] where kinds.contains(objects[item].entity) && seen.insert(item).inserted {
+                                    unique.append(item)
+                                }
+                            }
+                            objects[index].relationships[relationship.name] = unique
+                            continue
+                        }
                         let list: [Int]
                         switch try evaluate(expression, context, depth: 0) {
                         case .null: list = []
@@ -285,7 +327,7 @@ struct MigrationRun {
                         case let other:
                             throw failure(context, "gives \(other.summary), not objects")
                         }
-                        for item in list where !destinationModel.entity(objects[item].entity, isKindOf: target) {
+                        for item in list where !kinds.contains(objects[item].entity) {
                             throw failure(
                                 context,
                                 "gives a \(destinationModel[objects[item].entity].name), but \(destination.name).\(relationship.name) "
