@@ -29,7 +29,7 @@ enum BinaryStoreFormat {
 
     /// The whole file for `graph`. References to objects that do not exist are left out (they
     /// would make the file unreadable); `keepDanglingReferences` exists for tests of the reader.
-    static func encode(_ graph: AtomicGraph, model: ManagedObjectModel, keepDanglingReferences: Bool = false)
+    static func encode(_ graph: StoreGraph, model: ManagedObjectModel, keepDanglingReferences: Bool = false)
         throws(ObjectGraphError) -> Data
     {
         let metadataBytes = try encodeMetadata(graph.metadata)
@@ -85,7 +85,7 @@ enum BinaryStoreFormat {
         }
     }
 
-    private static func encodeObjects(_ graph: AtomicGraph, model: ManagedObjectModel, keepDangling: Bool) -> [UInt8] {
+    private static func encodeObjects(_ graph: StoreGraph, model: ManagedObjectModel, keepDangling: Bool) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(graph.snapshots.count * 64 + 1024)
         let exists = graph.existence(model: model)
@@ -257,7 +257,7 @@ enum BinaryStoreFormat {
 
     /// Decodes a whole file into a graph for `model`.
     static func decode(_ data: Data, model: ManagedObjectModel?, path: String) throws(ObjectGraphError)
-        -> (ManagedObjectModel, AtomicGraph)
+        -> (ManagedObjectModel, StoreGraph)
     {
         try data.withBytes { (bytes) throws(ObjectGraphError) in
             let header = try header(bytes, fileSize: bytes.count, path: path)
@@ -285,7 +285,7 @@ enum BinaryStoreFormat {
     }
 
     private static func decodeObjects(_ r: inout Reader, model: ManagedObjectModel, metadata: StoreMetadata)
-        throws(ObjectGraphError) -> AtomicGraph
+        throws(ObjectGraphError) -> StoreGraph
     {
         let nameCount = try r.count()
         var names: [String] = []
@@ -303,7 +303,7 @@ enum BinaryStoreFormat {
             return e
         }
 
-        var graph = AtomicGraph(metadata: metadata)
+        var graph = StoreGraph(metadata: metadata)
         let rootCount = try r.count()
         for _ in 0..<rootCount {
             let root = try entity(try r.count())

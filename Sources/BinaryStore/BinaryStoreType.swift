@@ -59,27 +59,21 @@ public struct BinaryStoreType: PersistentStoreType {
     public func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore {
-        let path = url.path
-        if !FileManager.default.fileExists(atPath: path) {
-            guard options.createIfMissing else { throw ObjectGraphError(.notFound, "\(path) does not exist") }
-            guard !options.readOnly else {
-                throw ObjectGraphError(.notFound, "\(path) does not exist, and a read-only store cannot be created")
-            }
-            guard let model else { throw ObjectGraphError(.invalidModel, "creating \(path) needs a model") }
-            var metadata = initialMetadata
-            metadata.storeType = Self.typeName
-            if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
-            if metadata[StoreMetadata.modelKey] == nil {
-                metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
-            }
-            let graph = AtomicGraph(metadata: metadata)
-            try AtomicFile.write(try BinaryStoreFormat.encode(graph, model: model), to: url)
-            return BinaryStore(model: model, url: url, readOnly: false, graph: graph)
-        }
-        // A save killed between writing its temporary file and renaming it left that file behind.
-        if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
-        let data = try AtomicFile.read(url)
-        let (resolved, graph) = try BinaryStoreFormat.decode(data, model: model, path: path)
-        return BinaryStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+        try BinaryStoreFile().open(at: url, model: model, options: options, initialMetadata: initialMetadata)
+    }
+}
+
+/// The file of a binary store, whole (docs/BINARY_FORMAT.md).
+struct BinaryStoreFile: AtomicStoreFormat {
+    var typeName: String { BinaryStoreType.typeName }
+
+    func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
+        try BinaryStoreFormat.encode(graph, model: model)
+    }
+
+    func decode(fileAt url: URL, model: ManagedObjectModel?, progress: LoadProgress?) throws(ObjectGraphError)
+        -> (ManagedObjectModel, StoreGraph)
+    {
+        try BinaryStoreFormat.decode(try AtomicFile.read(url), model: model, path: url.path)
     }
 }

@@ -25,7 +25,7 @@ public protocol FileSystem: AnyObject, Sendable {
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String
 
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult
     /// Lists `inode` from `offset` (0 or a cookie an earlier entry gave). `add` returns false when
     /// the reply is full; the entry it refused is not part of this reply.
     ///
@@ -99,7 +99,9 @@ extension FileSystem {
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     { throw .readOnly }
     public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String { throw .invalid }
-    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult { OpenResult() }
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    { OpenResult() }
     public func releaseDirectory(_ inode: InodeNumber, handle: FileHandle) {}
     public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
         OpenResult()

@@ -147,7 +147,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.opendir = { request, inode, info in
         if declinedOpeningRequest(request, .opendir) { return }
         serve(request, .opendir) { context throws(FileSystemError) in
-            .open(try context.fileSystem.openDirectory(InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags)), info!)
+            .open(
+                try context.fileSystem.openDirectory(
+                    InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request)), info!)
         }
     }
     ops.readdir = { request, inode, size, offset, info in

@@ -45,7 +45,7 @@ public struct MountOptions: Sendable, Hashable {
     /// instead of four, and listing a directory two fewer. Default `false`: only for filesystems
     /// that need no per-open state, such as a read-only storefs mount; ``FileSystem/open(_:flags:context:)``,
     /// ``FileSystem/flush(_:handle:)``, ``FileSystem/release(_:handle:flags:)``,
-    /// ``FileSystem/openDirectory(_:flags:)`` and ``FileSystem/releaseDirectory(_:handle:)`` are
+    /// ``FileSystem/openDirectory(_:flags:context:)`` and ``FileSystem/releaseDirectory(_:handle:)`` are
     /// then not called. Each half is ignored (opens are asked as usual) when the kernel does not
     /// offer it.
     public var opensWithoutRequests: Bool

@@ -67,6 +67,11 @@ extension SQLiteStore {
         _ = try ValueCoding.encode(value, as: attribute, entity: entityName)
     }
 
+    public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {
+        let entityName = try entityLayout(entity).name
+        if mechanisms.isComputed(attribute.name, of: entity) { throw computedAttribute(attribute.name, of: entityName) }
+    }
+
     private func computedAttribute(_ name: String, of entity: String, object: ObjectID? = nil) -> ObjectGraphError {
         ObjectGraphError(
             .notPermitted,

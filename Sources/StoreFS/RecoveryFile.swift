@@ -100,7 +100,7 @@ public struct RecoveryFile: Codable, Sendable {
         var result: [String: String?] = [:]
         let old = stored?.values ?? [:]
         for (key, value) in pending.values where old[key] != value && !StoreMetadata.managedKeys.contains(key) {
-            result[key] = String(decoding: StoreFileSystem.data(of: value), as: UTF8.self)
+            result[key] = String(decoding: MetadataText.data(of: value), as: UTF8.self)
         }
         for key in old.keys where pending.values[key] == nil { result[key] = .some(nil) }
         return result
@@ -218,7 +218,7 @@ public struct RecoveryFile: Codable, Sendable {
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             do throws(ObjectGraphError) {
                 let current = try context.metadata()[key]
-                try context.setMetadata(value.map { StoreFileSystem.metadataValue(from: Data($0.utf8), like: current) }, for: key)
+                try context.setMetadata(value.map { MetadataText.value(from: Data($0.utf8), like: current) }, for: key)
             } catch {
                 outcome.failed.append(("metadata \(key)", error.message))
             }

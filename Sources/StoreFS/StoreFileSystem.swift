@@ -2,344 +2,100 @@ import Foundation
 import FuseKit
 import Logging
 import ObjectGraph
-import Synchronization
 
-/// The mapping of DESIGN.md: a store's entities as directories, objects as folders, attributes as
-/// files, relationships as symlinks and folders of symlinks, metadata as extended attributes.
+/// The mapping of a store as a filesystem, as FuseKit serves it: entities as directories, objects
+/// as folders, attributes as files, relationships as links and folders of links, metadata as
+/// extended attributes (docs/ARCHITECTURE.md).
 ///
-/// It asks the engine for objects in batches and answers with values; FuseKit talks to the
-/// kernel. Inode numbers encode what they name (``Node``), so there is no inode table.
+/// This type only routes: each operation finds the kind of the node it concerns (of the folder,
+/// for a name in it) and asks it (``NodeType``, one type per kind in Nodes/); what the kinds share
+/// is ``Mapping``. What every kind of change has in common (read-only mounts, sizes, names) is
+/// checked here once.
 ///
 /// Threading: every method may be called concurrently from FUSE worker threads and blocks on the
-/// store where it must. State is in the engine's context (its own lock) and in small
-/// `Mutex`-guarded tables here.
+/// store where it must (see ``Mapping``).
 public final class StoreFileSystem: SavingFileSystem {
-    public let coordinator: PersistentStoreCoordinator
-    public let context: ObjectContext
-    public let configuration: StoreFSConfiguration
-    let counters: OperationCounters?
-    let logger: Logger
-    let mountTime = Date()
-    let directories = DirectoryHandles()
-    // The write path's parts, each with its own lock (Writing/).
-    let openFiles = OpenFiles()
-    let scratch = ScratchFiles()
-    let copyIn = CopyInSession()
-    let removals = RemovalLog()
-    let schedule = CommitSchedule()
-    let failures = CommitFailures()
-    let invalidator = Mutex<(any KernelCacheInvalidator)?>(nil)
-    /// One commit at a time; held across the save.
-    let commitLock = Mutex(())
-    /// What the last unmount left unsaved (nil: everything was saved).
-    let unsaved = Mutex<UnsavedChanges?>(nil)
-    let background = BackgroundWork()
-    let renderedValues = RenderedValues()
-    let preloadedObjects = RecentObjects()
-    let freedMemory = FreedMemory()
-    let storeToken = Mutex<Int64?>(nil)
-    let lastPoll = Mutex(Date())
-    /// Entity directories not shown yet: a store made as the target of `cp -a` shows each only
-    /// once the copy has made it with mkdir.
-    let hiddenEntities = Mutex<Set<String>>([])
-    let predicates: Predicates
-    let fetchedResults = FetchedResults()
-    let cachedStoreUUID = Mutex<String?>(nil)
+    let mapping: Mapping
 
-    public var model: ManagedObjectModel { coordinator.model }
+    public var coordinator: PersistentStoreCoordinator { mapping.coordinator }
+    public var context: ObjectContext { mapping.context }
+    public var configuration: StoreFSConfiguration { mapping.configuration }
+    public var model: ManagedObjectModel { mapping.model }
 
+    /// `startsHidden`: a store made as the target of `cp -a` shows each entity's directory only
+    /// once the copy makes it with mkdir.
     public init(
         coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration = StoreFSConfiguration(),
         counters: OperationCounters? = nil, logger: Logger = Logger(label: "storefs"), startsHidden: Bool = false
     ) {
-        self.coordinator = coordinator
-        self.context = coordinator.newContext()
-        self.configuration = configuration
-        self.counters = counters
-        self.logger = logger
-        self.predicates = Predicates(model: coordinator.model) { logger.error("\($0)") }
-        if startsHidden { hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
+        mapping = Mapping(coordinator: coordinator, configuration: configuration, counters: counters, logger: logger)
+        if startsHidden { mapping.hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 
     public func didMount(invalidator: any KernelCacheInvalidator) {
-        self.invalidator.withLock { $0 = invalidator }
-        startBackgroundWork()
+        mapping.invalidator.withLock { $0 = invalidator }
+        mapping.startBackgroundWork()
     }
 
     public func willUnmount() {
-        stopBackgroundWork()
-        unsaved.withLock { $0 = saveForUnmount() }
+        mapping.stopBackgroundWork()
+        let unsaved = mapping.saveForUnmount()
+        mapping.session.unsaved.withLock { $0 = unsaved }
     }
 
     /// What the unmount could not save, and where it was kept; nil when everything was saved.
-    public var unsavedChanges: UnsavedChanges? { unsaved.withLock { $0 } }
+    public var unsavedChanges: UnsavedChanges? { mapping.session.unsaved.withLock { $0 } }
 
-    // MARK: - Names
+    private func node(_ inode: InodeNumber) throws(FileSystemError) -> Node { try mapping.node(inode) }
+
+    /// Refuses a change on a read-only mount.
+    private func changing() throws(FileSystemError) {
+        guard !mapping.configuration.readOnly else { throw .readOnly }
+    }
+
+    // MARK: - Names and attributes
 
     public func lookup(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) -> Entry {
-        let node = try child(named: name, in: try node(parent))
-        return try entry(for: node)
+        try mapping.entry(for: try mapping.child(named: name, in: try node(parent)))
     }
 
-    /// The node called `name` in directory `parent`.
-    func child(named name: String, in parent: Node) throws(FileSystemError) -> Node {
-        switch parent {
-        case .root:
-            if name == Self.templatesName && !predicates.templates.isEmpty { return .templates }
-            guard let id = model.entityID(named: name), !hiddenEntities.withLock({ $0.contains(name) }) else {
-                throw .notFound
-            }
-            return .entity(id)
-        case .templates:
-            guard let index = model.fetchRequestTemplates.firstIndex(where: { $0.name == name }),
-                predicates.templates[index] != nil
-            else { throw .notFound }
-            return .template(index)
-        case .template, .fetched:
-            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
-            // While a copy fills a new folder, its fetched folders hold what the copy put there.
-            if case .fetched(let object, _) = parent, copyIn.isFresh(object) { throw .notFound }
-            guard let key = PrimaryKey(reference: name),
-                let member = try fetchedMembers(of: parent).first(where: { $0.key == key })
-            else { throw .notFound }
-            if case .template = parent { return .templateMember(member) }
-            return .member(member)
-        case .entity(let entity):
-            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
-            // Keys the inode numbers cannot hold are never shown, so never looked for.
-            guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
-            guard let object = try engine({ () throws(ObjectGraphError) in
-                try context.objectID(forKey: key, in: entity)
-            }, "lookup \(model[entity].name)/\(name)") else { throw .notFound }
-            return object.entity == entity ? .object(object) : .subentityLink(object)
-        case .object(let object):
-            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
-            if isHidden(name, in: object) { throw .notFound }
-            let entity = model[object.entity]
-            let snapshot = try snapshot(of: object)
-            if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
-                guard snapshot.attributes[name] != nil || openFiles.sizeBeingWritten(.attribute(object, index)) != nil else {
-                    throw .notFound
-                }
-                return .attribute(object, index)
-            }
-            if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
-                if entity.allRelationships[index].isToMany { return .toMany(object, index) }
-                guard snapshot.toOne[name] != nil else { throw .notFound }
-                return .toOne(object, index)
-            }
-            if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }), hasFetchedFolder(object, index) {
-                return .fetched(object, index)
-            }
-            if let rendering = renderingNode(named: name, in: object, snapshot: snapshot) { return rendering }
-            throw .notFound
-        case .toMany(let object, let index):
-            if let serial = scratch.named(name, in: parent) { return .scratch(serial) }
-            guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
-            let relationship = model[object.entity].allRelationships[index]
-            let members = try engine({ () throws(ObjectGraphError) in
-                try context.destinations(of: relationship.name, for: object)
-            }, "lookup \(name)")
-            guard let member = members.first(where: { $0.key == key }), Node.fits(member),
-                !copyIn.visibleMembers([member], of: relationship.name, in: object).isEmpty
-            else { throw .notFound }
-            return .member(member)
-        case .attribute, .toOne, .member, .subentityLink, .scratch, .templateMember, .rendering:
-            throw .notDirectory
-        }
-    }
+    func entry(for node: Node) throws(FileSystemError) -> Entry { try mapping.entry(for: node) }
 
-    /// The directory that holds `node` (for `..`).
-    func parent(of node: Node) -> Node {
-        switch node {
-        case .root, .entity: .root
-        case .object(let o): .entity(o.entity)
-        case .toMany(let o, _), .attribute(let o, _), .toOne(let o, _), .fetched(let o, _), .rendering(let o, _): .object(o)
-        case .templates, .template: node == .templates ? .root : .templates
-        case .member, .subentityLink, .scratch, .templateMember: .root
-        }
-    }
-
-    // MARK: - Attributes
-
-    public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
+    public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError)
+        -> (FileAttributes, timeout: Double)
+    {
         let node = try node(inode)
         // fstat by a writer shows what it wrote (also before a new file has a value); everyone
         // else sees the stored value until the writer closes.
-        if let handle, let file = openFiles.file(handle), file.node == node, file.dirty, let buffer = file.buffer {
-            return (writtenFileAttributes(node, size: buffer.count), configuration.attributeTimeout)
+        if let handle, let file = mapping.session.openFiles.file(handle), file.node == node, file.dirty, let buffer = file.buffer {
+            return (mapping.writtenFileAttributes(node, size: buffer.count), configuration.attributeTimeout)
         }
-        return (try attributes(of: node), configuration.attributeTimeout)
+        return (try mapping.attributes(of: node), configuration.attributeTimeout)
     }
-
-    /// The attributes of an attribute file a writer is writing: its buffer's size.
-    func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
-        FileAttributes(
-            inode: node.inode, kind: .regularFile, permissions: configuration.readOnly ? 0o444 : 0o644, size: UInt64(size),
-            linkCount: 1, uid: configuration.uid, gid: configuration.gid,
-            modificationTime: node.object.flatMap { schedule.modificationTime(of: $0) } ?? mountTime)
-    }
-
-    /// `known`: the snapshot of the object whose folder holds `node`, when the caller has it
-    /// (a folder listing reads it once for all its entries instead of once per entry).
-    /// `listed`: `node` comes from the listing of its folder just read, which says it exists.
-    func entry(for node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> Entry {
-        Entry(
-            attributes: try attributes(of: node, known: known, listed: listed), entryTimeout: configuration.entryTimeout,
-            attributeTimeout: configuration.attributeTimeout)
-    }
-
-    func attributes(of node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> FileAttributes {
-        let directoryMode: UInt32 = configuration.readOnly ? 0o555 : 0o755
-        let fileMode: UInt32 = configuration.readOnly ? 0o444 : 0o644
-        func make(_ kind: NodeKind, _ permissions: UInt32, size: Int = 0, time: Date? = nil) -> FileAttributes {
-            FileAttributes(
-                inode: node.inode, kind: kind, permissions: permissions, size: UInt64(size),
-                linkCount: kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid,
-                modificationTime: time ?? mountTime)
-        }
-        switch node {
-        case .root:
-            return make(.directory, directoryMode)
-        case .entity(let entity):
-            guard entity.rawValue >= 1 && entity.rawValue <= model.entities.count else { throw .notFound }
-            return make(.directory, directoryMode)
-        case .object(let object):
-            // Its row says it exists, unless its folder's listing just did.
-            if !listed { _ = try snapshot(of: object, known: known) }
-            return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
-        case .attribute(let object, let index):
-            do throws(FileSystemError) {
-                let (attribute, value) = try attributeValue(object, index, known: known)
-                return make(
-                    .regularFile, fileMode, size: ValueText.size(of: value, type: attribute.type),
-                    time: schedule.modificationTime(of: object))
-            } catch {
-                // A file made by create has no value until its writer closes it; it exists meanwhile
-                // (tools set its times through the descriptor, which the kernel does by inode).
-                guard error == .notFound, let size = openFiles.sizeBeingWritten(node) else { throw error }
-                return writtenFileAttributes(node, size: size)
-            }
-        case .toOne(let object, let index):
-            return make(.symbolicLink, 0o777, size: try linkTarget(of: .toOne(object, index), known: known).utf8.count)
-        case .toMany(let object, let index):
-            guard index < model[object.entity].allRelationships.count else { throw .notFound }
-            _ = try snapshot(of: object, known: known)
-            return make(.directory, directoryMode, time: schedule.modificationTime(of: object))
-        case .member, .subentityLink, .templateMember:
-            return make(.symbolicLink, 0o777, size: try linkTarget(of: node).utf8.count)
-        case .fetched(let object, let index):
-            guard hasFetchedFolder(object, index) else { throw .notFound }
-            _ = try snapshot(of: object, known: known)
-            return make(.directory, 0o555)
-        case .templates:
-            guard !predicates.templates.isEmpty else { throw .notFound }
-            return make(.directory, 0o555)
-        case .template(let index):
-            guard predicates.templates[index] != nil else { throw .notFound }
-            return make(.directory, 0o555)
-        case .scratch(let serial):
-            guard let file = scratch.file(serial) else { throw .notFound }
-            if let target = file.linkTarget { return make(.symbolicLink, 0o777, size: target.utf8.count) }
-            return make(.regularFile, fileMode, size: file.content.count, time: file.modified)
-        case .rendering(let object, _):
-            return make(.regularFile, 0o444, size: try renderedContent(of: node).count, time: schedule.modificationTime(of: object))
-        }
-    }
-
-    // MARK: - Links
 
     public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String {
-        try linkTarget(of: try node(inode))
+        try mapping.linkTarget(of: try node(inode))
     }
 
-    func linkTarget(of node: Node, known: Snapshot? = nil) throws(FileSystemError) -> String {
-        switch node {
-        case .toOne(let object, let index):
-            let relationships = model[object.entity].allRelationships
-            guard index < relationships.count else { throw .notFound }
-            guard let destination = try snapshot(of: object, known: known).toOne[relationships[index].name] else { throw .notFound }
-            return "../../\(model[destination.entity].name)/\(destination.key)"
-        case .member(let destination):
-            guard destination.entity.rawValue >= 1 && destination.entity.rawValue <= model.entities.count else {
-                throw .notFound
-            }
-            return "../../../\(model[destination.entity].name)/\(destination.key)"
-        case .subentityLink(let object), .templateMember(let object):
-            guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else {
-                throw .notFound
-            }
-            let up = node == .subentityLink(object) ? "../" : "../../"
-            return "\(up)\(model[object.entity].name)/\(object.key)"
-        case .scratch(let serial):
-            guard let file = scratch.file(serial) else { throw .notFound }  // removed meanwhile
-            guard let target = file.linkTarget else { throw .invalid }
-            return target
-        default:
-            throw .invalid
-        }
-    }
-
-    // MARK: - Reading files
-
-    public func open(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func setAttributes(
+        of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context request: RequestContext
+    ) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
         let node = try node(inode)
-        switch node {
-        case .attribute, .scratch:
-            return try openFile(node, flags: flags)
-        case .rendering:
-            // Computed from the value: read-only, like fetched properties.
-            if flags.isWriting { throw configuration.readOnly ? .readOnly : .notPermitted }
-            return try openFile(node, flags: flags)
-        case .root, .entity, .object, .toMany, .fetched, .templates, .template:
-            throw .isDirectory
-        default:
-            throw .invalid
-        }
-    }
-
-    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
-        let node = try node(inode)
-        let content = try currentContent(of: node, handle: handle)
-        if case .attribute(let object, let index) = node, offset == 0 { preloadSiblings(of: object, besides: index) }
-        guard offset < UInt64(content.count), size > 0 else { return Data() }
-        let start = content.startIndex + Int(offset)
-        let end = start + min(size, content.endIndex - start)
-        return content[start..<end]
-    }
-
-    /// What reading `node` through `handle` gives now: the handle's buffered new content, or the
-    /// stored value's text (rendered once per handle, so that reading a large value piece by
-    /// piece costs what is read).
-    func currentContent(of node: Node, handle: FuseKit.FileHandle) throws(FileSystemError) -> Data {
-        let file = handle == .none ? nil : openFiles.file(handle)
-        if let file, file.node == node {
-            if let buffer = file.buffer { return buffer }
-            if let rendered = file.rendered { return rendered }
-        }
-        let content: Data
-        switch node {
-        case .attribute(let object, let index):
-            if let kept = renderedValues.kept(node) {
-                content = kept
-                break
+        if let size = changes.size {
+            try changing()
+            guard size <= UInt64(configuration.maximumValueSize) else {
+                mapping.logger.error(
+                    "truncate \(mapping.describe(node)) to \(size) bytes: more than a value may hold (\(configuration.maximumValueSize) bytes)")
+                throw .tooBig
             }
-            let generation = renderedValues.generation
-            let (attribute, value) = try attributeValue(object, index)
-            content = renderedValues.render(node, generation: generation) { ValueText.content(of: value, type: attribute.type) }
-        case .scratch(let serial):
-            guard let file = scratch.file(serial), file.linkTarget == nil else { throw .notFound }
-            return file.content
-        case .rendering:
-            content = try renderedContent(of: node)
-        default:
-            throw .isDirectory
+            try node.kind.type.truncate(node, to: Int(size), handle: handle, in: mapping)
+        } else {
+            // Permissions, owners and times have nowhere to go in a store: accepted so that tools
+            // that copy them (cp -a, rsync, vim) work, and not kept.
+            try node.kind.type.touch(node, in: mapping)
         }
-        if let file, file.node == node { openFiles.update(handle) { $0.rendered = content } }
-        return content
+        return try attributes(of: inode, handle: handle)
     }
-
-    // MARK: - Statistics
 
     public func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics {
         var statistics = FileSystemStatistics()
@@ -350,60 +106,269 @@ public final class StoreFileSystem: SavingFileSystem {
         return statistics
     }
 
-    // MARK: - Helpers
+    // MARK: - Folders
 
-    /// Whether `name` in `object`'s folder is hidden: by a removal not yet committed, or as an
-    /// untouched entry of a folder a copy is filling.
-    func isHidden(_ name: String, in object: ObjectID) -> Bool {
-        copyIn.hides(name, in: object) || removals.hides(name, in: object)
-    }
-
-    func node(_ inode: InodeNumber) throws(FileSystemError) -> Node {
-        guard let node = Node(inode) else { throw .notFound }
-        // A scratch entry a rename made into a property: the kernel may still name it by its old
-        // inode until the invalidation arrives. (Serials are never reused, and a consumed entry is
-        // gone from the files before its replacement is recorded.)
-        if case .scratch(let serial) = node, let replacement = scratch.replacement(of: serial) {
-            return replacement
-        }
-        return node
-    }
-
-    /// The snapshot of `object`: `known` when it is that object's (read once by the caller for
-    /// many entries of one folder), else the context's.
-    func snapshot(of object: ObjectID, known: Snapshot?) throws(FileSystemError) -> Snapshot {
-        if let known, known.objectID == object { return known }
-        return try snapshot(of: object)
-    }
-
-    func snapshot(of object: ObjectID) throws(FileSystemError) -> Snapshot {
-        guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else { throw .notFound }
-        guard let snapshot = try engine({ () throws(ObjectGraphError) in try context.snapshot(of: object) }, "read \(object)")
-        else { throw .notFound }
-        return snapshot
-    }
-
-    func attributeValue(_ object: ObjectID, _ index: Int, known: Snapshot? = nil) throws(FileSystemError)
-        -> (AttributeDescription, AttributeValue)
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError)
+        -> OpenResult
     {
-        let attributes = model[object.entity].allAttributes
-        guard index < attributes.count else { throw .notFound }
-        guard let value = try snapshot(of: object, known: known).attributes[attributes[index].name] else { throw .notFound }
-        return (attributes[index], value)
+        let node = try node(inode)
+        let kind = node.kind.type
+        guard kind.isDirectory else { throw .notDirectory }
+        _ = try mapping.attributes(of: node)
+        kind.opened(node, by: request, in: mapping)
+        // The kernel may keep listings (cache_readdir) because storefs invalidates a directory
+        // whenever its own changes touch it, and on changes it detects from other processes; not
+        // a computed folder's (``NodeType/keepsListings``). (Read-only mounts open directories
+        // without asking, so there the kernel keeps every listing, these too: see
+        // docs/SEMANTICS.md, Known limits.)
+        return OpenResult(handle: mapping.directories.open(), keepCache: true, cacheDirectory: kind.keepsListings)
     }
 
-    /// Runs an engine call, mapping its error to an errno (and the log) in one place.
-    func engine<T>(_ body: () throws(ObjectGraphError) -> T, _ operation: @autoclosure () -> String) throws(FileSystemError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw fileSystemError(error, operation(), logger: logger)
+    public func releaseDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle) {
+        mapping.directories.close(handle)
+    }
+
+    /// Lists a directory: `.` and `..`, then its entries. Entity directories resume by primary key
+    /// (the cookie after the object with key k is k + 3), others by position in the listing kept
+    /// for the reader (per open, or per directory on read-only mounts until the store changes), so
+    /// a listing that changes between calls neither repeats nor skips what stayed.
+    public func readDirectory(
+        _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, context request: RequestContext,
+        add: (DirectoryEntry) -> Bool
+    ) throws(FileSystemError) {
+        let directory = try node(inode)
+        let kind = directory.kind.type
+        guard kind.isDirectory else { throw .notDirectory }
+        let directories = mapping.directories
+        // An opened directory is listed afresh at offset 0 (rewinddir); one read without opendir
+        // shares its listing with every reader until the store changes.
+        var kept = directories.kept(handle, of: inode)
+        let listsAfresh = kept == nil || (offset == 0 && handle != DirectoryHandles.unopened)
+        // Read before anything a new listing is made of: a change after it keeps that listing from
+        // staying. (Most calls continue a kept listing and need none.)
+        let generation = listsAfresh ? directories.generation : 0
+        // An object folder's entries all come from its one snapshot: read it once per call, not
+        // once per entry.
+        let known = try kind.sharedSnapshot(of: directory, in: mapping)
+        if offset == 0 {
+            guard add(DirectoryEntry(name: ".", entry: try mapping.entry(for: directory, known: known), nextOffset: 1)) else {
+                return
+            }
+        }
+        if offset <= 1 {
+            let parent = kind.parent(of: directory, in: mapping)
+            guard add(DirectoryEntry(name: "..", entry: try mapping.entry(for: parent), nextOffset: 2)) else { return }
+        }
+        if listsAfresh {
+            kept = directories.keep(
+                try kind.listing(of: directory, in: mapping, known: known), for: handle, of: inode, takenIn: generation)
+        }
+        guard let kept else { return }
+        switch kept {
+        case .objects(let ids):
+            // An entity folder lists its objects from the store's list of keys alone: a folder's
+            // attributes need no row, so `ls -l` reads none. What is opened next (a folder, a
+            // value) fires its fault then, in a batch read ahead in key order.
+            // An offset is one this listing gave (a key + 3) or one lseek set: beyond every key, the
+            // listing is at its end.
+            guard let resume = Int64(exactly: offset) else { return }
+            var index = resume <= 2 ? 0 : ids.firstIndex(afterKey: resume - 3)
+            while index < ids.count {
+                let id = ids[index]
+                let node: Node = id.entity == directory.entity ? .object(id) : .subentityLink(id)
+                guard let e = try? mapping.entry(for: node, listed: true) else {
+                    index += 1
+                    continue
+                }
+                guard add(DirectoryEntry(name: id.key.description, entry: e, nextOffset: UInt64(id.key.rawValue) + 3))
+                else { return }
+                index += 1
+            }
+        case .names(let names):
+            guard let resume = Int(exactly: offset) else { return }
+            var index = resume <= 2 ? 0 : resume - 2
+            while index < names.count {
+                let (name, node) = names[index]
+                if let e = try? mapping.entry(for: node, known: known) {
+                    guard add(DirectoryEntry(name: name, entry: e, nextOffset: UInt64(index) + 3)) else { return }
+                }
+                index += 1
+            }
         }
     }
 
-    /// The object a folder name in an entity directory names, for messages.
-    func describe(_ object: ObjectID) -> String {
-        guard object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count else { return "\(object)" }
-        return "\(model[object.entity].name)/\(object.key)"
+    // MARK: - Files
+
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
+        let node = try node(inode)
+        return try node.kind.type.open(node, flags: flags, in: mapping)
+    }
+
+    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError)
+        -> Data
+    {
+        let node = try node(inode)
+        return try node.kind.type.read(node, handle: handle, offset: offset, size: size, in: mapping)
+    }
+
+    public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError)
+        -> Int
+    {
+        try changing()
+        let node = try node(inode)
+        let (end, overflow) = offset.addingReportingOverflow(UInt64(data.count))
+        guard !overflow, end <= UInt64(configuration.maximumValueSize) else {
+            mapping.logger.error(
+                "write \(mapping.describe(node)): \(end) bytes is more than a value may hold (\(configuration.maximumValueSize) bytes)")
+            // The value this write belongs to cannot be held whole: none of it is set.
+            mapping.session.openFiles.reject(handle, because: .tooBig)
+            throw .tooBig
+        }
+        return try node.kind.type.write(data, at: offset, to: node, handle: handle, in: mapping)
+    }
+
+    public func flush(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
+        try mapping.flush(handle)
+    }
+
+    public func release(_ inode: InodeNumber, handle: FuseKit.FileHandle) throws(FileSystemError) {
+        defer { mapping.session.openFiles.close(handle) }
+        // Errors of a release reach nobody (close(2) returned at flush): they are logged.
+        try? mapping.commitBuffer(handle)
+    }
+
+    /// fsync: the writer asks whether what it wrote is saved. Everything pending is committed and
+    /// the kind answers for the file.
+    public func fsync(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
+        let node = try node(inode)
+        // A value refused at write(2) was not set, and fsync must not say it is saved.
+        if let rejection = mapping.session.openFiles.file(handle)?.rejection { throw rejection }
+        try mapping.commitBuffer(handle)
+        try node.kind.type.fsync(node, handle: handle, in: mapping)
+    }
+
+    public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
+        try mapping.fsyncFolder(try node(inode))
+    }
+
+    // MARK: - Changes in folders
+
+    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context request: RequestContext)
+        throws(FileSystemError) -> (Entry, OpenResult)
+    {
+        try changing()
+        let folder = try node(parent)
+        let node = try folder.kind.type.createFile(named: name, in: folder, in: mapping)
+        let isAttribute = node.kind == .attribute
+        let handle = mapping.session.openFiles.open(node, buffer: isAttribute ? Data() : nil)
+        mapping.changed(node.owner)
+        // A new attribute file has no value until its writer closes it: its entry is the empty
+        // file being written.
+        let attributes = isAttribute ? mapping.writtenFileAttributes(node, size: 0) : try mapping.attributes(of: node)
+        let entry = Entry(
+            attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: configuration.attributeTimeout)
+        return (entry, OpenResult(handle: handle, keepCache: false, directIO: isAttribute))
+    }
+
+    public func makeNode(parent: InodeNumber, name: String, permissions: UInt32, context request: RequestContext)
+        throws(FileSystemError) -> Entry
+    {
+        try changing()
+        let folder = try node(parent)
+        let node = try folder.kind.type.createFile(named: name, in: folder, in: mapping)
+        if node.kind == .attribute { try mapping.setContent(Data(), of: node) }
+        return try mapping.entry(for: node)
+    }
+
+    public func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context request: RequestContext)
+        throws(FileSystemError) -> Entry
+    {
+        try changing()
+        let folder = try node(parent)
+        return try mapping.entry(for: try folder.kind.type.makeDirectory(named: name, in: folder, in: mapping))
+    }
+
+    public func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context request: RequestContext)
+        throws(FileSystemError) -> Entry
+    {
+        try changing()
+        let folder = try node(parent)
+        let kind = folder.kind.type
+        guard kind.isDirectory else { throw .notDirectory }
+        return try mapping.entry(for: try kind.makeLink(named: name, to: target, in: folder, in: mapping))
+    }
+
+    public func unlink(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
+        try changing()
+        let folder = try node(parent)
+        let target = try mapping.child(named: name, in: folder)
+        try target.kind.type.remove(target, named: name, from: folder, by: request, in: mapping)
+    }
+
+    public func removeDirectory(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
+        try changing()
+        let folder = try node(parent)
+        let target = try mapping.child(named: name, in: folder)
+        try target.kind.type.removeFolder(target, named: name, from: folder, in: mapping)
+    }
+
+    /// Renames happen inside one object folder or one of its to-many folders (how editors save,
+    /// `ln -sfn`, an editor's backup), and never onto or from a value's rendering.
+    public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
+        throws(FileSystemError)
+    {
+        try changing()
+        guard !flags.contains(.exchange), !flags.contains(.whiteout) else { throw .invalid }
+        let from = try node(parent)
+        let to = try node(newParent)
+        guard from.isFolderOfObject, to.isFolderOfObject else {
+            mapping.logger.error("mv \(name) \(newName): only files inside object folders can be renamed")
+            throw .notPermitted
+        }
+        guard from == to else { throw .crossDevice }
+        let object = from.object
+        if RenderingFile.isRenderingName(newName, of: object, mapping) || RenderingFile.isRenderingName(name, of: object, mapping) {
+            mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(object)): a value's rendering is computed and read-only")
+            throw .notPermitted
+        }
+        let source = try mapping.child(named: name, in: from)
+        if flags.contains(.noReplace), (try? mapping.child(named: newName, in: to)) != nil { throw .exists }
+        try source.kind.type.rename(source, named: name, to: newName, in: from, in: mapping)
+    }
+
+    // MARK: - Extended attributes
+
+    // `ls -l` asks for security.selinux and system.posix_acl_* on every entry, and the kernel does
+    // not cache the answer. storefs has no security labels and no ACLs: EOPNOTSUPP says so, and ls
+    // (gnulib's file_has_acl, getfilecon) then stops asking for the rest of its run. ENODATA would
+    // be asked again for every entry.
+
+    public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        let node = try node(inode)
+        return try node.kind.type.extendedAttribute(name, of: node, in: mapping)
+    }
+
+    public func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String] {
+        let node = try node(inode)
+        return try node.kind.type.extendedAttributeNames(of: node, in: mapping)
+    }
+
+    public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
+    {
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        try changing()
+        let node = try node(inode)
+        try node.kind.type.setExtendedAttribute(name, to: value, flags: flags, of: node, in: mapping)
+    }
+
+    public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {
+        guard name.hasPrefix("user.") else { throw .notSupported }
+        try changing()
+        let node = try node(inode)
+        try node.kind.type.removeExtendedAttribute(name, of: node, in: mapping)
     }
 }

@@ -182,9 +182,11 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         return (attributes, timeout)
     }
 
-    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { return OpenResult() }
-        return try fileSystem.openDirectory(inner, flags: flags)
+        return try fileSystem.openDirectory(inner, flags: flags, context: context)
     }
 
     public func releaseDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle) {

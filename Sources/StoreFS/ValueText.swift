@@ -56,10 +56,12 @@ enum ValueText {
     /// - Throws: a message saying what the text should look like.
     static func value(from content: Data, type: AttributeType) throws(ValueTextError) -> AttributeValue {
         if !isText(type) { return .data(content) }
-        guard var text = String(validating: content, as: UTF8.self) else {
+        // Exactly one newline byte goes, whatever precedes it: as a String, "\r\n" is one
+        // Character and would hide the newline from hasSuffix.
+        let body = content.last == UInt8(ascii: "\n") ? content.dropLast() : content[...]
+        guard let text = String(validating: body, as: UTF8.self) else {
             throw ValueTextError("the text is not valid UTF-8")
         }
-        if text.hasSuffix("\n") { text.removeLast() }
         if type == .string { return .string(text) }
         if let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
             first.properties.isWhitespace || last.properties.isWhitespace

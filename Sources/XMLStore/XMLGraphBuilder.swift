@@ -9,7 +9,7 @@ import ObjectGraph
 enum XMLGraphBuilder {
     /// The graph of `doc`'s objects; `doc.objects` is left emptied, each freed once read.
     static func graph(from doc: inout XMLStoreDocument, model: ManagedObjectModel, path: String) throws(ObjectGraphError)
-        -> AtomicGraph
+        -> StoreGraph
     {
         func corrupt(_ message: String) -> ObjectGraphError { ObjectGraphError(.corruptStore, "\(path): \(message)") }
 
@@ -84,7 +84,7 @@ enum XMLGraphBuilder {
         }
 
         // Pass 2: values and references.
-        var graph = AtomicGraph(metadata: metadata)
+        var graph = StoreGraph(metadata: metadata)
         graph.reserve(objects: doc.objects.count)
         // Each root's tables stay out of the graph while its objects load (found by entity number,
         // not hashed per object), and go back once all are loaded.

@@ -35,28 +35,23 @@ public struct XMLStoreType: PersistentStoreType {
     public func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore {
+        try XMLStoreFormat().open(at: url, model: model, options: options, initialMetadata: initialMetadata)
+    }
+}
+
+/// The XML file of an XML store, whole.
+struct XMLStoreFormat: AtomicStoreFormat {
+    var typeName: String { XMLStoreType.typeName }
+
+    func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
+        try XMLStoreWriter.encode(graph, model: model)
+    }
+
+    func decode(fileAt url: URL, model: ManagedObjectModel?, progress: LoadProgress?) throws(ObjectGraphError)
+        -> (ManagedObjectModel, StoreGraph)
+    {
         let path = url.path
-        if !FileManager.default.fileExists(atPath: path) {
-            guard options.createIfMissing else { throw ObjectGraphError(.notFound, "\(path) does not exist") }
-            guard !options.readOnly else {
-                throw ObjectGraphError(.notFound, "\(path) does not exist, and a read-only store cannot be created")
-            }
-            guard let model else { throw ObjectGraphError(.invalidModel, "creating \(path) needs a model") }
-            var metadata = initialMetadata
-            metadata.storeType = Self.typeName
-            if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
-            if metadata[StoreMetadata.modelKey] == nil {
-                metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
-            }
-            // Core Data's XML stores carry the entity version hashes too (the corpus's do).
-            for (key, value) in VersionHash.metadata(for: model) { metadata[key] = value }
-            let graph = AtomicGraph(metadata: metadata)
-            try AtomicFile.write(try XMLStoreWriter.encode(graph, model: model), to: url)
-            return XMLStore(model: model, url: url, readOnly: false, graph: graph)
-        }
-        // A save killed between writing its temporary file and renaming it left that file behind.
-        if !options.readOnly { AtomicFile.removeStaleTemporaries(of: url) }
-        var doc = try Self.document(at: url, progress: options.progress)
+        var doc = try Self.document(at: url, progress: progress)
         let resolved: ManagedObjectModel
         if let model {
             resolved = model
@@ -66,8 +61,13 @@ public struct XMLStoreType: PersistentStoreType {
             resolved = try XMLModelInference.model(from: doc, path: path)
         }
         let graph = try XMLGraphBuilder.graph(from: &doc, model: resolved, path: path)
-        options.progress?.report(doc.lineCount, doc.lineCount)
-        return XMLStore(model: resolved, url: url, readOnly: options.readOnly, graph: graph)
+        progress?.report(doc.lineCount, doc.lineCount)
+        return (resolved, graph)
+    }
+
+    /// Core Data's XML stores carry the entity version hashes too (the corpus's do).
+    func newStoreMetadata(for model: ManagedObjectModel) -> [String: MetadataValue] {
+        VersionHash.metadata(for: model)
     }
 
     /// The file's objects, scanned. The file's bytes are released when this returns, before the

@@ -17,7 +17,7 @@ enum XMLStoreWriter {
     /// The XML store version Core Data has written since 2006.
     static let formatVersion = "134481920"
 
-    static func encode(_ graph: AtomicGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
+    static func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
         // Per-root maxima and whether keys collide across roots.
         var maxByRoot: [EntityID: Int64] = [:]
         var seen: Set<Int64> = []

@@ -153,7 +153,7 @@ final class FloorFileSystem: FileSystem {
     }
 
     /// As storefs opens directories: the kernel may keep listings and pages across opens.
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
         OpenResult(keepCache: true, cacheDirectory: true)
     }
 

@@ -43,7 +43,15 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public private(set) var lookups: [InodeNumber: UInt64] = [:]
     private let recorded = Mutex<[Invalidation]>([])
     private let preloads = Mutex<[InodeNumber: Data]>([:])
-    private let requester = RequestContext(uid: 0, gid: 0, pid: 1)
+    /// The process a call is made by: each call is its own process, as each command a shell runs
+    /// is, but for what ``removeRecursively(_:)`` does, which is one process (`rm -r`).
+    private var process: Int32?
+    private var lastProcess: Int32 = 100
+    private var requester: RequestContext {
+        if let process { return RequestContext(uid: 0, gid: 0, pid: process) }
+        lastProcess += 1
+        return RequestContext(uid: 0, gid: 0, pid: lastProcess)
+    }
 
     /// Mounts `fileSystem`: it gets ``FileSystem/didMount(invalidator:)`` with this kernel.
     public init(_ fileSystem: any FileSystem) {
@@ -144,7 +152,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         let inode = try walk(path, "opendir", followLast: true)
         let handle: FuseKit.FileHandle
         do throws(FileSystemError) {
-            handle = try fileSystem.openDirectory(inode, flags: .make()).handle
+            handle = try fileSystem.openDirectory(inode, flags: .make(), context: requester).handle
         } catch {
             throw fail("opendir", error)
         }
@@ -312,7 +320,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
         }
         if attributes.kind == .directory {
             do throws(FileSystemError) {
-                let handle = try fileSystem.openDirectory(inode, flags: .make()).handle
+                let handle = try fileSystem.openDirectory(inode, flags: .make(), context: requester).handle
                 defer { fileSystem.releaseDirectory(inode, handle: handle) }
                 try fileSystem.fsyncDirectory(inode, handle: handle, dataOnly: false)
             } catch {
@@ -390,6 +398,12 @@ public final class EmbeddedKernel: @unchecked Sendable {
     /// `rm -r`: lists each folder, removes files and links, descends into folders, then removes
     /// the folder (the order coreutils' rm follows). Stops at the first error.
     public func removeRecursively(_ path: String) throws(KernelError) {
+        let outermost = process == nil
+        if outermost {
+            lastProcess += 1
+            process = lastProcess
+        }
+        defer { if outermost { process = nil } }
         let attributes = try stat(path)
         guard attributes.kind == .directory else {
             try unlink(path)

@@ -128,7 +128,9 @@ final class MemoryFileSystem: FileSystem {
         return node.target
     }
 
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags) throws(FileSystemError) -> OpenResult { OpenResult() }
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
+        OpenResult()
+    }
 
     func readDirectory(
         _ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, plus: Bool, context: RequestContext,

@@ -138,8 +138,8 @@ import Testing
             relationships: [RelationshipDescription(name: "card", destinationEntityName: "Card", inverseName: "tags")]),
     ])
 
-    static func peopleStore() throws -> InMemoryStore {
-        let store = InMemoryStore(model: people)
+    static func peopleStore() throws -> GraphStore {
+        let store = GraphStore(model: people)
         let person = people.entityID(named: "Person")!
         let pet = people.entityID(named: "Pet")!
         var request = SaveRequest()
@@ -162,7 +162,7 @@ import Testing
     }
 
     static func migrate(_ attributes: [(String, String)], relationships: [(String, String)] = [], petsToTags: Bool = false) throws
-        -> (InMemoryStore, ModelMigrationResult)
+        -> (GraphStore, ModelMigrationResult)
     {
         var mappings = [
             EntityMapping(
@@ -177,7 +177,7 @@ import Testing
                     attributeMappings: [PropertyMapping(name: "label", valueExpression: .variable("source", keyPath: ["name"]))]))
         }
         let mapping = MappingModel(source: "test", entityMappings: mappings)
-        let destination = InMemoryStore(model: cards)
+        let destination = GraphStore(model: cards)
         let result = try PersistentStoreCoordinator(store: try peopleStore()).migrateModel(
             into: destination, steps: [MigrationStep(from: "people", to: "cards", source: people, destination: cards, mapping: mapping)])
         return (destination, result)
@@ -233,7 +233,7 @@ import Testing
         let coordinator = PersistentStoreCoordinator(store: source)
         let message: String
         do {
-            _ = try coordinator.migrateModel(into: InMemoryStore(model: Self.cards), steps: [step])
+            _ = try coordinator.migrateModel(into: GraphStore(model: Self.cards), steps: [step])
             message = "the custom policy ran"
         } catch {
             message = "\(error)"

@@ -3,7 +3,7 @@ import ObjectGraph
 
 /// A coordinator on a fresh in-memory store of the sample model.
 func makeSampleCoordinator(configuration: EngineConfiguration = EngineConfiguration()) -> PersistentStoreCoordinator {
-    PersistentStoreCoordinator(store: InMemoryStore(model: SampleModel.make()), configuration: configuration)
+    PersistentStoreCoordinator(store: GraphStore(model: SampleModel.make()), configuration: configuration)
 }
 
 extension ManagedObjectModel {

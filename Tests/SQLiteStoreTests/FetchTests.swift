@@ -28,7 +28,7 @@ private struct FetchFixture: Sendable {
             at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
         try Self.fill(sqlite.newContext())
         keeper = sqlite
-        memory = PersistentStoreCoordinator(store: InMemoryStore(model: SampleModel.make()))
+        memory = PersistentStoreCoordinator(store: GraphStore(model: SampleModel.make()))
         try Self.fill(memory.newContext())
     }
 

@@ -11,7 +11,7 @@ import Testing
     let member = ObjectID(entity: EntityID(2), key: PrimaryKey(8))
 
     @Test func aResultEvaluatedBeforeAChangeIsNotKept() {
-        let results = StoreFileSystem.FetchedResults()
+        let results = FetchedResults()
         let evaluation = results.generation
         #expect(results.dropAll().isEmpty, "a change lands while the folder is evaluated")
         #expect(!results.set([member], for: folder, evaluatedIn: evaluation))
@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func aResultEvaluatedAfterTheLastChangeIsKeptUntilTheNext() {
-        let results = StoreFileSystem.FetchedResults()
+        let results = FetchedResults()
         _ = results.dropAll()
         #expect(results.set([member], for: folder, evaluatedIn: results.generation))
         #expect(results.get(folder) == [member])
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func touchingOneFolderAlsoStopsAnEvaluationInFlight() {
-        let results = StoreFileSystem.FetchedResults()
+        let results = FetchedResults()
         let evaluation = results.generation
         results.drop(folder)
         #expect(!results.set([member], for: folder, evaluatedIn: evaluation))

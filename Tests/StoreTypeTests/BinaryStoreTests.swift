@@ -105,7 +105,7 @@ import AtomicStore
         let model = SampleModel.make()
         let employee = model.entityID(named: "Employee")!
         let department = model.entityID(named: "Department")!
-        var graph = AtomicGraph(metadata: StoreMetadata())
+        var graph = StoreGraph(metadata: StoreMetadata())
         _ = graph.load(
             Snapshot(
                 objectID: ObjectID(entity: employee, key: PrimaryKey(1)), version: 1,

@@ -43,7 +43,7 @@ import XMLStore
         try xmlStore.migrate(to: binary, type: BinaryStoreType())
         let binaryStore = try open(binary)
         try StoreFixtures.expectSameGraph(sqliteStore.store, binaryStore.store)
-        let memory = InMemoryStore(model: binaryStore.model)
+        let memory = GraphStore(model: binaryStore.model)
         try binaryStore.migrate(into: memory)
         try StoreFixtures.expectSameGraph(sqliteStore.store, memory)
         try PersistentStoreCoordinator(store: memory).migrate(to: last, type: SQLiteStoreType())

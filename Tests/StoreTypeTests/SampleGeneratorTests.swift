@@ -74,7 +74,7 @@ import Testing
         defer { [unitBySave, oneSave].forEach { $0.close() } }
         try expectCompany(unitBySave.store, units: 20, "a save per unit")
         try expectCompany(oneSave.store, units: 20, "one save")
-        let memory = InMemoryStore(model: SampleModel.make())
+        let memory = GraphStore(model: SampleModel.make())
         try SampleGenerator(objectCount: 2_000).populate(memory)
         try expectCompany(memory, units: 20, "in memory")
         // Keys are handed out per save, so only one cut gives the same keys in every store type.
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func anAtomicStoreGetsTheWholeSampleInOneSave() throws {
-        let store = InMemoryStore(model: SampleModel.make())
+        let store = GraphStore(model: SampleModel.make())
         var generator = SampleGenerator(objectCount: 2_000)
         generator.unitsPerSave = 1
         let before = store.requestCount

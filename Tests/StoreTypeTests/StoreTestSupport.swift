@@ -14,8 +14,8 @@ enum StoreFixtures {
     }
 
     /// An in-memory store of the sample model holding `objects` generated objects.
-    static func sampleStore(objects: Int = 1000) throws -> InMemoryStore {
-        let store = InMemoryStore(model: SampleModel.make())
+    static func sampleStore(objects: Int = 1000) throws -> GraphStore {
+        let store = GraphStore(model: SampleModel.make())
         let coordinator = PersistentStoreCoordinator(store: store)
         try SampleGenerator(objectCount: objects).populate(coordinator.newContext())
         return store

@@ -68,7 +68,10 @@ func waitForExit(_ process: Process, timeout: TimeInterval) -> Bool {
     while process.isRunning {
         if Date() > deadline {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            // One stuck in the kernel (on a dead FUSE connection) may not die: not waited for
+            // beyond a few seconds.
+            let grace = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.02) }
             return false
         }
         Thread.sleep(forTimeInterval: 0.02)

@@ -11,14 +11,17 @@ public struct ToolOutput: Sendable {
     public var error: String
 }
 
-/// Runs `executable` (looked up on PATH) with `arguments` and waits for it.
+/// Runs `executable` (looked up on PATH) with `arguments` and waits for it, at most `timeout`
+/// seconds: then it and every process it started are killed and the call fails with a message
+/// that says so (a test never waits forever, and CI never hangs).
 ///
 /// posix_spawn and waitpid on the child's own pid, with output in temporary files: Foundation's
 /// Process sometimes never notices a child's exit when many run at once (a `cat` stayed a zombie
 /// while waitUntilExit waited), and a pipe's write end can be kept open by the fusermount3 that
 /// libfuse forks for every in-process mount, so neither pipes nor Process are used here.
 public func runTool(
-    _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil
+    _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+    timeout: TimeInterval = 600
 ) throws -> ToolOutput {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -51,7 +54,9 @@ public func runTool(
     var defaults = sigset_t()
     sigfillset(&defaults)
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    // Its own process group, so that a timeout kills what it started too.
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
     var environmentStrings = ProcessInfo.processInfo.environment
     if let environment { environmentStrings.merge(environment) { $1 } }
@@ -67,8 +72,27 @@ public func runTool(
         throw ToolError("cannot run \(executable): \(String(cString: strerror(spawned)))")
     }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw ToolError("waitpid for \(executable): \(String(cString: strerror(errno)))") }
+    let deadline = Date().addingTimeInterval(timeout)
+    var pause: useconds_t = 1_000
+    while true {
+        let reaped = waitpid(pid, &status, WNOHANG)
+        if reaped == pid { break }
+        if reaped < 0 {
+            guard errno == EINTR else { throw ToolError("waitpid for \(executable): \(String(cString: strerror(errno)))") }
+            continue
+        }
+        if Date() > deadline {
+            kill(-pid, SIGKILL)
+            // A process stuck in the kernel (on a dead FUSE connection) may not die: it is not
+            // waited for beyond a few seconds.
+            let grace = Date().addingTimeInterval(5)
+            while waitpid(pid, &status, WNOHANG) == 0 && Date() < grace { usleep(10_000) }
+            let command = ([executable] + arguments).joined(separator: " ").prefix(300)
+            throw ToolError("\(command) did not finish within \(Int(timeout)) s and was killed")
+        }
+        // Short commands end in a few milliseconds; long ones are polled less often.
+        usleep(pause)
+        pause = min(pause * 2, 50_000)
     }
     // WIFEXITED / WEXITSTATUS / WTERMSIG are macros: decode by hand.
     let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)

@@ -22,7 +22,11 @@ extension ObjectContext {
     public func check(_ value: AttributeValue?, of name: String, for id: ObjectID) throws(ObjectGraphError) {
         let attribute = try attribute(name, of: id.entity)
         try Validator.check(value, for: attribute, in: model[id.entity], object: describe(id))
-        if let value { try store.check(value, for: attribute, of: id.entity) }
+        if let value {
+            try store.check(value, for: attribute, of: id.entity)
+        } else {
+            try store.checkRemoval(of: attribute, of: id.entity)
+        }
     }
 
     // MARK: - Relationships

@@ -360,6 +360,10 @@ public final class ObjectContext: Sendable {
     }
 
     /// The destinations of to-many relationship `name` of `id`, in order for ordered ones.
+    ///
+    /// Objects deleted in this context are left out at once, as the store leaves them out once
+    /// the delete is saved: a relationship whose rule does not update its inverse (No Action)
+    /// would otherwise list them until the save.
     public func destinations(of name: String, for id: ObjectID) throws(ObjectGraphError) -> [ObjectID] {
         let relationship = try self.relationship(name, of: id.entity)
         guard relationship.isToMany else {
@@ -367,7 +371,13 @@ public final class ObjectContext: Sendable {
         }
         _ = try existingSnapshot(id)
         let sources: [ObjectID]
-        switch state.withLock({ toManyLookup(name, id, $0) }) {
+        let lookup = state.withLock { state -> Lookup<[ObjectID]> in
+            switch toManyLookup(name, id, state) {
+            case .found(let answer): .found(Self.withoutDeleted(answer, state))
+            case .fetch(let ids): .fetch(ids)
+            }
+        }
+        switch lookup {
         case .found(let answer): return answer
         case .fetch(let ids): sources = ids
         }
@@ -378,11 +388,15 @@ public final class ObjectContext: Sendable {
         cache.storeToMany(lists, of: name, ifGeneration: generation)
         return state.withLock { state -> [ObjectID] in
             if let pending = state.pending[id] {
-                if let list = pending.toMany[name] { return list }
+                if let list = pending.toMany[name] { return Self.withoutDeleted(list, state) }
                 if pending.isInserted { return [] }
             }
-            return found[id] ?? []
+            return Self.withoutDeleted(found[id] ?? [], state)
         }
+    }
+
+    private static func withoutDeleted(_ list: [ObjectID], _ state: State) -> [ObjectID] {
+        state.deleted.isEmpty ? list : list.filter { state.deleted[$0] == nil }
     }
 
     /// The objects a to-many fault of `id` reads together: `id`, and the rest of the batch it

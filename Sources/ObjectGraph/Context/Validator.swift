@@ -34,7 +34,9 @@ enum Validator {
     static func check(count: Int, for relationship: RelationshipDescription, object: @autoclosure () -> String)
         throws(ObjectGraphError)
     {
-        if count == 0 {
+        // A to-many is judged by its counts alone: Core Data and SwiftData save an object whose
+        // non-optional to-many is empty when its minimum count is 0 (docs/SEMANTICS.md).
+        if count == 0 && !relationship.isToMany {
             if !relationship.isOptional {
                 throw ObjectGraphError(.validation, "\(object()).\(relationship.name) is not optional and cannot be empty")
             }

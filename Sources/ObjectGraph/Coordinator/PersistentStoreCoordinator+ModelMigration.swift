@@ -64,7 +64,7 @@ extension PersistentStoreCoordinator {
                 throw ObjectGraphError(error.code, where_ + error.message, objects: error.objects)
             }
             history = history.map { $0.then(output.history) } ?? output.history
-            let target: any PersistentStore = index == steps.count - 1 ? destination : InMemoryStore(model: step.destination)
+            let target: any PersistentStore = index == steps.count - 1 ? destination : GraphStore(model: step.destination)
             var request = output.request
             request.metadata = try Self.migratedMetadata(kept, into: target, model: step.destination)
             try target.save(request)

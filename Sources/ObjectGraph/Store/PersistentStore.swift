@@ -64,6 +64,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// so the write that sets it fails instead of the save.
     func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
 
+    /// Refuses setting `attribute` of `entity` to nil where the store computes its values itself
+    /// (a derived attribute Core Data's triggers keep), so the removal fails instead of the save.
+    func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
+
     /// A token that changes whenever another process commits to the store; nil where the store
     /// type cannot tell.
     func externalChangeToken() throws(ObjectGraphError) -> Int64?
@@ -104,6 +108,9 @@ extension PersistentStore {
 
     /// Stores that keep no key counter say nothing.
     public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? { nil }
+
+    /// Stores that compute no values themselves let every optional value go.
+    public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {}
 
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)

@@ -23,9 +23,10 @@ final class OpenFiles: Sendable {
         /// truncated buffer waits for the writes or the release (the shell's `>` closes a
         /// duplicate descriptor before it writes anything).
         var written = false
-        /// A write through this handle was refused: it holds no value to set until a write
-        /// starts a new one at offset 0.
-        var rejected = false
+        /// Why a write through this handle was refused (EINVAL, EFBIG): it holds no value to set
+        /// until a write starts a new one at offset 0, and its flush and fsync fail the same way,
+        /// so that nothing of a refused value is ever set.
+        var rejection: FileSystemError?
         /// The value this handle last set, so that an fsync that cannot save it takes it back.
         var applied: AppliedValue?
         /// The stored value's content as this handle's reader sees it, rendered at the first read.
@@ -56,6 +57,18 @@ final class OpenFiles: Sendable {
 
     func file(_ handle: FuseKit.FileHandle) -> OpenFile? { state.withLock { $0.files[handle.rawValue] } }
 
+    /// Refuses what the handle holds: its buffer goes, and it sets nothing until a write starts a
+    /// new value at offset 0.
+    func reject(_ handle: FuseKit.FileHandle, because error: FileSystemError) {
+        update(handle) {
+            $0.buffer = nil
+            $0.dirty = false
+            $0.written = false
+            $0.rendered = nil
+            $0.rejection = error
+        }
+    }
+
     func update(_ handle: FuseKit.FileHandle, _ change: (inout OpenFile) -> Void) {
         state.withLock { state in
             guard var file = state.files[handle.rawValue] else { return }
@@ -80,7 +93,7 @@ final class OpenFiles: Sendable {
     /// Takes the handle's dirty buffer to be set (clearing it), or nil when there is none.
     func takeBuffer(_ handle: FuseKit.FileHandle) -> (Node, Data)? {
         state.withLock { state in
-            guard var file = state.files[handle.rawValue], file.dirty, !file.rejected, let content = file.buffer else {
+            guard var file = state.files[handle.rawValue], file.dirty, file.rejection == nil, let content = file.buffer else {
                 return nil
             }
             file.dirty = false

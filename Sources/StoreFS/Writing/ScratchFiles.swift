@@ -30,6 +30,10 @@ final class ScratchFiles: Sendable {
         /// the property's.
         var replacements: [UInt64: Node] = [:]
         var replacementOrder: [UInt64] = []
+        /// Names links were made under that became a property or member shown under another
+        /// name, until the next commit: `ln -sf` renames its temporary link next.
+        var aliases: [Node: [String: Node]] = [:]
+        var aliasCount = 0
     }
 
     /// How many replaced entries are remembered: enough for the invalidations in flight.
@@ -93,6 +97,34 @@ final class ScratchFiles: Sendable {
         }
     }
 
+    /// Remembers that a link made under `name` in `folder` became `node` (shown under its own
+    /// name). At most ``replacementLimit`` are kept; they go at the next commit.
+    func alias(_ name: String, in folder: Node, to node: Node) {
+        state.withLock { state in
+            guard state.aliasCount < Self.replacementLimit else { return }
+            if state.aliases[folder, default: [:]].updateValue(node, forKey: name) == nil { state.aliasCount += 1 }
+        }
+    }
+
+    func aliased(_ name: String, in folder: Node) -> Node? { state.withLock { $0.aliases[folder]?[name] } }
+
+    func forgetAlias(_ name: String, in folder: Node) {
+        state.withLock { state in
+            if state.aliases[folder]?.removeValue(forKey: name) != nil { state.aliasCount -= 1 }
+        }
+    }
+
+    /// Forgets every alias (at a commit); returns them, for the kernel to forget their names too.
+    func takeAliases() -> [(folder: Node, name: String)] {
+        state.withLock { state in
+            defer {
+                state.aliases = [:]
+                state.aliasCount = 0
+            }
+            return state.aliases.flatMap { folder, names in names.keys.map { (folder, $0) } }
+        }
+    }
+
     /// What consumed scratch entry `serial` became, while it is remembered.
     func replacement(of serial: UInt64) -> Node? {
         state.withLock { $0.replacements[serial] }
@@ -118,7 +150,7 @@ final class ScratchFiles: Sendable {
         let set = Set(objects)
         return state.withLock { state in
             state.files.compactMap { serial, file in
-                guard case .fetched(let object, _) = file.parent, set.contains(object) else { return nil }
+                guard file.parent.kind == .fetched, set.contains(file.parent.object) else { return nil }
                 return (serial, file)
             }
         }
@@ -127,7 +159,7 @@ final class ScratchFiles: Sendable {
     /// Removes the scratch files of an object's folder and of its to-many folders.
     func removeAll(of object: ObjectID) {
         state.withLock { state in
-            for (serial, file) in state.files where file.parent.object == object {
+            for (serial, file) in state.files where file.parent.owner == object {
                 state.files[serial] = nil
                 state.byFolder[file.parent] = nil
             }

@@ -94,7 +94,7 @@ struct Mount: ParsableCommand {
         let logger = log.bootstrap(destination: destination)
         if memory {
             let model = try StoreTypes.model(at: model ?? configuration.model)!
-            let coordinator = PersistentStoreCoordinator(store: InMemoryStore(model: model), configuration: configuration.engine)
+            let coordinator = PersistentStoreCoordinator(store: GraphStore(model: model), configuration: configuration.engine)
             try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }

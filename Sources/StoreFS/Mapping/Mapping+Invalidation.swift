@@ -1,0 +1,101 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// Keeping the kernel's caches true: what storefs's own changes touch is invalidated at once,
+/// through FuseKit's notification queue (never inline in a request).
+extension Mapping {
+    /// Invalidates the root, every entity directory and everything about `objects`.
+    func invalidateEverythingCached(including objects: [ObjectID]) {
+        invalidate(.root)
+        for entity in model.entities { invalidate(.entity(entity.id)) }
+        invalidateRelated(objects)
+    }
+
+    /// Drops the kernel's cached attributes and data of `node`.
+    func invalidate(_ node: Node) {
+        invalidator.withLock { $0 }?.invalidateInode(node.inode)
+    }
+
+    func invalidateEntry(parent: Node, name: String) {
+        invalidator.withLock { $0 }?.invalidateEntry(parent: parent.inode, name: name)
+    }
+
+    /// Invalidates everything the folders of `objects` show: the folder, its files and links, its
+    /// to-many folders and their names.
+    func invalidateRelated(_ objects: [ObjectID]) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        for object in Set(objects) where object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count {
+            let entity = model[object.entity]
+            invalidator.invalidateInode(Node.object(object).inode)
+            for (index, attribute) in entity.allAttributes.enumerated() {
+                invalidator.invalidateInode(Node.attribute(object, index).inode)
+                invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name)
+            }
+            for (index, relationship) in entity.allRelationships.enumerated() {
+                let node: Node = relationship.isToMany ? .toMany(object, index) : .toOne(object, index)
+                invalidator.invalidateInode(node.inode)
+                invalidator.invalidateEntry(parent: Node.object(object).inode, name: relationship.name)
+            }
+        }
+    }
+
+    /// Invalidates what a change of relationship `name` of `object` touches: that relationship's
+    /// link or folder, and the inverse relationship of each object in `others` (the old and new
+    /// destinations). Only those nodes: a copy into a mount makes tens of thousands of links.
+    func invalidateRelationship(_ name: String, of object: ObjectID, touching others: [ObjectID]) {
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        func invalidate(_ relationship: String, of id: ObjectID) {
+            guard id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count,
+                let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
+            else { return }
+            let node: Node = model[id.entity].allRelationships[index].isToMany ? .toMany(id, index) : .toOne(id, index)
+            invalidator.invalidateInode(node.inode)
+            invalidator.invalidateEntry(parent: Node.object(id).inode, name: relationship)
+            invalidator.invalidateInode(Node.object(id).inode)
+        }
+        invalidate(name, of: object)
+        guard let relationship = model[object.entity].relationship(named: name), let inverse = relationship.inverseName else {
+            return
+        }
+        for other in Set(others) { invalidate(inverse, of: other) }
+    }
+
+    /// Invalidates the listings of `objects`' folders and to-many folders (what a fresh folder hid).
+    func invalidateListings(of objects: [ObjectID]) {
+        let copiedLinks = session.scratch.fetchedLinks(of: objects)
+        for link in copiedLinks {
+            // Until the kernel forgets the name (below, asynchronously), it may still ask for the
+            // copied link's inode: it answers as the member it names, as a consumed scratch entry
+            // does. (Removed outright, `diff -r` right after `cp -a` could read ENOENT for a name
+            // it had just listed.)
+            if let target = link.file.linkTarget, let member = (try? resolvePath(target, from: link.file.parent)) ?? nil {
+                session.scratch.consume(link.serial, becoming: .member(member))
+            } else {
+                session.scratch.remove(link.serial)
+            }
+        }
+        guard let invalidator = invalidator.withLock({ $0 }) else { return }
+        // The kernel would otherwise keep resolving a copied link's name to the link just removed.
+        for link in copiedLinks { invalidator.invalidateEntry(parent: link.file.parent.inode, name: link.file.name) }
+        for object in objects {
+            invalidator.invalidateInode(Node.object(object).inode)
+            for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {
+                invalidator.invalidateInode(Node.toMany(object, index).inode)
+            }
+            for index in model[object.entity].allFetchedProperties.indices {
+                invalidator.invalidateInode(Node.fetched(object, index).inode)
+            }
+        }
+    }
+
+    /// Invalidates the listings that show `object`: its entity's directory and its ancestors'.
+    func invalidateAncestorDirectories(of object: ObjectID) {
+        var entity: EntityID? = object.entity
+        while let e = entity {
+            invalidate(.entity(e))
+            invalidateEntry(parent: .entity(e), name: object.key.description)
+            entity = model[e].parentID
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import FuseKit
+import ObjectGraph
+
+/// What an inode names: a kind of node and the numbers that kind reads (most name an object and
+/// one of its properties). The inode number encodes it completely, so storefs keeps no inode table
+/// and numbers survive the kernel's forgets: kind in bits 60–63, bits 54–59 left to a mount of a
+/// folder of stores (which store), entity in 44–53, property index in 32–43, primary key in 0–31.
+/// A scratch file's serial number takes bits 0–53.
+///
+/// Limits that follow: 1,023 entities, 4,095 properties per entity, keys below 2^32. Property
+/// indexes are positions in `allAttributes` / `allRelationships`, where inherited properties come
+/// first, so a subentity's inherited property has its parent's index.
+///
+/// What a node does is its kind's (``NodeType``, one type per kind in this folder); this type only
+/// encodes and decodes.
+struct Node: Hashable, Sendable {
+    /// The kinds of node, by the code their inode numbers carry (codes never change: the kernel
+    /// may hold numbers across a restart of the server). A new kind takes the next free code and
+    /// registers its type in ``Node/Kind/type``.
+    enum Kind: UInt8, CaseIterable, Sendable {
+        case root = 0, entity, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates,
+            template, templateMember, rendering
+    }
+
+    let kind: Kind
+    let entity: EntityID
+    /// A property index (attribute, relationship, fetched property, template), by kind.
+    let property: Int
+    /// A primary key, or a scratch file's serial number.
+    let key: PrimaryKey
+
+    private init(_ kind: Kind, entity: EntityID = EntityID(0), property: Int = 0, key: PrimaryKey = PrimaryKey(0)) {
+        self.kind = kind
+        self.entity = entity
+        self.property = property
+        self.key = key
+    }
+
+    private init(_ kind: Kind, _ object: ObjectID, property: Int = 0) {
+        self.init(kind, entity: object.entity, property: property, key: object.key)
+    }
+
+    // MARK: - The nodes of each kind
+
+    static let root = Node(Kind.root)
+    /// An entity's directory.
+    static func entity(_ id: EntityID) -> Node { Node(.entity, entity: id) }
+    /// An object's folder, in its own entity's directory.
+    static func object(_ id: ObjectID) -> Node { Node(.object, id) }
+    /// An attribute file in an object folder, by the attribute's index.
+    static func attribute(_ id: ObjectID, _ index: Int) -> Node { Node(.attribute, id, property: index) }
+    /// A to-one relationship's symlink in an object folder.
+    static func toOne(_ id: ObjectID, _ index: Int) -> Node { Node(.toOne, id, property: index) }
+    /// A to-many relationship's folder in an object folder.
+    static func toMany(_ id: ObjectID, _ index: Int) -> Node { Node(.toMany, id, property: index) }
+    /// A symlink inside a to-many folder, pointing at this object; its target depends only on the
+    /// object, so one inode serves every folder the object is listed in.
+    static func member(_ id: ObjectID) -> Node { Node(.member, id) }
+    /// A symlink in an ancestor entity's directory to a subentity object's folder.
+    static func subentityLink(_ id: ObjectID) -> Node { Node(.subentityLink, id) }
+    /// A scratch file (an editor's temporary file) or link, by serial number.
+    static func scratch(_ serial: UInt64) -> Node { Node(.scratch, key: PrimaryKey(Int64(serial & serialMask))) }
+    /// A fetched property's read-only folder of links in an object folder.
+    static func fetched(_ id: ObjectID, _ index: Int) -> Node { Node(.fetched, id, property: index) }
+    /// The folder of the model's fetch request templates at the mount root (`.fetchRequests`).
+    static let templates = Node(.templates)
+    /// One fetch request template's read-only folder of links.
+    static func template(_ index: Int) -> Node { Node(.template, property: index) }
+    /// A link in a template's folder to this object (`../../Entity/pN`).
+    static func templateMember(_ id: ObjectID) -> Node { Node(.templateMember, id) }
+    /// The read-only rendering of a value beside its attribute file (`ATTR.json`), by the
+    /// attribute's index.
+    static func rendering(_ id: ObjectID, _ index: Int) -> Node { Node(.rendering, id, property: index) }
+
+    /// The object the node names or sits with (meaningful for the kinds that have one).
+    var object: ObjectID { ObjectID(entity: entity, key: key) }
+    /// A scratch node's serial number.
+    var serial: UInt64 { UInt64(bitPattern: key.rawValue) & Self.serialMask }
+
+    // MARK: - Inode numbers
+
+    private static let keyBits: UInt64 = 32
+    private static let propertyBits: UInt64 = 12
+    private static let entityBits: UInt64 = 10
+    private static let entityShift: UInt64 = keyBits + propertyBits
+    static let maximumKey: Int64 = (1 << 32) - 1
+    /// Bits 54–59: free for ``StoreFolderFileSystem`` to say which store an inode belongs to.
+    static let slotShift: UInt64 = 54
+    static let slotMask: UInt64 = 0x3F << 54
+    private static let serialMask: UInt64 = (1 << slotShift) - 1
+
+    var inode: InodeNumber {
+        if kind == .root { return .root }
+        if kind == .scratch { return InodeNumber((UInt64(kind.rawValue) << 60) | serial) }
+        return InodeNumber(
+            (UInt64(kind.rawValue) << 60) | (UInt64(entity.rawValue) << Self.entityShift) | (UInt64(property) << Self.keyBits)
+                | UInt64(key.rawValue))
+    }
+
+    init?(_ inode: InodeNumber) {
+        let raw = inode.rawValue
+        if inode == .root {
+            self = .root
+            return
+        }
+        guard let kind = Kind(rawValue: UInt8(raw >> 60)), kind != .root else { return nil }
+        if kind == .scratch {
+            self = .scratch(raw & Self.serialMask)
+            return
+        }
+        self.init(
+            kind, entity: EntityID(Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))),
+            property: Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1)),
+            key: PrimaryKey(Int64(raw & ((1 << Self.keyBits) - 1))))
+    }
+
+    /// Whether an object with `key` can be shown (keys from 1 to 2^32 - 1).
+    static func fits(_ key: PrimaryKey) -> Bool { key.rawValue >= 1 && key.rawValue <= maximumKey }
+
+    /// Whether the node's numbers fit the encoding (keys below 2^32, few enough entities and
+    /// properties).
+    static func fits(_ id: ObjectID, property: Int = 0) -> Bool {
+        id.key.rawValue >= 0 && id.key.rawValue <= maximumKey && id.entity.rawValue < (1 << entityBits)
+            && property >= 0 && property < (1 << propertyBits)
+    }
+
+    // MARK: - Questions about the node
+
+    /// The kinds that sit in an object folder (or are it), and so belong to its object.
+    private static let objectFolderKinds: Set<Kind> = [.object, .attribute, .toOne, .toMany, .rendering]
+
+    /// The object whose folder holds this node (or that it is), if any.
+    var owner: ObjectID? { Self.objectFolderKinds.contains(kind) ? object : nil }
+
+    /// Whether this is an object folder or one of its to-many folders (where scratch files live).
+    var isFolderOfObject: Bool { kind == .object || kind == .toMany }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// The rendering of an archived value beside its attribute file (``ArchivedValueRendering``):
+/// `ATTR.json` beside a binary or transformable attribute whose bytes are a keyed archive or a
+/// binary property list.
+///
+/// Like fetched properties they are reachable by name and not listed, so `cp -a`, `diff -r`,
+/// `find` and `grep -r` of a mount see the raw bytes only, once; they are read-only (EPERM for
+/// any change), their size is exact, and a value that is not such a property list has none
+/// (ENOENT).
+struct RenderingFile: NodeType {
+    var isDirectory: Bool { false }
+
+    func parent(of node: Node, in mapping: Mapping) -> Node { .object(node.object) }
+
+    func attributes(of node: Node, in mapping: Mapping, known: Snapshot?, listed: Bool) throws(FileSystemError)
+        -> FileAttributes
+    {
+        mapping.make(
+            node, .regularFile, permissions: 0o444, size: try Self.content(of: node, mapping).count,
+            time: mapping.session.schedule.modificationTime(of: node.object))
+    }
+
+    /// Computed from the value: read-only, like fetched properties.
+    func open(_ node: Node, flags: OpenFlags, in mapping: Mapping) throws(FileSystemError) -> OpenResult {
+        if flags.isWriting { throw mapping.configuration.readOnly ? .readOnly : .notPermitted }
+        return try mapping.openFile(node, flags: flags)
+    }
+
+    func content(of node: Node, handle: FuseKit.FileHandle, in mapping: Mapping) throws(FileSystemError) -> Data {
+        try Self.content(of: node, mapping)
+    }
+
+    func remove(_ node: Node, named name: String, from folder: Node, by request: RequestContext, in mapping: Mapping)
+        throws(FileSystemError)
+    {
+        mapping.logger.error("rm \(mapping.describe(folder))/\(name): a rendering of a value is computed and cannot be removed")
+        throw .notPermitted
+    }
+
+    // MARK: - Which renderings there are
+
+    static func isRenderable(_ type: AttributeType) -> Bool { type == .binaryData || type == .transformable }
+
+    /// The rendering node `name` names in `object`'s folder, if it is `ATTR.json` and the value
+    /// of ATTR renders.
+    static func node(named name: String, in object: ObjectID, snapshot: Snapshot, _ mapping: Mapping) -> Node? {
+        guard name.hasSuffix(ArchivedValueRendering.suffix) else { return nil }
+        let base = String(name.dropLast(ArchivedValueRendering.suffix.count))
+        let attributes = mapping.model[object.entity].allAttributes
+        guard let index = attributes.firstIndex(where: { $0.name == base }), isRenderable(attributes[index].type),
+            case .data? = snapshot.attributes[base], !mapping.isHidden(base, in: object)
+        else { return nil }
+        let node = Node.rendering(object, index)
+        return (try? content(of: node, mapping)) == nil ? nil : node
+    }
+
+    /// Whether `name` is where a rendering of one of `object`'s attributes would be (`ATTR.json`
+    /// of a binary or transformable ATTR), whether or not its value renders: such names are not
+    /// for scratch files, which would hide the rendering.
+    static func isRenderingName(_ name: String, of object: ObjectID, _ mapping: Mapping) -> Bool {
+        guard name.hasSuffix(ArchivedValueRendering.suffix), mapping.isValid(object.entity) else { return false }
+        let base = String(name.dropLast(ArchivedValueRendering.suffix.count))
+        return mapping.model[object.entity].attribute(named: base).map { isRenderable($0.type) } ?? false
+    }
+
+    /// The rendering's text (kept for large ones, as values' texts are).
+    static func content(of node: Node, _ mapping: Mapping) throws(FileSystemError) -> Data {
+        if let kept = mapping.renderedValues.kept(node) { return kept }
+        let generation = mapping.renderedValues.generation
+        let (attribute, value) = try mapping.attributeValue(node.object, node.property)
+        guard isRenderable(attribute.type), case .data(let bytes) = value else { throw .notFound }
+        var rendered: Data?
+        let content = mapping.renderedValues.render(node, generation: generation) {
+            rendered = ArchivedValueRendering.json(of: bytes)
+            return rendered ?? Data()
+        }
+        guard rendered != nil else { throw .notFound }
+        return content
+    }
+
+    /// The names of the renderings an attribute file has (`json`), for its xattrs.
+    static func renderings(of object: ObjectID, _ index: Int, _ mapping: Mapping) -> [String] {
+        guard mapping.isValid(object.entity), index < mapping.model[object.entity].allAttributes.count,
+            isRenderable(mapping.model[object.entity].allAttributes[index].type),
+            (try? content(of: .rendering(object, index), mapping)) != nil
+        else { return [] }
+        return [String(ArchivedValueRendering.suffix.dropFirst())]
+    }
+}

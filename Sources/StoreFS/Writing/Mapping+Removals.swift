@@ -1,0 +1,111 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// Removing: a value or to-one now (nil where it may be, EPERM where not), deleting an object by
+/// its delete rules, and the removals `rm -r` hid (``RemovalLog``) applied when no rmdir came for
+/// them.
+extension Mapping {
+    /// Removes attribute or to-one `name` of `object` (the node `target`) now: nil where it is
+    /// optional and the store does not compute it, EPERM otherwise.
+    func removeNow(_ name: String, of object: ObjectID, _ target: Node) throws(FileSystemError) {
+        let entity = model[object.entity]
+        do throws(ObjectGraphError) {
+            if target.kind == .attribute {
+                guard entity.allAttributes[target.property].isOptional else { throw Self.notRemovable(name) }
+                try context.setValue(nil, of: name, for: object)
+                changed(object)
+            } else if target.kind == .toOne {
+                guard entity.allRelationships[target.property].isOptional else { throw Self.notRemovable(name) }
+                let old = try context.destination(of: name, for: object)
+                try context.setDestination(nil, of: name, for: object)
+                changed(object)
+                invalidateRelationship(name, of: object, touching: old.map { [$0] } ?? [])
+            } else {
+                throw ObjectGraphError(.notFound, "\(name) is no attribute or to-one relationship")
+            }
+        } catch {
+            throw fileSystemError(error, "rm \(describe(object))/\(name)", logger: logger)
+        }
+    }
+
+    /// `rm` of attribute or to-one `name` (the node `target`): hidden when the process that
+    /// opened the folder last is emptying it (``RemovalLog``), else removed now.
+    func removeProperty(_ target: Node, named name: String, by request: RequestContext) throws(FileSystemError) {
+        let object = target.object
+        if session.removals.isEmptying(object, by: request.pid) {
+            session.removals.hide(.property(name), in: object)
+        } else {
+            try removeNow(name, of: object, target)
+        }
+        session.schedule.noteChange(object)
+        invalidateEntry(parent: .object(object), name: name)
+        invalidate(.object(object))
+    }
+
+    static func notRemovable(_ name: String) -> ObjectGraphError {
+        ObjectGraphError(.notPermitted, "\(name) is not optional and cannot be removed (rm -r of the folder deletes the object)")
+    }
+
+    /// Deletes `object` by its delete rules, as it is: what `rm -r` hid in its folder goes with
+    /// it, so a Deny rule sees the relationships, and a refused delete shows the object whole.
+    func deleteObject(_ object: ObjectID) throws(FileSystemError) {
+        let related = relatedObjects(of: object)
+        do {
+            try context.delete(object)
+        } catch {
+            // Refused (a Deny rule): what rm -r hid shows again, and the object is as it was.
+            session.removals.take(of: object)
+            invalidateRelated([object] + related)
+            throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
+        }
+        session.removals.take(of: object)
+        session.scratch.removeAll(of: object)
+        _ = session.copyIn.endFreshness(of: object)
+        session.failures.clear([object])
+        changed(nil)
+        invalidateRelated(related)
+        invalidateAncestorDirectories(of: object)
+    }
+
+    private func relatedObjects(of object: ObjectID) -> [ObjectID] {
+        var result: [ObjectID] = []
+        for relationship in model[object.entity].persistentRelationships {
+            if relationship.isToMany {
+                result += (try? context.destinations(of: relationship.name, for: object)) ?? []
+            } else if let d = try? context.destination(of: relationship.name, for: object) {
+                result.append(d)
+            }
+        }
+        return result
+    }
+
+    /// Applies what was removed in folders no rmdir came for (``RemovalLog``): each removal as
+    /// if it had been made alone, refused (shown again, with the reason in the log) where it
+    /// cannot be.
+    func applyRemovals(_ settled: [ObjectID: [RemovalLog.Removal]]) {
+        for (object, list) in settled where (try? context.exists(object)) == true {
+            let entity = model[object.entity]
+            for removal in list {
+                switch removal {
+                case .property(let name):
+                    if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
+                        try? removeNow(name, of: object, .attribute(object, index))
+                    } else if let index = entity.allRelationships.firstIndex(where: { $0.name == name }) {
+                        try? removeNow(name, of: object, .toOne(object, index))
+                    }
+                    invalidateEntry(parent: .object(object), name: name)
+                case .member(let relationship, let member):
+                    try? engine({ () throws(ObjectGraphError) in
+                        try context.removeDestination(member, from: relationship, of: object)
+                    }, "rm \(describe(object))/\(relationship)/\(member.key)")
+                    invalidateRelationship(relationship, of: object, touching: [member])
+                case .folder:
+                    break
+                }
+            }
+            invalidate(.object(object))
+        }
+    }
+
+}

@@ -1,0 +1,118 @@
+import Foundation
+import FuseKit
+import ObjectGraph
+
+/// Setting attribute values from file content: open files and their buffers, parsing and
+/// checking, and setting the value when the writer is done (flush, release, fsync).
+extension Mapping {
+    /// Opens an attribute or scratch file for reading or writing.
+    func openFile(_ node: Node, flags: OpenFlags) throws(FileSystemError) -> OpenResult {
+        if flags.isWriting && configuration.readOnly { throw .readOnly }
+        _ = try attributes(of: node)
+        let truncating = flags.isWriting && flags.truncates
+        let handle = session.openFiles.open(node, buffer: truncating ? Data() : nil)
+        // On a read-write mount every open bypasses the page cache (direct I/O): the kernel keeps
+        // one size per file, which a writer's O_TRUNC sets to 0 at once, so a cached reader would
+        // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
+        // gets the stored value from storefs until the writer closes. (Read-only mounts have no
+        // writers and open files without asking, so the kernel caches their pages.)
+        return OpenResult(handle: handle, keepCache: false, directIO: true)
+    }
+
+    /// The attributes of an attribute file a writer is writing: its buffer's size.
+    func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
+        make(node, .regularFile, size: size, time: node.owner.flatMap { session.schedule.modificationTime(of: $0) })
+    }
+
+    /// close(2): sets what the handle wrote. A handle only truncated sets nothing yet (the
+    /// shell's `>` closes a duplicate descriptor before anything is written through the other),
+    /// but when what it holds could not be set, the close says so: `truncate -s 0` of a number
+    /// fails here, with the stored value unchanged.
+    func flush(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
+        guard let file = session.openFiles.file(handle) else { return }
+        if let rejection = file.rejection { throw rejection }
+        guard file.dirty, let buffer = file.buffer else { return }
+        if file.written {
+            try commitBuffer(handle)
+        } else if file.node.kind == .attribute {
+            // Logged at the release, if it still holds this then.
+            _ = try parsedValue(buffer, for: file.node.object, file.node.property, logging: false)
+        }
+    }
+
+    /// Parses a handle's buffered content and sets the attribute; EINVAL (value unchanged) when it
+    /// does not parse or validate.
+    func commitBuffer(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
+        guard let (node, content) = session.openFiles.takeBuffer(handle) else { return }
+        let applied = try setContent(content, of: node)
+        if let applied { session.openFiles.update(handle) { $0.applied = applied } }
+    }
+
+    /// The value file content sets attribute `index` of `object` to, checked against the attribute
+    /// and the store (without setting it): EINVAL with the reason in the log.
+    func parsedValue(_ content: Data, for object: ObjectID, _ index: Int, logging: Bool = true) throws(FileSystemError)
+        -> AttributeValue
+    {
+        let attribute = model[object.entity].allAttributes[index]
+        let value: AttributeValue
+        do {
+            value = try ValueText.value(from: content, type: attribute.type)
+        } catch {
+            if logging { logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was") }
+            throw .invalid
+        }
+        do {
+            try context.check(value, of: attribute.name, for: object)
+        } catch {
+            guard logging else { throw mappedError(error) }
+            throw fileSystemError(error, "write \(describe(object))/\(attribute.name)", logger: logger)
+        }
+        return value
+    }
+
+    /// Sets the attribute `node` names from file content; returns what was set.
+    @discardableResult
+    func setContent(_ content: Data, of node: Node) throws(FileSystemError) -> OpenFiles.AppliedValue? {
+        guard node.kind == .attribute else { return nil }
+        let (object, index) = (node.object, node.property)
+        let attribute = model[object.entity].allAttributes[index]
+        let value = try parsedValue(content, for: object, index)
+        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
+        session.copyIn.show(attribute.name, in: object)
+        session.removals.unhide(.property(attribute.name), in: object)
+        try engine({ () throws(ObjectGraphError) in try context.setValue(value, of: attribute.name, for: object) },
+            "write \(describe(object))/\(attribute.name)")
+        changed(object)
+        invalidate(node)
+        if !existed { invalidate(.object(object)) }
+        return OpenFiles.AppliedValue(attribute: attribute.name, value: value)
+    }
+
+    /// Why `object`'s change (of `attribute`, or any) is not saved after a commit; nil when it is.
+    func unsavedError(of object: ObjectID, attribute: String?) -> ObjectGraphError? {
+        if let pending = context.pendingChange(of: object) {
+            let concerned = attribute.map { pending.kind != .updated || pending.attributes.keys.contains($0) } ?? true
+            guard concerned else { return nil }
+            return pending.failure ?? ObjectGraphError(.io, session.failures.storeReason ?? "the change could not be saved")
+        }
+        return session.failures.takeDropped(of: object)?.failure
+    }
+
+    // MARK: - Content
+
+    /// `data` written into `content` at `offset`, the gap filled with zeros. The caller checked
+    /// that the result is within ``StoreFSConfiguration/maximumValueSize``.
+    static func splice(_ data: Data, into content: Data, at offset: Int) -> Data {
+        var result = content
+        if offset > result.count { result.append(Data(count: offset - result.count)) }
+        let end = offset + data.count
+        if end > result.count { result.append(Data(count: end - result.count)) }
+        result.replaceSubrange(result.startIndex + offset..<result.startIndex + end, with: data)
+        return result
+    }
+
+    static func resize(_ content: Data, to size: Int) -> Data {
+        if size <= content.count { return content.prefix(size) }
+        return content + Data(count: size - content.count)
+    }
+}
