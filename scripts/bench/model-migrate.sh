@@ -12,8 +12,8 @@ objects=${1:-100000}
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
 if [ -z "${STOREFS:-}" ]; then
-  swift build -c release --product storefs >/dev/null
-  STOREFS="$(swift build -c release --show-bin-path)/storefs"
+  timeout 3600 swift build -c release --product storefs >/dev/null
+  STOREFS="$(timeout 600 swift build -c release --show-bin-path)/storefs"
 fi
 [ -x /usr/bin/time ] || apt-get install -y -qq time >/dev/null
 echo "== storefs model migration benchmark ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -21,9 +21,9 @@ echo "storefs: $STOREFS"
 work=$(mktemp -d /tmp/storefs-bench-model-migrate.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-"$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null
-"$STOREFS" model "$work/S.sqlite" --output "$work/V1.xcdatamodel" >/dev/null
-python3 - "$work/V1.xcdatamodel/contents" "$work/V2.xcdatamodel" <<'PY'
+timeout 3600 "$STOREFS" sample --objects "$objects" "$work/S.sqlite" >/dev/null
+timeout 600 "$STOREFS" model "$work/S.sqlite" --output "$work/V1.xcdatamodel" >/dev/null
+timeout 60 python3 - "$work/V1.xcdatamodel/contents" "$work/V2.xcdatamodel" <<'PY'
 import os, sys
 text = open(sys.argv[1]).read()
 text = text.replace('<attribute name="code" optional="YES" attributeType="String"',
@@ -33,7 +33,7 @@ text = text.replace('<attribute name="level" optional="YES" attributeType="Integ
 os.makedirs(sys.argv[2], exist_ok=True)
 open(os.path.join(sys.argv[2], "contents"), "w").write(text)
 PY
-"$STOREFS" model --diff "$work/V1.xcdatamodel" "$work/V2.xcdatamodel" | tail -n +2
+timeout 600 "$STOREFS" model --diff "$work/V1.xcdatamodel" "$work/V2.xcdatamodel" | tail -n +2
 
 run() {  # label, then the storefs arguments; prints seconds and peak RSS (KiB)
   local label=$1; shift
@@ -50,4 +50,4 @@ read -r copy_s copy_rss <"$work/copy (store type, same model).result"
 read -r new_s new_rss <"$work/model migration into a new store.result"
 read -r place_s place_rss <"$work/model migration in place.result"
 python3 -c "print(f'model migration / copy: {$new_s / $copy_s:.2f}x time, {$new_rss / $copy_rss:.2f}x RSS; in place / copy: {$place_s / $copy_s:.2f}x time')"
-"$STOREFS" model --hashes "$work/M.sqlite" | grep -c "same as the store's" | xargs printf "entities whose hash matches the new model: %s\n"
+timeout 600 "$STOREFS" model --hashes "$work/M.sqlite" | grep -c "same as the store's" | xargs printf "entities whose hash matches the new model: %s\n"

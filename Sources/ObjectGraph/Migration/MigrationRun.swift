@@ -25,7 +25,9 @@ struct MigrationRun {
         var entity: EntityID
         var origin: ObjectID?
         var mappingName: String
-        var attributes: [String: AttributeValue] = [:]
+        /// On the names of the entity's stored attributes, shared by every object of the mapping
+        /// (as stores share them among their snapshots): it becomes the new snapshot as it is.
+        var attributes = PropertyValues<AttributeValue>()
         /// Relationship name → new objects (indices into ``objects``), in order.
         var relationships: [String: [Int]] = [:]
     }
@@ -245,10 +247,13 @@ struct MigrationRun {
                     }
                     return (attribute, expression, copies)
                 }
-            let defaults = destination.persistentAttributes.compactMap { attribute in attribute.defaultValue.map { (attribute.name, $0) } }
+            var prototype = PropertyValues<AttributeValue>(layout: PropertyNames(destination.persistentAttributes.map(\.name)))
+            for attribute in destination.persistentAttributes {
+                if let value = attribute.defaultValue { prototype[attribute.name] = value }
+            }
             for id in objectsByEntity[sourceID] ?? [] {
                 var object = NewObject(entity: destinationID, origin: id, mappingName: entityMapping.name)
-                for (name, value) in defaults { object.attributes[name] = value }
+                object.attributes = prototype
                 for (attribute, expression, copies) in plans {
                     let context = EvaluationContext(source: id, destination: nil, mapping: entityMapping, property: attribute.name)
                     let value: Value
@@ -345,23 +350,30 @@ struct MigrationRun {
 
     /// Setting one side of a relationship sets the other, as Core Data's objects do.
     private mutating func completeInverses() throws(ObjectGraphError) {
-        // What each object's relationships hold, as sets, so that completing a side of thousands
-        // of objects costs a lookup per link rather than a scan.
+        // Membership of long lists is checked through a set made the first time a list is
+        // checked (a department's thousands of employees), short ones by a scan: memory only for
+        // the lists that need it, and no scan per link of a long one.
         var present: [Int: [String: Set<Int>]] = [:]
-        for index in objects.indices {
-            for (name, list) in objects[index].relationships { present[index, default: [:]][name] = Set(list) }
-        }
         for index in objects.indices {
             let entity = destinationModel[objects[index].entity]
             for relationship in entity.persistentRelationships {
                 guard let inverse = destinationModel.inverse(of: relationship), !inverse.isTransient,
                     let targets = objects[index].relationships[relationship.name]
                 else { continue }
-                for target in targets where present[target, default: [:]][inverse.name, default: []].insert(index).inserted {
-                    objects[target].relationships[inverse.name, default: []].append(index)
+                for target in targets {
+                    let list = objects[target].relationships[inverse.name] ?? []
+                    let has: Bool
+                    if list.count <= 16 {
+                        has = list.contains(index)
+                    } else {
+                        if present[target]?[inverse.name] == nil { present[target, default: [:]][inverse.name] = Set(list) }
+                        has = !present[target, default: [:]][inverse.name, default: []].insert(index).inserted
+                    }
+                    if !has { objects[target].relationships[inverse.name, default: []].append(index) }
                 }
             }
         }
+        present.removeAll()
         for index in objects.indices {
             let entity = destinationModel[objects[index].entity]
             for relationship in entity.persistentRelationships where !relationship.isToMany {
@@ -442,7 +454,7 @@ struct MigrationRun {
         for (index, object) in objects.enumerated() {
             let entity = destinationModel[object.entity]
             var snapshot = Snapshot(objectID: ids[index], version: 1)
-            for (name, value) in object.attributes { snapshot.attributes[name] = value }
+            snapshot.attributes = object.attributes
             for relationship in entity.persistentRelationships {
                 let list = object.relationships[relationship.name] ?? []
                 if relationship.isToMany {
