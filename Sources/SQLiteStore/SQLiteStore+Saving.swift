@@ -126,6 +126,13 @@ extension SQLiteStore {
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
             written.insert(snapshot.objectID)
         }
+        // A migration carries the old store's counters (keys of objects deleted before it stay used).
+        for (root, counter) in request.keyCounters {
+            guard root.rawValue >= 1, root.rawValue <= layout.entities.count, let zent = layout[root].zent,
+                layout[root].rootID == root, counter > 0
+            else { continue }
+            maxKeys[zent] = max(maxKeys[zent] ?? 0, counter)
+        }
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
             // A Z_MAX that is not an integer (NULL, or text another tool left) counts as below every key.
             _ = try run(

@@ -79,6 +79,36 @@ public struct SQLiteStoreType: PersistentStoreType {
         }
     }
 
+    /// Folds a WAL store's -wal into its main file (`PRAGMA wal_checkpoint(TRUNCATE)`), so that
+    /// the file alone holds every commit and can be replaced whole. The store's content does not
+    /// change; a rollback-journal store, or one without a -wal, is left as it is.
+    public func consolidate(at url: URL) throws(ObjectGraphError) {
+        try FileCheck.check(url)
+        let wal = url.path + "-wal"
+        let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+        guard FileCheck.isWAL(url), size > 0 else { return }
+        try FileCheck.checkWritable(url)
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: SQLiteStore.configuration(readOnly: false))
+            defer { try? queue.close() }
+            try queue.writeWithoutTransaction { db in
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                // (busy, log frames, checkpointed frames): busy means a reader kept the WAL.
+                if let busy = row?.storedValues.first?.storedInteger, busy != 0 {
+                    throw ObjectGraphError(
+                        .busy, "\(url.path) is being read by another process, so its -wal cannot be folded in; try again when it is done")
+                }
+            }
+        } catch {
+            throw SQLiteStore.mapError(error, file: url.path)
+        }
+    }
+
+    /// `.NAME_SUPPORT` beside the store: Core Data's external binary data.
+    public func companionFolders(of url: URL) -> [URL] {
+        [url.deletingLastPathComponent().appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent)_SUPPORT")]
+    }
+
     public func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore {

@@ -39,7 +39,13 @@ import Testing
         #expect(try F.sqlite3(url, "PRAGMA auto_vacuum") == ["2"])
         #expect(try F.sqlite3(url, "PRAGMA journal_mode") == ["wal"])
         let tables = try F.sqlite3(url, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        #expect(tables == ["ZITEM", "ZOWNER", "ZTAG", "Z_1TAGS", "Z_METADATA", "Z_PRIMARYKEY"])
+        #expect(tables == ["ZITEM", "ZOWNER", "ZTAG", "Z_1TAGS", "Z_METADATA", "Z_MODELCACHE", "Z_PRIMARYKEY"])
+        // Core Data's model cache: the model, which the store gives back when opened without one.
+        #expect(try F.sqlite3(url, "SELECT count(*), length(Z_CONTENT) > 1000 FROM Z_MODELCACHE") == ["1|1"])
+        let reopened = try F.open(url, readOnly: true)
+        #expect(reopened.modelSource == .coreDataCache)
+        #expect(VersionHash.entityHashes(of: reopened.model) == VersionHash.entityHashes(of: try F.model()))
+        reopened.close()
         let itemSQL = try F.sqlite3(url, "SELECT sql FROM sqlite_master WHERE name = 'ZITEM'").joined()
         #expect(itemSQL.hasPrefix("CREATE TABLE ZITEM ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, "))
         #expect(itemSQL.contains("ZOWNER INTEGER") && itemSQL.contains("Z_FOK_OWNER INTEGER"))
@@ -399,6 +405,9 @@ import Testing
     @Test func storeOpenedWithoutModelInfersOne() throws {
         let (store, url) = try F.newStore()
         store.close()
+        // A store with no model anywhere: without its model cache (stores written before Core
+        // Data kept one).
+        try F.sqlite3Write(url, "DROP TABLE Z_MODELCACHE;")
         let inferred = try F.open(url).model
         let item = try #require(inferred.entity(named: "Item"))
         #expect(inferred.entity(named: "SpecialItem")?.parentName == "Item")

@@ -48,6 +48,10 @@ extension PersistentStoreCoordinator {
                 start += batch.count
             }
         }
+        // Keys handed out before (objects deleted since) stay used in the new store.
+        for root in model.rootEntities {
+            if let counter = try source.highestKeyHandedOut(in: root.id) { request.keyCounters[root.id] = counter }
+        }
         var metadata = try destination.metadata()
         for (key, value) in try source.metadata().values where key != StoreMetadata.storeTypeKey {
             metadata[key] = value
@@ -70,44 +74,59 @@ extension PersistentStoreCoordinator {
             try migrate(toService: url, type: type, progress: progress)
             return
         }
-        let fileManager = FileManager.default
-        guard !fileManager.fileExists(atPath: url.path) else {
-            throw ObjectGraphError(.exists, "\(url.path) exists; migration writes a new store and never overwrites one")
-        }
-        let folder = url.deletingLastPathComponent()
-        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).migrating-\(UUID().uuidString.prefix(8))")
-            .appendingPathExtension(url.pathExtension)
-        let sidecars = ["", "-wal", "-shm", "-journal"]
-        func removeTemporary() {
-            for suffix in sidecars { try? fileManager.removeItem(atPath: temporary.path + suffix) }
-        }
         var metadata = StoreMetadata()
         metadata.storeUUID = try store.metadata().storeUUID
+        try Self.writeNewStore(at: url, type: type, model: model, metadata: metadata) { (destination) throws(ObjectGraphError) in
+            try migrate(into: destination, progress: progress)
+        }
+    }
+
+    /// Creates a store of `type` for `model` under a temporary name beside `url`, lets `fill`
+    /// write it, closes it and renames it to `url`, its companion folders' files moved beside it
+    /// first. On any failure nothing is left behind.
+    static func writeNewStore<R>(
+        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel, metadata initial: StoreMetadata,
+        replacing: Bool = false, fill: (any PersistentStore) throws(ObjectGraphError) -> R,
+        beforeRename: (URL) throws(ObjectGraphError) -> Void = { _ throws(ObjectGraphError) in }
+    ) throws(ObjectGraphError) -> R {
+        guard replacing || !FileManager.default.fileExists(atPath: url.path) else {
+            throw ObjectGraphError(.exists, "\(url.path) exists; migration writes a new store and never overwrites one")
+        }
+        let temporary = StoreFiles.temporaryName(for: url)
+        var metadata = initial
         metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
+        var moved: [URL] = []
         do throws(ObjectGraphError) {
             let destination = try type.open(
                 at: temporary, model: model, options: StoreOptions(createIfMissing: true), initialMetadata: metadata)
+            let result: R
             do throws(ObjectGraphError) {
-                try migrate(into: destination, progress: progress)
+                result = try fill(destination)
             } catch {
                 destination.close()
                 throw error
             }
-            destination.close()
             // A WAL store's last writes may still sit in its -wal file: the rename moves the main
             // file only, so the store must be checkpointed (closed) before, as close() does.
-            for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: temporary.path + suffix) {
-                let size = (try? fileManager.attributesOfItem(atPath: temporary.path + suffix)[.size] as? Int) ?? 0
-                if size > 0 && suffix == "-wal" {
-                    throw ObjectGraphError(.io, "the new store was not checkpointed; its -wal file still holds data")
-                }
-                try? fileManager.removeItem(atPath: temporary.path + suffix)
+            destination.close()
+            try StoreFiles.checkClosed(temporary)
+            StoreFiles.syncFile(temporary)
+            // Companion files (external data) go beside the store before it appears: a crash in
+            // between leaves files nothing refers to, never a store that misses its files.
+            for (from, to) in zip(type.companionFolders(of: temporary), type.companionFolders(of: url))
+            where FileManager.default.fileExists(atPath: from.path) {
+                moved += try StoreFiles.moveFiles(from: from, into: to)
             }
+            try beforeRename(temporary)
             guard rename(temporary.path, url.path) == 0 else {
                 throw ObjectGraphError(.io, "cannot move the new store to \(url.path): \(String(cString: strerror(errno)))")
             }
+            StoreFiles.syncFolder(url.deletingLastPathComponent())
+            for folder in type.companionFolders(of: temporary) { try? FileManager.default.removeItem(at: folder) }
+            return result
         } catch {
-            removeTemporary()
+            StoreFiles.removeStore(temporary, type: type)
+            for file in moved { try? FileManager.default.removeItem(at: file) }
             throw error
         }
     }

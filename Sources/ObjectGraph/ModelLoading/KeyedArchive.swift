@@ -68,7 +68,7 @@ public struct KeyedArchive: Sendable {
 /// One entry of a keyed archive's `$objects`, with its class (nil for plain property list values
 /// stored inline: strings, numbers, data).
 public struct ArchivedObject: Sendable {
-    let archive: KeyedArchive
+    public let archive: KeyedArchive
     /// The entry's UID: its identity, for callers that meet the same object twice.
     public let uid: Int
     /// The entry itself: a dictionary of encoded keys for class instances, or a plain value.

@@ -73,7 +73,7 @@ public enum XcodeModelLoader {
     }
 
     /// Whether `url` is a folder of `.xcdatamodel` versions even without the `.xcdatamodeld` name.
-    private static func isModelBundle(_ url: URL) -> Bool {
+    static func isModelBundle(_ url: URL) -> Bool {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: url.appendingPathComponent(".xccurrentversion").path) { return true }
         if fileManager.fileExists(atPath: url.appendingPathComponent("contents").path) { return false }
@@ -83,7 +83,7 @@ public enum XcodeModelLoader {
 
     /// The version folder a bundle's `.xccurrentversion` names, or the last version by name
     /// (numbers compared as numbers, so "X 10" follows "X 9") when there is no such file.
-    private static func currentVersion(in bundle: URL) throws(ObjectGraphError) -> URL {
+    static func currentVersion(in bundle: URL) throws(ObjectGraphError) -> URL {
         let marker = bundle.appendingPathComponent(".xccurrentversion")
         if let data = FileManager.default.contents(atPath: marker.path) {
             let plist = try? PropertyListSerialization.propertyList(from: data, format: nil)

@@ -84,6 +84,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// or the highest key an object has where that is higher): keys above it were never used.
     func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64
 
+    /// The highest key handed out so far in the tree of root entity `root` (Core Data's Z_MAX),
+    /// which may be above every key the store holds (objects deleted since); nil where the store
+    /// keeps no counter. A migration carries it to the new store (``SaveRequest/keyCounters``).
+    func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64?
+
     /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key, in
     /// one store request; nil when the store cannot evaluate this predicate exactly as
     /// ``PredicateEvaluator`` would (the engine then evaluates it in memory). `predicate` has no
@@ -123,6 +128,9 @@ extension PersistentStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {}
+
+    /// Stores that keep no key counter say nothing.
+    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? { nil }
 
     /// Stores that compute no values themselves let every optional value go.
     public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {}
@@ -173,6 +181,12 @@ extension PersistentStoreType {
     }
 
     public var findsKeptModel: Bool { false }
+
+    /// A store of one file is self-contained already.
+    public func consolidate(at url: URL) throws(ObjectGraphError) {}
+
+    /// A store of one file has no folders beside it.
+    public func companionFolders(of url: URL) -> [URL] { [] }
 }
 
 /// Options for opening a store.
@@ -216,6 +230,15 @@ public protocol PersistentStoreType: Sendable {
     /// Whether a file that begins with `fileStart` (up to its first 4 KiB) is a store of this type,
     /// for files whose suffix names no type (SwiftData's `default.store`, a store renamed by a tool).
     func recognizes(fileStart: Data) -> Bool
+
+    /// Makes the store at `url` one self-contained file that can be renamed or replaced whole
+    /// (SQLite: folds its -wal into the main file). Called with the store's lock held; its
+    /// content does not change.
+    func consolidate(at url: URL) throws(ObjectGraphError)
+
+    /// Folders beside the store at `url` that belong to it and are named after it (SQLite's
+    /// external data, `.NAME_SUPPORT`): a migration moves their files with the store.
+    func companionFolders(of url: URL) -> [URL]
 
     /// Opens the store at `url`. With a nil model the store uses a model it can read from its own
     /// file (inferred from the schema, where the type allows it), or fails.

@@ -99,6 +99,10 @@ public struct SaveRequest: Sendable {
     public var toManyChanges: [ToManyChange] = []
     /// The metadata to write with this save, when it changed.
     public var metadata: StoreMetadata?
+    /// Per root entity, a key counter (Core Data's Z_MAX) to raise the store's to, when it is
+    /// lower: a migration carries the old store's counter, so keys of objects deleted before it
+    /// are not handed out again. Stores that keep no counter ignore it.
+    public var keyCounters: [EntityID: Int64] = [:]
 
     public init() {}
 

@@ -170,6 +170,7 @@ public struct StoreGraph: Sendable {
             let list = change.applied(to: toMany[key] ?? [])
             toMany[key] = list.isEmpty ? nil : list
         }
+        for (root, counter) in request.keyCounters where counter > (maxKey[root] ?? 0) { maxKey[root] = counter }
         if var newMetadata = request.metadata {
             newMetadata.storeType = storeType
             if keepsStoreUUID || newMetadata.storeUUID == nil { newMetadata.storeUUID = metadata.storeUUID }

@@ -4,8 +4,9 @@ import GRDB
 import Logging
 import ObjectGraph
 
-/// Writes a new store file in Core Data's schema: bookkeeping tables, one table per root entity,
-/// join tables, indexes, incremental auto-vacuum and WAL, as Core Data creates them.
+/// Writes a new store file in Core Data's schema: bookkeeping tables (the model cache among
+/// them), one table per root entity, join tables, indexes, incremental auto-vacuum and WAL, as
+/// Core Data creates them.
 enum SchemaCreation {
     static func create(at url: URL, model: ManagedObjectModel, metadata initial: StoreMetadata, logger: Logger)
         throws(ObjectGraphError)
@@ -34,6 +35,12 @@ enum SchemaCreation {
                 try db.execute(
                     sql: "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
                 try db.execute(sql: "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+                // Core Data's cache of the store's compiled model, which it reads when it migrates
+                // the store and cannot find its model in the app (ModelCache reads it back).
+                if let cache = CompiledModelEncoder.encode(model) {
+                    try db.execute(sql: "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+                    try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [RawDeflate.stored(cache)])
+                }
                 for entity in model.entities {
                     try db.execute(
                         sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)",

@@ -16,6 +16,9 @@ struct Model: ParsableCommand {
     @Argument(help: "The store (or model) whose model to print.")
     var source: String
 
+    @Argument(help: "With --diff: the newer model, bundle or store to compare SOURCE with.")
+    var other: String?
+
     @Option(name: .long, help: "Read the store with this model instead of its own (Xcode model, compiled model or store).")
     var model: String?
 
@@ -35,10 +38,29 @@ struct Model: ParsableCommand {
             """)
     var hashes = false
 
+    @Flag(
+        name: .long,
+        help: "Compare SOURCE with OTHER (each a model, a model bundle's current version, or a store's model): entities and properties added, removed, renamed or changed, and whether Core Data could migrate lightweight.")
+    var diff = false
+
     @OptionGroup var log: LogOptions
+
+    func validate() throws {
+        if diff && other == nil { throw ValidationError("--diff compares two models: give the older and the newer") }
+        if !diff && other != nil { throw ValidationError("give one store or model (or two with --diff)") }
+    }
 
     func run() throws {
         let logger = log.bootstrap()
+        if diff, let other {
+            for path in [source, other] where path != "sample" && !FileManager.default.fileExists(atPath: path) {
+                throw ValidationError("\(path) does not exist")
+            }
+            guard let old = try StoreTypes.loadModel(at: source, logger: logger), let new = try StoreTypes.loadModel(at: other, logger: logger)
+            else { return }
+            print(ModelDifference(from: old.model, to: new.model).report(from: source, to: other), terminator: "")
+            return
+        }
         let url = URL(fileURLWithPath: source)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(source) does not exist")

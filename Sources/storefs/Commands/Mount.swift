@@ -84,6 +84,12 @@ struct Mount: ParsableCommand {
                 .backgroundDefault
             }
         if !foreground {
+            // The version check is made here too, so that its refusal or notice reaches the
+            // terminal (the server's own goes to its log).
+            if let mismatch = try? versionMismatch(configuration: configuration) {
+                guard configuration.mount.readOnly else { throw mismatch }
+                printError("storefs: notice: \(mismatch.notice)")
+            }
             try Background.start(
                 arguments: Array(CommandLine.arguments.dropFirst()), mountPoint: mountPoint, destination: destination)
             return
@@ -112,7 +118,12 @@ struct Mount: ParsableCommand {
             try serveEvidence(url, configuration: configuration, progress: progress, logger: logger)
             return
         }
-        let given = try StoreTypes.loadModel(at: model ?? configuration.model, logger: logger)
+        var given = try StoreTypes.loadModel(at: model ?? configuration.model, logger: logger)
+        if let mismatch = try versionMismatch(configuration: configuration, loaded: given) {
+            guard configuration.mount.readOnly else { throw mismatch }
+            logger.notice("\(mismatch.notice)")
+            given = nil
+        }
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model,
             options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine,
@@ -144,6 +155,21 @@ struct Mount: ParsableCommand {
         try Server.serve(
             coordinator: evidence.coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger, source: url.path,
             made: evidence.serve)
+    }
+
+    /// Whether the store was written with another version of the model `--model` names (see
+    /// ``ModelVersionCheck``); nil without --model, for a folder or memory mount, or a match.
+    private func versionMismatch(configuration: MountConfiguration, loaded: StoreTypes.LoadedModel? = nil) throws
+        -> ModelVersionCheck.Mismatch?
+    {
+        guard !memory, let modelPath = model ?? configuration.model else { return nil }
+        let url = URL(fileURLWithPath: store)
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else { return nil }
+        guard let given = try loaded ?? StoreTypes.loadModel(at: modelPath) else { return nil }
+        let storeType = try StoreTypes.type(named: type) ?? PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all)
+        return try ModelVersionCheck.compare(
+            storeAt: url, type: storeType, with: given.model, modelPath: modelPath, storePath: store)
     }
 
     private func isStale(_ path: String) -> Bool {

@@ -55,6 +55,24 @@ enum StoreTypes {
         return LoadedModel(model: loaded.model, source: .given("\(kind) \(path), from --model"))
     }
 
+    /// Every version of the model at `path`, for a model migration: a bundle's versions
+    /// (`.xcdatamodeld`, `.momd`), else the one model `path` names (an Xcode or compiled model, a
+    /// store's model, `sample`).
+    static func loadVersions(at path: String, logger: Logger? = nil) throws -> ModelVersions {
+        let url = URL(fileURLWithPath: path)
+        if (path == "sample" && !FileManager.default.fileExists(atPath: path)) || isStore(url) {
+            guard let loaded = try loadModel(at: path, logger: logger) else { throw ObjectGraphError(.invalidModel, "no model at \(path)") }
+            return ModelVersions(single: loaded.model, name: url.deletingPathExtension().lastPathComponent, source: path)
+        }
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
+        }
+        var notes: [String] = []
+        let versions = try ModelVersions.load(from: url, notes: &notes)
+        for note in notes { logger?.notice("\(note)") }
+        return versions
+    }
+
     /// The model at `path` alone (see ``loadModel(at:logger:)``).
     static func model(at path: String?) throws -> ManagedObjectModel? {
         try loadModel(at: path)?.model

@@ -1,0 +1,148 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file moves a migration makes around a store: a new store written under a temporary name
+/// beside its destination and renamed into place, its companion folders (SQLite's external data)
+/// moved with it, the backup an in-place migration keeps, and the syncs that make each move stick.
+///
+/// Stateless; safe from any thread.
+enum StoreFiles {
+    /// `.NAME.migrating-XXXXXXXX.EXT` beside `url`: hidden, and of the same suffix, so the store
+    /// type that writes it recognizes it.
+    static func temporaryName(for url: URL) -> URL {
+        let name = ".\(url.lastPathComponent).migrating-\(UUID().uuidString.prefix(8))"
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(name)
+        return url.pathExtension.isEmpty ? temporary : temporary.appendingPathExtension(url.pathExtension)
+    }
+
+    /// `NAME.pre-migration.EXT` beside `url`, or `NAME.pre-migration-2.EXT`, ... : the first that
+    /// does not exist (a backup is never overwritten).
+    static func backupName(for url: URL) throws(ObjectGraphError) -> URL {
+        let folder = url.deletingLastPathComponent()
+        let base = url.deletingPathExtension().lastPathComponent
+        for number in 1...1000 {
+            var name = base + (number == 1 ? ".pre-migration" : ".pre-migration-\(number)")
+            if !url.pathExtension.isEmpty { name += "." + url.pathExtension }
+            let candidate = folder.appendingPathComponent(name)
+            var info = stat()
+            if lstat(candidate.path, &info) != 0 && errno == ENOENT { return candidate }
+        }
+        throw ObjectGraphError(.exists, "\(folder.path) holds 1000 backups of \(url.lastPathComponent) already; remove old ones")
+    }
+
+    /// Removes a store file that was being written and whatever SQLite left beside it.
+    static func removeStore(_ url: URL, type: any PersistentStoreType) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        for folder in type.companionFolders(of: url) { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    /// A closed store must be one file: a -wal that still holds data would stay behind a rename.
+    static func checkClosed(_ url: URL) throws(ObjectGraphError) {
+        let fileManager = FileManager.default
+        for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: url.path + suffix) {
+            let size = (try? fileManager.attributesOfItem(atPath: url.path + suffix)[.size] as? Int) ?? 0
+            if size > 0 && suffix == "-wal" {
+                throw ObjectGraphError(.io, "the new store was not checkpointed; its -wal file still holds data")
+            }
+            try? fileManager.removeItem(atPath: url.path + suffix)
+        }
+    }
+
+    /// Removes a store's -shm and an empty -wal: nothing in them belongs to the file once it is
+    /// replaced. A -wal that holds data (a write another program made meanwhile) stops the
+    /// replacement.
+    static func removeEmptySidecars(of url: URL) throws(ObjectGraphError) {
+        let wal = url.path + "-wal"
+        if FileManager.default.fileExists(atPath: wal) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+            guard size == 0 else {
+                throw ObjectGraphError(
+                    .busy, "\(url.path) was written by another program during the migration (its -wal holds data); nothing was replaced")
+            }
+            try? FileManager.default.removeItem(atPath: wal)
+        }
+        try? FileManager.default.removeItem(atPath: url.path + "-shm")
+    }
+
+    /// Every file under `folder`, as paths relative to it.
+    static func files(under folder: URL) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return [] }
+        var result: [String] = []
+        while let next = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent(next).path, isDirectory: &isDirectory),
+                !isDirectory.boolValue
+            {
+                result.append(next)
+            }
+        }
+        return result.sorted()
+    }
+
+    /// Moves every file of `source` into `destination` (made as needed), refusing to replace one;
+    /// returns where they went.
+    @discardableResult
+    static func moveFiles(from source: URL, into destination: URL) throws(ObjectGraphError) -> [URL] {
+        var moved: [URL] = []
+        for relative in files(under: source) {
+            let from = source.appendingPathComponent(relative)
+            let to = destination.appendingPathComponent(relative)
+            do {
+                try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+            } catch {
+                throw ObjectGraphError(.io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
+            }
+            guard !FileManager.default.fileExists(atPath: to.path) else {
+                throw ObjectGraphError(.exists, "\(to.path) exists; the new store's file of that name was not moved over it")
+            }
+            guard rename(from.path, to.path) == 0 else {
+                throw ObjectGraphError(.io, "cannot move \(from.path) to \(to.path): \(String(cString: strerror(errno)))")
+            }
+            moved.append(to)
+        }
+        return moved
+    }
+
+    /// A copy of `source` at `destination` sharing the files' data (hard links), or copied where
+    /// links cannot be made (another filesystem).
+    static func linkOrCopy(_ source: URL, to destination: URL) throws(ObjectGraphError) {
+        if link(source.path, destination.path) == 0 { return }
+        do {
+            try FileManager.default.copyItem(at: source, to: destination)
+        } catch {
+            throw ObjectGraphError(.io, "cannot keep a backup of \(source.path) at \(destination.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// ``linkOrCopy(_:to:)`` for every file under `folder`.
+    static func linkOrCopyFiles(from folder: URL, into destination: URL) throws(ObjectGraphError) {
+        for relative in files(under: folder) {
+            let to = destination.appendingPathComponent(relative)
+            do {
+                try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+            } catch {
+                throw ObjectGraphError(.io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
+            }
+            try linkOrCopy(folder.appendingPathComponent(relative), to: to)
+        }
+    }
+
+    /// Makes the entries of `folder` (renames, links) durable.
+    static func syncFolder(_ folder: URL) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Makes a file's data durable.
+    static func syncFile(_ url: URL) {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+}
