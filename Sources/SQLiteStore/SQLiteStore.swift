@@ -386,13 +386,6 @@ public final class SQLiteStore: PersistentStore {
         return true
     }
 
-    /// The larger of Z_MAX and the largest key of the root's table (a key that is there was
-    /// handed out, whatever Z_MAX says).
-    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? {
-        let (table, zent) = try rootTable(of: root)
-        return try highestStoredKey(table: table, zent: zent)
-    }
-
     /// The larger of Z_MAX and the largest Z_PK of a root's table. Either may hold anything in a
     /// damaged file: what is not an integer counts as 0.
     private func highestStoredKey(table: String, zent: Int64) throws(ObjectGraphError) -> Int64 {

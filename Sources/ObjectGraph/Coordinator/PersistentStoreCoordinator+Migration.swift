@@ -50,7 +50,8 @@ extension PersistentStoreCoordinator {
         }
         // Keys handed out before (objects deleted since) stay used in the new store.
         for root in model.rootEntities {
-            if let counter = try source.highestKeyHandedOut(in: root.id) { request.keyCounters[root.id] = counter }
+            let counter = try source.highestKey(in: root.id)
+            if counter > 0 { request.keyCounters[root.id] = counter }
         }
         var metadata = try destination.metadata()
         for (key, value) in try source.metadata().values where key != StoreMetadata.storeTypeKey {

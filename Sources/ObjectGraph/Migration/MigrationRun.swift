@@ -207,7 +207,8 @@ struct MigrationRun {
             }
         }
         for root in sourceModel.rootEntities {
-            if let counter = try store.highestKeyHandedOut(in: root.id) { sourceCounters[root.id] = counter }
+            let counter = try store.highestKey(in: root.id)
+            if counter > 0 { sourceCounters[root.id] = counter }
         }
     }
 

@@ -109,10 +109,6 @@ public final class GraphStore: PersistentStore {
         }
     }
 
-    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? {
-        try access { $0.graph.maxKey[root] ?? 0 }
-    }
-
     /// Applies the request to a copy of the graph, writes it (after reading again a file another
     /// process replaced, so its change is checked against and kept), then keeps the copy.
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {

@@ -81,13 +81,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     var inputFiles: [InputFile] { get }
 
     /// The highest primary key handed out in the tree of root entity `root` (Core Data's Z_MAX,
-    /// or the highest key an object has where that is higher): keys above it were never used.
+    /// or the highest key an object has where that is higher): keys above it were never used. It
+    /// may be above every key the store holds (objects deleted since); a migration carries it to
+    /// the new store (``SaveRequest/keyCounters``).
     func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64
 
-    /// The highest key handed out so far in the tree of root entity `root` (Core Data's Z_MAX),
-    /// which may be above every key the store holds (objects deleted since); nil where the store
-    /// keeps no counter. A migration carries it to the new store (``SaveRequest/keyCounters``).
-    func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64?
 
     /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key, in
     /// one store request; nil when the store cannot evaluate this predicate exactly as
@@ -128,9 +126,6 @@ extension PersistentStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {}
-
-    /// Stores that keep no key counter say nothing.
-    public func highestKeyHandedOut(in root: EntityID) throws(ObjectGraphError) -> Int64? { nil }
 
     /// Stores that compute no values themselves let every optional value go.
     public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {}
