@@ -619,12 +619,18 @@ final class PredicateTranslator {
         if op == .between {
             guard case .aggregate(let bounds) = rhs, bounds.count == 2 else { return nil }
         }
-        guard let left = value(lhs, scope), let right = value(rhs, scope) else { return nil }
+        // Compared with nil for (in)equality, only whether a value is there matters: externally
+        // stored bytes then need no reading (as for @count).
+        let withNil = (op == .equal || op == .notEqual) && (lhs == .constant(.null) || rhs == .constant(.null))
+        guard let left = value(lhs, scope, counting: withNil), let right = value(rhs, scope, counting: withNil) else {
+            return nil
+        }
         return "(\(PredicateFunctions.compare)(\(left.sql), \(right.sql), '\(op.rawValue)', \(options.rawValue), "
             + "'\(modifier.rawValue)') = 1)"
     }
 
-    private func value(_ expression: ObjectGraph.Expression, _ scope: Scope) -> ValueSQL? {
+    /// `counting`: only whether each value is nil matters (see ``pathValue(_:_:counting:)``).
+    private func value(_ expression: ObjectGraph.Expression, _ scope: Scope, counting: Bool = false) -> ValueSQL? {
         switch expression {
         case .constant(let literal):
             var value = PredicateEvaluator.Value(literal)
@@ -648,7 +654,7 @@ final class PredicateTranslator {
             var components = path[...]
             if components.first == "SELF" { components = components.dropFirst() }
             guard let at = components.firstIndex(where: { $0.hasPrefix("@") }) else {
-                return pathValue(components, scope)
+                return pathValue(components, scope, counting: counting)
             }
             let op = components[at].lowercased()
             let before = components[..<at]

@@ -29,6 +29,28 @@ import Testing
         try Self.compare(coordinator, predicates: 300, random: &random, label: "sample store of \(objects) objects")
     }
 
+    /// Forms random runs found declined in SQL, kept as fixed cases: externally stored bytes
+    /// compared with nil, through to-one and to-many steps.
+    @Test(arguments: [
+        "photo == nil", "photo != nil", "department.employees.photo == nil", "ANY department.employees.photo != nil",
+        "manager.photo == nil",
+    ])
+    func externallyStoredBytesComparedWithNilAreAnsweredInSQL(_ text: String) throws {
+        let url = try ScratchSpace.folder("nil-photos").appendingPathComponent("Company.sqlite")
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+        defer { coordinator.close() }
+        try SampleGenerator(objectCount: 300, seed: 7).populate(coordinator.newContext())
+        let employee = try #require(coordinator.model.entityID(named: "Employee"))
+        let predicate = try PredicateParser.parse(text)
+        let inMemory = try coordinator.newContext().objects(matching: predicate, of: employee, strategy: .inMemory)
+        let context = coordinator.newContext()
+        let before = coordinator.store.requestCount
+        let inSQL = try context.objects(matching: predicate, of: employee, strategy: .store)
+        #expect(inSQL == inMemory, "\(text): SQL \(inSQL.count), memory \(inMemory.count)")
+        #expect(coordinator.store.requestCount - before == 1 && context.faultsFired == 0, "\(text): one query, no fault")
+    }
+
     /// Real stores with the models they carry (Z_MODELCACHE), fewer predicates where an entity
     /// has thousands of objects (every predicate is evaluated in memory on each of them).
     @Test(arguments: [
@@ -94,7 +116,13 @@ import Testing
                     print("slow (\(spent) s): \(name)")
                 }
             }
-            let inSQL = try context.objects(matching: predicate, of: entity, strategy: .store)
+            let inSQL: [ObjectID]
+            do {
+                inSQL = try context.objects(matching: predicate, of: entity, strategy: .store)
+            } catch {
+                Issue.record("SQL failed: \(error): \(name)")
+                continue
+            }
             let queries = coordinator.store.requestCount - before
             let counted = try context.count(matching: predicate, of: entity, strategy: .store)
             #expect(inSQL == inMemory, "SQL \(inSQL.count) objects, memory \(inMemory.count): \(name)")
@@ -110,7 +138,7 @@ import Testing
         }
         // The predicates mean something: many select some objects and not all (real stores
         // leave many attributes nil, so fewer do there).
-        #expect(selective * 6 >= evaluated, "only \(selective) of \(evaluated) predicates selected some but not all objects")
+        #expect(selective * 8 >= evaluated, "only \(selective) of \(evaluated) predicates selected some but not all objects")
         random = generator.random
     }
 

@@ -9,15 +9,13 @@ struct Migrate: ParsableCommand {
         discussion: """
             Without --model (or with the model the store was written with): Core Data's \
             migratePersistentStore. Every object keeps its key, values and relationships; custom metadata \
-            and the store UUID come along; the new store records its own type.
-
+            and the store UUID come along; the new store records its own type. \
             With --model naming another version of the model (an Xcode .xcdatamodeld or \
             .xcdatamodel, a compiled .momd or .mom, or another store): Core Data's model migration. \
             The store's version is found among the model's versions by its entity version hashes, and \
             each step to the current version is lightweight (inferred, as Core Data infers it) or uses \
             the mapping model --mapping gives for it (.xcmappingmodel, .cdm, or a folder of them). \
-            docs/MIGRATION.md lists the rules.
-
+            docs/MIGRATION.md lists the rules. \
             SRC is only read. DST must not exist: it is written under a temporary name and appears only \
             when complete. With --in-place, STORE is replaced by the migrated store in one rename and \
             the old one is kept beside it as NAME.pre-migration.EXT; a failure leaves STORE untouched.
