@@ -136,7 +136,8 @@ public enum PropertyListXML {
             let unix = Int64(seconds.rounded(.down)) + 978_307_200
             let second = ((unix % 86_400) + 86_400) % 86_400
             let days = (unix - second) / 86_400
-            let (year, month, day) = CivilDate.civil(fromDays: days)
+            let civil = ISO8601DateText.civil(fromDays: Int(days))
+            let (year, month, day) = (Int64(civil.year), Int64(civil.month), Int64(civil.day))
             guard (0...9999).contains(year) else { return nil }
             func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
             let yearText = String(year)

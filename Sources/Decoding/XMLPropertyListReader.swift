@@ -193,8 +193,10 @@ public enum XMLPropertyListReader {
                 let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day),
                 hour < 24, minute < 60, second < 60
             else { return nil }
-            let days = CivilDate.days(fromCivil: year, month, day)
-            guard CivilDate.civil(fromDays: days) == (year, month, day) else { return nil }
+            // Proleptic Gregorian, as the format's ISO 8601 means (Foundation's calendar turns Julian
+            // before 1582).
+            let days = Int64(ISO8601DateText.days(fromCivil: Int(year), Int(month), Int(day)))
+            guard ISO8601DateText.civil(fromDays: Int(days)) == (Int(year), Int(month), Int(day)) else { return nil }
             return Double(days * 86_400 + hour * 3600 + minute * 60 + second - 978_307_200)
         }
     }
