@@ -5,16 +5,8 @@ import ObjectGraph
 /// A link in a to-many folder to one of its members (`projects/p2 -> ../../../Project/p2`). Its
 /// target depends only on the object, so one inode serves every folder the object is listed in.
 /// `ln -s` and `rm` of such links are the to-many folder's (``ToManyFolder``).
-struct MemberLink: NodeType {
-    var isDirectory: Bool { false }
-
-    func parent(of node: Node, in mapping: Mapping) -> Node { .root }
-
-    func attributes(of node: Node, in mapping: Mapping, known: Snapshot?, listed: Bool) throws(FileSystemError)
-        -> FileAttributes
-    {
-        mapping.make(node, .symbolicLink, size: try linkTarget(of: node, in: mapping, known: known).utf8.count)
-    }
+struct MemberLink: ObjectLink {
+    var levelsUp: Int { 3 }
 
     /// `rm` of a member: the folder says what that does (a to-many removes the member).
     func remove(_ node: Node, named name: String, from folder: Node, by request: RequestContext, in mapping: Mapping)
@@ -30,10 +22,5 @@ struct MemberLink: NodeType {
             throw .notPermitted
         }
         try mapping.renameAlias(name, to: newName, in: folder, shownAs: node.key.description)
-    }
-
-    func linkTarget(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> String {
-        guard mapping.isValid(node.entity) else { throw .notFound }
-        return "../../../\(mapping.model[node.entity].name)/\(node.key)"
     }
 }
