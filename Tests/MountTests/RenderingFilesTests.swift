@@ -48,7 +48,7 @@ import Testing
         let plist = String(json.dropLast(".json".count)) + ".plist"
         let xml = try run("cat", [plist])
         #expect(xml.status == 0 && xml.output.contains("<string>Washington</string>") && xml.output.hasPrefix("<?xml"), "\(xml)")
-        #expect(try run("xmllint", ["--noout", plist]).status == 0 || xml.output.contains("</plist>"))
+        #expect(xml.output.hasSuffix("</plist>\n"))
         #expect(try run("cat", [String(json.dropLast(".json".count)) + ".pb.txt"]).error.contains("No such file"))
     }
 

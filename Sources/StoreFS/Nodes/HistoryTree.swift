@@ -231,7 +231,7 @@ struct HistoryTree: NodeType {
     // MARK: - Extended attributes
 
     /// An update's link: `user.history.changed`, the properties it changed, space-separated, in
-    /// the order `storefs history` prints them.
+    /// the order `storefs history` prints them (for FUSE clients; see below for the kernel).
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
         _ = try attributes(of: node, in: mapping, known: nil, listed: false)
         guard node.historyPart == .link else { return [:] }
@@ -241,6 +241,36 @@ struct HistoryTree: NodeType {
     }
 
     static let changedName = "user.history.changed"
+
+    /// The kernel answers no `user.` xattr of a symlink (ENODATA, whatever the filesystem says),
+    /// so `updated/` says the same for each of its links: `user.history.changed.Entity-pK`.
+    func extendedAttribute(_ name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Data {
+        guard node.historyPart == .changes, node.property == Int(HistoryChange.Kind.update.rawValue),
+            name.hasPrefix(Self.changedName + ".")
+        else {
+            guard let value = try extendedAttributes(of: node, in: mapping)[name] else { throw .noAttribute }
+            return value
+        }
+        _ = try attributes(of: node, in: mapping, known: nil, listed: false)
+        guard let link = try? child(named: String(name.dropFirst(Self.changedName.count + 1)), of: node, in: mapping) else {
+            throw .noAttribute
+        }
+        guard let value = try extendedAttributes(of: link, in: mapping)[Self.changedName] else { throw .noAttribute }
+        return value
+    }
+
+    /// Most names `listxattr` can return (the kernel's XATTR_LIST_MAX is 64 KiB): a larger
+    /// `updated/` lists none of its per-link names, which stay readable by name.
+    static let listedNamesLimit = 60_000
+
+    func extendedAttributeNames(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String] {
+        let own = try extendedAttributes(of: node, in: mapping).keys.sorted()
+        guard node.historyPart == .changes, node.property == Int(HistoryChange.Kind.update.rawValue),
+            case .names(let links) = try listing(of: node, in: mapping, known: nil)
+        else { return own }
+        let names = links.map { Self.changedName + "." + $0.0 }
+        return names.reduce(0) { $0 + $1.utf8.count + 1 } <= Self.listedNamesLimit ? own + names : own
+    }
 
     // MARK: - Read-only
 

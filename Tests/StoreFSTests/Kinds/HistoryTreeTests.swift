@@ -40,6 +40,9 @@ import Glibc
         #expect(try k.list(".history/t37/updated") == ["Item-p9"])
         #expect(try k.readlink(".history/t37/updated/Item-p9") == "../../../Item/p9")
         #expect(String(decoding: try k.getxattr(".history/t37/updated/Item-p9", "user.history.changed"), as: UTF8.self) == "name")
+        #expect(String(decoding: try k.getxattr(".history/t37/updated", "user.history.changed.Item-p9"), as: UTF8.self) == "name")
+        #expect(try k.listxattr(".history/t37/updated") == ["user.history.changed.Item-p9"])
+        #expect(errnoOf { _ = try k.getxattr(".history/t37/updated", "user.history.changed.Item-p10") } == ENODATA)
         #expect(try mount.text(".history/t37/updated/Item-p9/name") == (try mount.text("Item/p9/name")), "the link leads to the object")
 
         // Every change of every transaction, in its folder.
