@@ -13,7 +13,8 @@ import Testing
     /// Photos' history (112 transactions, with inserts, updates and deletes): every transaction in
     /// order, every change in its folder, an update's changed properties, a delete's tombstone.
     @Test func photosHistoryReadsAsFolders() throws {
-        let mount = try MountedStore(copying: Corpus.url("sqlite/RhetTbull_merge_photos_libraries_Photos.sqlite"), options: ["ro"])
+        let mount = try MountedStore(
+            copying: Corpus.url("sqlite/RhetTbull_merge_photos_libraries_Photos.sqlite"), options: ["ro"])
         defer { try? mount.unmount() }
         let history = "\(mount.path)/.history"
         // Directory order (ls -U) is the transactions' order.
@@ -48,15 +49,26 @@ import Testing
         #expect(try run("test", ["-d", link]).status == 0, "the link leads to the object's folder")
         // The kernel answers no user.* xattr of a symlink: the folder says it per link.
         let changed = try run(
-            "getfattr", ["--only-values", "-n", "user.history.changed.\(update[1])-p\(update[2])", "\(history)/t\(update[0])/updated"])
+            "getfattr",
+            [
+                "--only-values", "-n", "user.history.changed.\(update[1])-p\(update[2])",
+                "\(history)/t\(update[0])/updated"
+            ])
         #expect(changed.status == 0 && !changed.output.isEmpty, "\(changed.error)")
-        let text = try run(try storefsBinary(), ["history", "--since", String((Int(update[0]) ?? 1) - 1), mount.store.path]).lines
-        #expect(text.contains("  updated \(update[1])/p\(update[2]) \(changed.output)"), "\(changed.output) \(text.prefix(4))")
+        let text = try run(
+            try storefsBinary(), ["history", "--since", String((Int(update[0]) ?? 1) - 1), mount.store.path]
+        ).lines
+        #expect(
+            text.contains("  updated \(update[1])/p\(update[2]) \(changed.output)"),
+            "\(changed.output) \(text.prefix(4))")
 
         // The transaction's fields, as the rows hold them.
         let fields = try Self.sqlite(
             mount.store,
-            "SELECT IFNULL(s.ZNAME, '-') FROM ATRANSACTION t LEFT JOIN ATRANSACTIONSTRING s ON s.Z_PK = t.ZBUNDLEIDTS WHERE t.Z_PK = \(update[0])")
+            """
+            SELECT IFNULL(s.ZNAME, '-') FROM ATRANSACTION t LEFT JOIN ATRANSACTIONSTRING s ON s.Z_PK = t.ZBUNDLEIDTS
+            WHERE t.Z_PK = \(update[0])
+            """)
         let bundle = try run("cat", ["\(history)/t\(update[0])/bundleID"])
         #expect(fields == [bundle.status == 0 ? String(bundle.output.dropLast()) : "-"], "\(fields) \(bundle)")
         #expect(try run("cat", ["\(history)/t\(update[0])/timestamp"]).output.hasSuffix("Z\n"))
@@ -72,12 +84,15 @@ import Testing
     /// A commit through the mount (of a Notes store) is a new `tN` at once, without a remount:
     /// the folder updated, with `user.history.changed` naming the attribute.
     @Test func aCommitThroughTheMountShowsUpAsANewTransaction() throws {
-        let mount = try MountedStore(copying: Corpus.url("sqlite/RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"))
+        let mount = try MountedStore(
+            copying: Corpus.url("sqlite/RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"))
         defer { try? mount.unmount() }
         let history = "\(mount.path)/.history"
         let before = try run("ls", [history]).lines
         #expect(before.count == 51)
-        #expect(try sh("printf 'Renamed\\n' > \(mount.path)/ICFolder/p5/title && sync \(mount.path)/ICFolder/p5/title").status == 0)
+        #expect(
+            try sh("printf 'Renamed\\n' > \(mount.path)/ICFolder/p5/title && sync \(mount.path)/ICFolder/p5/title")
+                .status == 0)
         let added = try run("ls", [history]).lines.filter { !before.contains($0) }
         #expect(added.count == 1, "\(added)")
         let new = try #require(added.first)
@@ -86,7 +101,10 @@ import Testing
         #expect(changed.output.contains("user.history.changed.ICFolder-p5=\"title\""), "\(changed)")
         #expect(try run("cat", ["\(history)/\(new)/updated/ICFolder-p5/title"]).output == "Renamed\n")
         #expect(try run("cat", ["\(history)/\(new)/author"]).output == "storefs\n")
-        #expect(try run("ls", ["\(history)/\(new)"]).lines == ["author", "bundleID", "deleted", "inserted", "processID", "timestamp", "updated"])
+        #expect(
+            try run("ls", ["\(history)/\(new)"]).lines == [
+                "author", "bundleID", "deleted", "inserted", "processID", "timestamp", "updated"
+            ])
     }
 
     /// Stores that keep no history have no `.history`.

@@ -8,7 +8,9 @@ import ObjectGraph
 extension Mapping {
     /// The store's history, when it keeps one.
     var historyStore: (any PersistentHistoryStore)? {
-        guard let store = coordinator.store as? any PersistentHistoryStore, store.keepsPersistentHistory else { return nil }
+        guard let store = coordinator.store as? any PersistentHistoryStore, store.keepsPersistentHistory else {
+            return nil
+        }
         return store
     }
 
@@ -22,9 +24,10 @@ extension Mapping {
         var result: [(number: Int64, timestamp: Date)] = []
         var after: Int64 = 0
         while after < Node.maximumKey {
-            let page = try engine({ () throws(ObjectGraphError) in
-                try store.historyTransactions(after: after, limit: Self.historyPageSize, includingChanges: false)
-            }, "list the persistent history")
+            let page = try engine(
+                { () throws(ObjectGraphError) in
+                    try store.historyTransactions(after: after, limit: Self.historyPageSize, includingChanges: false)
+                }, "list the persistent history")
             guard let last = page.last else { break }
             for transaction in page where Node.fits(PrimaryKey(transaction.number)) {
                 result.append((transaction.number, transaction.timestamp))
@@ -43,9 +46,10 @@ extension Mapping {
     func historyTimestamp(_ number: Int64) throws(FileSystemError) -> Date {
         if let known = history.timestamp(number) { return known }
         guard let store = historyStore, Node.fits(PrimaryKey(number)) else { throw .notFound }
-        let page = try engine({ () throws(ObjectGraphError) in
-            try store.historyTransactions(after: number - 1, limit: 1, includingChanges: false)
-        }, "read transaction \(number)")
+        let page = try engine(
+            { () throws(ObjectGraphError) in
+                try store.historyTransactions(after: number - 1, limit: 1, includingChanges: false)
+            }, "read transaction \(number)")
         guard let found = page.first, found.number == number else { throw .notFound }
         return found.timestamp
     }
@@ -54,19 +58,25 @@ extension Mapping {
     func historyTransaction(_ number: Int64) throws(FileSystemError) -> HistoryCache.Entry {
         if let kept = history.entry(number) { return kept }
         guard let store = historyStore, Node.fits(PrimaryKey(number)) else { throw .notFound }
-        guard let found = try engine({ () throws(ObjectGraphError) in try store.historyTransaction(number) }, "read transaction \(number)")
+        guard
+            let found = try engine(
+                { () throws(ObjectGraphError) in try store.historyTransaction(number) }, "read transaction \(number)")
         else { throw .notFound }
         return history.keep(found)
     }
 
     /// Change `changeID` and the transaction that holds it.
-    func historyChange(_ changeID: Int64) throws(FileSystemError) -> (transaction: HistoryTransaction, change: HistoryChange) {
+    func historyChange(_ changeID: Int64) throws(FileSystemError) -> (
+        transaction: HistoryTransaction, change: HistoryChange
+    ) {
         var entry = history.entry(holdingChange: changeID)
         if entry == nil {
             guard let store = historyStore else { throw .notFound }
-            guard let number = try engine({ () throws(ObjectGraphError) in
-                try store.historyTransactionNumber(ofChange: changeID)
-            }, "read change \(changeID)")
+            guard
+                let number = try engine(
+                    { () throws(ObjectGraphError) in
+                        try store.historyTransactionNumber(ofChange: changeID)
+                    }, "read change \(changeID)")
             else { throw .notFound }
             entry = try historyTransaction(number)
         }

@@ -8,6 +8,8 @@ extension Mapping {
     /// Invalidates the root, every entity directory and everything about `objects`.
     func invalidateEverythingCached(including objects: [ObjectID]) {
         invalidate(.root)
+        // Another process's commit may have added transactions (kept listings of read-only mounts).
+        invalidate(HistoryNode.folder)
         for entity in model.entities { invalidate(.entity(entity.id)) }
         invalidateRelated(objects)
     }

@@ -35,7 +35,9 @@ enum HistoryNode {
 
     static let folder = Node.history(Part.folder.rawValue)
     static func transaction(_ number: Int64) -> Node { .history(Part.transaction.rawValue, key: number) }
-    static func field(_ number: Int64, _ index: Int) -> Node { .history(Part.field.rawValue, property: index, key: number) }
+    static func field(_ number: Int64, _ index: Int) -> Node {
+        .history(Part.field.rawValue, property: index, key: number)
+    }
     static func changes(_ number: Int64, _ kind: HistoryChange.Kind) -> Node {
         .history(Part.changes.rawValue, property: Int(kind.rawValue), key: number)
     }

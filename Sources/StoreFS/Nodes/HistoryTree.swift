@@ -30,7 +30,9 @@ struct HistoryTree: NodeType {
         case .transaction?: HistoryNode.folder
         case .field?, .changes?: HistoryNode.transaction(node.key.rawValue)
         case .link?, .tombstone?:
-            (try? mapping.historyChange(node.key.rawValue)).map { HistoryNode.changes($0.transaction.number, $0.change.kind) }
+            (try? mapping.historyChange(node.key.rawValue)).map {
+                HistoryNode.changes($0.transaction.number, $0.change.kind)
+            }
                 ?? HistoryNode.folder
         case .value?: HistoryNode.tombstone(node.key.rawValue)
         default: .root
@@ -57,18 +59,22 @@ struct HistoryTree: NodeType {
             guard mapping.historyStore != nil else { throw .notFound }
             return mapping.make(node, .directory, permissions: 0o555)
         case .transaction?:
-            return mapping.make(node, .directory, permissions: 0o555, time: try mapping.historyTimestamp(node.key.rawValue))
+            return mapping.make(
+                node, .directory, permissions: 0o555, time: try mapping.historyTimestamp(node.key.rawValue))
         case .changes?:
             guard node.property < HistoryNode.changeFolders.count else { throw .notFound }
-            return mapping.make(node, .directory, permissions: 0o555, time: try mapping.historyTimestamp(node.key.rawValue))
+            return mapping.make(
+                node, .directory, permissions: 0o555, time: try mapping.historyTimestamp(node.key.rawValue))
         case .field?:
             let transaction = try mapping.historyTransaction(node.key.rawValue).transaction
             let content = try Self.content(of: node, mapping)
-            return mapping.make(node, .regularFile, permissions: 0o444, size: content.count, time: transaction.timestamp)
+            return mapping.make(
+                node, .regularFile, permissions: 0o444, size: content.count, time: transaction.timestamp)
         case .link?:
             let (transaction, change) = try change(node, mapping)
             guard change.kind != .delete else { throw .notFound }
-            return mapping.make(node, .symbolicLink, size: try target(of: change, mapping).utf8.count, time: transaction.timestamp)
+            return mapping.make(
+                node, .symbolicLink, size: try target(of: change, mapping).utf8.count, time: transaction.timestamp)
         case .tombstone?:
             let (transaction, change) = try change(node, mapping)
             guard change.kind == .delete else { throw .notFound }
@@ -76,7 +82,8 @@ struct HistoryTree: NodeType {
         case .value?:
             let (transaction, _) = try change(node, mapping)
             let content = try Self.content(of: node, mapping)
-            return mapping.make(node, .regularFile, permissions: 0o444, size: content.count, time: transaction.timestamp)
+            return mapping.make(
+                node, .regularFile, permissions: 0o444, size: content.count, time: transaction.timestamp)
         case nil: throw .notFound
         }
     }
@@ -92,7 +99,8 @@ struct HistoryTree: NodeType {
 
     /// Whether a change has a place in the tree: its number and object fit an inode.
     static func isShown(_ change: HistoryChange, _ mapping: Mapping) -> Bool {
-        Node.fits(PrimaryKey(change.changeID)) && mapping.isValid(change.objectID.entity) && Node.fits(change.objectID.key)
+        Node.fits(PrimaryKey(change.changeID)) && mapping.isValid(change.objectID.entity)
+            && Node.fits(change.objectID.key)
     }
 
     private func target(of change: HistoryChange, _ mapping: Mapping) throws(FileSystemError) -> String {
@@ -110,7 +118,9 @@ struct HistoryTree: NodeType {
             return HistoryNode.transaction(number)
         case .transaction?:
             let number = node.key.rawValue
-            if let kind = HistoryNode.changeFolders.firstIndex(of: name).flatMap({ HistoryChange.Kind(rawValue: Int64($0)) }) {
+            if let kind = HistoryNode.changeFolders.firstIndex(of: name).flatMap({
+                HistoryChange.Kind(rawValue: Int64($0))
+            }) {
                 _ = try mapping.historyTimestamp(number)
                 return HistoryNode.changes(number, kind)
             }
@@ -140,10 +150,15 @@ struct HistoryTree: NodeType {
         }
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         switch node.historyPart {
         case .folder?:
-            return .names(try mapping.historyListing().map { (HistoryNode.name(of: $0.number), HistoryNode.transaction($0.number)) })
+            return .names(
+                try mapping.historyListing().map {
+                    (HistoryNode.name(of: $0.number), HistoryNode.transaction($0.number))
+                })
         case .transaction?:
             let number = node.key.rawValue
             var names: [(String, Node)] = []
@@ -152,17 +167,25 @@ struct HistoryTree: NodeType {
                 if (try? Self.content(of: field, mapping)) != nil { names.append((name, field)) }
             }
             for (raw, name) in HistoryNode.changeFolders.enumerated() {
-                if let kind = HistoryChange.Kind(rawValue: Int64(raw)) { names.append((name, HistoryNode.changes(number, kind))) }
+                if let kind = HistoryChange.Kind(rawValue: Int64(raw)) {
+                    names.append((name, HistoryNode.changes(number, kind)))
+                }
             }
             return .names(names)
         case .changes?:
             let entry = try mapping.historyTransaction(node.key.rawValue)
             var seen: Set<String> = []
             var names: [(String, Node)] = []
-            for change in entry.transaction.changes where change.kind.rawValue == node.property && Self.isShown(change, mapping) {
+            for change in entry.transaction.changes
+            where change.kind.rawValue == node.property && Self.isShown(change, mapping) {
                 let name = HistoryNode.name(of: change.objectID, mapping.model)
                 guard seen.insert(name).inserted else { continue }
-                names.append((name, change.kind == .delete ? HistoryNode.tombstone(change.changeID) : HistoryNode.link(change.changeID)))
+                names.append(
+                    (
+                        name,
+                        change.kind == .delete
+                            ? HistoryNode.tombstone(change.changeID) : HistoryNode.link(change.changeID)
+                    ))
             }
             return .names(names)
         case .tombstone?:
@@ -170,7 +193,8 @@ struct HistoryTree: NodeType {
             let attributes = mapping.model[change.objectID.entity].allAttributes
             return .names(
                 attributes.enumerated().filter { index, attribute in
-                    guard index < Node.maximumHistoryAttributes, case .some(.some) = change.tombstone[attribute.name] else {
+                    guard index < Node.maximumHistoryAttributes, case .some(.some) = change.tombstone[attribute.name]
+                    else {
                         return false
                     }
                     return true
@@ -220,7 +244,8 @@ struct HistoryTree: NodeType {
             let (_, change) = try mapping.historyChange(node.key.rawValue)
             guard change.kind == .delete, isShown(change, mapping) else { throw .notFound }
             let attributes = mapping.model[change.objectID.entity].allAttributes
-            guard node.property < attributes.count, case .some(.some(let value)) = change.tombstone[attributes[node.property].name]
+            guard node.property < attributes.count,
+                case .some(.some(let value)) = change.tombstone[attributes[node.property].name]
             else { throw .notFound }
             return ValueText.content(of: value, type: attributes[node.property].type)
         default:
@@ -252,7 +277,8 @@ struct HistoryTree: NodeType {
             return value
         }
         _ = try attributes(of: node, in: mapping, known: nil, listed: false)
-        guard let link = try? child(named: String(name.dropFirst(Self.changedName.count + 1)), of: node, in: mapping) else {
+        guard let link = try? child(named: String(name.dropFirst(Self.changedName.count + 1)), of: node, in: mapping)
+        else {
             throw .noAttribute
         }
         guard let value = try extendedAttributes(of: link, in: mapping)[Self.changedName] else { throw .noAttribute }
@@ -278,7 +304,8 @@ struct HistoryTree: NodeType {
         throws(FileSystemError) -> Int
     { throw .notPermitted }
 
-    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError) {
+    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError)
+    {
         throw .notPermitted
     }
 
@@ -294,7 +321,8 @@ struct HistoryTree: NodeType {
         throw .notPermitted
     }
 
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
+    {
         mapping.logger.error("rmdir \(HistoryNode.folderName)/…/\(name): the persistent history is read-only")
         throw .notPermitted
     }

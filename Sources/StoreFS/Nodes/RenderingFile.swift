@@ -37,7 +37,8 @@ struct RenderingFile: NodeType {
     func remove(_ node: Node, named name: String, from folder: Node, by request: RequestContext, in mapping: Mapping)
         throws(FileSystemError)
     {
-        mapping.logger.error("rm \(mapping.describe(folder))/\(name): a rendering of a value is computed and cannot be removed")
+        mapping.logger.error(
+            "rm \(mapping.describe(folder))/\(name): a rendering of a value is computed and cannot be removed")
         throw .notPermitted
     }
 
@@ -58,7 +59,8 @@ struct RenderingFile: NodeType {
         else { return nil }
         let attributes = mapping.model[object.entity].allAttributes
         guard let index = attributes.firstIndex(where: { $0.name == base }), index < Node.maximumRenderedAttributes,
-            isRenderable(attributes[index].type), case .data? = snapshot.attributes[base], !mapping.isHidden(base, in: object)
+            isRenderable(attributes[index].type), case .data? = snapshot.attributes[base],
+            !mapping.isHidden(base, in: object)
         else { return nil }
         let node = Node.rendering(object, index, renderer)
         return (try? content(of: node, mapping)) == nil ? nil : node

@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The persistent history's folders (``HistoryTree``) on SwiftData's store of the corpus (38
@@ -39,11 +39,17 @@ import Glibc
         #expect(try k.stat(".history/t37/bundleID").size == UInt64("com.sdsoftware.ResourcesManager\n".utf8.count))
         #expect(try k.list(".history/t37/updated") == ["Item-p9"])
         #expect(try k.readlink(".history/t37/updated/Item-p9") == "../../../Item/p9")
-        #expect(String(decoding: try k.getxattr(".history/t37/updated/Item-p9", "user.history.changed"), as: UTF8.self) == "name")
-        #expect(String(decoding: try k.getxattr(".history/t37/updated", "user.history.changed.Item-p9"), as: UTF8.self) == "name")
+        #expect(
+            String(decoding: try k.getxattr(".history/t37/updated/Item-p9", "user.history.changed"), as: UTF8.self)
+                == "name")
+        #expect(
+            String(decoding: try k.getxattr(".history/t37/updated", "user.history.changed.Item-p9"), as: UTF8.self)
+                == "name")
         #expect(try k.listxattr(".history/t37/updated") == ["user.history.changed.Item-p9"])
         #expect(errnoOf { _ = try k.getxattr(".history/t37/updated", "user.history.changed.Item-p10") } == ENODATA)
-        #expect(try mount.text(".history/t37/updated/Item-p9/name") == (try mount.text("Item/p9/name")), "the link leads to the object")
+        #expect(
+            try mount.text(".history/t37/updated/Item-p9/name") == (try mount.text("Item/p9/name")),
+            "the link leads to the object")
 
         // Every change of every transaction, in its folder.
         for transaction in history {
@@ -51,7 +57,9 @@ import Glibc
                 let expected = transaction.changes.filter { $0.kind.rawValue == Int64(raw) }.map {
                     "\(mount.coordinator.model[$0.objectID.entity].name)-\($0.objectID.key)"
                 }
-                #expect(try k.list(".history/t\(transaction.number)/\(folder)") == expected, "t\(transaction.number) \(folder)")
+                #expect(
+                    try k.list(".history/t\(transaction.number)/\(folder)") == expected,
+                    "t\(transaction.number) \(folder)")
             }
         }
 
@@ -85,7 +93,8 @@ import Glibc
         #expect(errnoOf { try k.rmdir(".history/t37") } == EPERM)
         #expect(errnoOf { try k.mkdir(".history/t99") } == EPERM)
         #expect(errnoOf { try k.symlink("../../../Item/p1", ".history/t37/updated/Item-p1") } == EPERM)
-        #expect(errnoOf { try k.setxattr(".history/t37/updated/Item-p9", "user.history.changed", Data("x".utf8)) } == EPERM)
+        #expect(
+            errnoOf { try k.setxattr(".history/t37/updated/Item-p9", "user.history.changed", Data("x".utf8)) } == EPERM)
         #expect(errnoOf { try k.rename(".history/t37", ".history/t36") } == EPERM)
         #expect(try mount.text(".history/t37/bundleID") == "com.sdsoftware.ResourcesManager\n")
         #expect(mount.finish().isEmpty)
@@ -104,7 +113,9 @@ import Glibc
         #expect(added.count == 1 && after.starts(with: before), "\(added)")
         let new = try #require(added.first)
         #expect(try k.list(".history/\(new)/updated") == ["Item-p9"])
-        #expect(String(decoding: try k.getxattr(".history/\(new)/updated/Item-p9", "user.history.changed"), as: UTF8.self) == "name")
+        #expect(
+            String(decoding: try k.getxattr(".history/\(new)/updated/Item-p9", "user.history.changed"), as: UTF8.self)
+                == "name")
         #expect(try mount.text(".history/\(new)/author") == "storefs\n")
         #expect(errnoOf { _ = try k.stat(".history/\(new)/contextName") } == ENOENT)
         #expect(mount.finish().isEmpty)
@@ -121,8 +132,10 @@ import Glibc
     /// have one form each.
     @Test func nodesRoundTripThroughTheirInodes() {
         let nodes = [
-            HistoryNode.folder, HistoryNode.transaction(1), HistoryNode.transaction(Node.maximumKey), HistoryNode.field(7, 4),
-            HistoryNode.changes(9, .delete), HistoryNode.link(123_456), HistoryNode.tombstone(5), HistoryNode.value(5, 4095),
+            HistoryNode.folder, HistoryNode.transaction(1), HistoryNode.transaction(Node.maximumKey),
+            HistoryNode.field(7, 4),
+            HistoryNode.changes(9, .delete), HistoryNode.link(123_456), HistoryNode.tombstone(5),
+            HistoryNode.value(5, 4095)
         ]
         for node in nodes {
             #expect(Node(node.inode) == node)

@@ -40,8 +40,9 @@ final class KernelMount {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent(name)
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
-            try FileManager.default.copyItem(atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: url.path + suffix)
+        let source = Corpus.url("sqlite/\(name)").path
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
+            try FileManager.default.copyItem(atPath: source + suffix, toPath: url.path + suffix)
         }
         self.readOnly = readOnly
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)

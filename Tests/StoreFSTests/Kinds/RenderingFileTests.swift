@@ -8,7 +8,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every rendering of ``ValueRendering/all`` beside a binary attribute (``RenderingFile``):
@@ -40,7 +40,9 @@ import Glibc
         #expect(try k.stat("Employee/p20/photo.inflated").size == UInt64(Self.message.count))
         #expect(errnoOf { _ = try k.stat("Employee/p20/photo.plist") } == ENOENT, "a renderer that does not apply")
         #expect(errnoOf { _ = try k.stat("Employee/p20/photo.json") } == ENOENT)
-        #expect(String(decoding: try k.getxattr("Employee/p20/photo", "user.attribute.renderings"), as: UTF8.self) == "inflated,pb.txt")
+        #expect(
+            String(decoding: try k.getxattr("Employee/p20/photo", "user.attribute.renderings"), as: UTF8.self)
+                == "inflated,pb.txt")
         #expect(!(try k.list("Employee/p20")).contains { $0.hasPrefix("photo.") }, "reachable, not listed")
         for name in ["photo.inflated", "photo.pb.txt"] {
             #expect(errnoOf { try k.write("Employee/p20/\(name)", Data("x".utf8)) } == EPERM)
@@ -59,13 +61,18 @@ import Glibc
     @Test func aPropertyListReadsAsXML() throws {
         let mount = try KernelMount(objects: 40)
         let k = mount.kernel
-        let binary = try PropertyListSerialization.data(fromPropertyList: ["theme": "dark"], format: .binary, options: 0)
+        let binary = try PropertyListSerialization.data(
+            fromPropertyList: ["theme": "dark"], format: .binary, options: 0)
         try k.write("Employee/p20/preferences", binary)
         let xml = try mount.text("Employee/p20/preferences.plist")
-        #expect(xml.contains("<key>theme</key>") && xml.contains("<string>dark</string>") && xml.hasPrefix("<?xml"), "\(xml)")
+        #expect(
+            xml.contains("<key>theme</key>") && xml.contains("<string>dark</string>") && xml.hasPrefix("<?xml"),
+            "\(xml)")
         #expect(try k.stat("Employee/p20/preferences.plist").size == UInt64(xml.utf8.count))
         #expect(try mount.text("Employee/p20/preferences.json").contains("\"dark\""))
-        #expect(String(decoding: try k.getxattr("Employee/p20/preferences", "user.attribute.renderings"), as: UTF8.self) == "json,plist")
+        #expect(
+            String(decoding: try k.getxattr("Employee/p20/preferences", "user.attribute.renderings"), as: UTF8.self)
+                == "json,plist")
         // The same list gzipped: inflated first.
         try k.write("Employee/p20/preferences", Self.gzip(Array(binary)))
         #expect(try mount.text("Employee/p20/preferences.plist") == xml)
@@ -81,10 +88,13 @@ import Glibc
         let whole = Self.gzip(Self.message)
         var wrongChecksum = whole
         wrongChecksum[wrongChecksum.count - 5] ^= 0xFF
-        for damaged in [whole.prefix(whole.count - 6), wrongChecksum, Data([0x1F, 0x8B, 8]), Data([0x12, 0xFF, 0xFF, 0xFF, 0x0F])] {
+        for damaged in [
+            whole.prefix(whole.count - 6), wrongChecksum, Data([0x1F, 0x8B, 8]), Data([0x12, 0xFF, 0xFF, 0xFF, 0x0F])
+        ] {
             try k.write("Employee/p20/photo", damaged)
             for suffix in ["inflated", "pb.txt", "plist", "json"] {
-                #expect(errnoOf { _ = try k.read("Employee/p20/photo.\(suffix)") } == ENOENT, "\(Array(damaged)) \(suffix)")
+                #expect(
+                    errnoOf { _ = try k.read("Employee/p20/photo.\(suffix)") } == ENOENT, "\(Array(damaged)) \(suffix)")
             }
         }
         #expect(try k.read("Employee/p20/photo") == Data([0x12, 0xFF, 0xFF, 0xFF, 0x0F]), "the raw value stays")
