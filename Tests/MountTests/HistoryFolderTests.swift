@@ -77,6 +77,20 @@ import Testing
         let deleted = try #require(try run("find", [history, "-path", "*/deleted/*", "-type", "f"]).lines.first)
         let value = try run("cat", [deleted])
         #expect(value.status == 0 && value.output.hasSuffix("\n"))
+        let resource = try #require(
+            Self.sqlite(
+                mount.store,
+                """
+                SELECT c.ZTRANSACTIONID FROM ACHANGE c JOIN Z_PRIMARYKEY e ON e.Z_ENT = c.ZENTITY
+                WHERE e.Z_NAME = 'InternalResource' AND c.ZENTITYPK = 11 AND c.ZCHANGETYPE = 2
+                """
+            ).first)
+        let tombstone = "\(history)/t\(resource)/deleted/InternalResource-p11"
+        #expect(try run("ls", [tombstone]).lines == ["cloudDeleteAssetUUIDWithResourceType", "cloudDeleteState"])
+        #expect(try run("cat", ["\(tombstone)/cloudDeleteState"]).output == "0\n")
+        #expect(
+            try run("cat", ["\(tombstone)/cloudDeleteAssetUUIDWithResourceType"]).output
+                == "FE291698-3C93-4425-A47A-E19027DBCAA0-@-0\n")
         #expect(try run("touch", [deleted]).status != 0, "read-only")
         #expect(try run("rm", ["-f", link]).status != 0, "read-only")
     }
