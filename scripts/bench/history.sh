@@ -4,7 +4,10 @@
 # (transactions, their four interned names, their changes) in one joined query in the same run:
 # the floor for any reader of them. Also the fixed cost (opening the store and its model:
 # `--since` past all but the last transaction) and the peak RSS of the whole listing (it reads in
-# pages, so memory must not grow with N).
+# pages, so memory must not grow with N). Then the same history through a read-only mount: `ls -U
+# MNT/.history` (one listing, transactions without their changes), `ls -lU` of it (every folder's
+# attributes too), and a lookup of one transaction's changes (`ls MNT/.history/tN/updated`), against
+# sqlite3 reading the transaction numbers alone.
 #
 # The store: a copy of the SwiftData store of the test corpus (Tests/Fixtures/corpus/sqlite/
 # sergd2005_ResourcesManager_default.store, 38 transactions by SwiftData) grown to N transactions
@@ -18,7 +21,7 @@ NAME=history
 source "$(dirname "$0")/common.sh"
 SIZES=("$@"); ((${#SIZES[@]})) || SIZES=(10000)
 REPEAT=${REPEAT:-3}
-need sqlite3 sqlite3; need python3 python3
+need sqlite3 sqlite3; need python3 python3; need fusermount3 fuse3
 [ -x /usr/bin/time ] || need /usr/bin/time time
 
 bench_workspace 2g
@@ -93,4 +96,35 @@ PY
   printf '  %-44s %10s  %s; without the fixed cost %s\n' "storefs history --json" "$(ms "$json")" "$(ratio "$json" "$base")" \
     "$(ratio $((json - fixed)) "$base")"
   printf '  %-44s %10s\n' "peak RSS: history --json / --since LAST-1" "$rss MB / $rss_fixed MB"
+
+  # The same history as folders: a fresh read-only mount per run of each listing.
+  numbers=$(best_us sqlite3 -readonly "$store" "SELECT Z_PK FROM ATRANSACTION ORDER BY Z_PK")
+  mount_ls() {
+    "$STOREFS" mount "$store" "$MNT" -o ro --log-file "$WORK/mount.log" || { cat "$WORK/mount.log" >&2; exit 1; }
+    local t0 t1
+    t0=$(now_us)
+    timeout 600 "$@" >/dev/null || { echo "$NAME: $* failed" >&2; exit 1; }
+    t1=$(now_us)
+    unmount_store
+    echo $((t1 - t0))
+  }
+  best_mount() {
+    local best="" t
+    for _ in $(seq 1 "$REPEAT"); do
+      t=$(mount_ls "$@")
+      if [ -z "$best" ] || [ "$t" -lt "$best" ]; then best=$t; fi
+    done
+    echo "$best"
+  }
+  "$STOREFS" mount "$store" "$MNT" -o ro --log-file "$WORK/mount.log"
+  listed=$(ls -U "$MNT/.history" | wc -l)
+  unmount_store
+  [ "$listed" -eq "$transactions" ] || { echo "$NAME: ls .history listed $listed, expected $transactions" >&2; exit 1; }
+  ls_plain=$(best_mount ls -U "$MNT/.history")
+  ls_long=$(best_mount ls -lU "$MNT/.history")
+  lookup=$(best_mount ls "$MNT/.history/t$((transactions / 2))/updated")
+  printf '  %-44s %10s\n' "sqlite3, transaction numbers (baseline)" "$(ms "$numbers")"
+  printf '  %-44s %10s  %s\n' "ls -U MNT/.history (fresh mount)" "$(ms "$ls_plain")" "$(ratio "$ls_plain" "$numbers")"
+  printf '  %-44s %10s  %s\n' "ls -lU MNT/.history (fresh mount)" "$(ms "$ls_long")" "$(ratio "$ls_long" "$numbers")"
+  printf '  %-44s %10s\n' "ls MNT/.history/tN/updated (fresh mount)" "$(ms "$lookup")"
 done

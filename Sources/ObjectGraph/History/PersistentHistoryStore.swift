@@ -21,4 +21,8 @@ public protocol PersistentHistoryStore: PersistentStore {
 
     /// Transaction `number` with its changes; nil when there is none.
     func historyTransaction(_ number: Int64) throws(ObjectGraphError) -> HistoryTransaction?
+
+    /// The number of the transaction that holds change `changeID`; nil when there is none (or it
+    /// is a change of an entity the model does not know). One store request on the primary key.
+    func historyTransactionNumber(ofChange changeID: Int64) throws(ObjectGraphError) -> Int64?
 }

@@ -26,6 +26,8 @@ struct HistoryReader: Sendable {
     let transactionSQL: String
     /// Changes of the transactions numbered from `?` to `?`.
     let changesSQL: String
+    /// The transaction and entity of change `?`.
+    let changeSQL = "SELECT ZTRANSACTIONID, ZENTITY FROM ACHANGE WHERE Z_PK = ?"
 
     /// The reader of `schema`'s history; nil when the file keeps none.
     init?(schema: FileSchema, model: ManagedObjectModel) {

@@ -26,6 +26,16 @@ extension SQLiteStore: PersistentHistoryStore {
         }
     }
 
+    public func historyTransactionNumber(ofChange changeID: Int64) throws(ObjectGraphError) -> Int64? {
+        guard let reader = historyReader else { return nil }
+        return try read { db in
+            guard let row = try rows(db, reader.changeSQL, [changeID]).first else { return nil }
+            let values = row.storedValues
+            guard layout.entityByZent[SQLiteStore.integer(values[1])] != nil else { return nil }
+            return SQLiteStore.integer(values[0])
+        }
+    }
+
     /// The most transactions one call reads, whatever it asks for: a page is held in memory whole.
     static let historyPageLimit = 10_000
 

@@ -8,6 +8,8 @@ extension Mapping {
     /// Invalidates the root, every entity directory and everything about `objects`.
     func invalidateEverythingCached(including objects: [ObjectID]) {
         invalidate(.root)
+        // Another process's commit may have added transactions (kept listings of read-only mounts).
+        invalidate(HistoryNode.folder)
         for entity in model.entities { invalidate(.entity(entity.id)) }
         invalidateRelated(objects)
     }
@@ -31,12 +33,27 @@ extension Mapping {
             for (index, attribute) in entity.allAttributes.enumerated() {
                 invalidator.invalidateInode(Node.attribute(object, index).inode)
                 invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name)
+                invalidateRenderings(of: object, index)
             }
             for (index, relationship) in entity.allRelationships.enumerated() {
                 let node: Node = relationship.isToMany ? .toMany(object, index) : .toOne(object, index)
                 invalidator.invalidateInode(node.inode)
                 invalidator.invalidateEntry(parent: Node.object(object).inode, name: relationship.name)
             }
+        }
+    }
+
+    /// Invalidates the renderings of `object`'s attribute `index` (`ATTR.json`, …), which follow
+    /// its value: a name that had none may have one now, and sizes change.
+    func invalidateRenderings(of object: ObjectID, _ index: Int) {
+        guard let invalidator = invalidator.withLock({ $0 }), isValid(object.entity),
+            index < model[object.entity].allAttributes.count, index < Node.maximumRenderedAttributes
+        else { return }
+        let attribute = model[object.entity].allAttributes[index]
+        guard RenderingFile.isRenderable(attribute.type) else { return }
+        for (renderer, rendering) in ValueRendering.all.enumerated() {
+            invalidator.invalidateInode(Node.rendering(object, index, renderer).inode)
+            invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name + rendering.suffix)
         }
     }
 

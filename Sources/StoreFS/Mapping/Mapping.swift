@@ -27,6 +27,7 @@ final class Mapping: Sendable {
     let hiddenEntities = Mutex<Set<String>>([])
     let predicates: Predicates
     let fetchedResults = FetchedResults()
+    let history = HistoryCache()
     let cachedStoreUUID = Mutex<String?>(nil)
     /// The write path: open files, scratch files, the copy-in session, removals, commits.
     let session = WriteSession()

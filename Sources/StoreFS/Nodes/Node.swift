@@ -20,6 +20,9 @@ struct Node: Hashable, Sendable {
     enum Kind: UInt8, CaseIterable, Sendable {
         case root = 0, entity, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates,
             template, templateMember, rendering
+        /// The persistent history's folders, files and links (``HistoryNode``): which one is in the
+        /// entity bits.
+        case history = 15
     }
 
     let kind: Kind
@@ -68,9 +71,16 @@ struct Node: Hashable, Sendable {
     static func template(_ index: Int) -> Node { Node(.template, property: index) }
     /// A link in a template's folder to this object (`../../Entity/pN`).
     static func templateMember(_ id: ObjectID) -> Node { Node(.templateMember, id) }
-    /// The read-only rendering of a value beside its attribute file (`ATTR.json`), by the
-    /// attribute's index.
-    static func rendering(_ id: ObjectID, _ index: Int) -> Node { Node(.rendering, id, property: index) }
+    /// The read-only rendering of a value beside its attribute file (`ATTR.json`, `ATTR.pb.txt`):
+    /// the attribute's index in the property field's low 9 bits, the rendering's (its position in
+    /// ``ValueRendering/all``) in the top 3.
+    static func rendering(_ id: ObjectID, _ index: Int, _ renderer: Int = 0) -> Node {
+        Node(.rendering, id, property: renderer << renderingShift | index)
+    }
+    /// A node of the persistent history (``HistoryNode``): `part` in the entity bits.
+    static func history(_ part: Int, property: Int = 0, key: Int64 = 0) -> Node {
+        Node(.history, entity: EntityID(part), property: property, key: PrimaryKey(key))
+    }
 
     /// The object the node names or sits with (meaningful for the kinds that have one).
     var object: ObjectID { ObjectID(entity: entity, key: key) }
@@ -84,6 +94,11 @@ struct Node: Hashable, Sendable {
     private static let entityBits: UInt64 = 10
     private static let entityShift: UInt64 = keyBits + propertyBits
     static let maximumKey: Int64 = (1 << 32) - 1
+    /// A rendering's property field: attribute index below 512, renderer above.
+    static let renderingShift = 9
+    static let maximumRenderedAttributes = 1 << renderingShift
+    /// A tombstone value's attribute index takes the property field.
+    static let maximumHistoryAttributes = 1 << propertyBits
     /// Bits 54–59: free for ``StoreFolderFileSystem`` to say which store an inode belongs to.
     static let slotShift: UInt64 = 54
     static let slotMask: UInt64 = 0x3F << 54

@@ -238,6 +238,7 @@ extension Node.Kind {
         case .template: TemplateFolder()
         case .templateMember: TemplateMemberLink()
         case .rendering: RenderingFile()
+        case .history: HistoryTree()
         }
     }
 }

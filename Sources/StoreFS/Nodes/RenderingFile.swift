@@ -2,9 +2,10 @@ import Foundation
 import FuseKit
 import ObjectGraph
 
-/// The rendering of an archived value beside its attribute file (``ArchivedValueRendering``):
-/// `ATTR.json` beside a binary or transformable attribute whose bytes are a keyed archive or a
-/// binary property list.
+/// A rendering of a binary or transformable value beside its attribute file, one per renderer of
+/// ``ValueRendering/all``: `ATTR.json` (a keyed archive or binary property list,
+/// ``ArchivedValueRendering``), `ATTR.inflated`, `ATTR.pb.txt`, `ATTR.plist`. The inode says
+/// which (``Node/rendering(_:_:_:)``); attributes at index 512 or beyond have none.
 ///
 /// Like fetched properties they are reachable by name and not listed, so `cp -a`, `diff -r`,
 /// `find` and `grep -r` of a mount see the raw bytes only, once; they are read-only (EPERM for
@@ -36,7 +37,8 @@ struct RenderingFile: NodeType {
     func remove(_ node: Node, named name: String, from folder: Node, by request: RequestContext, in mapping: Mapping)
         throws(FileSystemError)
     {
-        mapping.logger.error("rm \(mapping.describe(folder))/\(name): a rendering of a value is computed and cannot be removed")
+        mapping.logger.error(
+            "rm \(mapping.describe(folder))/\(name): a rendering of a value is computed and cannot be removed")
         throw .notPermitted
     }
 
@@ -44,49 +46,59 @@ struct RenderingFile: NodeType {
 
     static func isRenderable(_ type: AttributeType) -> Bool { type == .binaryData || type == .transformable }
 
-    /// The rendering node `name` names in `object`'s folder, if it is `ATTR.json` and the value
-    /// of ATTR renders.
+    /// The attribute's index and the rendering a rendering node stands for.
+    static func parts(of node: Node) -> (index: Int, renderer: Int) {
+        (node.property & (Node.maximumRenderedAttributes - 1), node.property >> Node.renderingShift)
+    }
+
+    /// The rendering node `name` names in `object`'s folder, if it is `ATTR.SUFFIX` of a
+    /// rendering of ``ValueRendering/all`` and the value of ATTR has it.
     static func node(named name: String, in object: ObjectID, snapshot: Snapshot, _ mapping: Mapping) -> Node? {
-        guard name.hasSuffix(ArchivedValueRendering.suffix) else { return nil }
-        let base = String(name.dropLast(ArchivedValueRendering.suffix.count))
-        let attributes = mapping.model[object.entity].allAttributes
-        guard let index = attributes.firstIndex(where: { $0.name == base }), isRenderable(attributes[index].type),
-            case .data? = snapshot.attributes[base], !mapping.isHidden(base, in: object)
+        guard let (base, rendering) = ValueRendering.split(name),
+            let renderer = ValueRendering.all.firstIndex(where: { $0.suffix == rendering.suffix })
         else { return nil }
-        let node = Node.rendering(object, index)
+        let attributes = mapping.model[object.entity].allAttributes
+        guard let index = attributes.firstIndex(where: { $0.name == base }), index < Node.maximumRenderedAttributes,
+            isRenderable(attributes[index].type), case .data? = snapshot.attributes[base],
+            !mapping.isHidden(base, in: object)
+        else { return nil }
+        let node = Node.rendering(object, index, renderer)
         return (try? content(of: node, mapping)) == nil ? nil : node
     }
 
-    /// Whether `name` is where a rendering of one of `object`'s attributes would be (`ATTR.json`
-    /// of a binary or transformable ATTR), whether or not its value renders: such names are not
-    /// for scratch files, which would hide the rendering.
+    /// Whether `name` is where a rendering of one of `object`'s attributes would be (`ATTR.json`,
+    /// `ATTR.pb.txt`, … of a binary or transformable ATTR), whether or not its value renders: such
+    /// names are not for scratch files, which would hide the rendering.
     static func isRenderingName(_ name: String, of object: ObjectID, _ mapping: Mapping) -> Bool {
-        guard name.hasSuffix(ArchivedValueRendering.suffix), mapping.isValid(object.entity) else { return false }
-        let base = String(name.dropLast(ArchivedValueRendering.suffix.count))
+        guard let (base, _) = ValueRendering.split(name), mapping.isValid(object.entity) else { return false }
         return mapping.model[object.entity].attribute(named: base).map { isRenderable($0.type) } ?? false
     }
 
-    /// The rendering's text (kept for large ones, as values' texts are).
+    /// The rendering's bytes (kept for large ones, as values' texts are); ENOENT when the value
+    /// has none. Every renderer is bounded (input, output, depth: docs/SEMANTICS.md).
     static func content(of node: Node, _ mapping: Mapping) throws(FileSystemError) -> Data {
         if let kept = mapping.renderedValues.kept(node) { return kept }
+        let (index, renderer) = parts(of: node)
+        guard renderer < ValueRendering.all.count else { throw .notFound }
         let generation = mapping.renderedValues.generation
-        let (attribute, value) = try mapping.attributeValue(node.object, node.property)
+        let (attribute, value) = try mapping.attributeValue(node.object, index)
         guard isRenderable(attribute.type), case .data(let bytes) = value else { throw .notFound }
         var rendered: Data?
         let content = mapping.renderedValues.render(node, generation: generation) {
-            rendered = ArchivedValueRendering.json(of: bytes)
+            rendered = ValueRendering.all[renderer].render(bytes)
             return rendered ?? Data()
         }
         guard rendered != nil else { throw .notFound }
         return content
     }
 
-    /// The names of the renderings an attribute file has (`json`), for its xattrs.
+    /// The names of the renderings an attribute file has (`json`, `inflated`, `pb.txt`, `plist`),
+    /// for its xattrs.
     static func renderings(of object: ObjectID, _ index: Int, _ mapping: Mapping) -> [String] {
         guard mapping.isValid(object.entity), index < mapping.model[object.entity].allAttributes.count,
-            isRenderable(mapping.model[object.entity].allAttributes[index].type),
-            (try? content(of: .rendering(object, index), mapping)) != nil
+            index < Node.maximumRenderedAttributes, isRenderable(mapping.model[object.entity].allAttributes[index].type)
         else { return [] }
-        return [String(ArchivedValueRendering.suffix.dropFirst())]
+        return ValueRendering.all.indices.filter { (try? content(of: .rendering(object, index, $0), mapping)) != nil }
+            .map { String(ValueRendering.all[$0].suffix.dropFirst()) }
     }
 }

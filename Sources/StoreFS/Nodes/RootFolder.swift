@@ -24,6 +24,7 @@ struct RootFolder: NodeType {
 
     func child(named name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
         if name == TemplatesFolder.name && !mapping.predicates.templates.isEmpty { return .templates }
+        if name == HistoryNode.folderName && mapping.historyStore != nil { return HistoryNode.folder }
         guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) }) else {
             throw .notFound
         }

@@ -41,6 +41,7 @@ extension Mapping {
         session.schedule.noteChange(object)
         invalidateEntry(parent: .object(object), name: name)
         invalidate(.object(object))
+        if target.kind == .attribute { invalidateRenderings(of: object, target.property) }
     }
 
     static func notRemovable(_ name: String) -> ObjectGraphError {

@@ -102,6 +102,7 @@ extension Mapping {
         }, "write \(describe(object))/\(attribute.name)")
         changed(object)
         invalidate(node)
+        invalidateRenderings(of: object, index)
         if !existed { invalidate(.object(object)) }
         return OpenFiles.AppliedValue(attribute: attribute.name, value: value)
     }

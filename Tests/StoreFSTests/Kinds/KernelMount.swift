@@ -3,6 +3,7 @@ import Foundation
 import FuseKit
 import ObjectGraph
 import SQLiteStore
+import TestSupport
 import Testing
 
 @testable import StoreFS
@@ -30,6 +31,19 @@ final class KernelMount {
             at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
+        self.readOnly = readOnly
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+    }
+
+    /// A copy of corpus store `name` (with its WAL), served like the sample store.
+    init(corpus name: String, readOnly: Bool = false) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        url = folder.appendingPathComponent(name)
+        let source = Corpus.url("sqlite/\(name)").path
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
+            try FileManager.default.copyItem(atPath: source + suffix, toPath: url.path + suffix)
+        }
         self.readOnly = readOnly
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
     }
