@@ -238,6 +238,8 @@ extension Node.Kind {
         case .template: TemplateFolder()
         case .templateMember: TemplateMemberLink()
         case .rendering: RenderingFile()
+        case .query: QueryFolder()
+        case .queryFile: QueryResultFile()
         }
     }
 }
