@@ -11,7 +11,8 @@ import Testing
     /// runs), as the folder's names.
     func reference(_ engine: PersistentStoreCoordinator, _ predicate: String, of entity: String) throws -> [String] {
         let ids = try engine.newContext().objects(
-            matching: try PredicateParser.parse(predicate), of: engine.model.entityID(named: entity)!, strategy: .inMemory)
+            matching: try PredicateParser.parse(predicate), of: engine.model.entityID(named: entity)!,
+            strategy: .inMemory)
         return ids.map(\.key.description).sorted()
     }
 
@@ -48,7 +49,8 @@ import Testing
         let mount = try MountedStore(objects: 500)
         defer { try? mount.unmount() }
         let m = mount.path
-        let long = "isRemote == YES AND NOT (lastName IN {" + (1...40).map { "'nobody\($0)'" }.joined(separator: ", ") + "})"
+        let nobody = (1...40).map { "'nobody\($0)'" }.joined(separator: ", ")
+        let long = "isRemote == YES AND NOT (lastName IN {\(nobody)})"
         #expect(try run("ls", ["\(m)/.query/Employee/\(long)"]).error.contains("File name too long"))
         #expect(try run("setfattr", ["-n", "user.query.remote", "-v", long, "\(m)/Employee"]).status == 0)
         #expect(try run("ls", ["\(m)/.query/Employee"]).lines == ["remote"])
@@ -67,6 +69,9 @@ import Testing
         #expect(mount.logText.contains("lastNmae"))
         let refused = try run("setfattr", ["-n", "user.query.bad", "-v", "((lastName", "\(m)/Employee"])
         #expect(refused.status != 0 && refused.error.contains("Invalid argument"))
+        // Invalid UTF-8 in a name is ENOENT, and the server goes on.
+        #expect(try sh("ls \"\(m)/.query/Employee/lastName == '\"$(printf '\\377')\"'\"").status != 0)
+        #expect(try run("cat", ["\(m)/.query/Employee/remote/.count"]).output == "\(remote.count)\n")
         // Read-only: no change inside .query.
         #expect(try run("mkdir", ["\(m)/.query/Employee/new"]).error.contains("Operation not permitted"))
         #expect(try sh("echo 1 > '\(m)/.query/Employee/remote/.count'").status != 0)

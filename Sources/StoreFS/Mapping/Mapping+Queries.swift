@@ -41,7 +41,8 @@ extension Mapping {
         let entityName = model[entity].name
         let name = String(attribute.dropFirst(Self.queryAttributePrefix.count))
         guard attribute.hasPrefix(Self.queryAttributePrefix), Self.isQueryName(name) else {
-            logger.error("setfattr \(attribute) on \(entityName): a saved query's name is a file name (user.query.NAME)")
+            logger.error(
+                "setfattr \(attribute) on \(entityName): a saved query's name is a file name (user.query.NAME)")
             throw value == nil ? .noAttribute : .invalid
         }
         var predicate: String?
@@ -70,7 +71,9 @@ extension Mapping {
         mine[name] = predicate.map(MetadataValue.string)
         all[entityName] = mine.isEmpty ? nil : .dictionary(mine)
         let newValue: MetadataValue? = all.isEmpty ? nil : .dictionary(all)
-        try engine({ () throws(ObjectGraphError) in try context.setMetadata(newValue, for: Self.queriesKey) }, "setfattr \(attribute)")
+        try engine({ () throws(ObjectGraphError) in
+            try context.setMetadata(newValue, for: Self.queriesKey)
+        }, "setfattr \(attribute)")
         queries.setError(nil, of: entity)
         queries.forgetSaved()
         changed()
@@ -105,16 +108,16 @@ extension Mapping {
 
     /// The query folder node `index` (of ``queries``) names: its entity, name and predicate.
     func query(_ node: Node) throws(FileSystemError) -> (QueryTable.Query, ObjectGraph.Predicate) {
-        guard let query = queries.query(UInt32(truncatingIfNeeded: node.key.rawValue)), query.entity == node.entity else {
-            throw .notFound
-        }
+        guard let query = queries.query(UInt32(truncatingIfNeeded: node.key.rawValue)), query.entity == node.entity
+        else { throw .notFound }
         return (query, try queryPredicate(query.name, of: query.entity))
     }
 
     /// The objects query folder `node` lists (subentities' included), evaluated by the store when
     /// it can (SQL on SQLite stores) and kept until something changes, as fetched folders are.
     func queryMembers(of node: Node) throws(FileSystemError) -> [ObjectID] {
-        let folder = Node.query(QueryFolder.queryPart, entity: node.entity, index: UInt32(truncatingIfNeeded: node.key.rawValue))
+        let index = UInt32(truncatingIfNeeded: node.key.rawValue)
+        let folder = Node.query(QueryFolder.queryPart, entity: node.entity, index: index)
         return try computedMembers(of: folder) { () throws(FileSystemError) in
             let (query, predicate) = try query(folder)
             let context = context

@@ -85,7 +85,9 @@ struct Node: Hashable, Sendable {
     }
     /// A file of a query folder, by `part`.
     static func queryFile(_ part: Int, entity: EntityID, index: UInt32) -> Node {
-        Node(.queryFile, entity: entity, property: queryFileFlag | (part & (queryFileFlag - 1)), key: PrimaryKey(Int64(index)))
+        Node(
+            .queryFile, entity: entity, property: queryFileFlag | (part & (queryFileFlag - 1)),
+            key: PrimaryKey(Int64(index)))
     }
 
     /// The object the node names or sits with (meaningful for the kinds that have one).

@@ -74,7 +74,8 @@ struct QueryFolder: NodeType {
             guard isShown(node.entity, mapping), !name.hasPrefix(".") else { throw .notFound }
             _ = try mapping.queryPredicate(name, of: node.entity)
             guard let index = mapping.queries.index(of: .init(entity: node.entity, name: name)) else {
-                mapping.logger.error(".query/\(mapping.model[node.entity].name)/\(name): this mount asked too many queries")
+                mapping.logger.error(
+                    ".query/\(mapping.model[node.entity].name)/\(name): this mount asked too many queries")
                 throw .notFound
             }
             return .query(Self.queryPart, entity: node.entity, index: index)
@@ -93,7 +94,9 @@ struct QueryFolder: NodeType {
         }
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         switch node.property {
         case Self.rootPart:
             let hidden = mapping.hiddenEntities.withLock { $0 }
@@ -154,11 +157,15 @@ struct QueryFolder: NodeType {
         throw refusal("mkdir \(name)", node, mapping)
     }
 
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         throw refusal("ln -s \(target) \(name)", node, mapping)
     }
 
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping)
+        throws(FileSystemError)
+    {
         throw refusal("rmdir \(name)", folder, mapping)
     }
 

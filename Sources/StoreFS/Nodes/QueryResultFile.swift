@@ -39,7 +39,8 @@ struct QueryResultFile: NodeType {
 
     func open(_ node: Node, flags: OpenFlags, in mapping: Mapping) throws(FileSystemError) -> OpenResult {
         if flags.isWriting {
-            mapping.logger.error("open \(mapping.describe(Self.folder(of: node)))/\(Self.names[Self.part(node)]) for writing: it is computed")
+            let name = "\(mapping.describe(Self.folder(of: node)))/\(Self.names[Self.part(node)])"
+            mapping.logger.error("open \(name) for writing: a query's results are computed and read-only")
             throw mapping.configuration.readOnly ? .readOnly : .notPermitted
         }
         return try mapping.openFile(node, flags: flags)
@@ -72,13 +73,16 @@ struct QueryResultFile: NodeType {
                 of: try mapping.queryMembers(of: folder), entity: query.entity,
                 format: part(node) == jsonPart ? .jsonLines : .csv, mapping, name: "\(mapping.describe(folder))")
         }
-        if mapping.fetchedResults.generation == generation { mapping.queries.keep(content, of: node, generation: generation) }
+        if mapping.fetchedResults.generation == generation {
+            mapping.queries.keep(content, of: node, generation: generation)
+        }
         return content
     }
 
     /// The matches counted: from the folder's kept result when it has one, else by the store.
-    private static func count(_ folder: Node, _ entity: EntityID, _ predicate: ObjectGraph.Predicate, _ mapping: Mapping)
-        throws(FileSystemError) -> Int
+    private static func count(
+        _ folder: Node, _ entity: EntityID, _ predicate: ObjectGraph.Predicate, _ mapping: Mapping
+    ) throws(FileSystemError) -> Int
     {
         if let kept = mapping.fetchedResults.get(folder) { return kept.count }
         let context = mapping.context
@@ -102,7 +106,9 @@ struct QueryResultFile: NodeType {
         while start < ids.count {
             let batch = Array(ids[start..<min(start + 500, ids.count)])
             start += batch.count
-            let records = try mapping.engine({ () throws(ObjectGraphError) in try context.records(for: batch) }, "read \(name)")
+            let records = try mapping.engine({ () throws(ObjectGraphError) in
+                try context.records(for: batch)
+            }, "read \(name)")
             for record in records { writer.append(record, into: &out) }
             guard out.count <= maximumResultBytes else {
                 let file = names[format == .csv ? csvPart : jsonPart]

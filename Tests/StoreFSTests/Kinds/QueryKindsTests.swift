@@ -81,7 +81,8 @@ import Glibc
         #expect(try mount.text("\(path)/.count") == "\(listed.count)\n")
         #expect(context.faultsFired == faults, "no object was faulted to answer")
         #expect(mount.coordinator.store.requestCount - requests <= 3, "one query answers the listing and the count")
-        #expect(listed.sorted() == (try reference(mount, "lastName BEGINSWITH[c] 'a' OR salary > 100000", of: "Employee")))
+        let wanted = try reference(mount, "lastName BEGINSWITH[c] 'a' OR salary > 100000", of: "Employee")
+        #expect(listed.sorted() == wanted)
         #expect(mount.finish().isEmpty)
     }
 
@@ -89,22 +90,26 @@ import Glibc
         let mount = try KernelMount()
         var k = mount.kernel
         // Longer than NAME_MAX: it could not be a path component.
-        let long = "isRemote == YES AND NOT (lastName IN {" + (1...40).map { "'nobody\($0)'" }.joined(separator: ", ") + "})"
+        let nobody = (1...40).map { "'nobody\($0)'" }.joined(separator: ", ")
+        let long = "isRemote == YES AND NOT (lastName IN {\(nobody)})"
         #expect(long.utf8.count > 255)
         try k.setxattr("Employee", "user.query.remote", Data(long.utf8))
         #expect(try k.list(".query/Employee") == ["remote"])
-        #expect(try k.list(".query/Employee/remote").sorted() == (try reference(mount, "isRemote == YES", of: "Employee")))
+        let remote = try reference(mount, "isRemote == YES", of: "Employee")
+        #expect(try k.list(".query/Employee/remote").sorted() == remote)
         #expect(try k.getxattr("Employee", "user.query.remote") == Data(long.utf8))
         #expect(try k.listxattr("Employee").contains("user.query.remote"))
         #expect(!(try k.listxattr("").contains("user.StoreFSQueries")), "kept in the metadata, shown on the entity")
-        #expect(errnoOf { try k.setxattr("Employee", "user.query.remote", Data("TRUEPREDICATE".utf8), flags: .create) } == EEXIST)
+        let again = Data("TRUEPREDICATE".utf8)
+        #expect(errnoOf { try k.setxattr("Employee", "user.query.remote", again, flags: .create) } == EEXIST)
         // Saved in the store: a new mount has it.
         try k.fsync("Employee/p20/lastName")
         _ = try mount.remount()
         k = mount.kernel
         #expect(try k.list(".query/Employee") == ["remote"])
         try k.setxattr("Employee", "user.query.remote", Data("isRemote == NO".utf8))
-        #expect(try k.list(".query/Employee/remote").sorted() == (try reference(mount, "isRemote == NO", of: "Employee")))
+        let office = try reference(mount, "isRemote == NO", of: "Employee")
+        #expect(try k.list(".query/Employee/remote").sorted() == office)
         try k.removexattr("Employee", "user.query.remote")
         #expect(try k.list(".query/Employee") == [])
         #expect(errnoOf { _ = try k.stat(".query/Employee/remote") } == ENOENT)
@@ -125,7 +130,8 @@ import Glibc
         #expect(errnoOf { _ = try k.list(".query/Employee/$FETCH_SOURCE == nil") } == ENOENT)
         // Hostile predicates: huge numbers, nesting past the parser's limit, invalid UTF-8.
         let huge = ".query/Employee/employeeID == 99999999999999999999999999999999999999"
-        #expect(errnoOf { _ = try k.list(huge) } == nil || errnoOf { _ = try k.list(huge) } == ENOENT)
+        #expect(try mount.text("\(huge)/.count") == "0\n", "a number past Int64 compares as a double")
+        #expect(try mount.text(".query/Employee/salary > 1e400/.count") == "0\n")
         #expect(try mount.text(".query/Employee/employeeID < -9223372036854775808/.count") == "0\n")
         let deep = String(repeating: "(", count: 100_000) + "TRUEPREDICATE" + String(repeating: ")", count: 100_000)
         #expect(errnoOf { try k.setxattr("Employee", "user.query.deep", Data(deep.utf8)) } == EINVAL)
@@ -133,7 +139,8 @@ import Glibc
         #expect(errnoOf { try k.setxattr("Employee", "user.query.", Data("TRUEPREDICATE".utf8)) } == EINVAL)
         #expect(errnoOf { try k.setxattr("Employee", "user.query.a/b", Data("TRUEPREDICATE".utf8)) } == EINVAL)
         #expect(errnoOf { try k.setxattr("Employee", "user.query.x", Data("nmae == 1".utf8)) } == EINVAL)
-        #expect(String(decoding: try k.getxattr(".query/Employee", "user.storefs.error"), as: UTF8.self).contains("nmae"))
+        let refused = String(decoding: try k.getxattr(".query/Employee", "user.storefs.error"), as: UTF8.self)
+        #expect(refused.contains("nmae"))
         #expect(try k.list(".query/Employee") == [], "nothing refused was saved")
         #expect(errnoOf { try k.setxattr("", "user.StoreFSQueries", Data("x".utf8)) } == EPERM)
         #expect(mount.finish().isEmpty)
@@ -171,7 +178,8 @@ import Glibc
             .queryFile(QueryResultFile.csvPart, entity: EntityID(2), index: 77),
         ]
         for node in nodes { #expect(Node(node.inode) == node) }
-        #expect(Node(Node.queryFile(QueryResultFile.countPart, entity: EntityID(2), index: 7).inode)?.kind == .queryFile)
+        let count = Node.queryFile(QueryResultFile.countPart, entity: EntityID(2), index: 7)
+        #expect(Node(count.inode)?.kind == .queryFile)
         #expect(Node(Node.query(QueryFolder.queryPart, entity: EntityID(2), index: 7).inode)?.kind == .query)
     }
 }
