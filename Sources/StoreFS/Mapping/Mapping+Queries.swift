@@ -39,8 +39,10 @@ extension Mapping {
     {
         guard isValid(entity) else { throw .notFound }
         let entityName = model[entity].name
+        // The entity's own attributes (user.entity.*) are refused as before: `cp -a` copies them.
+        guard attribute.hasPrefix(Self.queryAttributePrefix) else { throw .notPermitted }
         let name = String(attribute.dropFirst(Self.queryAttributePrefix.count))
-        guard attribute.hasPrefix(Self.queryAttributePrefix), Self.isQueryName(name) else {
+        guard Self.isQueryName(name) else {
             logger.error(
                 "setfattr \(attribute) on \(entityName): a saved query's name is a file name (user.query.NAME)")
             throw value == nil ? .noAttribute : .invalid

@@ -170,7 +170,8 @@ struct QueryFolder: NodeType {
     }
 
     private func refusal(_ operation: String, _ folder: Node, _ mapping: Mapping) -> FileSystemError {
-        let message = "\(operation) in \(mapping.describe(folder)): query folders are computed and read-only "
+        let path = pathComponents(of: folder, in: mapping).joined(separator: "/")
+        let message = "\(operation) in \(path): query folders are computed and read-only "
             + "(save a query with setfattr -n user.query.NAME on the entity's directory)"
         mapping.logger.error("\(message)")
         return .notPermitted

@@ -143,6 +143,7 @@ import Glibc
         #expect(refused.contains("nmae"))
         #expect(try k.list(".query/Employee") == [], "nothing refused was saved")
         #expect(errnoOf { try k.setxattr("", "user.StoreFSQueries", Data("x".utf8)) } == EPERM)
+        #expect(errnoOf { try k.setxattr("Employee", "user.entity.count", Data("1".utf8)) } == EPERM)
         #expect(mount.finish().isEmpty)
     }
 
