@@ -18,7 +18,8 @@ bench_workspace 16m
 STORE="$WORK/Company.sqlite"
 PREDICATE="level > 8 AND isRemote == YES"
 
-echo "== query folder benchmark: $OBJECTS objects ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "== query folder benchmark: $OBJECTS objects ($(date -u +%FT%TZ), $(nproc) cores," \
+  "load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "binary: $STOREFS"
 "$STOREFS" sample --objects "$OBJECTS" "$STORE" >/dev/null
 cat "$STORE" >/dev/null
