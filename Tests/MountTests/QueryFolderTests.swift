@@ -120,4 +120,29 @@ import Testing
         #expect(!wanted.isEmpty && listed.sorted() == wanted.sorted())
         #expect(try run("cat", ["\(m)/.query/TODO/title CONTAINS[c] 'e'/.count"]).output == "\(wanted.count)\n")
     }
+
+    /// A PostgreSQL store (a server the test starts) evaluates in memory: the folder lists the
+    /// employees whose `isRemote` file says true, follows an edit, and a saved query is kept in
+    /// the store for the next mount.
+    @Test func aPostgreSQLStoreIsQueriedAndKeepsSavedQueries() throws {
+        let server = try PostgresServer.shared()
+        let url = try PostgresMountTests.sampleStore(objects: 300, server: server, name: "queries")
+        var mount = try PostgresMountTests.URLMount(url)
+        defer { _ = try? mount.unmount() }
+        let m = mount.path
+        let remote = try run("sh", ["-c", "grep -lx true '\(m)'/Employee/*/isRemote"]).lines
+            .map { $0.split(separator: "/").dropLast().last.map(String.init) ?? "" }.sorted()
+        let folder = "\(m)/.query/Employee/isRemote == YES"
+        let listed = try run("ls", [folder]).lines.sorted()
+        #expect(!remote.isEmpty && listed == remote)
+        #expect(try run("cat", ["\(folder)/.count"]).output == "\(remote.count)\n")
+        let office = try #require(try run("ls", ["\(m)/Employee"]).lines.first { !remote.contains($0) })
+        #expect(try sh("echo true > '\(m)/Employee/\(office)/isRemote'").status == 0)
+        #expect(try run("ls", [folder]).lines.contains(office), "an edit shows at once")
+        #expect(try run("setfattr", ["-n", "user.query.remote", "-v", "isRemote == YES", "\(m)/Employee"]).status == 0)
+        #expect(try mount.unmount().status == 0)
+        mount = try PostgresMountTests.URLMount(url)
+        #expect(try run("ls", ["\(mount.path)/.query/Employee"]).lines == ["remote"])
+        #expect(try run("cat", ["\(mount.path)/.query/Employee/remote/.count"]).output == "\(remote.count + 1)\n")
+    }
 }

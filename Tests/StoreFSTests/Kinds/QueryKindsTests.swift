@@ -183,4 +183,16 @@ import Glibc
         #expect(Node(count.inode)?.kind == .queryFile)
         #expect(Node(Node.query(QueryFolder.queryPart, entity: EntityID(2), index: 7).inode)?.kind == .query)
     }
+
+    @Test func theTableOfQueriesForgetsTheOldestAndNeverReusesANumber() throws {
+        let table = QueryTable()
+        let entity = EntityID(2)
+        let first = try #require(table.index(of: .init(entity: entity, name: "level > 0")))
+        #expect(table.index(of: .init(entity: entity, name: "level > 0")) == first, "a query keeps its number")
+        for n in 1...QueryTable.capacity { _ = table.index(of: .init(entity: entity, name: "level > \(n)")) }
+        #expect(table.query(first) == nil, "the oldest is forgotten past the capacity")
+        let again = try #require(table.index(of: .init(entity: entity, name: "level > 0")))
+        #expect(again > first && table.query(again)?.name == "level > 0")
+        #expect(table.query(first + 1)?.name == nil && table.query(first + 2)?.name == "level > 2")
+    }
 }
