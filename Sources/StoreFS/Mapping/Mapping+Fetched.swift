@@ -44,5 +44,7 @@ extension Mapping {
             // The kernel would otherwise still find a link the next evaluation leaves out.
             for member in members { invalidateEntry(parent: node, name: member.key.description) }
         }
+        // A query's `.count`, `.json` and `.csv` change size with its results.
+        for file in queries.takeShown() { invalidate(file) }
     }
 }

@@ -29,6 +29,8 @@ final class Mapping: Sendable {
     let fetchedResults = FetchedResults()
     let history = HistoryCache()
     let cachedStoreUUID = Mutex<String?>(nil)
+    /// The queries asked of `.query` (``QueryFolder``), numbered for inode numbers.
+    let queries = QueryTable()
     /// The write path: open files, scratch files, the copy-in session, removals, commits.
     let session = WriteSession()
     let background = BackgroundWork()

@@ -55,7 +55,19 @@ struct EntityFolder: NodeType {
             result["user.entity.subentities"] = Data(entity.subentityIDs.map { mapping.model[$0].name }.joined(separator: ",").utf8)
         }
         if let className = entity.representedClassName { result["user.entity.class"] = Data(className.utf8) }
+        for (name, predicate) in try mapping.savedQueries(of: node.entity) {
+            result[Mapping.queryAttributePrefix + name] = Data(predicate.utf8)
+        }
         return result
+    }
+
+    /// `user.query.NAME`: a saved query (``Mapping/saveQuery(_:_:flags:of:)``).
+    func setExtendedAttribute(
+        _ name: String, to value: Data, flags: ExtendedAttributeFlags, of node: Node, in mapping: Mapping
+    ) throws(FileSystemError) { try mapping.saveQuery(name, value, flags: flags, of: node.entity) }
+
+    func removeExtendedAttribute(_ name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) {
+        try mapping.saveQuery(name, nil, of: node.entity)
     }
 
     // MARK: - Changes

@@ -19,11 +19,17 @@ struct Node: Hashable, Sendable {
     /// registers its type in ``Node/Kind/type``.
     enum Kind: UInt8, CaseIterable, Sendable {
         case root = 0, entity, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates,
-            template, templateMember, rendering
+            template, templateMember, rendering, query
         /// The persistent history's folders, files and links (``HistoryNode``): which one is in the
         /// entity bits.
         case history = 15
+        /// The files of the query family (a query folder's `.count`, `.json`, `.csv`): they carry
+        /// code 14 with ``queryFileFlag`` in the property field, and never their own code.
+        case queryFile = 16
     }
+
+    /// Bit 11 of the property field: a query node (code 14) that is a file, not a folder.
+    static let queryFileFlag = 0x800
 
     let kind: Kind
     let entity: EntityID
@@ -82,6 +88,18 @@ struct Node: Hashable, Sendable {
         Node(.history, entity: EntityID(part), property: property, key: PrimaryKey(key))
     }
 
+    /// A node of the query family (``QueryFolder``, ``QueryResultFile``): `part` says which node
+    /// (below ``queryFileFlag``), `index` which query of the mount's ``QueryTable``.
+    static func query(_ part: Int, entity: EntityID = EntityID(0), index: UInt32 = 0) -> Node {
+        Node(.query, entity: entity, property: part & (queryFileFlag - 1), key: PrimaryKey(Int64(index)))
+    }
+    /// A file of a query folder, by `part`.
+    static func queryFile(_ part: Int, entity: EntityID, index: UInt32) -> Node {
+        Node(
+            .queryFile, entity: entity, property: queryFileFlag | (part & (queryFileFlag - 1)),
+            key: PrimaryKey(Int64(index)))
+    }
+
     /// The object the node names or sits with (meaningful for the kinds that have one).
     var object: ObjectID { ObjectID(entity: entity, key: key) }
     /// A scratch node's serial number.
@@ -107,8 +125,9 @@ struct Node: Hashable, Sendable {
     var inode: InodeNumber {
         if kind == .root { return .root }
         if kind == .scratch { return InodeNumber((UInt64(kind.rawValue) << 60) | serial) }
+        let code = kind == .queryFile ? Kind.query.rawValue : kind.rawValue
         return InodeNumber(
-            (UInt64(kind.rawValue) << 60) | (UInt64(entity.rawValue) << Self.entityShift) | (UInt64(property) << Self.keyBits)
+            (UInt64(code) << 60) | (UInt64(entity.rawValue) << Self.entityShift) | (UInt64(property) << Self.keyBits)
                 | UInt64(key.rawValue))
     }
 
@@ -123,9 +142,10 @@ struct Node: Hashable, Sendable {
             self = .scratch(raw & Self.serialMask)
             return
         }
+        let property = Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1))
         self.init(
-            kind, entity: EntityID(Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))),
-            property: Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1)),
+            kind == .query && property & Self.queryFileFlag != 0 ? .queryFile : kind,
+            entity: EntityID(Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))), property: property,
             key: PrimaryKey(Int64(raw & ((1 << Self.keyBits) - 1))))
     }
 

@@ -239,6 +239,8 @@ extension Node.Kind {
         case .templateMember: TemplateMemberLink()
         case .rendering: RenderingFile()
         case .history: HistoryTree()
+        case .query: QueryFolder()
+        case .queryFile: QueryResultFile()
         }
     }
 }

@@ -5,7 +5,7 @@ import ObjectGraph
 /// The mount root: one folder per entity, and the store's metadata as `user.*` extended
 /// attributes (Core Data's metadata dictionary; `setfattr` there is setMetadata), with
 /// `user.storefs.stats` (the mount's counters) and `user.storefs.error` (why a commit of the store
-/// failed). `.fetchRequests` is reachable by name but not listed, so that copies (`cp -a`),
+/// failed). `.fetchRequests` and `.query` are reachable by name but not listed, so that copies (`cp -a`),
 /// `diff -r` and `find` of a mount leave the computed folders out.
 struct RootFolder: NodeType {
     static let statsName = "user.storefs.stats"
@@ -25,6 +25,7 @@ struct RootFolder: NodeType {
     func child(named name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
         if name == TemplatesFolder.name && !mapping.predicates.templates.isEmpty { return .templates }
         if name == HistoryNode.folderName && mapping.historyStore != nil { return HistoryNode.folder }
+        if name == QueryFolder.name { return .query(QueryFolder.rootPart) }
         guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) }) else {
             throw .notFound
         }
@@ -71,7 +72,9 @@ struct RootFolder: NodeType {
     func extendedAttributeNames(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String] {
         // The model storefs keeps in the store is long and for storefs itself: readable by name
         // (getfattr -n user.StoreFSModel), left out of listings (getfattr -d).
-        try extendedAttributes(of: node, in: mapping).keys.sorted().filter { $0 != "user." + StoreMetadata.modelKey }
+        // Saved queries are listed on their entities' directories (``Mapping/saveQuery``).
+        try extendedAttributes(of: node, in: mapping).keys.sorted()
+            .filter { $0 != "user." + StoreMetadata.modelKey && $0 != "user." + Mapping.queriesKey }
             + [Self.statsName] + (mapping.configuration.rootAttributes?.listedNames ?? [])
     }
 
@@ -80,7 +83,7 @@ struct RootFolder: NodeType {
     ) throws(FileSystemError) {
         let key = String(name.dropFirst("user.".count))
         guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key),
-            !StoreMetadata.bookkeepingKeys.contains(key)
+            !StoreMetadata.bookkeepingKeys.contains(key), key != Mapping.queriesKey
         else {
             // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
             mapping.logger.info("setfattr \(name): the store manages this key; it cannot be set")
