@@ -6,12 +6,12 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "storefs", targets: ["storefs"]),
-        .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .library(name: "ObjectGraph", targets: ["ObjectGraph"])
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
     ],
     targets: [
         // libfuse 3.18.3 from Debian's source package (Vendor/libfuse/README.md): FUSE over io_uring,
@@ -19,8 +19,10 @@ let package = Package(
         // Nothing imports it as a module: config/ (its public headers path) holds only build settings.
         .target(
             name: "libfuse", path: "Vendor/libfuse",
-            exclude: ["AUTHORS", "GPL2.txt", "LGPL2.txt", "LICENSE", "README.md", "README.upstream.md",
-                      "lib/fuse_versionscript", "include"],
+            exclude: [
+                "AUTHORS", "GPL2.txt", "LGPL2.txt", "LICENSE", "README.md", "README.upstream.md",
+                "lib/fuse_versionscript", "include"
+            ],
             sources: ["lib"],
             publicHeadersPath: "config",
             cSettings: [
@@ -28,16 +30,18 @@ let package = Package(
                 .define("_GNU_SOURCE"), .define("_REENTRANT"), .define("_FILE_OFFSET_BITS", to: "64"),
                 .define("HAVE_LIBFUSE_PRIVATE_CONFIG_H"), .define("FUSE_USE_VERSION", to: "317"),
                 .define("FUSERMOUNT_DIR", to: "\"/usr/bin\""),
-                .unsafeFlags(["-fno-strict-aliasing", "-w"]),
+                .unsafeFlags(["-fno-strict-aliasing", "-w"])
             ],
             linkerSettings: [
                 .linkedLibrary("uring"), .linkedLibrary("numa"), .linkedLibrary("pthread"),
-                .linkedLibrary("dl"), .linkedLibrary("rt"),
+                .linkedLibrary("dl"), .linkedLibrary("rt")
             ]),
         .systemLibrary(name: "CFuse"),
         // ThreadSanitizerMutex, which every module that locks uses in ThreadSanitizer builds.
         .target(name: "Locking"),
-        .target(name: "FuseKit", dependencies: ["CFuse", "libfuse", "Locking", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "FuseKit",
+            dependencies: ["CFuse", "libfuse", "Locking", .product(name: "Logging", package: "swift-log")]),
         // SHA-256, optimized in every build: the test suite runs a debug build, in which `storefs
         // info` hashes every store it reads, and unoptimized the hash ran at 5–10 MB/s.
         .target(name: "Digest", swiftSettings: [.unsafeFlags(["-O"])]),
@@ -53,25 +57,30 @@ let package = Package(
                 "ObjectGraph", "CoreDataSchema", "Decoding", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]),
         .systemLibrary(
             name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "PostgresStore",
-            dependencies: ["ObjectGraph", "CoreDataSchema", "CPostgres", "Locking", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ObjectGraph", "CoreDataSchema", "CPostgres", "Locking", .product(name: "Logging", package: "swift-log")
+            ]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore"]),
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore"]),
         .target(
             name: "StoreFS",
-            dependencies: ["ObjectGraph", "Decoding", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ObjectGraph", "Decoding", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")
+            ]),
         .executableTarget(
             name: "storefs",
             dependencies: [
-                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit", "Locking",
+                "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit",
+                "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         // The benchmarks' FUSE floor: an in-memory tree served through FuseKit (scripts/bench).
@@ -82,21 +91,28 @@ let package = Package(
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
         .testTarget(
             name: "StoreFSTests",
-            dependencies: ["StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport"]),
+            dependencies: [
+                "StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport"
+            ]),
         .testTarget(
             name: "MountTests",
             dependencies: [
-                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "storefs", "StoreFS", "FuseKit", "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore",
+                "PostgresStore", "TestSupport",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(name: "SystemTests", dependencies: ["storefs", "ObjectGraph", "SQLiteStore", "TestSupport"]),
         .testTarget(
             name: "StoreTypeTests",
-            dependencies: ["ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "PostgresStore", "TestSupport"]),
+            dependencies: [
+                "ObjectGraph", "AtomicStore", "XMLStore", "BinaryStore", "SQLiteStore", "PostgresStore", "TestSupport"
+            ]),
         .testTarget(
             name: "SQLiteStoreTests",
-            dependencies: ["SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"]),
+            dependencies: [
+                "SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")
+            ]),
+        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

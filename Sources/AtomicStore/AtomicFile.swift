@@ -1,12 +1,11 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import ObjectGraph
-
 
 /// Whole-file reads and crash-safe whole-file replacement for the atomic store types.
 ///
@@ -22,7 +21,8 @@ package enum AtomicFile {
             if !FileManager.default.fileExists(atPath: url.path) {
                 throw ObjectGraphError(.notFound, "\(url.path) does not exist")
             }
-            throw ObjectGraphError(.io, "\(url.path): could not read the store (error \(code)): \(error.localizedDescription)")
+            throw ObjectGraphError(
+                .io, "\(url.path): could not read the store (error \(code)): \(error.localizedDescription)")
         }
     }
 
@@ -30,7 +30,9 @@ package enum AtomicFile {
     /// that is the whole file.
     package static func readPrefix(_ url: URL, maxLength: Int) throws(ObjectGraphError) -> (data: Data, isWhole: Bool) {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            if !FileManager.default.fileExists(atPath: url.path) { throw ObjectGraphError(.notFound, "\(url.path) does not exist") }
+            if !FileManager.default.fileExists(atPath: url.path) {
+                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
+            }
             throw ObjectGraphError(.io, "\(url.path): could not open the store for reading")
         }
         defer { try? handle.close() }
@@ -50,7 +52,8 @@ package enum AtomicFile {
     package static func write(_ data: Data, to url: URL) throws(ObjectGraphError) {
         let path = url.path
         let directory = url.deletingLastPathComponent().path
-        let temp = directory + "/." + url.lastPathComponent + ".storefs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temp =
+            directory + "/." + url.lastPathComponent + ".storefs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         var mode: mode_t = 0o644
         var st = stat()
         if stat(path, &st) == 0 { mode = st.st_mode & 0o7777 }
@@ -113,9 +116,11 @@ package enum AtomicFile {
         var st = stat()
         guard stat(url.path, &st) == 0 else { return nil }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for value in [UInt64(st.st_ino), UInt64(bitPattern: Int64(st.st_size)),
-                      UInt64(bitPattern: Int64(st.st_mtim.tv_sec)), UInt64(bitPattern: Int64(st.st_mtim.tv_nsec)),
-                      UInt64(st.st_dev)] {
+        for value in [
+            UInt64(st.st_ino), UInt64(bitPattern: Int64(st.st_size)),
+            UInt64(bitPattern: Int64(st.st_mtim.tv_sec)), UInt64(bitPattern: Int64(st.st_mtim.tv_nsec)),
+            UInt64(st.st_dev)
+        ] {
             var v = value
             for _ in 0..<8 {
                 hash = (hash ^ (v & 0xff)) &* 0x100_0000_01b3

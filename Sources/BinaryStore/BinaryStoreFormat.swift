@@ -196,7 +196,8 @@ enum BinaryStoreFormat {
     // MARK: - Reading
 
     /// Checks the header (magic, version, flags, header checksum, sizes).
-    static func header(_ bytes: UnsafeRawBufferPointer, fileSize: Int?, path: String) throws(ObjectGraphError) -> Header {
+    static func header(_ bytes: UnsafeRawBufferPointer, fileSize: Int?, path: String) throws(ObjectGraphError) -> Header
+    {
         func corrupt(_ m: String) -> ObjectGraphError { ObjectGraphError(.corruptStore, "\(path): \(m)") }
         guard bytes.count >= 8, bytes.prefix(8).elementsEqual(magic) else {
             throw corrupt("not a storefs binary store (the file does not start with \"STOREFS\\0\")")
@@ -209,7 +210,8 @@ enum BinaryStoreFormat {
         }
         let version = UInt16(le(8, 2))
         guard version == Self.version else {
-            throw corrupt("unsupported binary store format version \(version) (this storefs reads version \(Self.version))")
+            throw corrupt(
+                "unsupported binary store format version \(version) (this storefs reads version \(Self.version))")
         }
         guard UInt32(le(36, 4)) == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<36])) else {
             throw corrupt("the header checksum does not match (the file is damaged)")
@@ -223,13 +225,15 @@ enum BinaryStoreFormat {
             let (sum, overflow) = header.metadataLength.addingReportingOverflow(header.objectsLength)
             guard !overflow, headerSize + sum == fileSize else {
                 throw corrupt(
-                    "the file is \(fileSize) bytes but its header describes \(headerSize) + \(header.metadataLength) + \(header.objectsLength) (truncated or damaged)")
+                    "the file is \(fileSize) bytes but its header describes \(headerSize) + \(header.metadataLength) + \(header.objectsLength) (truncated or damaged)"
+                )
             }
         }
         return header
     }
 
-    static func decodeMetadata(_ bytes: UnsafeRawBufferPointer, expectedCRC: UInt32, path: String) throws(ObjectGraphError)
+    static func decodeMetadata(_ bytes: UnsafeRawBufferPointer, expectedCRC: UInt32, path: String)
+        throws(ObjectGraphError)
         -> StoreMetadata
     {
         guard CRC32C.checksum(bytes) == expectedCRC else {
@@ -266,7 +270,8 @@ enum BinaryStoreFormat {
             let start = headerSize + header.metadataLength
             let objects = UnsafeRawBufferPointer(rebasing: bytes[start..<start + header.objectsLength])
             guard CRC32C.checksum(objects) == header.objectsCRC else {
-                throw ObjectGraphError(.corruptStore, "\(path): the objects checksum does not match (the file is damaged)")
+                throw ObjectGraphError(
+                    .corruptStore, "\(path): the objects checksum does not match (the file is damaged)")
             }
             let resolved: ManagedObjectModel
             if let model {
@@ -307,7 +312,9 @@ enum BinaryStoreFormat {
         let rootCount = try r.count()
         for _ in 0..<rootCount {
             let root = try entity(try r.count())
-            guard model[root].parentID == nil else { throw r.corrupt("\(model[root].name) is listed as a root entity but is not one") }
+            guard model[root].parentID == nil else {
+                throw r.corrupt("\(model[root].name) is listed as a root entity but is not one")
+            }
             // A key, not a count: it may exceed the section's size (a store of a few objects whose
             // keys reach 100000 was written fine and then refused as "count exceeds the data").
             let maxKey = try r.varint()
@@ -357,7 +364,9 @@ enum BinaryStoreFormat {
             var run = graph.startLoading(root: description.rootID, expecting: possible)
             for _ in 0..<objectCount {
                 let rawKey = try r.varint()
-                guard rawKey > 0, rawKey <= UInt64(Int64.max) else { throw r.corrupt("object key \(rawKey) is invalid") }
+                guard rawKey > 0, rawKey <= UInt64(Int64.max) else {
+                    throw r.corrupt("object key \(rawKey) is invalid")
+                }
                 let id = ObjectID(entity: entityID, key: PrimaryKey(Int64(rawKey)))
                 var snapshot = Snapshot(
                     objectID: id, version: try r.signed(), attributes: PropertyValues(layout: attributeNames),
@@ -394,11 +403,14 @@ enum BinaryStoreFormat {
             }
             graph.finishLoading(run)
         }
-        guard r.position == r.bytes.count else { throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object") }
+        guard r.position == r.bytes.count else {
+            throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object")
+        }
         let exists = graph.existence(model: model)
         for (source, name, target) in refs where !exists(target) {
             throw r.corrupt(
-                "\(model[source.entity].name) \(source.key).\(name) refers to \(model[target.entity].name) \(target.key), which does not exist")
+                "\(model[source.entity].name) \(source.key).\(name) refers to \(model[target.entity].name) \(target.key), which does not exist"
+            )
         }
         return graph
     }
@@ -474,9 +486,12 @@ enum BinaryStoreFormat {
             return s
         }
 
-        mutating func value(for a: AttributeDescription, in entity: String) throws(ObjectGraphError) -> AttributeValue? {
+        mutating func value(for a: AttributeDescription, in entity: String) throws(ObjectGraphError) -> AttributeValue?
+        {
             let tagByte = try byte()
-            guard let tag = Tag(rawValue: tagByte) else { throw corrupt("unknown value tag \(tagByte) for \(entity).\(a.name)") }
+            guard let tag = Tag(rawValue: tagByte) else {
+                throw corrupt("unknown value tag \(tagByte) for \(entity).\(a.name)")
+            }
             let value: AttributeValue
             switch tag {
             case .null: return nil
@@ -496,10 +511,16 @@ enum BinaryStoreFormat {
             case .data: value = .data(Data(try raw(try count())))
             case .uuid:
                 let b = try raw(16)
-                value = .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                value = .uuid(
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
             }
             guard value.matches(a.type) else {
-                throw corrupt("\(entity).\(a.name) holds a value of tag \(tagByte), which does not fit type \(a.type.rawValue)")
+                throw corrupt(
+                    "\(entity).\(a.name) holds a value of tag \(tagByte), which does not fit type \(a.type.rawValue)")
             }
             if case .integer(let v) = value, let range = a.type.integerRange, !range.contains(v) {
                 throw corrupt("\(entity).\(a.name) value \(v) is out of range for \(a.type.rawValue)")

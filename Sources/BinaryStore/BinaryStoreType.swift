@@ -15,7 +15,8 @@ public struct BinaryStoreType: PersistentStoreType {
 
     /// storefs's binary format, by its magic bytes.
     public func recognizes(fileStart: Data) -> Bool {
-        fileStart.count >= BinaryStoreFormat.magic.count && fileStart.prefix(BinaryStoreFormat.magic.count).elementsEqual(BinaryStoreFormat.magic)
+        fileStart.count >= BinaryStoreFormat.magic.count
+            && fileStart.prefix(BinaryStoreFormat.magic.count).elementsEqual(BinaryStoreFormat.magic)
     }
 
     public init() {}
@@ -24,7 +25,9 @@ public struct BinaryStoreType: PersistentStoreType {
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
         let path = url.path
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            if !FileManager.default.fileExists(atPath: path) { throw ObjectGraphError(.notFound, "\(path) does not exist") }
+            if !FileManager.default.fileExists(atPath: path) {
+                throw ObjectGraphError(.notFound, "\(path) does not exist")
+            }
             throw ObjectGraphError(.io, "\(path): could not open the store for reading")
         }
         defer { try? handle.close() }

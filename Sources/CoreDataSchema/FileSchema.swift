@@ -43,7 +43,8 @@ package struct FileSchema: Sendable {
     /// an integer comparison never matches.
     package var textKeyTables: [String] {
         tables.values.filter { table in
-            let types = Dictionary(table.columns.map { ($0.name.uppercased(), $0.type) }, uniquingKeysWith: { a, _ in a })
+            let types = Dictionary(
+                table.columns.map { ($0.name.uppercased(), $0.type) }, uniquingKeysWith: { a, _ in a })
             guard types["Z_PK"] != nil, types["Z_ENT"] != nil, table.name.uppercased().hasPrefix("Z"),
                 !table.name.uppercased().hasPrefix("Z_")
             else { return false }

@@ -72,7 +72,9 @@ package struct HistorySlots: Sendable {
         var orderSlots: [String] = []
         for relationship in toOne {
             var marks = [relationship.name]
-            if let destination = model.entityID(named: relationship.destinationEntityName), !model[destination].subentityIDs.isEmpty {
+            if let destination = model.entityID(named: relationship.destinationEntityName),
+                !model[destination].subentityIDs.isEmpty
+            {
                 entitySlots.append(relationship.name + "#entity")
                 marks.append(relationship.name + "#entity")
             }

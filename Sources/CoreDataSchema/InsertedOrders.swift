@@ -25,11 +25,14 @@ package struct InsertedOrders {
         for (i, snapshot) in request.inserted.enumerated() { inserted[snapshot.objectID] = i }
         for change in request.toManyChanges {
             guard change.source.entity.rawValue >= 1, change.source.entity.rawValue <= layout.entities.count,
-                case .foreignKey(let table, _, let orderColumn?, true) = layout[change.source.entity].toMany[change.relationship],
+                case .foreignKey(let table, _, let orderColumn?, true) = layout[change.source.entity].toMany[
+                    change.relationship],
                 let inverse = model[change.source.entity].relationship(named: change.relationship)?.inverseName
             else { continue }
             for (i, destination) in change.destinations.enumerated() {
-                guard let index = inserted[destination], request.inserted[index].toOne[inverse] == change.source else { continue }
+                guard let index = inserted[destination], request.inserted[index].toOne[inverse] == change.source else {
+                    continue
+                }
                 // Named twice in a list (a damaged store being migrated): its UPDATEs run in list
                 // order as before, the last place winning, and the INSERT writes none.
                 if repeated.contains(destination) { continue }
@@ -38,7 +41,9 @@ package struct InsertedOrders {
                     repeated.insert(destination)
                     continue
                 }
-                if columnsByTable[table]?.contains(orderColumn) != true { columnsByTable[table, default: []].append(orderColumn) }
+                if columnsByTable[table]?.contains(orderColumn) != true {
+                    columnsByTable[table, default: []].append(orderColumn)
+                }
                 places[destination, default: [:]][orderColumn] = Int64(i + 1) * 1024
             }
         }

@@ -39,7 +39,8 @@ package enum MetadataPlist {
 
     /// The metadata of a new store of type `storeType`: `initial` plus Core Data's bookkeeping
     /// keys (its UUID, framework version and the model's entity version hashes).
-    package static func initial(_ initial: StoreMetadata, model: ManagedObjectModel, storeType: String) -> StoreMetadata {
+    package static func initial(_ initial: StoreMetadata, model: ManagedObjectModel, storeType: String) -> StoreMetadata
+    {
         var metadata = initial
         metadata.storeType = storeType
         metadata.storeUUID = initial.storeUUID ?? StoreMetadata.newStoreUUID()

@@ -63,7 +63,8 @@ package struct StoreLayout: Sendable {
         package init() {}
 
         package init(_ entity: EntityLayout) {
-            (attributes, attributeSlots) = PropertyNames.slotted(entity.attributes.filter { $0.column != nil }.map(\.attribute.name))
+            (attributes, attributeSlots) = PropertyNames.slotted(
+                entity.attributes.filter { $0.column != nil }.map(\.attribute.name))
             (toOne, toOneSlots) = PropertyNames.slotted(entity.toOne.filter { $0.column != nil }.map(\.name))
         }
     }
@@ -214,7 +215,8 @@ package struct StoreLayout: Sendable {
                     }
                 }
                 layouts[entity.id.rawValue - 1] = layout
-                layout.toOne.append(ToOneColumn(name: relationship.name, column: column, entityColumn: nil, destination: destination))
+                layout.toOne.append(
+                    ToOneColumn(name: relationship.name, column: column, entityColumn: nil, destination: destination))
             }
             layouts[entity.id.rawValue - 1] = layout
         }
@@ -223,13 +225,15 @@ package struct StoreLayout: Sendable {
             for relationship in entity.relationships where !relationship.isTransient && !relationship.isToMany {
                 guard let table = layouts[entity.id.rawValue - 1].table,
                     let destination = model.entityID(named: relationship.destinationEntityName),
-                    let column = layouts[entity.id.rawValue - 1].toOne.first(where: { $0.name == relationship.name })?.column
+                    let column = layouts[entity.id.rawValue - 1].toOne.first(where: { $0.name == relationship.name })?
+                        .column
                 else { continue }
                 let suffix = String(column.dropFirst())
                 var entityColumn: String?
                 let entName = "Z\(zent(destination))_\(suffix)"
                 if schema != nil {
-                    entityColumn = existing(entName, in: table)
+                    entityColumn =
+                        existing(entName, in: table)
                         ?? schema!.columns(of: table).first { Self.isEntityColumn($0.name, for: suffix) }?.name
                 } else if !model[destination].subentityIDs.isEmpty {
                     entityColumn = plan(entName, type: "INTEGER", in: table)
@@ -263,8 +267,10 @@ package struct StoreLayout: Sendable {
                         let fok = "Z_FOK_" + column.dropFirst()
                         let orderColumn =
                             schema == nil
-                            ? (relationship.isOrdered ? fok : nil) : (relationship.isOrdered ? existing(fok, in: destinationTable) : nil)
-                        mapping = .foreignKey(table: destinationTable, column: column, orderColumn: orderColumn, isInverseToOne: true)
+                            ? (relationship.isOrdered ? fok : nil)
+                            : (relationship.isOrdered ? existing(fok, in: destinationTable) : nil)
+                        mapping = .foreignKey(
+                            table: destinationTable, column: column, orderColumn: orderColumn, isInverseToOne: true)
                     } else {
                         mapping = .missing
                     }
@@ -275,7 +281,8 @@ package struct StoreLayout: Sendable {
                         (zent(entity.id), relationship.name) <= (zent(inverseOwner), inverse.name)
                     let (aEntity, aRel, bEntity, bRel) =
                         selfIsA
-                        ? (entity.id, relationship, inverseOwner, inverse) : (inverseOwner, inverse, entity.id, relationship)
+                        ? (entity.id, relationship, inverseOwner, inverse)
+                        : (inverseOwner, inverse, entity.id, relationship)
                     let reflexive = aEntity == bEntity && aRel.name == bRel.name
                     let plannedTable = "Z_\(zent(aEntity))\(aRel.name.uppercased())"
                     var aColumn = "Z_\(zent(aEntity))\(bRel.name.uppercased())"
@@ -284,8 +291,9 @@ package struct StoreLayout: Sendable {
                     var table: String? = plannedTable
                     if let schema {
                         table = Self.discoverJoinTable(
-                            schema: schema, candidates: [
-                                plannedTable, "Z_\(zent(bEntity))\(bRel.name.uppercased())",
+                            schema: schema,
+                            candidates: [
+                                plannedTable, "Z_\(zent(bEntity))\(bRel.name.uppercased())"
                             ], aColumn: &aColumn, bColumn: &bColumn, aZent: zent(aEntity), bZent: zent(bEntity),
                             aRelName: aRel.name.uppercased(), bRelName: bRel.name.uppercased())
                     } else if selfIsA {
@@ -300,7 +308,8 @@ package struct StoreLayout: Sendable {
                                 indexes: [("\(plannedTable)_\(bColumn)_INDEX", [bColumn, aColumn])]))
                     }
                     if let table, let destinationTable {
-                        let (source, dest) = entity.id == aEntity && relationship.name == aRel.name
+                        let (source, dest) =
+                            entity.id == aEntity && relationship.name == aRel.name
                             ? (aColumn, bColumn) : (bColumn, aColumn)
                         let fok = "Z_FOK_" + dest.dropFirst(2)
                         let orderColumn: String? =
@@ -311,7 +320,8 @@ package struct StoreLayout: Sendable {
                             destinationTable: destinationTable, ownsOrder: true)
                         joinTables.append((table, source, entity.rootID))
                     } else {
-                        logger.warning("store has no join table for \(entity.name).\(relationship.name); it reads as empty")
+                        logger.warning(
+                            "store has no join table for \(entity.name).\(relationship.name); it reads as empty")
                         mapping = .missing
                     }
                 } else {
@@ -320,14 +330,21 @@ package struct StoreLayout: Sendable {
                     if let destinationTable {
                         if schema == nil {
                             let column = plan(hidden, type: "INTEGER", in: destinationTable, index: true)
-                            let fok = relationship.isOrdered ? plan("Z_FOK_" + hidden.dropFirst(), type: "INTEGER", in: destinationTable) : nil
-                            mapping = .foreignKey(table: destinationTable, column: column, orderColumn: fok, isInverseToOne: false)
+                            let fok =
+                                relationship.isOrdered
+                                ? plan("Z_FOK_" + hidden.dropFirst(), type: "INTEGER", in: destinationTable) : nil
+                            mapping = .foreignKey(
+                                table: destinationTable, column: column, orderColumn: fok, isInverseToOne: false)
                         } else if let column = existing(hidden, in: destinationTable) {
-                            let fok = relationship.isOrdered ? existing("Z_FOK_" + hidden.dropFirst(), in: destinationTable) : nil
-                            mapping = .foreignKey(table: destinationTable, column: column, orderColumn: fok, isInverseToOne: false)
+                            let fok =
+                                relationship.isOrdered
+                                ? existing("Z_FOK_" + hidden.dropFirst(), in: destinationTable) : nil
+                            mapping = .foreignKey(
+                                table: destinationTable, column: column, orderColumn: fok, isInverseToOne: false)
                         } else {
                             logger.warning(
-                                "\(entity.name).\(relationship.name) has no inverse and the store has no column \(hidden) for it; it reads as empty")
+                                "\(entity.name).\(relationship.name) has no inverse and the store has no column \(hidden) for it; it reads as empty"
+                            )
                             mapping = .missing
                         }
                     } else {
@@ -345,7 +362,8 @@ package struct StoreLayout: Sendable {
         var hidden: [(table: String, column: String, orderColumn: String?, root: EntityID)] = []
         var seenHidden = Set<String>()
         for entity in model.entities {
-            for case .foreignKey(let table, let column, let orderColumn, false)? in layouts[entity.id.rawValue - 1].toMany.values
+            for case .foreignKey(let table, let column, let orderColumn, false)? in layouts[entity.id.rawValue - 1]
+                .toMany.values
             where seenHidden.insert(table + "." + column).inserted {
                 hidden.append((table, column, orderColumn, entity.rootID))
             }
@@ -377,10 +395,13 @@ package struct StoreLayout: Sendable {
     }
 
     /// Core Data groups columns by storage class: INTEGER, then TIMESTAMP/FLOAT/DECIMAL, VARCHAR, BLOB.
-    private static func coreDataColumnOrder(_ columns: [(name: String, type: String)]) -> [(name: String, type: String)] {
+    private static func coreDataColumnOrder(_ columns: [(name: String, type: String)]) -> [(name: String, type: String)]
+    {
         let rank = ["INTEGER": 0, "TIMESTAMP": 1, "FLOAT": 1, "DECIMAL": 1, "VARCHAR": 2, "BLOB": 3]
-        return columns.enumerated().sorted { (rank[$0.element.type] ?? 4, $0.offset) < (rank[$1.element.type] ?? 4, $1.offset) }
-            .map(\.element)
+        return columns.enumerated().sorted {
+            (rank[$0.element.type] ?? 4, $0.offset) < (rank[$1.element.type] ?? 4, $1.offset)
+        }
+        .map(\.element)
     }
 
     /// Whether `column` is `Z<digits>_<suffix>`: the destination-entity column of a to-one.
@@ -392,9 +413,13 @@ package struct StoreLayout: Sendable {
     }
 
     /// The entity that declares `relationship`, starting from `entity` and walking up.
-    package static func declaringEntity(of relationship: String, from entity: EntityID, in model: ManagedObjectModel) -> EntityID {
+    package static func declaringEntity(of relationship: String, from entity: EntityID, in model: ManagedObjectModel)
+        -> EntityID
+    {
         var current = entity
-        while let parent = model[current].parentID, !model[current].relationships.contains(where: { $0.name == relationship }) {
+        while let parent = model[current].parentID,
+            !model[current].relationships.contains(where: { $0.name == relationship })
+        {
             current = parent
         }
         return current
@@ -435,7 +460,9 @@ package struct StoreLayout: Sendable {
     /// Matches model entities to Z_PRIMARYKEY rows: by name, then renaming identifier, then the
     /// only unmatched row under the same parent, then the same number. Names in Z_PRIMARYKEY can
     /// be stale after a Core Data migration that renamed an entity.
-    private static func matchEntities(model: ManagedObjectModel, rows: [FileSchema.EntityRow], logger: Logger) -> [EntityID: Int64] {
+    private static func matchEntities(model: ManagedObjectModel, rows: [FileSchema.EntityRow], logger: Logger)
+        -> [EntityID: Int64]
+    {
         var result: [EntityID: Int64] = [:]
         var used = Set<Int64>()
         let byName = Dictionary(rows.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })

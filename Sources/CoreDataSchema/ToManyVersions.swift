@@ -17,7 +17,8 @@ package struct ToManyVersions {
         let inserted = Set(request.inserted.map(\.objectID))
         let updated = Set(request.updated.filter { !$0.isEmpty }.map(\.objectID))
         var names: [ObjectID: Set<String>] = [:]
-        for change in request.toManyChanges where !inserted.contains(change.source) && change.destinations != change.original {
+        for change in request.toManyChanges
+        where !inserted.contains(change.source) && change.destinations != change.original {
             names[change.source, default: []].insert(change.relationship)
         }
         sources = names.sorted { $0.key < $1.key }.map { ($0.key, $0.value, updated.contains($0.key)) }
@@ -26,7 +27,9 @@ package struct ToManyVersions {
 
 extension StoreLayout {
     /// Table, Z_ENT and root Z_ENT of an object to write; `store` names the store in errors.
-    package func place(of id: ObjectID, in store: String) throws(ObjectGraphError) -> (table: String, zent: Int64, rootZent: Int64) {
+    package func place(of id: ObjectID, in store: String) throws(ObjectGraphError) -> (
+        table: String, zent: Int64, rootZent: Int64
+    ) {
         guard id.entity.rawValue >= 1, id.entity.rawValue <= entities.count else {
             throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
         }
@@ -36,7 +39,8 @@ extension StoreLayout {
             throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(store)", objects: [id])
         }
         guard let zent = entity.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(entity.name) has no Z_PRIMARYKEY row in \(store)", objects: [id])
+            throw ObjectGraphError(
+                .unsupported, "entity \(entity.name) has no Z_PRIMARYKEY row in \(store)", objects: [id])
         }
         return (table, zent, rootZent)
     }

@@ -46,7 +46,9 @@ public enum Inflater {
         var output: [UInt8] = []
         var position = 0
         repeat {
-            guard let (member, end) = gzipMember(bytes, at: position, limit: maximumOutput - output.count) else { return nil }
+            guard let (member, end) = gzipMember(bytes, at: position, limit: maximumOutput - output.count) else {
+                return nil
+            }
             output += member
             position = end
             // Padding after the last member (tape blocks) is zeros; anything else is another member.
@@ -97,11 +99,14 @@ public enum Inflater {
         guard method & 0x0F == 8, method >> 4 <= 7, (UInt16(method) << 8 | UInt16(flags)) % 31 == 0, flags & 0x20 == 0,
             let (inflated, end) = try? RawInflate.inflate(bytes, from: 2, limit: maximumOutput), end + 4 == bytes.count
         else { return nil }
-        let stored = UInt32(bytes[end]) << 24 | UInt32(bytes[end + 1]) << 16 | UInt32(bytes[end + 2]) << 8 | UInt32(bytes[end + 3])
+        let stored =
+            UInt32(bytes[end]) << 24 | UInt32(bytes[end + 1]) << 16 | UInt32(bytes[end + 2]) << 8
+            | UInt32(bytes[end + 3])
         return stored == Adler32.checksum(inflated) ? inflated : nil
     }
 
     private static func littleEndian(_ bytes: [UInt8], _ start: Int) -> UInt32 {
-        UInt32(bytes[start]) | UInt32(bytes[start + 1]) << 8 | UInt32(bytes[start + 2]) << 16 | UInt32(bytes[start + 3]) << 24
+        UInt32(bytes[start]) | UInt32(bytes[start + 1]) << 8 | UInt32(bytes[start + 2]) << 16 | UInt32(bytes[start + 3])
+            << 24
     }
 }

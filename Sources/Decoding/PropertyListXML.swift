@@ -75,7 +75,9 @@ public enum PropertyListXML {
                 guard let escaped = Self.escaped(s) else { return false }
                 text += tabs + "<string>" + escaped + "</string>\n"
             case .uid(let uid):
-                text += tabs + "<dict>\n" + tabs + "\t<key>CF$UID</key>\n" + tabs + "\t<integer>\(uid)</integer>\n" + tabs + "</dict>\n"
+                text +=
+                    tabs + "<dict>\n" + tabs + "\t<key>CF$UID</key>\n" + tabs + "\t<integer>\(uid)</integer>\n" + tabs
+                    + "</dict>\n"
             case .array(let items):
                 guard !items.isEmpty else {
                     text += tabs + "<array/>\n"
@@ -141,7 +143,8 @@ public enum PropertyListXML {
             guard (0...9999).contains(year) else { return nil }
             func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
             let yearText = String(year)
-            return String(repeating: "0", count: 4 - yearText.count) + yearText + "-" + two(month) + "-" + two(day) + "T"
+            return String(repeating: "0", count: 4 - yearText.count) + yearText + "-" + two(month) + "-" + two(day)
+                + "T"
                 + two(second / 3600) + ":" + two(second / 60 % 60) + ":" + two(second % 60) + "Z"
         }
     }

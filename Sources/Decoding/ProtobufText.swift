@@ -141,7 +141,9 @@ public enum ProtobufText {
                         output += Array(": \"".utf8)
                         escape(text)
                         output += Array("\"\n".utf8)
-                    } else if depth + 1 < ProtobufText.maximumDepth, !payload.isEmpty, ProtobufText.isMessage(bytes, payload) {
+                    } else if depth + 1 < ProtobufText.maximumDepth, !payload.isEmpty,
+                        ProtobufText.isMessage(bytes, payload)
+                    {
                         output += Array(" {\n".utf8)
                         guard message(payload, depth: depth + 1) else { return false }
                         output += repeatElement(UInt8(ascii: " "), count: depth * 2)

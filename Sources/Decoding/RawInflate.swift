@@ -21,7 +21,9 @@ public enum RawInflate {
 
     /// The decompressed bytes of the stream that starts at `start` in `bytes`, at most `limit` of
     /// them, and where it ends: the index after its last byte (a wrapper's trailer starts there).
-    public static func inflate(_ bytes: [UInt8], from start: Int, limit: Int) throws(Failure) -> (output: [UInt8], end: Int) {
+    public static func inflate(_ bytes: [UInt8], from start: Int, limit: Int) throws(Failure) -> (
+        output: [UInt8], end: Int
+    ) {
         guard start >= 0, start <= bytes.count else { throw Failure(description: "the stream starts past the data") }
         var state = State(input: bytes, position: start, limit: limit)
         try state.run()
@@ -30,17 +32,18 @@ public enum RawInflate {
     }
 
     private static let lengthBase: [Int] = [
-        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
+        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227,
+        258
     ]
     private static let lengthExtra: [Int] = [
-        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0
     ]
     private static let distanceBase: [Int] = [
         1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097,
-        6145, 8193, 12289, 16385, 24577,
+        6145, 8193, 12289, 16385, 24577
     ]
     private static let distanceExtra: [Int] = [
-        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
+        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13
     ]
     /// The order in which a dynamic block lists the code lengths of the code-length alphabet.
     private static let codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
@@ -94,7 +97,9 @@ public enum RawInflate {
         mutating func bits(_ count: Int) throws(Failure) -> Int {
             var value = bitBuffer
             while bitCount < count {
-                guard position < input.count else { throw Failure(description: "the stream ends in the middle of a block") }
+                guard position < input.count else {
+                    throw Failure(description: "the stream ends in the middle of a block")
+                }
                 value |= Int(input[position]) << bitCount
                 position += 1
                 bitCount += 8
@@ -126,7 +131,9 @@ public enum RawInflate {
             let length = Int(input[position]) | Int(input[position + 1]) << 8
             let complement = Int(input[position + 2]) | Int(input[position + 3]) << 8
             position += 4
-            guard length == ~complement & 0xFFFF else { throw Failure(description: "a stored block's length check fails") }
+            guard length == ~complement & 0xFFFF else {
+                throw Failure(description: "a stored block's length check fails")
+            }
             guard position + length <= input.count else { throw Failure(description: "a stored block is cut off") }
             try reserve(length)
             output += input[position..<(position + length)]
@@ -170,7 +177,8 @@ public enum RawInflate {
                 guard distanceSymbol < RawInflate.distanceBase.count else {
                     throw Failure(description: "distance code \(distanceSymbol)")
                 }
-                let distance = RawInflate.distanceBase[distanceSymbol] + (try bits(RawInflate.distanceExtra[distanceSymbol]))
+                let distance =
+                    RawInflate.distanceBase[distanceSymbol] + (try bits(RawInflate.distanceExtra[distanceSymbol]))
                 guard distance <= output.count else {
                     throw Failure(description: "a back reference \(distance) bytes back, before the start of the data")
                 }
@@ -185,7 +193,8 @@ public enum RawInflate {
             let distanceCount = try bits(5) + 1
             let lengthCodeCount = try bits(4) + 4
             guard literalCount <= 286, distanceCount <= 30 else {
-                throw Failure(description: "a dynamic block with \(literalCount) literal and \(distanceCount) distance codes")
+                throw Failure(
+                    description: "a dynamic block with \(literalCount) literal and \(distanceCount) distance codes")
             }
             var codeLengths = [Int](repeating: 0, count: 19)
             for i in 0..<lengthCodeCount { codeLengths[RawInflate.codeLengthOrder[i]] = try bits(3) }
@@ -198,7 +207,9 @@ public enum RawInflate {
                 case 0...15:
                     lengths.append(symbol)
                 case 16:
-                    guard let previous = lengths.last else { throw Failure(description: "a repeat with nothing to repeat") }
+                    guard let previous = lengths.last else {
+                        throw Failure(description: "a repeat with nothing to repeat")
+                    }
                     lengths += repeatElement(previous, count: 3 + (try bits(2)))
                 case 17:
                     lengths += repeatElement(0, count: 3 + (try bits(3)))

@@ -72,7 +72,8 @@ public enum XMLPropertyListReader {
         }
 
         func parser(
-            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?,
             attributes attributeDict: [String: String] = [:]
         ) {
             guard !failed else { return }
@@ -135,7 +136,8 @@ public enum XMLPropertyListReader {
             case "false": value = trimmed.isEmpty ? .boolean(false) : nil
             case "date": value = Self.date(trimmed).map { .date($0) }
             case "data":
-                let base64 = String(open.text.unicodeScalars.filter { !CharacterSet.whitespacesAndNewlines.contains($0) })
+                let base64 = String(
+                    open.text.unicodeScalars.filter { !CharacterSet.whitespacesAndNewlines.contains($0) })
                 value = Data(base64Encoded: base64).map { .data($0) }
             default: value = nil
             }
@@ -189,8 +191,10 @@ public enum XMLPropertyListReader {
                 }
                 return value
             }
-            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-                let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day),
+            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+                let hour = number(11..<13),
+                let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month),
+                (1...31).contains(day),
                 hour < 24, minute < 60, second < 60
             else { return nil }
             // Proleptic Gregorian, as the format's ISO 8601 means (Foundation's calendar turns Julian

@@ -16,7 +16,7 @@ package enum SHA256 {
         0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
         0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
         0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
     ]
 
     /// The 32-byte digest of `message`.
@@ -29,7 +29,9 @@ package enum SHA256 {
     /// An incremental SHA-256: bytes in pieces of any size, then the digest. A file is hashed as
     /// it is read, in chunks, never whole in memory.
     package struct Hasher: Sendable {
-        private var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
+        private var h: [UInt32] = [
+            0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
+        ]
         /// Bytes of an unfinished block, waiting for the rest of it.
         private var pending: [UInt8] = []
         private var length: UInt64 = 0
@@ -67,12 +69,16 @@ package enum SHA256 {
             var tail = pending
             tail.append(0x80)
             while tail.count % 64 != 56 { tail.append(0) }
-            for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+            }
             tail.withUnsafeBytes { compress($0.baseAddress!, blocks: $0.count / 64) }
             pending.removeAll()
             var digest = Data(capacity: 32)
             for word in h {
-                for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+                for shift in stride(from: 24, through: 0, by: -8) {
+                    digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+                }
             }
             return digest
         }

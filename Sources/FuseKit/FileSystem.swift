@@ -20,12 +20,15 @@ public protocol FileSystem: AnyObject, Sendable {
     /// The kernel dropped `count` lookups of `inode`.
     func forget(_ inode: InodeNumber, count: UInt64)
     /// Attributes of `inode` and how long the kernel may cache them.
-    func attributes(of inode: InodeNumber, handle: FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double)
+    func attributes(of inode: InodeNumber, handle: FileHandle?) throws(FileSystemError) -> (
+        FileAttributes, timeout: Double
+    )
     func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FileHandle?, context: RequestContext)
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String
 
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
     /// Lists `inode` from `offset` (0 or a cookie an earlier entry gave). `add` returns false when
     /// the reply is full; the entry it refused is not part of this reply.
     ///
@@ -101,7 +104,9 @@ extension FileSystem {
     public func didMount(invalidator: any KernelCacheInvalidator) {}
     public func willUnmount() {}
     public func forget(_ inode: InodeNumber, count: UInt64) {}
-    public func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FileHandle?, context: RequestContext)
+    public func setAttributes(
+        of inode: InodeNumber, _ changes: AttributeChanges, handle: FileHandle?, context: RequestContext
+    )
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     { throw .readOnly }
     public func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String { throw .invalid }
@@ -109,17 +114,23 @@ extension FileSystem {
         -> OpenResult
     { OpenResult() }
     public func releaseDirectory(_ inode: InodeNumber, handle: FileHandle) {}
-    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         OpenResult()
     }
-    public func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
+    public func write(_ inode: InodeNumber, handle: FileHandle, offset: UInt64, data: Data) throws(FileSystemError)
+        -> Int
+    {
         throw .readOnly
     }
     public func flush(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
     public func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
     public func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
     public func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
-    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
+    public func create(
+        parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext
+    )
         throws(FileSystemError) -> (Entry, OpenResult)
     { throw .readOnly }
     public func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
@@ -131,7 +142,9 @@ extension FileSystem {
     public func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
         throws(FileSystemError) -> Entry
     { throw .readOnly }
-    public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) { throw .readOnly }
+    public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
+        throw .readOnly
+    }
     public func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
         throw .readOnly
     }

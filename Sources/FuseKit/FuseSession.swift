@@ -44,7 +44,9 @@ public final class FuseSession: Sendable {
 
     /// How requests arrive: nil until the first request after INIT was served (the way is said
     /// in the log then).
-    public var transport: Transport? { Transport(rawValue: context.takeUnretainedValue().transport.load(ordering: .relaxed)) }
+    public var transport: Transport? {
+        Transport(rawValue: context.takeUnretainedValue().transport.load(ordering: .relaxed))
+    }
 
     private enum Phase {
         case created, mounted, running, finished
@@ -63,7 +65,8 @@ public final class FuseSession: Sendable {
         self.options = options
         self.counters = counters
         let context = Unmanaged.passRetained(
-            SessionContext(fileSystem: fileSystem, counters: counters, logger: logger, options: options, mountPoint: mountPoint))
+            SessionContext(
+                fileSystem: fileSystem, counters: counters, logger: logger, options: options, mountPoint: mountPoint))
         var arguments = fuse_args(argc: 0, argv: nil, allocated: 0)  // FUSE_ARGS_INIT is a macro
         for argument in options.arguments { fuse_opt_add_arg(&arguments, argument) }
         defer { fuse_opt_free_args(&arguments) }
@@ -160,7 +163,9 @@ public final class FuseSession: Sendable {
     /// - Throws: ``FuseError`` if the session is not mounted or the loop failed.
     public func run(stopping: () -> Void = {}) throws(FuseError) {
         try phase.withLock { phase throws(FuseError) in
-            guard phase == .mounted else { throw FuseError("\(mountPoint): run() needs a mounted, not yet run session") }
+            guard phase == .mounted else {
+                throw FuseError("\(mountPoint): run() needs a mounted, not yet run session")
+            }
             phase = .running
         }
         var signalsInstalled = false

@@ -21,7 +21,9 @@ enum KernelIOUringSwitch {
         let descriptor = open(path, O_WRONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            logger.info("the kernel offers FUSE over io_uring only once \(path) is 1, and this process may not set it (\(reason)); root can: echo 1 > \(path)")
+            logger.info(
+                "the kernel offers FUSE over io_uring only once \(path) is 1, and this process may not set it (\(reason)); root can: echo 1 > \(path)"
+            )
             return
         }
         defer { close(descriptor) }

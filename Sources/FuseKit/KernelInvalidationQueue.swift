@@ -105,7 +105,9 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         let session = session.raw
         switch notification {
         case .entry(let parent, let name):
-            let result = name.withCString { fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, name.utf8.count) }
+            let result = name.withCString {
+                fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, name.utf8.count)
+            }
             noteInvalidation(result, "inval_entry \(parent) \(name)")
         case .inode(let inode):
             // off 0, len 0: drop attributes and all cached data (a directory's cached listing too).
@@ -121,10 +123,12 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
                 let result = data.withUnsafeBytes { bytes in
                     var buffers = fuse_bufvec(
                         count: 1, idx: 0, off: 0,
-                        buf: (fuse_buf(size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
-                                       mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0,
-                                       mem_size: bytes.count)))
-                    return fuse_lowlevel_notify_store(session, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
+                        buf: (fuse_buf(
+                            size: bytes.count, flags: fuse_buf_flags(rawValue: 0),
+                            mem: UnsafeMutableRawPointer(mutating: bytes.baseAddress), fd: -1, pos: 0,
+                            mem_size: bytes.count)))
+                    return fuse_lowlevel_notify_store(
+                        session, inode.rawValue, 0, &buffers, fuse_buf_copy_flags(rawValue: 0))
                 }
                 if result == 0 { counters.record(.preloads) } else { noteRefusal(result, "store \(inode)") }
             }

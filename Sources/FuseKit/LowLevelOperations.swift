@@ -18,8 +18,10 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.lookup = { request, parent, name in
         serve(request, .lookup) { context throws(FileSystemError) in
-            .entry(try context.fileSystem.lookup(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request)))
+            .entry(
+                try context.fileSystem.lookup(
+                    parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing),
+                    context: requester(request)))
         }
     }
     ops.forget = { request, inode, count in
@@ -72,38 +74,43 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         serve(request, .mknod) { context throws(FileSystemError) in
             // Only regular files: devices, FIFOs and sockets have no place in an object graph.
             guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else { throw .notPermitted }
-            return .entry(try context.fileSystem.makeNode(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
-                context: requester(request)))
+            return .entry(
+                try context.fileSystem.makeNode(
+                    parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
+                    context: requester(request)))
         }
     }
     ops.mkdir = { request, parent, name, mode in
         serve(request, .mkdir) { context throws(FileSystemError) in
-            .entry(try context.fileSystem.makeDirectory(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
-                context: requester(request)))
+            .entry(
+                try context.fileSystem.makeDirectory(
+                    parent: InodeNumber(parent), name: try FileName.decode(name, for: .new), permissions: mode & 0o7777,
+                    context: requester(request)))
         }
     }
     ops.unlink = { request, parent, name in
         serve(request, .unlink) { context throws(FileSystemError) in
             try context.fileSystem.unlink(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request))
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing),
+                context: requester(request))
             return .ok
         }
     }
     ops.rmdir = { request, parent, name in
         serve(request, .rmdir) { context throws(FileSystemError) in
             try context.fileSystem.removeDirectory(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing), context: requester(request))
+                parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing),
+                context: requester(request))
             return .ok
         }
     }
     ops.symlink = { request, target, parent, name in
         serve(request, .symlink) { context throws(FileSystemError) in
-            .entry(try context.fileSystem.makeSymbolicLink(
-                parent: InodeNumber(parent), name: try FileName.decode(name, for: .new),
-                target: try FileName.decodeLinkTarget(target),
-                context: requester(request)))
+            .entry(
+                try context.fileSystem.makeSymbolicLink(
+                    parent: InodeNumber(parent), name: try FileName.decode(name, for: .new),
+                    target: try FileName.decodeLinkTarget(target),
+                    context: requester(request)))
         }
     }
     ops.rename = { request, parent, name, newParent, newName, flags in
@@ -128,8 +135,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.read = { request, inode, size, offset, info in
         serve(request, .read) { context throws(FileSystemError) in
-            .data(try context.fileSystem.read(
-                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), size: size))
+            .data(
+                try context.fileSystem.read(
+                    InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), size: size))
         }
     }
     ops.write = { request, inode, bytes, size, offset, info in
@@ -138,8 +146,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
                 try dropSetIDBits(inode, FileHandle(info!.pointee.fh), context, request)
             }
             let data = Data(bytes: bytes!, count: size)
-            return .written(try context.fileSystem.write(
-                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), data: data))
+            return .written(
+                try context.fileSystem.write(
+                    InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), data: data))
         }
     }
     ops.flush = { request, inode, info in
@@ -167,7 +176,8 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         serve(request, .opendir) { context throws(FileSystemError) in
             .open(
                 try context.fileSystem.openDirectory(
-                    InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request)), info!)
+                    InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request)),
+                info!)
         }
     }
     ops.readdir = { request, inode, size, offset, info in
@@ -282,7 +292,8 @@ private func serve(
 /// takes that as "never ask again" (success for OPEN and OPENDIR), so it is not counted as an error.
 private func declinedOpeningRequest(_ request: fuse_req_t?, _ operation: OperationCounters.Operation) -> Bool {
     let context = SessionContext.of(request)
-    let declines = operation == .opendir
+    let declines =
+        operation == .opendir
         ? context.opensDirectoriesWithoutRequests.load(ordering: .relaxed)
         : context.opensWithoutRequests.load(ordering: .relaxed)
     guard declines else { return false }
@@ -426,11 +437,13 @@ private func listDirectory(
                         if plus {
                             var parameters = entryParameters(item.entry)
                             return fuse_add_direntry_plus(
-                                request, base + used, remaining, name, &parameters, off_t(Int64(bitPattern: item.nextOffset)))
+                                request, base + used, remaining, name, &parameters,
+                                off_t(Int64(bitPattern: item.nextOffset)))
                         } else {
                             var status = fileStatus(item.entry.attributes)
                             return fuse_add_direntry(
-                                request, base + used, remaining, name, &status, off_t(Int64(bitPattern: item.nextOffset)))
+                                request, base + used, remaining, name, &status,
+                                off_t(Int64(bitPattern: item.nextOffset)))
                         }
                     }
                     guard needed <= remaining else { return false }

@@ -33,7 +33,10 @@ final class SessionContext: Sendable {
     /// value, 0 until then.
     let transport = Atomic<Int>(0)
 
-    init(fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions, mountPoint: String) {
+    init(
+        fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions,
+        mountPoint: String
+    ) {
         self.fileSystem = fileSystem
         self.counters = counters
         self.logger = logger
@@ -50,15 +53,23 @@ final class SessionContext: Sendable {
         guard transport.load(ordering: .relaxed) == 0 else { return }
         let ring = fuse_req_is_uring(request)
         let value = ring ? FuseSession.Transport.ioUring : .device
-        guard transport.compareExchange(expected: 0, desired: value.rawValue, ordering: .relaxed).exchanged else { return }
+        guard transport.compareExchange(expected: 0, desired: value.rawValue, ordering: .relaxed).exchanged else {
+            return
+        }
         if ring {
             logger.info("FUSE requests of \(mountPoint) arrive through io_uring")
         } else if !wantsIOUring {
-            logger.info("FUSE requests of \(mountPoint) arrive through /dev/fuse (io_uring is turned off for this mount, as STOREFS_IO_URING=0 does)")
+            logger.info(
+                "FUSE requests of \(mountPoint) arrive through /dev/fuse (io_uring is turned off for this mount, as STOREFS_IO_URING=0 does)"
+            )
         } else if kernelOffersIOUring.load(ordering: .relaxed) {
-            logger.warning("FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel offered io_uring but its ring could not be set up (libfuse's message is on stderr)")
+            logger.warning(
+                "FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel offered io_uring but its ring could not be set up (libfuse's message is on stderr)"
+            )
         } else {
-            logger.info("FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel does not offer io_uring (it needs CONFIG_FUSE_IO_URING and /sys/module/fuse/parameters/enable_uring set to 1)")
+            logger.info(
+                "FUSE requests of \(mountPoint) arrive through /dev/fuse: the kernel does not offer io_uring (it needs CONFIG_FUSE_IO_URING and /sys/module/fuse/parameters/enable_uring set to 1)"
+            )
         }
     }
 

@@ -1,7 +1,7 @@
 #if STOREFS_TSAN
-import Locking
+    import Locking
 
-/// In ThreadSanitizer builds, locks ThreadSanitizer can see (Sources/Locking says why);
-/// otherwise Synchronization's `Mutex`.
-typealias Mutex = ThreadSanitizerMutex
+    /// In ThreadSanitizer builds, locks ThreadSanitizer can see (Sources/Locking says why);
+    /// otherwise Synchronization's `Mutex`.
+    typealias Mutex = ThreadSanitizerMutex
 #endif

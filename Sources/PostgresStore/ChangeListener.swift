@@ -40,7 +40,11 @@ final class ChangeListener: Sendable {
     /// Moves at every connection but a first that succeeded at once.
     var generation: Int64 { generationCount.load(ordering: .relaxed) }
 
-    func take() -> AnnouncedChanges { pending.withLock { changes in defer { changes = AnnouncedChanges() }; return changes } }
+    func take() -> AnnouncedChanges {
+        pending.withLock { changes in
+            defer { changes = AnnouncedChanges() }; return changes
+        }
+    }
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
@@ -64,10 +68,14 @@ final class ChangeListener: Sendable {
                     do throws(ObjectGraphError) {
                         _ = try made.execute("LISTEN \(SQLText.identifier(location.channel))")
                         polledAfter = nil
-                    } catch where error.code == .readOnly {
+                    } catch  where error.code == .readOnly {
                         let last = try made.execute("SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \"ATRANSACTION\"")
                         polledAfter = last.integer(0, 0) ?? 0
-                        if !connectedBefore { logger.info("\(location) is a standby (no LISTEN there): its history is read every \(Self.pollInterval) s") }
+                        if !connectedBefore {
+                            logger.info(
+                                "\(location) is a standby (no LISTEN there): its history is read every \(Self.pollInterval) s"
+                            )
+                        }
                     }
                     connection = made
                     // A first connection that took several tries may have missed commits too.
@@ -79,7 +87,9 @@ final class ChangeListener: Sendable {
                     lastFailure = ""
                 } catch {
                     connection = nil
-                    if error.message != lastFailure { logger.error("\(error.message); announcements resume once it answers") }
+                    if error.message != lastFailure {
+                        logger.error("\(error.message); announcements resume once it answers")
+                    }
                     lastFailure = error.message
                     for _ in 0..<4 where !stopped.load(ordering: .relaxed) { usleep(250_000) }
                     continue
@@ -93,7 +103,9 @@ final class ChangeListener: Sendable {
                     logger.warning("\(error.message)")
                     connection = nil
                 }
-                for _ in 0..<Int(Self.pollInterval / Self.wait) where !stopped.load(ordering: .relaxed) { usleep(UInt32(Self.wait * 1_000_000)) }
+                for _ in 0..<Int(Self.pollInterval / Self.wait) where !stopped.load(ordering: .relaxed) {
+                    usleep(UInt32(Self.wait * 1_000_000))
+                }
                 continue
             }
             do throws(ObjectGraphError) {
@@ -103,7 +115,11 @@ final class ChangeListener: Sendable {
                 for notice in notices {
                     let words = notice.payload.split(separator: " ")
                     guard words.count >= 2, let number = Int64(words[0]), words[1] != instance else { continue }
-                    if words.count == 3, let objects = parse(words[2]) { listed.formUnion(objects) } else { numbers.append(number) }
+                    if words.count == 3, let objects = parse(words[2]) {
+                        listed.formUnion(objects)
+                    } else {
+                        numbers.append(number)
+                    }
                 }
                 if !listed.isEmpty { pending.withLock { $0.formUnion(listed) } }
                 if !numbers.isEmpty { try collect(numbers, current) }
@@ -120,7 +136,8 @@ final class ChangeListener: Sendable {
         var changes = AnnouncedChanges()
         for entry in list.split(separator: ",") {
             let parts = entry.split(separator: ".")
-            guard parts.count == 3, let zent = Int64(parts[0]), let key = Int64(parts[1]), key > 0, let kind = Int(parts[2]),
+            guard parts.count == 3, let zent = Int64(parts[0]), let key = Int64(parts[1]), key > 0,
+                let kind = Int(parts[2]),
                 let entity = layout.entityByZent[zent]
             else { return nil }
             let id = ObjectID(entity: entity, key: PrimaryKey(key))
@@ -161,7 +178,8 @@ final class ChangeListener: Sendable {
             [SQLText.array(numbers)])
         var changes = AnnouncedChanges()
         for row in 0..<rows.rowCount {
-            guard let kind = rows.integer(row, 0), let zent = rows.integer(row, 1), let entity = layout.entityByZent[zent],
+            guard let kind = rows.integer(row, 0), let zent = rows.integer(row, 1),
+                let entity = layout.entityByZent[zent],
                 let key = rows.integer(row, 2), key > 0
             else { continue }
             let id = ObjectID(entity: entity, key: PrimaryKey(key))

@@ -3,7 +3,7 @@ import Foundation
 import ObjectGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One libpq connection, with storefs's own bound on every statement: a server that stops
@@ -55,7 +55,7 @@ final class PostgresConnection {
             "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
             "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
             "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
-            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'",
+            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'"
         ]
         do throws(ObjectGraphError) {
             for sql in setup { _ = try execute(sql) }
@@ -122,7 +122,9 @@ final class PostgresConnection {
             guard remaining > 0 else {
                 isBroken = true
                 throw ObjectGraphError(
-                    .io, "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again")
+                    .io,
+                    "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
+                )
             }
             var descriptor = pollfd(fd: socket, events: events, revents: 0)
             let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
@@ -213,7 +215,8 @@ final class PostgresResult {
 enum PostgresError {
     static func map(_ result: OpaquePointer, place: String, sql: String) -> ObjectGraphError {
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-        let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "unknown error"
+        let message =
+            PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "unknown error"
         let text = "\(place): \(message) (SQLSTATE \(state))"
         switch state {
         case "23505": return ObjectGraphError(.exists, text)
@@ -223,10 +226,13 @@ enum PostgresError {
             return ObjectGraphError(.io, "\(text); another writer held the rows, the commit is tried again")
         case "57014": return ObjectGraphError(.io, "\(text); the statement took too long")
         case "42P01", "3F000", "3D000": return ObjectGraphError(.notFound, text)
-        case "25006": return ObjectGraphError(.readOnly, "\(text); the server is a read-only replica: mount it with -o ro")
+        case "25006":
+            return ObjectGraphError(.readOnly, "\(text); the server is a read-only replica: mount it with -o ro")
         case "42501", "28000", "28P01": return ObjectGraphError(.notPermitted, text)
         default:
-            if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") { return ObjectGraphError(.io, text) }
+            if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
+                return ObjectGraphError(.io, text)
+            }
             return ObjectGraphError(.io, text)
         }
     }

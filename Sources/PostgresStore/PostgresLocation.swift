@@ -46,7 +46,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// kernel's 15 minutes; `application_name` names storefs in `pg_stat_activity`.
     static let connectionDefaults: [(String, String)] = [
         ("connect_timeout", "10"), ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"),
-        ("keepalives_count", "3"), ("tcp_user_timeout", "15000"), ("application_name", "storefs"),
+        ("keepalives_count", "3"), ("tcp_user_timeout", "15000"), ("application_name", "storefs")
     ]
 
     /// Whether `url` names a PostgreSQL store.
@@ -70,7 +70,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         if let index = items.firstIndex(where: { $0.name == "timeout" }) {
             guard let seconds = items[index].value.flatMap(Double.init), seconds >= 1, seconds <= 600 else {
-                throw ObjectGraphError(.unsupported, "timeout= needs a number of seconds from 1 to 600 (default \(Int(Self.defaultTimeout)))")
+                throw ObjectGraphError(
+                    .unsupported,
+                    "timeout= needs a number of seconds from 1 to 600 (default \(Int(Self.defaultTimeout)))")
             }
             statementTimeout = seconds
             items.remove(at: index)
@@ -81,7 +83,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         guard Self.isValidSchema(chosen) else {
             throw ObjectGraphError(
                 .unsupported,
-                "schema name \"\(chosen.prefix(80))\" cannot hold a store: use 1 to 63 letters, digits and _, not starting with a digit")
+                "schema name \"\(chosen.prefix(80))\" cannot hold a store: use 1 to 63 letters, digits and _, not starting with a digit"
+            )
         }
         self.schema = chosen
         for (name, value) in Self.connectionDefaults where !items.contains(where: { $0.name == name }) {
@@ -90,10 +93,12 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         components.queryItems = items.isEmpty ? nil : items
         connectionURL = components.string ?? url.absoluteString
         var shown = components
-        shown.queryItems = (components.queryItems ?? []).filter { item in
-            !Self.connectionDefaults.contains { $0.0 == item.name } && item.name != "password"
-        } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
-            + (statementTimeout == Self.defaultTimeout ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
+        shown.queryItems =
+            (components.queryItems ?? []).filter { item in
+                !Self.connectionDefaults.contains { $0.0 == item.name } && item.name != "password"
+            } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
+            + (statementTimeout == Self.defaultTimeout
+                ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
         if shown.password != nil { shown.password = "***" }
         description = shown.string ?? "postgresql://(unprintable URL)"
@@ -104,12 +109,18 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         let words = options.split(separator: " ").map(String.init)
         for (i, word) in words.enumerated() {
             var setting = word
-            if word == "-c", i + 1 < words.count { setting = words[i + 1] } else if word.hasPrefix("-c") { setting = String(word.dropFirst(2)) } else {
+            if word == "-c", i + 1 < words.count {
+                setting = words[i + 1]
+            } else if word.hasPrefix("-c") {
+                setting = String(word.dropFirst(2))
+            } else {
                 continue
             }
             let parts = setting.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, parts[0] == "search_path" else { continue }
-            return parts[1].split(separator: ",").first.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"")) }
+            return parts[1].split(separator: ",").first.map {
+                $0.trimmingCharacters(in: CharacterSet(charactersIn: " \""))
+            }
         }
         return nil
     }
@@ -117,7 +128,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// Plain identifiers only: quoted everywhere anyway, but a name that needs no quoting is one a
     /// user can type in psql and in a URL without surprises.
     static func isValidSchema(_ name: String) -> Bool {
-        guard !name.isEmpty, name.utf8.count <= 63, let first = name.unicodeScalars.first, !("0"..."9").contains(first) else {
+        guard !name.isEmpty, name.utf8.count <= 63, let first = name.unicodeScalars.first, !("0"..."9").contains(first)
+        else {
             return false
         }
         return name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_") }

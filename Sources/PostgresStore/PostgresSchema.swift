@@ -14,7 +14,8 @@ enum PostgresSchema {
     static let stringZent: Int64 = 16003
 
     static func create(
-        in connection: PostgresConnection, location: PostgresLocation, model: ManagedObjectModel, metadata initial: StoreMetadata,
+        in connection: PostgresConnection, location: PostgresLocation, model: ManagedObjectModel,
+        metadata initial: StoreMetadata,
         logger: Logger
     ) throws(ObjectGraphError) {
         let layout = StoreLayout(model: model, schema: nil, logger: logger)
@@ -27,10 +28,14 @@ enum PostgresSchema {
             var parts = table.columns.map { column in
                 "\(q(column.name)) \(types[table.name.uppercased()]?[column.name] ?? fallbackType(column.name, column.type))"
             }
-            if !table.primaryKey.isEmpty { parts.append("PRIMARY KEY (\(table.primaryKey.map(q).joined(separator: ", ")))") }
+            if !table.primaryKey.isEmpty {
+                parts.append("PRIMARY KEY (\(table.primaryKey.map(q).joined(separator: ", ")))")
+            }
             statements.append("CREATE TABLE \(q(table.name)) (\(parts.joined(separator: ", ")))")
             for index in table.indexes {
-                statements.append("CREATE INDEX \(q(index.name)) ON \(q(table.name)) (\(index.columns.map(q).joined(separator: ", ")))")
+                statements.append(
+                    "CREATE INDEX \(q(index.name)) ON \(q(table.name)) (\(index.columns.map(q).joined(separator: ", ")))"
+                )
             }
         }
         statements += [
@@ -42,11 +47,18 @@ enum PostgresSchema {
             "CREATE TABLE \"ACHANGE\" (\"Z_PK\" bigint PRIMARY KEY, \"Z_ENT\" integer, \"Z_OPT\" bigint, \"ZCHANGETYPE\" integer, "
                 + "\"ZENTITY\" integer, \"ZENTITYPK\" bigint, \"ZTRANSACTIONID\" bigint, \"ZCOLUMNS\" bytea"
                 + tombstoneColumns(for: HistorySlots(model: model)).map { ", \(q($0)) text" }.joined() + ")",
-            "CREATE INDEX \"ACHANGE_ZTRANSACTIONID_INDEX\" ON \"ACHANGE\" (\"ZTRANSACTIONID\")",
+            "CREATE INDEX \"ACHANGE_ZTRANSACTIONID_INDEX\" ON \"ACHANGE\" (\"ZTRANSACTIONID\")"
         ]
-        var rows = model.entities.map { "(\($0.id.rawValue), \(SQLText.literal($0.name) ?? "''"), \($0.parentID?.rawValue ?? 0), 0)" }
-        rows += ["(\(changeZent), 'CHANGE', 0, 0)", "(\(transactionZent), 'TRANSACTION', 0, 0)", "(\(stringZent), 'TRANSACTIONSTRING', 0, 1)"]
-        statements.append("INSERT INTO \"Z_PRIMARYKEY\" (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES \(rows.joined(separator: ", "))")
+        var rows = model.entities.map {
+            "(\($0.id.rawValue), \(SQLText.literal($0.name) ?? "''"), \($0.parentID?.rawValue ?? 0), 0)"
+        }
+        rows += [
+            "(\(changeZent), 'CHANGE', 0, 0)", "(\(transactionZent), 'TRANSACTION', 0, 0)",
+            "(\(stringZent), 'TRANSACTIONSTRING', 0, 1)"
+        ]
+        statements.append(
+            "INSERT INTO \"Z_PRIMARYKEY\" (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES \(rows.joined(separator: ", "))"
+        )
         statements.append("INSERT INTO \"ATRANSACTIONSTRING\" VALUES (1, \(stringZent), NULL, 'storefs')")
         do throws(ObjectGraphError) {
             _ = try connection.execute("BEGIN")
@@ -58,7 +70,8 @@ enum PostgresSchema {
         } catch {
             _ = try? connection.execute("ROLLBACK")
             if error.message.contains("42P07") {
-                throw ObjectGraphError(.exists, "\(location): schema \(location.schema) already holds a store (or tables of its names)")
+                throw ObjectGraphError(
+                    .exists, "\(location): schema \(location.schema) already holds a store (or tables of its names)")
             }
             throw error
         }
@@ -71,7 +84,9 @@ enum PostgresSchema {
         for entity in layout.entities {
             guard let table = entity.table?.uppercased() else { continue }
             for attribute in entity.attributes {
-                if let column = attribute.column { types[table, default: [:]][column] = PostgresValueCoding.columnType(of: attribute.attribute.type) }
+                if let column = attribute.column {
+                    types[table, default: [:]][column] = PostgresValueCoding.columnType(of: attribute.attribute.type)
+                }
             }
             for toOne in entity.toOne {
                 if let column = toOne.column { types[table, default: [:]][column] = "bigint" }
@@ -95,7 +110,8 @@ enum PostgresSchema {
 
     /// Checks that the store was made for `layout`'s model (its Z_PRIMARYKEY names the same
     /// entities under the same numbers) and returns the key of the author string.
-    static func check(_ connection: PostgresConnection, layout: StoreLayout, location: PostgresLocation) throws(ObjectGraphError)
+    static func check(_ connection: PostgresConnection, layout: StoreLayout, location: PostgresLocation)
+        throws(ObjectGraphError)
         -> Int64
     {
         let rows = try connection.execute("SELECT \"Z_ENT\", \"Z_NAME\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_ENT\" < 16000")

@@ -30,15 +30,18 @@ extension PostgresStore {
         func add(_ type: Int, _ id: ObjectID, columns: Data?, tombstone: [String?] = []) {
             var values = [
                 String(type), String(zent(id)), String(id.key.rawValue),
-                columns.map { "'\(PostgresValueCoding.hex($0))'::bytea" } ?? "NULL::bytea",
+                columns.map { "'\(PostgresValueCoding.hex($0))'::bytea" } ?? "NULL::bytea"
             ]
             for i in tombstoneColumns.indices {
-                values.append(((i < tombstone.count ? tombstone[i] : nil).flatMap(SQLText.literal) ?? "NULL") + "::text")
+                values.append(
+                    ((i < tombstone.count ? tombstone[i] : nil).flatMap(SQLText.literal) ?? "NULL") + "::text")
             }
             rows.append(values.joined(separator: ", "))
         }
         for id in changes.inserted { add(0, id, columns: nil) }
-        for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) { add(1, id, columns: slots.columnMask(for: names, of: id.entity)) }
+        for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) {
+            add(1, id, columns: slots.columnMask(for: names, of: id.entity))
+        }
         for (id, tombstone) in changes.deleted { add(2, id, columns: nil, tombstone: tombstone) }
         // The objects ride in the announcement when they fit (NOTIFY payloads stop at 8000
         // bytes): listeners then need no query to learn them.
@@ -54,9 +57,12 @@ extension PostgresStore {
         for (id, _) in changes.deleted { note(id, 2) }
         let announced = instance + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
         let tombstones = tombstoneColumns.map { ", v.\(SQLText.identifier($0))" }.joined()
-        let changeColumns = (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"] + tombstoneColumns)
+        let changeColumns =
+            (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"]
+            + tombstoneColumns)
             .map(SQLText.identifier).joined(separator: ", ")
-        let valueNames = (["i", "kind", "zent", "pk", "columns"] + tombstoneColumns).map(SQLText.identifier).joined(separator: ", ")
+        let valueNames = (["i", "kind", "zent", "pk", "columns"] + tombstoneColumns).map(SQLText.identifier).joined(
+            separator: ", ")
         // Both key rows in one UPDATE, so every commit locks them in the same order.
         let keysSQL =
             "k AS (UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = COALESCE(\"Z_MAX\", 0) + CASE WHEN \"Z_ENT\" = \(PostgresSchema.transactionZent) "
@@ -69,7 +75,8 @@ extension PostgresStore {
         let parameters = [location.channel, announced, String(authorKey), String(Date().timeIntervalSinceReferenceDate)]
         func insertChanges(_ slice: ArraySlice<String>, base: String, from: String) -> String {
             let values = slice.enumerated().map { "(\($0.offset + 1), \($0.element))" }.joined(separator: ", ")
-            return "INSERT INTO \"ACHANGE\" (\(changeColumns)) SELECT \(base) + v.\"i\", \(PostgresSchema.changeZent), NULL, v.\"kind\", "
+            return
+                "INSERT INTO \"ACHANGE\" (\(changeColumns)) SELECT \(base) + v.\"i\", \(PostgresSchema.changeZent), NULL, v.\"kind\", "
                 + "v.\"zent\", v.\"pk\", t.n, v.\"columns\"\(tombstones) FROM \(from) (VALUES \(values)) AS v(\(valueNames))"
         }
         let single = rows.count <= Self.rowsPerStatement
@@ -84,7 +91,8 @@ extension PostgresStore {
         while start < rows.count {
             let end = min(start + Self.rowsPerStatement, rows.count)
             _ = try run(
-                "WITH t AS (SELECT \(number)::bigint AS n) " + insertChanges(rows[start..<end], base: String(base + Int64(start)), from: "t,"), [])
+                "WITH t AS (SELECT \(number)::bigint AS n) "
+                    + insertChanges(rows[start..<end], base: String(base + Int64(start)), from: "t,"), [])
             start = end
         }
         return number
@@ -104,7 +112,8 @@ extension PostgresStore {
             index[number] = result.count
             result.append(
                 HistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: author, bundleID: author,
+                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: author,
+                    bundleID: author,
                     contextName: nil, processID: author, changes: []))
         }
         guard !result.isEmpty else { return [] }
@@ -112,12 +121,15 @@ extension PostgresStore {
             "SELECT \"Z_PK\", \"ZCHANGETYPE\", \"ZENTITY\", \"ZENTITYPK\", \"ZCOLUMNS\", \"ZTRANSACTIONID\" FROM \"ACHANGE\" "
                 + "WHERE \"ZTRANSACTIONID\" > $1 ORDER BY \"Z_PK\"", [String(after)])
         for row in 0..<changes.rowCount {
-            guard let changeID = changes.integer(row, 0), let kind = changes.integer(row, 1).flatMap(HistoryChange.Kind.init(rawValue:)),
-                let entity = changes.integer(row, 2).flatMap({ layout.entityByZent[$0] }), let key = changes.integer(row, 3),
+            guard let changeID = changes.integer(row, 0),
+                let kind = changes.integer(row, 1).flatMap(HistoryChange.Kind.init(rawValue:)),
+                let entity = changes.integer(row, 2).flatMap({ layout.entityByZent[$0] }),
+                let key = changes.integer(row, 3),
                 let number = changes.integer(row, 5), let i = index[number]
             else { continue }
             var change = HistoryChange(
-                changeID: changeID, kind: kind, objectID: ObjectID(entity: entity, key: PrimaryKey(key)), updatedProperties: [],
+                changeID: changeID, kind: kind, objectID: ObjectID(entity: entity, key: PrimaryKey(key)),
+                updatedProperties: [],
                 tombstone: [:])
             if kind == .update, let bytes = changes.bytes(row, 4), let mask = PostgresValueCoding.unhex(bytes) {
                 change.updatedProperties = slots.decode(mask: mask, of: entity) ?? []

@@ -26,21 +26,28 @@ extension PostgresStore {
     }
 
     /// For each one-to-one relationship an update sets, no other row still names its new partner.
-    func repairOneToOne(_ updates: [SaveRequest.Update], run: Run, _ written: inout WrittenChanges<String?>) throws(ObjectGraphError) {
+    func repairOneToOne(_ updates: [SaveRequest.Update], run: Run, _ written: inout WrittenChanges<String?>)
+        throws(ObjectGraphError)
+    {
         for update in updates {
             let source = update.objectID
             for name in update.changedToOne {
-                guard let destination = update.snapshot.toOne[name], let relationship = model[source.entity].relationship(named: name),
+                guard let destination = update.snapshot.toOne[name],
+                    let relationship = model[source.entity].relationship(named: name),
                     let inverse = model.inverse(of: relationship), !inverse.isToMany
                 else { continue }
-                try clearToOne(name, of: source.entity, naming: [destination.key.rawValue], except: source, run: run, &written)
-                try clearToOne(inverse.name, of: destination.entity, naming: [source.key.rawValue], except: destination, run: run, &written)
+                try clearToOne(
+                    name, of: source.entity, naming: [destination.key.rawValue], except: source, run: run, &written)
+                try clearToOne(
+                    inverse.name, of: destination.entity, naming: [source.key.rawValue], except: destination, run: run,
+                    &written)
             }
         }
     }
 
     /// Every to-one key that names a deleted object is cleared.
-    func clearKeys(to deleted: [ObjectID], run: Run, _ written: inout WrittenChanges<String?>) throws(ObjectGraphError) {
+    func clearKeys(to deleted: [ObjectID], run: Run, _ written: inout WrittenChanges<String?>) throws(ObjectGraphError)
+    {
         guard !deleted.isEmpty else { return }
         var keysByRoot: [EntityID: [Int64]] = [:]
         for id in deleted { keysByRoot[layout[id.entity].rootID, default: []].append(id.key.rawValue) }
@@ -48,7 +55,9 @@ extension PostgresStore {
             var seen: Set<String> = []
             for entity in layout.entities {
                 for toOne in entity.toOne where toOne.column != nil && model[toOne.destination].rootID == root {
-                    guard let table = entity.table, let column = toOne.column, seen.insert(table + "." + column).inserted else { continue }
+                    guard let table = entity.table, let column = toOne.column,
+                        seen.insert(table + "." + column).inserted
+                    else { continue }
                     try clearToOne(toOne.name, of: entity.id, naming: keys, except: nil, run: run, &written)
                 }
             }
@@ -65,19 +74,25 @@ extension PostgresStore {
         let t = SQLText.identifier(table)
         let c = SQLText.identifier(column)
         let skip = keep.map { " AND \"Z_PK\" <> \($0.key.rawValue)" } ?? ""
-        let found = try run("SELECT \"Z_PK\", \"Z_ENT\", \(c) FROM \(t) WHERE \(c) = ANY($1::bigint[])\(skip)", [SQLText.array(keys)])
+        let found = try run(
+            "SELECT \"Z_PK\", \"Z_ENT\", \(c) FROM \(t) WHERE \(c) = ANY($1::bigint[])\(skip)", [SQLText.array(keys)])
         guard found.rowCount > 0 else { return }
         var clear = ["\(c) = NULL"]
         if let entityColumn = toOne.entityColumn { clear.append("\(SQLText.identifier(entityColumn)) = NULL") }
         if let order = orderColumn(table: table, column: column) { clear.append("\(SQLText.identifier(order)) = NULL") }
         for row in 0..<found.rowCount {
-            guard let key = found.integer(row, 0), key > 0, let zent = found.integer(row, 1), let rowEntity = layout.entityByZent[zent]
+            guard let key = found.integer(row, 0), key > 0, let zent = found.integer(row, 1),
+                let rowEntity = layout.entityByZent[zent]
             else { continue }
             let id = ObjectID(entity: rowEntity, key: PrimaryKey(key))
-            _ = try run("UPDATE \(t) SET \(clear.joined(separator: ", ")), \"Z_OPT\" = \"Z_OPT\" + 1 WHERE \"Z_PK\" = $1", [String(key)])
+            _ = try run(
+                "UPDATE \(t) SET \(clear.joined(separator: ", ")), \"Z_OPT\" = \"Z_OPT\" + 1 WHERE \"Z_PK\" = $1",
+                [String(key)])
             written.update(id, [name])
             written.repaired.insert(id)
-            logger.notice("\(location): cleared \(layout[rowEntity].name) p\(key).\(name): it named an object this save relinks or deletes")
+            logger.notice(
+                "\(location): cleared \(layout[rowEntity].name) p\(key).\(name): it named an object this save relinks or deletes"
+            )
         }
     }
 
@@ -85,7 +100,8 @@ extension PostgresStore {
     /// to-many, if the layout has one.
     private func orderColumn(table: String, column: String) -> String? {
         for entity in layout.entities {
-            for case .foreignKey(let t, let c, let order?, true) in entity.toMany.values where t == table && c == column {
+            for case .foreignKey(let t, let c, let order?, true) in entity.toMany.values where t == table && c == column
+            {
                 return order
             }
         }
@@ -98,10 +114,13 @@ extension PostgresStore {
         let names = slots.preservedAttributes(of: id.entity)
         guard !names.isEmpty else { return [] }
         let columns = names.map { name in
-            layout[id.entity].attributes.first { $0.attribute.name == name }?.column.map { SQLText.identifier($0) + "::text" } ?? "NULL"
+            layout[id.entity].attributes.first { $0.attribute.name == name }?.column.map {
+                SQLText.identifier($0) + "::text"
+            } ?? "NULL"
         }
         let found = try run(
-            "SELECT \(columns.joined(separator: ", ")) FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [String(id.key.rawValue)])
+            "SELECT \(columns.joined(separator: ", ")) FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1",
+            [String(id.key.rawValue)])
         guard found.rowCount > 0 else { return [] }
         return (0..<columns.count).map { found.text(0, $0) }
     }

@@ -6,7 +6,9 @@ extension PostgresStore {
     public func objectIDs(of entity: EntityID) throws(ObjectGraphError) -> [ObjectID] {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return [] }
-        let rows = try read("SELECT \"Z_PK\" FROM \(SQLText.identifier(table)) WHERE \"Z_ENT\" = \(zent) AND \"Z_PK\" > 0 ORDER BY \"Z_PK\"")
+        let rows = try read(
+            "SELECT \"Z_PK\" FROM \(SQLText.identifier(table)) WHERE \"Z_ENT\" = \(zent) AND \"Z_PK\" > 0 ORDER BY \"Z_PK\""
+        )
         var ids: [ObjectID] = []
         ids.reserveCapacity(rows.rowCount)
         for row in 0..<rows.rowCount {
@@ -18,7 +20,8 @@ extension PostgresStore {
     public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
         let entityLayout = try entityLayout(entity)
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return 0 }
-        let rows = try read("SELECT COUNT(*) FROM \(SQLText.identifier(table)) WHERE \"Z_ENT\" = \(zent) AND \"Z_PK\" > 0")
+        let rows = try read(
+            "SELECT COUNT(*) FROM \(SQLText.identifier(table)) WHERE \"Z_ENT\" = \(zent) AND \"Z_PK\" > 0")
         return Int(clamping: rows.integer(0, 0) ?? 0)
     }
 
@@ -30,7 +33,8 @@ extension PostgresStore {
     /// ``snapshots(for:)`` through `run`: a save reads (and locks, `forUpdate`) the rows it
     /// updates inside its own transaction.
     func readSnapshots(
-        for ids: [ObjectID], forUpdate: Bool = false, _ run: (String, [String?]) throws(ObjectGraphError) -> PostgresResult
+        for ids: [ObjectID], forUpdate: Bool = false,
+        _ run: (String, [String?]) throws(ObjectGraphError) -> PostgresResult
     ) throws(ObjectGraphError) -> [Snapshot] {
         var byTable: [String: (root: EntityID, ids: [PrimaryKey: [ObjectID]])] = [:]
         for id in ids {
@@ -46,10 +50,13 @@ extension PostgresStore {
             // Rows locked in key order, so two writers locking the same rows cannot deadlock.
             let lock = forUpdate ? " ORDER BY \"Z_PK\" FOR UPDATE" : ""
             let rows = try run(
-                "SELECT \(plan.selected) FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = ANY($1::bigint[])\(lock)", [keys])
+                "SELECT \(plan.selected) FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = ANY($1::bigint[])\(lock)",
+                [keys])
             for row in 0..<rows.rowCount {
-                guard let pk = rows.integer(row, 0), let zent = rows.integer(row, 1), let entity = layout.entityByZent[zent],
-                    let id = group.ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }), let entityPlan = plan.entities[entity]
+                guard let pk = rows.integer(row, 0), let zent = rows.integer(row, 1),
+                    let entity = layout.entityByZent[zent],
+                    let id = group.ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
+                    let entityPlan = plan.entities[entity]
                 else { continue }
                 found[id] = try snapshot(rows, row, id: id, plan: entityPlan)
             }
@@ -95,7 +102,9 @@ extension PostgresStore {
         }
     }
 
-    private func snapshot(_ rows: PostgresResult, _ row: Int, id: ObjectID, plan: RowPlan.Entity) throws(ObjectGraphError) -> Snapshot {
+    private func snapshot(_ rows: PostgresResult, _ row: Int, id: ObjectID, plan: RowPlan.Entity)
+        throws(ObjectGraphError) -> Snapshot
+    {
         let entityName = layout[id.entity].name
         var snapshot = Snapshot(
             objectID: id, version: rows.integer(row, 2) ?? 0, attributes: PropertyValues(layout: plan.names.attributes),
@@ -103,7 +112,8 @@ extension PostgresStore {
         for (attribute, slot) in zip(plan.attributes, plan.names.attributeSlots) {
             guard let bytes = rows.bytes(row, attribute.column) else { continue }
             let value = try PostgresValueCoding.decode(
-                bytes, as: attribute.type, place: "\(self.location): \(entityName).\(attribute.name) of p\(id.key.rawValue)")
+                bytes, as: attribute.type,
+                place: "\(self.location): \(entityName).\(attribute.name) of p\(id.key.rawValue)")
             snapshot.attributes.setValue(value, slot: slot)
         }
         for (toOne, slot) in zip(plan.toOne, plan.names.toOneSlots) {
@@ -139,18 +149,21 @@ extension PostgresStore {
             return result
         case .foreignKey(let table, let column, let orderColumn, _):
             let order = orderColumn.map { "\(q($0)) NULLS FIRST, " } ?? ""
-            sql = "SELECT \(q(column)), \"Z_PK\", \"Z_ENT\" FROM \(q(table)) WHERE \(q(column)) = ANY($1::bigint[]) "
+            sql =
+                "SELECT \(q(column)), \"Z_PK\", \"Z_ENT\" FROM \(q(table)) WHERE \(q(column)) = ANY($1::bigint[]) "
                 + "ORDER BY \(q(column)), \(order)\"Z_PK\""
         case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
             let s = "j." + q(sourceColumn)
             let d = "j." + q(destinationColumn)
             let order = orderColumn.map { "j.\(q($0)) NULLS FIRST, " } ?? ""
-            sql = "SELECT \(s), \(d), t.\"Z_ENT\" FROM \(q(table)) j JOIN \(q(destinationTable)) t ON t.\"Z_PK\" = \(d) "
+            sql =
+                "SELECT \(s), \(d), t.\"Z_ENT\" FROM \(q(table)) j JOIN \(q(destinationTable)) t ON t.\"Z_PK\" = \(d) "
                 + "WHERE \(s) = ANY($1::bigint[]) ORDER BY \(s), \(order)\(d)"
         }
         let rows = try read(sql, [SQLText.array(sourcesByKey.keys.sorted())])
         for row in 0..<rows.rowCount {
-            guard let sourceKey = rows.integer(row, 0), let key = rows.integer(row, 1), key > 0, let zent = rows.integer(row, 2),
+            guard let sourceKey = rows.integer(row, 0), let key = rows.integer(row, 1), key > 0,
+                let zent = rows.integer(row, 2),
                 let destination = layout.entityByZent[zent]
             else { continue }
             for source in sourcesByKey[sourceKey] ?? [] {

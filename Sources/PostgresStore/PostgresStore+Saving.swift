@@ -24,13 +24,15 @@ extension PostgresStore {
         guard !request.isEmpty else { return SaveEffects() }
         try checkOpen()
         return try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
-            if kept == nil || kept?.isBroken == true { kept = try PostgresConnection(location, timeout: location.statementTimeout) }
+            if kept == nil || kept?.isBroken == true {
+                kept = try PostgresConnection(location, timeout: location.statementTimeout)
+            }
             guard var connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
             // A kept connection may have died with a server restarted since the last save; that
             // shows only when it is used. Nothing was sent yet: BEGIN again on a new one.
             do throws(ObjectGraphError) {
                 try run(connection, "BEGIN")
-            } catch where connection.isBroken {
+            } catch  where connection.isBroken {
                 connection = try PostgresConnection(location, timeout: location.statementTimeout)
                 kept = connection
                 try run(connection, "BEGIN")
@@ -41,7 +43,9 @@ extension PostgresStore {
             do throws(ObjectGraphError) {
                 // A large save (a migration, a big copy) works between its statements for longer
                 // than a vanished client should hold locks (PostgresConnection.idleInTransactionTimeout).
-                if request.inserted.count + request.updated.count + request.deleted.count + request.toManyChanges.count > Self.largeSave {
+                if request.inserted.count + request.updated.count + request.deleted.count + request.toManyChanges.count
+                    > Self.largeSave
+                {
                     try run(connection, "SET LOCAL idle_in_transaction_session_timeout TO \(Self.largeSaveIdleTimeout)")
                 }
                 number = try apply(request, connection, &written)
@@ -55,7 +59,9 @@ extension PostgresStore {
                 kept = nil
                 pool.dropIdle()
                 guard committing, let number, try committed(number) else { throw error }
-                logger.notice("\(location): the connection was lost at COMMIT; history transaction \(number) shows the save committed")
+                logger.notice(
+                    "\(location): the connection was lost at COMMIT; history transaction \(number) shows the save committed"
+                )
             }
             var refreshed = written.repaired
             for (id, _) in written.deleted { refreshed.remove(id) }
@@ -79,7 +85,9 @@ extension PostgresStore {
                 usleep(250_000)
             }
         } while Date() < deadline
-        logger.critical("\(location): a commit's outcome is unknown: the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s (\(last))")
+        logger.critical(
+            "\(location): a commit's outcome is unknown: the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s (\(last))"
+        )
         throw ObjectGraphError(
             .io,
             "\(location): the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s; "
@@ -97,13 +105,17 @@ extension PostgresStore {
     static let largeSaveIdleTimeout = 600_000
 
     @discardableResult
-    func run(_ connection: PostgresConnection, _ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
+    func run(_ connection: PostgresConnection, _ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError)
+        -> PostgresResult
+    {
         requests.add(1, ordering: .relaxed)
         return try connection.execute(sql, parameters)
     }
 
     /// Everything of one save inside its transaction; returns the history transaction's number.
-    private func apply(_ request: SaveRequest, _ connection: PostgresConnection, _ written: inout WrittenChanges<String?>)
+    private func apply(
+        _ request: SaveRequest, _ connection: PostgresConnection, _ written: inout WrittenChanges<String?>
+    )
         throws(ObjectGraphError) -> Int64?
     {
         func run(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
@@ -113,7 +125,9 @@ extension PostgresStore {
         let updates = request.updated.filter { !$0.isEmpty }.sorted { $0.objectID < $1.objectID }
         if !updates.isEmpty {
             var current: [ObjectID: Snapshot] = [:]
-            for snapshot in try readSnapshots(for: updates.map(\.objectID), forUpdate: true, run) { current[snapshot.objectID] = snapshot }
+            for snapshot in try readSnapshots(for: updates.map(\.objectID), forUpdate: true, run) {
+                current[snapshot.objectID] = snapshot
+            }
             for update in updates {
                 guard let stored = current[update.objectID] else { throw conflict(update.objectID, deleted: true) }
                 let changedAttributes = update.changedAttributes
@@ -124,7 +138,8 @@ extension PostgresStore {
                     throw conflict(update.objectID, deleted: false)
                 }
                 let (table, zent, _) = try place(of: update.objectID)
-                let columns = try rowColumns(of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne))
+                let columns = try rowColumns(
+                    of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne))
                 var sets = columns.enumerated().map { "\(SQLText.identifier($0.element.name)) = $\($0.offset + 3)" }
                 sets.append("\"Z_OPT\" = \"Z_OPT\" + 1")
                 let changed = try run(
@@ -144,12 +159,15 @@ extension PostgresStore {
                 "DELETE FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1 AND \"Z_ENT\" = $2 AND \"Z_OPT\" = $3",
                 [key, String(zent), String(deletion.expectedVersion)])
             if changed.changedCount == 0 {
-                let exists = try run("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [key]).rowCount > 0
+                let exists =
+                    try run("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [key]).rowCount > 0
                 throw conflict(deletion.objectID, deleted: !exists)
             }
             let root = layout[deletion.objectID.entity].rootID
             for join in layout.joinTables where join.root == root {
-                try run("DELETE FROM \(SQLText.identifier(join.table)) WHERE \(SQLText.identifier(join.column)) = $1", [key])
+                try run(
+                    "DELETE FROM \(SQLText.identifier(join.table)) WHERE \(SQLText.identifier(join.column)) = $1", [key]
+                )
             }
             for hidden in layout.hiddenKeyColumns where hidden.root == root {
                 let c = SQLText.identifier(hidden.column)
@@ -159,7 +177,8 @@ extension PostgresStore {
             written.deleted.append((deletion.objectID, tombstone))
         }
         try clearKeys(to: request.deleted.map(\.objectID), run: run, &written)
-        try applyToManyChanges(request.toManyChanges, run: run, insertedOrders: InsertedOrders(request, layout: layout, model: model))
+        try applyToManyChanges(
+            request.toManyChanges, run: run, insertedOrders: InsertedOrders(request, layout: layout, model: model))
         if let metadata = request.metadata {
             let plist = try MetadataPlist.encode(metadata)
             try run(
@@ -191,25 +210,36 @@ extension PostgresStore {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
             var columns = try rowColumns(of: snapshot)
             for column in orders.columnsByTable[table] ?? [] {
-                if let place = orders.place(of: snapshot.objectID, in: column) { columns.append((column, String(place))) }
+                if let place = orders.place(of: snapshot.objectID, in: column) {
+                    columns.append((column, String(place)))
+                }
             }
             let names = columns.map(\.name)
             let shape = table + "\u{1}" + names.joined(separator: "\u{1}")
-            let values = [String(snapshot.objectID.key.rawValue), String(zent), "1"] + columns.map { $0.value.flatMap(SQLText.literal) ?? "NULL" }
-            groups[shape, default: Group(table: table, columns: names)].rows.append("(" + values.joined(separator: ", ") + ")")
-            if keysByTable[table, default: [:]].updateValue(snapshot.objectID, forKey: snapshot.objectID.key.rawValue) != nil {
-                throw ObjectGraphError(.exists, "\(name(of: snapshot.objectID)) is inserted twice by one save", objects: [snapshot.objectID])
+            let values =
+                [String(snapshot.objectID.key.rawValue), String(zent), "1"]
+                + columns.map { $0.value.flatMap(SQLText.literal) ?? "NULL" }
+            groups[shape, default: Group(table: table, columns: names)].rows.append(
+                "(" + values.joined(separator: ", ") + ")")
+            if keysByTable[table, default: [:]].updateValue(snapshot.objectID, forKey: snapshot.objectID.key.rawValue)
+                != nil
+            {
+                throw ObjectGraphError(
+                    .exists, "\(name(of: snapshot.objectID)) is inserted twice by one save",
+                    objects: [snapshot.objectID])
             }
             maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
             written.insert(snapshot.objectID)
         }
         for (table, keys) in keysByTable.sorted(by: { $0.key < $1.key }) {
             let taken = try run(
-                "SELECT \"Z_PK\" FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = ANY($1::bigint[])", [SQLText.array(keys.keys.sorted())])
+                "SELECT \"Z_PK\" FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = ANY($1::bigint[])",
+                [SQLText.array(keys.keys.sorted())])
             let objects = (0..<taken.rowCount).compactMap { taken.integer($0, 0).flatMap { keys[$0] } }
             if let first = objects.first {
                 throw ObjectGraphError(
-                    .exists, "\(name(of: first)) cannot be inserted: another writer saved an object with its key", objects: objects)
+                    .exists, "\(name(of: first)) cannot be inserted: another writer saved an object with its key",
+                    objects: objects)
             }
         }
         for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
@@ -218,7 +248,8 @@ extension PostgresStore {
             while start < group.rows.count {
                 let end = min(start + Self.rowsPerStatement, group.rows.count)
                 _ = try run(
-                    "INSERT INTO \(SQLText.identifier(group.table)) (\(names)) VALUES \(group.rows[start..<end].joined(separator: ", "))", [])
+                    "INSERT INTO \(SQLText.identifier(group.table)) (\(names)) VALUES \(group.rows[start..<end].joined(separator: ", "))",
+                    [])
                 start = end
             }
         }
@@ -245,13 +276,15 @@ extension PostgresStore {
             if let only, !only.contains(name) { continue }
             guard let column = attribute.column else { continue }
             do {
-                columns.append((column, try PostgresValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)))
+                columns.append(
+                    (column, try PostgresValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)))
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }
         }
         if found != snapshot.attributes.count {
-            for name in snapshot.attributes.keys where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
+            for name in snapshot.attributes.keys
+            where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
                 if model[id.entity].attribute(named: name)?.isTransient == true { continue }
                 throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
             }
@@ -270,7 +303,9 @@ extension PostgresStore {
     // MARK: - Places and errors
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
-    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) { try layout.place(of: id, in: location.description) }
+    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
+        try layout.place(of: id, in: location.description)
+    }
 
     func name(of id: ObjectID) -> String { "\(layout[id.entity].name) p\(id.key.rawValue)" }
 

@@ -7,7 +7,9 @@ extension PostgresStore {
     /// removes or adds, so what another writer changed in the same relationship stays. Ordered
     /// relationships get Z_FOK_ values 1024, 2048, ... in their new order. Join-table pairs go in
     /// multi-row statements (a migration writes hundreds of thousands).
-    func applyToManyChanges(_ changes: [SaveRequest.ToManyChange], run: Run, insertedOrders: InsertedOrders) throws(ObjectGraphError) {
+    func applyToManyChanges(_ changes: [SaveRequest.ToManyChange], run: Run, insertedOrders: InsertedOrders)
+        throws(ObjectGraphError)
+    {
         let q = SQLText.identifier
         struct JoinWork {
             var keyColumns: [String] = []
@@ -25,13 +27,15 @@ extension PostgresStore {
             let entityLayout = try entityLayout(change.source.entity)
             guard let mapping = entityLayout.toMany[change.relationship] else {
                 throw ObjectGraphError(
-                    .notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)", objects: [change.source])
+                    .notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)",
+                    objects: [change.source])
             }
             let source = change.source.key.rawValue
             switch mapping {
             case .missing:
                 throw ObjectGraphError(
-                    .unsupported, "\(location) has no place to store \(entityLayout.name).\(change.relationship)", objects: [change.source])
+                    .unsupported, "\(location) has no place to store \(entityLayout.name).\(change.relationship)",
+                    objects: [change.source])
             case .foreignKey(let table, let column, let orderColumn, let isInverseToOne):
                 let t = q(table)
                 let c = q(column)
@@ -45,7 +49,9 @@ extension PostgresStore {
                     }
                     let added = change.added.map(\.key.rawValue)
                     if !added.isEmpty {
-                        _ = try run("UPDATE \(t) SET \(c) = $1 WHERE \"Z_PK\" = ANY($2::bigint[])", [String(source), SQLText.array(added)])
+                        _ = try run(
+                            "UPDATE \(t) SET \(c) = $1 WHERE \"Z_PK\" = ANY($2::bigint[])",
+                            [String(source), SQLText.array(added)])
                     }
                 }
                 if let orderColumn, !change.destinations.isEmpty {
@@ -78,7 +84,8 @@ extension PostgresStore {
                     work.removed.append((p.first, p.second))
                 }
                 let added = Set(change.added)
-                for (i, destination) in change.destinations.enumerated() where added.contains(destination) || orderColumn != nil {
+                for (i, destination) in change.destinations.enumerated()
+                where added.contains(destination) || orderColumn != nil {
                     var orders = work.pairs[pair(destination)] ?? [:]
                     if let orderColumn { orders[orderColumn] = Int64(i + 1) * 1024 }
                     work.pairs[pair(destination)] = orders
@@ -100,15 +107,22 @@ extension PostgresStore {
             let columns = (work.keyColumns + work.orderColumns).map(q).joined(separator: ", ")
             let onConflict =
                 work.orderColumns.isEmpty
-                ? "DO NOTHING" : "DO UPDATE SET " + work.orderColumns.map { "\(q($0)) = COALESCE(EXCLUDED.\(q($0)), \(t).\(q($0)))" }.joined(separator: ", ")
+                ? "DO NOTHING"
+                : "DO UPDATE SET "
+                    + work.orderColumns.map { "\(q($0)) = COALESCE(EXCLUDED.\(q($0)), \(t).\(q($0)))" }.joined(
+                        separator: ", ")
             start = 0
             while start < pairs.count {
                 let end = min(start + Self.rowsPerStatement, pairs.count)
                 let rows = pairs[start..<end].map { entry in
-                    "(" + ([String(entry.key.first), String(entry.key.second)] + work.orderColumns.map { entry.value[$0].map(String.init) ?? "NULL" })
+                    "("
+                        + ([String(entry.key.first), String(entry.key.second)]
+                        + work.orderColumns.map { entry.value[$0].map(String.init) ?? "NULL" })
                         .joined(separator: ", ") + ")"
                 }
-                _ = try run("INSERT INTO \(t) (\(columns)) VALUES \(rows.joined(separator: ", ")) ON CONFLICT (\(keys)) \(onConflict)", [])
+                _ = try run(
+                    "INSERT INTO \(t) (\(columns)) VALUES \(rows.joined(separator: ", ")) ON CONFLICT (\(keys)) \(onConflict)",
+                    [])
                 start = end
             }
         }

@@ -61,23 +61,34 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             guard options.createIfMissing else {
                 throw ObjectGraphError(
                     .notFound,
-                    "\(location) holds no storefs store in schema \(location.schema); make one with `storefs create --model MODEL URL`")
+                    "\(location) holds no storefs store in schema \(location.schema); make one with `storefs create --model MODEL URL`"
+                )
             }
-            guard !options.readOnly else { throw ObjectGraphError(.readOnly, "\(location) has no store and cannot be created read-only") }
-            guard let given else { throw ObjectGraphError(.invalidModel, "creating a store at \(location) needs a model (--model)") }
+            guard !options.readOnly else {
+                throw ObjectGraphError(.readOnly, "\(location) has no store and cannot be created read-only")
+            }
+            guard let given else {
+                throw ObjectGraphError(.invalidModel, "creating a store at \(location) needs a model (--model)")
+            }
             // The model goes into the store, so every machine mounts it without --model.
             var metadata = initialMetadata
-            if metadata.embeddedModel == nil { metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: given)) }
+            if metadata.embeddedModel == nil {
+                metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: given))
+            }
             try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try PostgresSchema.create(in: connection, location: location, model: given, metadata: metadata, logger: logger)
+                try PostgresSchema.create(
+                    in: connection, location: location, model: given, metadata: metadata, logger: logger)
             }
         }
-        let metadata = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.readMetadata(connection, location) }
+        let metadata = try pool.withConnection { (connection) throws(ObjectGraphError) in
+            try Self.readMetadata(connection, location)
+        }
         if let given {
             model = given
             modelSource = .given("given by the caller")
         } else if let text = metadata.embeddedModel {
-            model = try XcodeModelLoader.load(contents: Data(text.utf8), source: "\(location) (the model kept in the store)")
+            model = try XcodeModelLoader.load(
+                contents: Data(text.utf8), source: "\(location) (the model kept in the store)")
             modelSource = .keptByStoreFS
         } else {
             throw ObjectGraphError(.invalidModel, "\(location) keeps no model in its metadata; give one with --model")
@@ -100,11 +111,15 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         try checkOpen()
         requests.add(1, ordering: .relaxed)
         do {
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in try connection.execute(sql, parameters) }
-        } catch where error.code == .io {
+            return try pool.withConnection { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters)
+            }
+        } catch  where error.code == .io {
             // The kept connections may all be dead (a restarted server): try once on a new one.
             pool.dropIdle()
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in try connection.execute(sql, parameters) }
+            return try pool.withConnection { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters)
+            }
         }
     }
 
@@ -118,8 +133,11 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         return found.rowCount > 0
     }
 
-    static func readMetadata(_ connection: PostgresConnection, _ location: PostgresLocation) throws(ObjectGraphError) -> StoreMetadata {
-        let row = try connection.execute("SELECT \"Z_UUID\", \"Z_PLIST\" FROM \"Z_METADATA\" ORDER BY \"Z_VERSION\" LIMIT 1")
+    static func readMetadata(_ connection: PostgresConnection, _ location: PostgresLocation) throws(ObjectGraphError)
+        -> StoreMetadata
+    {
+        let row = try connection.execute(
+            "SELECT \"Z_UUID\", \"Z_PLIST\" FROM \"Z_METADATA\" ORDER BY \"Z_VERSION\" LIMIT 1")
         guard row.rowCount == 1 else { throw ObjectGraphError(.corruptStore, "\(location): Z_METADATA has no row") }
         var plist: Data?
         if let bytes = row.bytes(0, 1) {
@@ -140,7 +158,9 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         try checkOpen()
         requests.add(1, ordering: .relaxed)
         let location = self.location
-        return try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.readMetadata(connection, location) }
+        return try pool.withConnection { (connection) throws(ObjectGraphError) in
+            try Self.readMetadata(connection, location)
+        }
     }
 
     /// Moves the root's Z_MAX on the server in one statement of its own: the keys are this
@@ -150,7 +170,9 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         let (table, zent) = try rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         guard count > 0 else { return [] }
-        guard count <= 1_000_000 else { throw ObjectGraphError(.unsupported, "\(count) keys at once is more than storefs reserves") }
+        guard count <= 1_000_000 else {
+            throw ObjectGraphError(.unsupported, "\(count) keys at once is more than storefs reserves")
+        }
         let found = try read(
             "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), "
                 + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",

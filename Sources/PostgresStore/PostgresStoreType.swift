@@ -31,7 +31,8 @@ public struct PostgresStoreType: PersistentStoreType {
     public func open(
         at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata
     ) throws(ObjectGraphError) -> any PersistentStore {
-        try PostgresStore(location: try PostgresLocation(url), model: model, options: options, initialMetadata: initialMetadata)
+        try PostgresStore(
+            location: try PostgresLocation(url), model: model, options: options, initialMetadata: initialMetadata)
     }
 
     /// Removes a store (a migration into it that failed part-way): drops exactly the tables its
@@ -40,7 +41,10 @@ public struct PostgresStoreType: PersistentStoreType {
     public func removeStore(at url: URL) throws(ObjectGraphError) {
         let location = try PostgresLocation(url)
         let store = try PostgresStore(location: location, model: nil, options: StoreOptions(readOnly: true))
-        let tables = store.layout.plannedTables.map(\.name) + ["Z_PRIMARYKEY", "Z_METADATA", "ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
+        let tables =
+            store.layout.plannedTables.map(\.name) + [
+                "Z_PRIMARYKEY", "Z_METADATA", "ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"
+            ]
         store.close()
         let connection = try PostgresConnection(location, timeout: location.statementTimeout)
         _ = try connection.execute("BEGIN")

@@ -30,16 +30,23 @@ enum PostgresValueCoding {
     // MARK: - Writing
 
     /// The text form of `value` for a column of `attribute`; nil for nil.
-    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String) throws(ObjectGraphError)
+    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String)
+        throws(ObjectGraphError)
         -> String?
     {
         guard let value else { return nil }
-        func invalid(_ why: String) -> ObjectGraphError { ObjectGraphError(.validation, "\(entity).\(attribute.name): \(why)") }
-        guard value.matches(attribute.type) else { throw invalid("value \(value) is not of type \(attribute.type.rawValue)") }
+        func invalid(_ why: String) -> ObjectGraphError {
+            ObjectGraphError(.validation, "\(entity).\(attribute.name): \(why)")
+        }
+        guard value.matches(attribute.type) else {
+            throw invalid("value \(value) is not of type \(attribute.type.rawValue)")
+        }
         switch value {
         case .integer(let v):
             if let range = attribute.type.integerRange, !range.contains(v) {
-                throw invalid("\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))")
+                throw invalid(
+                    "\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))"
+                )
             }
             return String(v)
         case .boolean(let v): return v ? "true" : "false"
@@ -60,7 +67,9 @@ enum PostgresValueCoding {
         }
     }
 
-    static func text(of v: Double) -> String { v.isNaN ? "NaN" : v.isInfinite ? (v > 0 ? "Infinity" : "-Infinity") : "\(v)" }
+    static func text(of v: Double) -> String {
+        v.isNaN ? "NaN" : v.isInfinite ? (v > 0 ? "Infinity" : "-Infinity") : "\(v)"
+    }
 
     /// bytea's hex input form: `\x0a1b`.
     static func hex(_ data: Data) -> String {
@@ -87,7 +96,8 @@ enum PostgresValueCoding {
         func bad() -> ObjectGraphError {
             ObjectGraphError(
                 .corruptStore,
-                "\(place()) holds \"\(String(decoding: bytes.prefix(40), as: UTF8.self))\", which is not a \(type.rawValue) value")
+                "\(place()) holds \"\(String(decoding: bytes.prefix(40), as: UTF8.self))\", which is not a \(type.rawValue) value"
+            )
         }
         func text() -> String { String(decoding: bytes, as: UTF8.self) }
         switch type {
@@ -134,7 +144,8 @@ enum PostgresValueCoding {
 
     /// bytea's hex output form back to bytes; nil when it is not that form.
     static func unhex(_ bytes: UnsafeRawBufferPointer) -> Data? {
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0
+        else {
             return nil
         }
         func nibble(_ c: UInt8) -> UInt8? {

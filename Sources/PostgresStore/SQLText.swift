@@ -13,5 +13,7 @@ enum SQLText {
     }
 
     /// A bigint[] parameter: `{1,2,3}`.
-    static func array(_ keys: some Sequence<Int64>) -> String { "{" + keys.map(String.init).joined(separator: ",") + "}" }
+    static func array(_ keys: some Sequence<Int64>) -> String {
+        "{" + keys.map(String.init).joined(separator: ",") + "}"
+    }
 }

@@ -43,11 +43,15 @@ struct CoreDataMechanisms: Sendable {
         if let refusal = check.refusal(file: path) { throw refusal }
         hooks = check.hooks
         if check.triggerCount > 0 {
-            logger.info("\(path): \(check.triggerCount) Core Data triggers; their functions are provided (\(check.hooks.joined(separator: ", ")), NSCoreDataNow)")
+            logger.info(
+                "\(path): \(check.triggerCount) Core Data triggers; their functions are provided (\(check.hooks.joined(separator: ", ")), NSCoreDataNow)"
+            )
         }
         var computed: [EntityID: Set<String>] = [:]
         for entity in layout.entities {
-            guard let table = entity.table?.uppercased(), let maintained = check.maintainedColumns[table] else { continue }
+            guard let table = entity.table?.uppercased(), let maintained = check.maintainedColumns[table] else {
+                continue
+            }
             for attribute in entity.attributes where attribute.attribute.derivationExpression != nil {
                 if let column = attribute.column?.uppercased(), maintained.contains(column) {
                     computed[entity.id, default: []].insert(attribute.attribute.name)
@@ -58,12 +62,15 @@ struct CoreDataMechanisms: Sendable {
         do {
             history = try reader.read { db in
                 try PersistentHistory.find(
-                    in: db, schema: schema, model: model, modelSource: modelSource, layout: layout, file: path, logger: logger)
+                    in: db, schema: schema, model: model, modelSource: modelSource, layout: layout, file: path,
+                    logger: logger)
             }
         } catch {
             throw SQLiteStore.mapError(error, file: path)
         }
-        if history != nil { logger.info("\(path): keeps Core Data's persistent history; each commit appends a transaction") }
+        if history != nil {
+            logger.info("\(path): keeps Core Data's persistent history; each commit appends a transaction")
+        }
         externalData = ExternalDataFolder(store: url, logger: logger)
     }
 

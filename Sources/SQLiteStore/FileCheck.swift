@@ -17,11 +17,15 @@ enum FileCheck {
     static func checkWritable(_ url: URL) throws(ObjectGraphError) {
         let folder = url.deletingLastPathComponent().path
         guard access(url.path, W_OK) == 0 else {
-            throw ObjectGraphError(.readOnly, "\(url.path) cannot be written (\(String(cString: strerror(errno)))); open it read-only (-o ro)")
+            throw ObjectGraphError(
+                .readOnly,
+                "\(url.path) cannot be written (\(String(cString: strerror(errno)))); open it read-only (-o ro)")
         }
         guard access(folder, W_OK) == 0 else {
             throw ObjectGraphError(
-                .readOnly, "the folder \(folder) cannot be written, and SQLite keeps its journal there; open the store read-only (-o ro)")
+                .readOnly,
+                "the folder \(folder) cannot be written, and SQLite keeps its journal there; open the store read-only (-o ro)"
+            )
         }
     }
 
@@ -42,7 +46,8 @@ enum FileCheck {
                 "\(path) is not an SQLite store: it has only \(size) bytes, less than an SQLite header")
         }
         guard header.prefix(16).elementsEqual(Array("SQLite format 3\0".utf8)) else {
-            throw ObjectGraphError(.corruptStore, "\(path) is not an SQLite store: the file does not start with the SQLite header")
+            throw ObjectGraphError(
+                .corruptStore, "\(path) is not an SQLite store: the file does not start with the SQLite header")
         }
         var pageSize = Int(header[16]) << 8 | Int(header[17])
         if pageSize == 1 { pageSize = 65536 }

@@ -113,7 +113,8 @@ enum PredicateFunctions {
             let modifier = ComparisonModifier(rawValue: modifierName)
         else { throw DatabaseError(message: "\(compare): malformed call") }
         do {
-            return try PredicateEvaluator.compare(left, op, right, ComparisonOptions(rawValue: Int(rawOptions)), modifier) ? 1 : 0
+            return try PredicateEvaluator.compare(
+                left, op, right, ComparisonOptions(rawValue: Int(rawOptions)), modifier) ? 1 : 0
         } catch {
             throw DatabaseError(message: (error as? ObjectGraphError)?.message ?? "\(error)")
         }

@@ -157,7 +157,8 @@ final class PredicateTranslator {
         }
     }
 
-    private func compound(_ operands: [ObjectGraph.Predicate], _ word: String, empty: String, _ scope: Scope) -> String? {
+    private func compound(_ operands: [ObjectGraph.Predicate], _ word: String, empty: String, _ scope: Scope) -> String?
+    {
         guard !operands.isEmpty else { return empty }
         var parts: [String] = []
         for operand in operands {
@@ -168,11 +169,13 @@ final class PredicateTranslator {
     }
 
     private func comparison(
-        _ lhs: ObjectGraph.Expression, _ op: ComparisonOperator, _ rhs: ObjectGraph.Expression, _ options: ComparisonOptions,
+        _ lhs: ObjectGraph.Expression, _ op: ComparisonOperator, _ rhs: ObjectGraph.Expression,
+        _ options: ComparisonOptions,
         _ modifier: ComparisonModifier, _ scope: Scope
     ) -> String? {
         if case .keyPath(let path) = lhs, let right = constant(rhs) {
-            guard let operand = resolve(path[...], in: scope, from: scope.alias, entity: scope.entity, allowToMany: true)
+            guard
+                let operand = resolve(path[...], in: scope, from: scope.alias, entity: scope.entity, allowToMany: true)
             else { return nil }
             switch operand {
             case .scalar(let value):
@@ -203,7 +206,8 @@ final class PredicateTranslator {
         if case .keyPath(let path) = rhs, let left = constant(lhs), op == .in, modifier == .direct {
             // `value IN keyPath`: membership in a collection, equality with an object or a
             // non-string value (a string key path would be a substring test).
-            guard let operand = resolve(path[...], in: scope, from: scope.alias, entity: scope.entity, allowToMany: true)
+            guard
+                let operand = resolve(path[...], in: scope, from: scope.alias, entity: scope.entity, allowToMany: true)
             else { return nil }
             switch operand {
             case .collection(let elements):
@@ -346,17 +350,21 @@ final class PredicateTranslator {
             let a = newAlias()
             let link = "\(a).\(column.quotedDatabaseIdentifier) = \(alias).Z_PK"
             let order = (orderColumn.map { ["\(a).\($0.quotedDatabaseIdentifier)"] } ?? []) + ["\(a).Z_PK"]
-            return ToManyTables(table: "\(table.quotedDatabaseIdentifier) \(a)", link: link, destination: nil, alias: a, order: order)
+            return ToManyTables(
+                table: "\(table.quotedDatabaseIdentifier) \(a)", link: link, destination: nil, alias: a, order: order)
         case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
             let j = newAlias()
             let a = newAlias()
             let order =
-                (orderColumn.map { ["\(j).\($0.quotedDatabaseIdentifier)"] } ?? []) + ["\(j).\(destinationColumn.quotedDatabaseIdentifier)"]
+                (orderColumn.map { ["\(j).\($0.quotedDatabaseIdentifier)"] } ?? []) + [
+                    "\(j).\(destinationColumn.quotedDatabaseIdentifier)"
+                ]
             return ToManyTables(
                 table: "\(table.quotedDatabaseIdentifier) \(j)",
                 link: "\(j).\(sourceColumn.quotedDatabaseIdentifier) = \(alias).Z_PK",
                 destination: (
-                    "\(destinationTable.quotedDatabaseIdentifier) \(a)", "\(a).Z_PK = \(j).\(destinationColumn.quotedDatabaseIdentifier)"
+                    "\(destinationTable.quotedDatabaseIdentifier) \(a)",
+                    "\(a).Z_PK = \(j).\(destinationColumn.quotedDatabaseIdentifier)"
                 ),
                 alias: a, order: order)
         case .missing:
@@ -404,7 +412,9 @@ final class PredicateTranslator {
                 if key.lowercased() == "@sum" {
                     // Integer sums are exact both ways; sums of doubles depend on the order of
                     // addition, decimal sums on decimal arithmetic (both left to the evaluator's).
-                    guard plainIntegerSums, [.integer16, .integer32, .integer64, .boolean].contains(type) else { return nil }
+                    guard plainIntegerSums, [.integer16, .integer32, .integer64, .boolean].contains(type) else {
+                        return nil
+                    }
                     return .scalar(.attribute(sql: "(SELECT IFNULL(SUM(\(sql)), 0) \(body))", type: .integer64))
                 }
                 guard kind(of: type) != nil, ![.uuid, .binaryData, .transformable].contains(type) else { return nil }
@@ -607,12 +617,14 @@ final class PredicateTranslator {
 
     /// The comparison through `storefs_compare`, both sides as the evaluator's values.
     private func evaluated(
-        _ lhs: ObjectGraph.Expression, _ op: ComparisonOperator, _ rhs: ObjectGraph.Expression, _ options: ComparisonOptions,
+        _ lhs: ObjectGraph.Expression, _ op: ComparisonOperator, _ rhs: ObjectGraph.Expression,
+        _ options: ComparisonOptions,
         _ modifier: ComparisonModifier, _ scope: Scope
     ) -> String? {
         // The evaluator's comparison throws for these; it reports them itself.
         if op == .matches {
-            guard case .constant(.string(let pattern)) = rhs, PredicateEvaluator.isValidRegularExpression(pattern) else {
+            guard case .constant(.string(let pattern)) = rhs, PredicateEvaluator.isValidRegularExpression(pattern)
+            else {
                 return nil
             }
         }
@@ -636,7 +648,9 @@ final class PredicateTranslator {
             var value = PredicateEvaluator.Value(literal)
             if case .object(let id) = literal {
                 // Objects travel as Z_ENT and key (see PredicateValueCoding).
-                let zent = id.entity.rawValue >= 1 && id.entity.rawValue <= layout.entities.count ? layout[id.entity].zent : nil
+                let zent =
+                    id.entity.rawValue >= 1 && id.entity.rawValue <= layout.entities.count
+                    ? layout[id.entity].zent : nil
                 value = PredicateValueCoding.object(zent: zent ?? -1, key: id.key.rawValue)
             }
             return ValueSQL(sql: PredicateFunctions.literal(value), reached: nil)
@@ -670,11 +684,14 @@ final class PredicateTranslator {
                 guard !rest.contains(where: { $0.hasPrefix("@") }),
                     let values = pathValue(before + rest, scope), case .attribute(let type)? = values.reached
                 else { return nil }
-                let numeric: Set<AttributeType> = [.integer16, .integer32, .integer64, .decimal, .double, .float, .boolean]
+                let numeric: Set<AttributeType> = [
+                    .integer16, .integer32, .integer64, .decimal, .double, .float, .boolean
+                ]
                 let ordered = numeric.union([.date, .string, .uri])
                 guard (op == "@sum" || op == "@avg" ? numeric : ordered).contains(type) else { return nil }
                 let result: AttributeType = op == "@min" || op == "@max" ? type : .decimal
-                return ValueSQL(sql: "\(PredicateFunctions.aggregate)('\(op)', \(values.sql))", reached: .attribute(result))
+                return ValueSQL(
+                    sql: "\(PredicateFunctions.aggregate)('\(op)', \(values.sql))", reached: .attribute(result))
             default:
                 return nil
             }
@@ -701,7 +718,8 @@ final class PredicateTranslator {
             case .toMany(let relationship, let destination)?:
                 guard
                     let list = collectionValue(
-                        relationship.name, of: entity, from: alias, destination, path[(index + 1)...], counting: counting)
+                        relationship.name, of: entity, from: alias, destination, path[(index + 1)...],
+                        counting: counting)
                 else { return nil }
                 // Through a nil to-one the evaluator sees nil, not an empty collection.
                 let sql =
@@ -712,7 +730,8 @@ final class PredicateTranslator {
             case .toOne(let toOne, let column, let destination)?:
                 let keySQL = "\(alias).\(column.quotedDatabaseIdentifier)"
                 if isLast {
-                    return ValueSQL(sql: "\(PredicateFunctions.object)(\(zent(of: toOne, alias)), \(keySQL))", reached: .objects)
+                    return ValueSQL(
+                        sql: "\(PredicateFunctions.object)(\(zent(of: toOne, alias)), \(keySQL))", reached: .objects)
                 }
                 guard let table = layout[destination].table else { return nil }
                 alias = joinToOne(toOne.name, keySQL: keySQL, table: table, from: alias, in: scope)
@@ -752,7 +771,9 @@ final class PredicateTranslator {
                 else { return nil }
                 element = value
             case .toMany(let relationship, let next)?:
-                guard let step = toManyTables(relationship.name, of: elementEntity, from: elementAlias) else { return nil }
+                guard let step = toManyTables(relationship.name, of: elementEntity, from: elementAlias) else {
+                    return nil
+                }
                 scope.joins.append(step.joined(left: mayBeNil))
                 if mayBeNil { conditions.append("(\(elementAlias).Z_PK IS NULL OR \(step.alias).Z_PK IS NOT NULL)") }
                 order += step.order
@@ -762,7 +783,8 @@ final class PredicateTranslator {
                 let keySQL = "\(elementAlias).\(column.quotedDatabaseIdentifier)"
                 if isLast {
                     element = ValueSQL(
-                        sql: "\(PredicateFunctions.object)(\(zent(of: toOne, elementAlias)), \(keySQL))", reached: .objects)
+                        sql: "\(PredicateFunctions.object)(\(zent(of: toOne, elementAlias)), \(keySQL))",
+                        reached: .objects)
                     break
                 }
                 guard let table = layout[next].table else { return nil }
@@ -773,7 +795,9 @@ final class PredicateTranslator {
             index += 1
         }
         let value =
-            element ?? ValueSQL(sql: "\(PredicateFunctions.object)(\(elementAlias).Z_ENT, \(elementAlias).Z_PK)", reached: .objects)
+            element
+            ?? ValueSQL(
+                sql: "\(PredicateFunctions.object)(\(elementAlias).Z_ENT, \(elementAlias).Z_PK)", reached: .objects)
         let rows =
             "SELECT \(value.sql) AS v FROM \(start.from) \(scope.joins.joined(separator: " ")) "
             + "WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order.joined(separator: ", "))"
@@ -806,8 +830,11 @@ final class PredicateTranslator {
     private func attributeValue(
         _ attribute: AttributeDescription, of entity: EntityID, _ alias: String, counting: Bool = false
     ) -> ValueSQL? {
-        guard let column = layout[entity].attributes.first(where: { $0.attribute.name == attribute.name })?.column else {
-            return ValueSQL(sql: PredicateFunctions.literal(bytes: PredicateValueCoding.nullBytes), reached: .attribute(attribute.type))
+        guard let column = layout[entity].attributes.first(where: { $0.attribute.name == attribute.name })?.column
+        else {
+            return ValueSQL(
+                sql: PredicateFunctions.literal(bytes: PredicateValueCoding.nullBytes),
+                reached: .attribute(attribute.type))
         }
         var sql = "\(alias).\(column.quotedDatabaseIdentifier)"
         if attribute.allowsExternalBinaryDataStorage {
@@ -819,6 +846,7 @@ final class PredicateTranslator {
         // As rows are read: text as a BLOB, so an embedded NUL does not cut it.
         if attribute.type == .string || attribute.type == .uri { sql = "CAST(\(sql) AS BLOB)" }
         return ValueSQL(
-            sql: "\(PredicateFunctions.value)(\(attribute.type.coreDataCode), \(sql))", reached: .attribute(attribute.type))
+            sql: "\(PredicateFunctions.value)(\(attribute.type.coreDataCode), \(sql))",
+            reached: .attribute(attribute.type))
     }
 }

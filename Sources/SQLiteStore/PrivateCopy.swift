@@ -5,7 +5,7 @@ import ObjectGraph
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a read-only open of an SQLite store reads: a private copy of the store and its -wal (and a
@@ -93,7 +93,8 @@ final class PrivateCopy: Sendable {
             do throws(ObjectGraphError) {
                 for suffix in [""] + sidecars where before[suffix] != nil || suffix.isEmpty {
                     let (file, stamp) = try InputFile.read(
-                        URL(fileURLWithPath: url.path + suffix), copyingTo: folder.appendingPathComponent(name + suffix),
+                        URL(fileURLWithPath: url.path + suffix),
+                        copyingTo: folder.appendingPathComponent(name + suffix),
                         hashing: hashing)
                     inputs.append(file)
                     read[suffix] = stamp
@@ -113,7 +114,8 @@ final class PrivateCopy: Sendable {
                 continue
             }
             let copy = PrivateCopy(
-                folder: folder, store: folder.appendingPathComponent(name), inputs: inputs, original: url.path, stamps: before)
+                folder: folder, store: folder.appendingPathComponent(name), inputs: inputs, original: url.path,
+                stamps: before)
             copy.checkpoint(logger: logger)
             return copy
         }
@@ -151,7 +153,8 @@ final class PrivateCopy: Sendable {
         ObjectGraphError(
             .busy,
             "\(url.path) kept changing for \(Int(patience)) s while storefs copied it to read it (\(attempts) copies); "
-                + "a read-only open reads a private copy of the store and its -wal: try again when the app writing it is idle")
+                + "a read-only open reads a private copy of the store and its -wal: try again when the app writing it is idle"
+        )
     }
 
     private static var temporaryFolder: String {
@@ -164,9 +167,13 @@ final class PrivateCopy: Sendable {
         let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
         guard made != nil else {
             throw ObjectGraphError(
-                .io, "cannot make a private folder in \(temporaryFolder) (\(String(cString: strerror(errno)))); set TMPDIR to a folder storefs can write")
+                .io,
+                "cannot make a private folder in \(temporaryFolder) (\(String(cString: strerror(errno)))); set TMPDIR to a folder storefs can write"
+            )
         }
-        return URL(fileURLWithPath: String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return URL(
+            fileURLWithPath: String(
+                decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// Done by the first copy a process makes: a look at every entry of TMPDIR is not for each open.
@@ -180,11 +187,13 @@ final class PrivateCopy: Sendable {
         let tmp = temporaryFolder
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp) else { return }
         for name in names where name.hasPrefix(prefix) {
-            guard let pid = pid_t(name.dropFirst(prefix.count).prefix(while: { $0 != "-" })), pid > 0, pid != getpid() else { continue }
+            guard let pid = pid_t(name.dropFirst(prefix.count).prefix(while: { $0 != "-" })), pid > 0, pid != getpid()
+            else { continue }
             guard kill(pid, 0) != 0, errno == ESRCH else { continue }
             var info = stat()
             // Only our own: a folder another user made is theirs to remove.
-            guard lstat("\(tmp)/\(name)", &info) == 0, info.st_uid == getuid(), (info.st_mode & S_IFMT) == S_IFDIR else { continue }
+            guard lstat("\(tmp)/\(name)", &info) == 0, info.st_uid == getuid(), (info.st_mode & S_IFMT) == S_IFDIR
+            else { continue }
             try? FileManager.default.removeItem(atPath: "\(tmp)/\(name)")
         }
     }

@@ -33,7 +33,9 @@ extension SQLiteStore {
                 code = text.withUTF8 { bytes in
                     guard let count = CInt(exactly: bytes.count) else { return SQLITE_TOOBIG }
                     // "" binds as empty text from a literal: a nil pointer would bind NULL.
-                    guard let base = bytes.baseAddress, count > 0 else { return sqlite3_bind_text(raw, index, "", 0, Self.transient) }
+                    guard let base = bytes.baseAddress, count > 0 else {
+                        return sqlite3_bind_text(raw, index, "", 0, Self.transient)
+                    }
                     return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
                         sqlite3_bind_text(raw, index, $0, count, Self.transient)
                     }
@@ -56,7 +58,9 @@ extension SQLiteStore {
     /// The error of a raw SQLite call that returned `code`, as GRDB reports one (SQLite's own
     /// message, the statement's SQL).
     static func stepError(_ code: CInt, _ db: Database, sql: String) -> DatabaseError {
-        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+        DatabaseError(
+            resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+            sql: sql)
     }
 
     /// SQLITE_TRANSIENT: SQLite copies a bound value before the call returns.

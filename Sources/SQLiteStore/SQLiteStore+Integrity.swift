@@ -40,11 +40,15 @@ extension SQLiteStore {
         for update in updates {
             let source = update.objectID
             for name in update.changedToOne {
-                guard let destination = update.snapshot.toOne[name], let relationship = model[source.entity].relationship(named: name),
+                guard let destination = update.snapshot.toOne[name],
+                    let relationship = model[source.entity].relationship(named: name),
                     let inverse = model.inverse(of: relationship), !inverse.isToMany
                 else { continue }
-                try clearToOne(name, of: source.entity, naming: [destination.key.rawValue], except: source, db, &written)
-                try clearToOne(inverse.name, of: destination.entity, naming: [source.key.rawValue], except: destination, db, &written)
+                try clearToOne(
+                    name, of: source.entity, naming: [destination.key.rawValue], except: source, db, &written)
+                try clearToOne(
+                    inverse.name, of: destination.entity, naming: [source.key.rawValue], except: destination, db,
+                    &written)
             }
         }
     }
@@ -96,7 +100,9 @@ extension SQLiteStore {
         guard !found.isEmpty else { return }
         var clear = ["\(c) = NULL"]
         if let entityColumn = toOne.entityColumn { clear.append("\(entityColumn.quotedDatabaseIdentifier) = NULL") }
-        if let order = orderColumn(table: table, column: column) { clear.append("\(order.quotedDatabaseIdentifier) = NULL") }
+        if let order = orderColumn(table: table, column: column) {
+            clear.append("\(order.quotedDatabaseIdentifier) = NULL")
+        }
         let sql = "UPDATE \(t) SET \(clear.joined(separator: ", ")), Z_OPT = Z_OPT + 1 WHERE Z_PK = ?"
         for row in found {
             let key = Self.integer(row, 0)
@@ -109,7 +115,10 @@ extension SQLiteStore {
             }
             written.update(id, [name])
             written.repaired.insert(id)
-            let why = keep.map { "it also named \(layout[$0.entity].name) p\(Self.integer(row, 2)), now linked from p\($0.key.rawValue)" }
+            let why =
+                keep.map {
+                    "it also named \(layout[$0.entity].name) p\(Self.integer(row, 2)), now linked from p\($0.key.rawValue)"
+                }
                 ?? "it named p\(Self.integer(row, 2)), which this save deletes"
             logger.notice("\(path): cleared \(layout[rowEntity].name) p\(key).\(name): \(why)")
         }

@@ -9,7 +9,9 @@ extension SQLiteStore {
         throws(ObjectGraphError) -> [ObjectID]?
     {
         try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [ObjectID]?? in
-            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else {
+                return .some(nil)
+            }
             guard let (selection, arguments) = query else { return [] }
             let sql = "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
             var ids: [ObjectID] = []
@@ -17,7 +19,8 @@ extension SQLiteStore {
                 try Self.overflowing {
                     try eachRow(db, sql, arguments: arguments) { row in
                         guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
-                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)), let id = layout.entityByZent[zent]
+                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                            let id = layout.entityByZent[zent]
                         else { return }
                         ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
                     }
@@ -33,7 +36,9 @@ extension SQLiteStore {
         throws(ObjectGraphError) -> Int?
     {
         try exactly { (plainIntegerSums) throws(ObjectGraphError) -> Int?? in
-            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else { return .some(nil) }
+            guard let query = try selection(predicate, of: entity, includingSubentities, plainIntegerSums) else {
+                return .some(nil)
+            }
             guard let (selection, arguments) = query else { return 0 }
             // Rows of a Z_ENT the model does not know are not among the entities counted.
             let sql = "SELECT COUNT(*) FROM \(selection.from) WHERE \(selection.condition)"
@@ -53,11 +58,14 @@ extension SQLiteStore {
     /// A page of snapshots read by key order, filtered in SQL (see
     /// ``PersistentStore/snapshots(of:includingSubentities:matching:after:limit:)``).
     public func snapshots(
-        of entity: EntityID, includingSubentities: Bool, matching predicate: ObjectGraph.Predicate?, after key: PrimaryKey?,
+        of entity: EntityID, includingSubentities: Bool, matching predicate: ObjectGraph.Predicate?,
+        after key: PrimaryKey?,
         limit: Int
     ) throws(ObjectGraphError) -> [Snapshot]? {
         try exactly { (plainIntegerSums) throws(ObjectGraphError) -> [Snapshot]?? in
-            guard let query = try selection(predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums)
+            guard
+                let query = try selection(
+                    predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums)
             else { return .some(nil) }
             guard let (selection, arguments) = query, limit > 0 else { return [] }
             let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
@@ -75,9 +83,11 @@ extension SQLiteStore {
                             let id = layout.entityByZent[zent], let plan = plans[id]
                         else { return }
                         do throws(ObjectGraphError) {
-                            found.append(try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
+                            found.append(
+                                try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
                         } catch {
-                            throw error.message.hasPrefix(path) ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+                            throw error.message.hasPrefix(path)
+                                ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
                         }
                     }
                 }
@@ -112,7 +122,9 @@ extension SQLiteStore {
             return .some(nil)
         }
         let translator = PredicateTranslator(model: model, layout: layout, plainIntegerSums: plainIntegerSums)
-        guard let selection = translator.selection(predicate, entity: entity, table: table, zents: zents) else { return nil }
+        guard let selection = translator.selection(predicate, entity: entity, table: table, zents: zents) else {
+            return nil
+        }
         let arguments = StatementArguments(translator.arguments.mapValues { $0 as (any DatabaseValueConvertible)? })
         return (selection, arguments)
     }
@@ -147,7 +159,9 @@ extension SQLiteStore {
             let opName = String.fromDatabaseValue(values[1]), let op = ComparisonOperator(rawValue: opName),
             let rawOptions = Int.fromDatabaseValue(values[2])
         else { return 0 }
-        let matched = (try? PredicateEvaluator.compareStrings(text, op, pattern, options: ComparisonOptions(rawValue: rawOptions))) ?? false
+        let matched =
+            (try? PredicateEvaluator.compareStrings(text, op, pattern, options: ComparisonOptions(rawValue: rawOptions)))
+            ?? false
         return matched ? 1 : 0
     }
 

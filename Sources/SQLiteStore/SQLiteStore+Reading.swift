@@ -14,7 +14,8 @@ extension SQLiteStore {
             // declares it, or a hand-edited key) names no object: such rows are left out, here
             // and in count(of:), and nothing downstream (names p<N>, XML ids z<N>, the binary
             // format's unsigned keys) meets a key below 1.
-            let sql = "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) AND \(Self.objectKeyCondition) ORDER BY Z_PK"
+            let sql =
+                "SELECT Z_PK FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = \(zent) AND \(Self.objectKeyCondition) ORDER BY Z_PK"
             try eachRow(db, sql, cached: true) { row in
                 if let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) {
                     ids.append(ObjectID(entity: entity, key: PrimaryKey(key)))
@@ -29,7 +30,9 @@ extension SQLiteStore {
         guard let table = entityLayout.table, let zent = entityLayout.zent else { return 0 }
         return try read { db in
             let count = try rows(
-                db, "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition)", [zent])
+                db,
+                "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier) WHERE Z_ENT = ? AND \(Self.objectKeyCondition)",
+                [zent])
             return Int(clamping: count.first?.storedValues.first?.storedInteger ?? 0)
         }
     }
@@ -96,7 +99,8 @@ extension SQLiteStore {
             for attribute in layout[id].attributes {
                 let type = attribute.attribute.type
                 guard let column = add(attribute.column, text: type == .string || type == .uri) else { continue }
-                plan.attributes.append((attribute.attribute.name, type, column, attribute.attribute.allowsExternalBinaryDataStorage))
+                plan.attributes.append(
+                    (attribute.attribute.name, type, column, attribute.attribute.allowsExternalBinaryDataStorage))
             }
             for toOne in layout[id].toOne {
                 guard let column = add(toOne.column) else { continue }
@@ -111,7 +115,8 @@ extension SQLiteStore {
     }
 
     private func readSnapshots(
-        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]], into found: inout [ObjectID: Snapshot]
+        _ db: Database, table: String, root: EntityID, ids: [PrimaryKey: [ObjectID]],
+        into found: inout [ObjectID: Snapshot]
     ) throws(ObjectGraphError) {
         let (expressions, plans) = rowPlans(forRoot: root)
         let selected = (["Z_PK", "Z_ENT", "Z_OPT"] + expressions).joined(separator: ", ")
@@ -122,7 +127,8 @@ extension SQLiteStore {
             // rebuilt); a row where they hold anything else is not one of the objects asked for.
             guard let pk = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
                 let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
-                let entity = layout.entityByZent[zent], let id = ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
+                let entity = layout.entityByZent[zent],
+                let id = ids[PrimaryKey(pk)]?.first(where: { $0.entity == entity }),
                 let plan = plans[entity]
             else { return }
             do throws(ObjectGraphError) {
@@ -170,7 +176,8 @@ extension SQLiteStore {
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
             if stored.isNull { continue }
             if attribute.external {
-                stored = mechanisms.externalData.resolve(stored, place: "\(entityName).\(attribute.name) of p\(id.key.rawValue)")
+                stored = mechanisms.externalData.resolve(
+                    stored, place: "\(entityName).\(attribute.name) of p\(id.key.rawValue)")
             }
             let place = ValueCoding.Place(entity: entityName, attribute: attribute.name, key: id.key.rawValue)
             if let value = try ValueCoding.decode(stored, as: attribute.type, at: place) {
@@ -191,7 +198,9 @@ extension SQLiteStore {
             // A key below 1 is no object's (objectIDs leaves such rows out): a dangling reference.
             guard destinationKey > 0 else { continue }
             var destination = toOne.destination
-            if let j = toOne.entityColumn, let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j))) {
+            if let j = toOne.entityColumn,
+                let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j)))
+            {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -235,7 +244,8 @@ extension SQLiteStore {
         case .foreignKey(let table, let column, let orderColumn, _):
             let c = column.quotedDatabaseIdentifier
             let order = orderColumn.map { "\($0.quotedDatabaseIdentifier), " } ?? ""
-            sql = "SELECT \(c), Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(c) IN (\(keys)) ORDER BY \(c), \(order)Z_PK"
+            sql =
+                "SELECT \(c), Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(c) IN (\(keys)) ORDER BY \(c), \(order)Z_PK"
         case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
             let s = "j." + sourceColumn.quotedDatabaseIdentifier
             let d = "j." + destinationColumn.quotedDatabaseIdentifier
@@ -247,7 +257,9 @@ extension SQLiteStore {
         try read { (db: Database) throws -> Void in
             try eachRow(db, sql) { (row) throws(ObjectGraphError) in
                 // Keys and Z_ENT that are not integers (a damaged row) name no object.
-                func integer(_ index: CInt) -> Int64? { Self.key(in: DatabaseValue(sqliteStatement: row, index: index)) }
+                func integer(_ index: CInt) -> Int64? {
+                    Self.key(in: DatabaseValue(sqliteStatement: row, index: index))
+                }
                 guard let sourceKey = integer(0), let key = integer(1), key > 0, let zent = integer(2) else { return }
                 guard let destination = layout.entityByZent[zent] else {
                     logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")

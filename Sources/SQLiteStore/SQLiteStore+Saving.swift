@@ -46,10 +46,12 @@ extension SQLiteStore {
     /// What the triggers and the store's own clean-up changed, as objects to read again;
     /// objects this save deleted are left out.
     private func storeEffects(
-        of written: WrittenChanges, reports: (reports: Set<TriggerEffects.Report>, overflowed: Bool, malformed: [String: Int])
+        of written: WrittenChanges,
+        reports: (reports: Set<TriggerEffects.Report>, overflowed: Bool, malformed: [String: Int])
     ) -> SaveEffects {
         for (function, count) in reports.malformed.sorted(by: { $0.key < $1.key }) {
-            logger.warning("\(path): a trigger called \(function) \(count) times with arguments of unexpected types; ignored")
+            logger.warning(
+                "\(path): a trigger called \(function) \(count) times with arguments of unexpected types; ignored")
         }
         var refreshed = written.repaired
         for report in reports.reports {
@@ -80,11 +82,17 @@ extension SQLiteStore {
             objects: object.map { [$0] } ?? [])
     }
 
-    private func apply(_ request: SaveRequest, _ db: Database, _ written: inout WrittenChanges, _ files: inout ExternalDataChanges)
+    private func apply(
+        _ request: SaveRequest, _ db: Database, _ written: inout WrittenChanges, _ files: inout ExternalDataChanges
+    )
         throws(ObjectGraphError)
     {
-        func run(_ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws(ObjectGraphError) -> Int {
-            do { return try execute(db, sql, arguments, cached: cached) } catch { throw Self.mapError(error, file: path) }
+        func run(_ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws(ObjectGraphError)
+            -> Int
+        {
+            do { return try execute(db, sql, arguments, cached: cached) } catch {
+                throw Self.mapError(error, file: path)
+            }
         }
         // Inserts: one prepared statement per entity and shape of placeholders, reused for every
         // row of the save (building and looking up the SQL per row was a third of a bulk insert).
@@ -94,7 +102,9 @@ extension SQLiteStore {
         for snapshot in request.inserted {
             let (table, zent, rootZent) = try place(of: snapshot.objectID)
             var columns = try rowColumns(of: snapshot, files: &files)
-            var shape = [snapshot.objectID.entity.rawValue] + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
+            var shape =
+                [snapshot.objectID.entity.rawValue]
+                + columns.map { $0.placeholder == "?" ? 0 : $0.placeholder == "CAST(? AS BLOB)" ? 1 : 2 }
             for (i, column) in (orders.columnsByTable[table] ?? []).enumerated() {
                 guard let place = orders.place(of: snapshot.objectID, in: column) else { continue }
                 columns.append(Column(name: column, placeholder: "?", value: place.databaseValue))
@@ -105,8 +115,10 @@ extension SQLiteStore {
                 if let prepared = insertStatements[shape] {
                     statement = prepared
                 } else {
-                    let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map { $0.name }).map { $0.quotedDatabaseIdentifier }
-                        .joined(separator: ", ")
+                    let names = (["Z_PK", "Z_ENT", "Z_OPT"] + columns.map { $0.name }).map {
+                        $0.quotedDatabaseIdentifier
+                    }
+                    .joined(separator: ", ")
                     let sql =
                         "INSERT INTO \(table.quotedDatabaseIdentifier) (\(names)) VALUES (?, ?, 1\(columns.map { ", " + $0.placeholder }.joined()))"
                     statement = try db.makeStatement(sql: sql)
@@ -118,7 +130,8 @@ extension SQLiteStore {
                 try execute(db, statement, values)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw ObjectGraphError(
-                    .exists, "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")",
+                    .exists,
+                    "\(name(of: snapshot.objectID)) cannot be inserted: \(error.message ?? "a row with its key already exists")",
                     objects: [snapshot.objectID])
             } catch {
                 throw Self.mapError(error, file: path)
@@ -136,14 +149,17 @@ extension SQLiteStore {
         for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
             // A Z_MAX that is not an integer (NULL, or text another tool left) counts as below every key.
             _ = try run(
-                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND (typeof(Z_MAX) != 'integer' OR Z_MAX < ?)", [key, rootZent, key])
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND (typeof(Z_MAX) != 'integer' OR Z_MAX < ?)",
+                [key, rootZent, key])
         }
         // Updates: only the columns that changed, and only where the row still holds what was read
         // there; columns this save does not change stay as another process may have left them.
         let updates = request.updated.filter { !$0.isEmpty }
         if !updates.isEmpty {
             var current: [ObjectID: Snapshot] = [:]
-            for snapshot in try readSnapshots(db, for: updates.map(\.objectID)) { current[snapshot.objectID] = snapshot }
+            for snapshot in try readSnapshots(db, for: updates.map(\.objectID)) {
+                current[snapshot.objectID] = snapshot
+            }
             for update in updates {
                 guard let stored = current[update.objectID] else { throw conflict(update.objectID, deleted: true) }
                 let changedAttributes = update.changedAttributes
@@ -153,17 +169,23 @@ extension SQLiteStore {
                 {
                     throw conflict(update.objectID, deleted: false)
                 }
-                if let computed = changedAttributes.first(where: { mechanisms.isComputed($0, of: update.objectID.entity) }) {
+                if let computed = changedAttributes.first(where: {
+                    mechanisms.isComputed($0, of: update.objectID.entity)
+                }) {
                     throw computedAttribute(computed, of: layout[update.objectID.entity].name, object: update.objectID)
                 }
                 let (table, zent, _) = try place(of: update.objectID)
                 try noteReplacedExternalData(of: update.objectID, attributes: Set(changedAttributes), db, &files)
                 let columns = try rowColumns(
                     of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne), files: &files)
-                let sets = columns.map { "\($0.name.quotedDatabaseIdentifier) = \($0.placeholder)" } + ["Z_OPT = Z_OPT + 1"]
-                let sql = "UPDATE \(table.quotedDatabaseIdentifier) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_ENT = ?"
+                let sets =
+                    columns.map { "\($0.name.quotedDatabaseIdentifier) = \($0.placeholder)" } + ["Z_OPT = Z_OPT + 1"]
+                let sql =
+                    "UPDATE \(table.quotedDatabaseIdentifier) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND Z_ENT = ?"
                 let changed = try run(
-                    sql, StatementArguments(columns.map(\.value) + [update.objectID.key.rawValue.databaseValue, zent.databaseValue]),
+                    sql,
+                    StatementArguments(
+                        columns.map(\.value) + [update.objectID.key.rawValue.databaseValue, zent.databaseValue]),
                     cached: false)
                 if changed == 0 { throw conflict(update.objectID, deleted: true) }
                 written.update(update.objectID, changedAttributes + changedToOne)
@@ -183,7 +205,9 @@ extension SQLiteStore {
             if changed == 0 { throw conflict(deletion.objectID, deleted: try !rowExists(db, table: table, key: key)) }
             let root = layout[deletion.objectID.entity].rootID
             for join in layout.joinTables where join.root == root {
-                _ = try run("DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?", [key])
+                _ = try run(
+                    "DELETE FROM \(join.table.quotedDatabaseIdentifier) WHERE \(join.column.quotedDatabaseIdentifier) = ?",
+                    [key])
             }
             try clearHiddenKeys(of: key, root: root, run: run)
             written.deleted.append((deletion.objectID, tombstone))
@@ -236,13 +260,15 @@ extension SQLiteStore {
             let entityLayout = try entityLayout(change.source.entity)
             guard let mapping = entityLayout.toMany[change.relationship] else {
                 throw ObjectGraphError(
-                    .notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)", objects: [change.source])
+                    .notFound, "entity \(entityLayout.name) has no to-many relationship \(change.relationship)",
+                    objects: [change.source])
             }
             let source = change.source.key.rawValue
             switch mapping {
             case .missing:
                 throw ObjectGraphError(
-                    .unsupported, "\(path) has no place to store \(entityLayout.name).\(change.relationship); it cannot be changed",
+                    .unsupported,
+                    "\(path) has no place to store \(entityLayout.name).\(change.relationship); it cannot be changed",
                     objects: [change.source])
             case .foreignKey(let table, let column, let orderColumn, let isInverseToOne):
                 let t = table.quotedDatabaseIdentifier
@@ -254,7 +280,9 @@ extension SQLiteStore {
                     let removed = change.removed
                     if !removed.isEmpty {
                         let clear = try prepared("UPDATE \(t) SET \(c) = NULL\(clearOrder) WHERE Z_PK = ? AND \(c) = ?")
-                        for destination in removed { try run(clear, [destination.key.rawValue.databaseValue, sourceValue]) }
+                        for destination in removed {
+                            try run(clear, [destination.key.rawValue.databaseValue, sourceValue])
+                        }
                     }
                     let added = change.added
                     if !added.isEmpty {
@@ -264,7 +292,8 @@ extension SQLiteStore {
                 }
                 // The inverse to-one is in the destinations' updates; only the order is written here.
                 if let orderColumn, !change.destinations.isEmpty {
-                    let order = try prepared("UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?")
+                    let order = try prepared(
+                        "UPDATE \(t) SET \(orderColumn.quotedDatabaseIdentifier) = ? WHERE Z_PK = ? AND \(c) = ?")
                     for (i, destination) in change.destinations.enumerated() {
                         let place = Int64(i + 1) * 1024
                         // Rows this save inserted got their place from the INSERT.
@@ -288,7 +317,8 @@ extension SQLiteStore {
                 let addedIDs = change.added
                 let allAdded = addedIDs.count == change.destinations.count
                 let added = allAdded ? [] : Set(addedIDs)
-                for (i, destination) in change.destinations.enumerated() where allAdded || added.contains(destination) || orderColumn != nil {
+                for (i, destination) in change.destinations.enumerated()
+                where allAdded || added.contains(destination) || orderColumn != nil {
                     var orders = work.pairs[pair(destination)] ?? [:]
                     if let orderColumn { orders[orderColumn] = Int64(i + 1) * 1024 }
                     work.pairs[pair(destination)] = orders
@@ -336,7 +366,8 @@ extension SQLiteStore {
         for hidden in layout.hiddenKeyColumns where hidden.root == root {
             let c = hidden.column.quotedDatabaseIdentifier
             let order = hidden.orderColumn.map { ", \($0.quotedDatabaseIdentifier) = NULL" } ?? ""
-            _ = try run("UPDATE \(hidden.table.quotedDatabaseIdentifier) SET \(c) = NULL\(order) WHERE \(c) = ?", [key], true)
+            _ = try run(
+                "UPDATE \(hidden.table.quotedDatabaseIdentifier) SET \(c) = NULL\(order) WHERE \(c) = ?", [key], true)
         }
     }
 
@@ -372,7 +403,8 @@ extension SQLiteStore {
             guard let column = attributes[i].column else {
                 if value != nil {
                     throw ObjectGraphError(
-                        .unsupported, "\(path) has no column for \(entityLayout.name).\(name); it cannot be set", objects: [id])
+                        .unsupported, "\(path) has no column for \(entityLayout.name).\(name); it cannot be set",
+                        objects: [id])
                 }
                 continue
             }
@@ -410,11 +442,13 @@ extension SQLiteStore {
             let destination = snapshot.toOne[toOne.name]
             guard let column = toOne.column else {
                 if destination != nil {
-                    throw ObjectGraphError(.unsupported, "\(path) has no column for \(entityLayout.name).\(toOne.name)", objects: [id])
+                    throw ObjectGraphError(
+                        .unsupported, "\(path) has no column for \(entityLayout.name).\(toOne.name)", objects: [id])
                 }
                 continue
             }
-            columns.append(Column(name: column, placeholder: "?", value: destination?.key.rawValue.databaseValue ?? .null))
+            columns.append(
+                Column(name: column, placeholder: "?", value: destination?.key.rawValue.databaseValue ?? .null))
             if let entityColumn = toOne.entityColumn {
                 columns.append(
                     Column(
@@ -426,7 +460,9 @@ extension SQLiteStore {
     }
 
     /// Table, Z_ENT and root Z_ENT of an object to write.
-    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) { try layout.place(of: id, in: path) }
+    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
+        try layout.place(of: id, in: path)
+    }
 
     private func name(of id: ObjectID) -> String { "\(layout[id.entity].name) \(id.key)" }
 

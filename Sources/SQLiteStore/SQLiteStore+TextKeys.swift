@@ -7,7 +7,8 @@ extension SQLiteStore {
     /// modify ZPOST because it is a view") would not say what to do.
     func refuseTextKeyTables(_ request: SaveRequest) throws(ObjectGraphError) {
         guard !textKeyTables.isEmpty else { return }
-        var touched = request.inserted.map(\.objectID) + request.updated.map(\.objectID) + request.deleted.map(\.objectID)
+        var touched =
+            request.inserted.map(\.objectID) + request.updated.map(\.objectID) + request.deleted.map(\.objectID)
         touched += request.toManyChanges.flatMap { [$0.source] + $0.destinations }
         for id in touched {
             guard id.entity.rawValue >= 1, id.entity.rawValue <= layout.entities.count,

@@ -131,7 +131,8 @@ public final class SQLiteStore: PersistentStore {
         guard schema.table(named: "Z_PRIMARYKEY") != nil, schema.table(named: "Z_METADATA") != nil else {
             Self.close(opened)
             throw ObjectGraphError(
-                .corruptStore, "\(url.path) is an SQLite file but not a Core Data store: Z_PRIMARYKEY or Z_METADATA is missing")
+                .corruptStore,
+                "\(url.path) is an SQLite file but not a Core Data store: Z_PRIMARYKEY or Z_METADATA is missing")
         }
         if let model {
             self.model = model
@@ -153,7 +154,8 @@ public final class SQLiteStore: PersistentStore {
         } else {
             do {
                 mechanisms = try CoreDataMechanisms(
-                    url: url, reader: opened.reader, schema: schema, model: self.model, modelSource: modelSource, layout: layout,
+                    url: url, reader: opened.reader, schema: schema, model: self.model, modelSource: modelSource,
+                    layout: layout,
                     logger: logger)
             } catch {
                 Self.close(opened)
@@ -201,7 +203,9 @@ public final class SQLiteStore: PersistentStore {
         let path = copy?.store.path ?? url.path
         do {
             let reader: any DatabaseReader =
-                isWAL ? try DatabasePool(path: path, configuration: configuration) : try DatabaseQueue(path: path, configuration: configuration)
+                isWAL
+                ? try DatabasePool(path: path, configuration: configuration)
+                : try DatabaseQueue(path: path, configuration: configuration)
             return ReadSource(reader: reader, copy: copy)
         } catch {
             copy?.remove()
@@ -220,30 +224,40 @@ public final class SQLiteStore: PersistentStore {
     /// A model kept in the metadata that does not load refuses a store opened for writing (its
     /// stores would be written with another model than their own) and is passed over, with a
     /// warning, by a read-only one.
-    private static func model(for schema: FileSchema, reader: any DatabaseReader, file: String, readOnly: Bool, logger: Logger)
+    private static func model(
+        for schema: FileSchema, reader: any DatabaseReader, file: String, readOnly: Bool, logger: Logger
+    )
         throws(ObjectGraphError) -> (ManagedObjectModel, ModelSource)
     {
         let metadata: StoreMetadata?
         let cached: ManagedObjectModel?
         do {
             (metadata, cached) = try reader.read { db in
-                (try MetadataCoding.read(db, file: file), ModelCache.load(from: db, schema: schema, file: file, logger: logger))
+                (
+                    try MetadataCoding.read(db, file: file),
+                    ModelCache.load(from: db, schema: schema, file: file, logger: logger)
+                )
             }
         } catch {
             throw mapError(error, file: file)
         }
         if let embedded = metadata?.embeddedModel {
             if !readOnly {
-                return (try XcodeModelLoader.load(contents: Data(embedded.utf8), source: "\(file) (embedded model)"), .keptByStoreFS)
+                return (
+                    try XcodeModelLoader.load(contents: Data(embedded.utf8), source: "\(file) (embedded model)"),
+                    .keptByStoreFS
+                )
             }
             if let model = EmbeddedModel.load(embedded, source: file, logger: logger) { return (model, .keptByStoreFS) }
         }
         if let cached { return (cached, .coreDataCache) }
-        let inferred = try SchemaInference.infer(from: schema, file: file, logger: logger) { table, column, destination in
+        let inferred = try SchemaInference.infer(from: schema, file: file, logger: logger) {
+            table, column, destination in
             // Some key in the column, and none that the destination's table lacks.
             let t = table.quotedDatabaseIdentifier
             let c = column.quotedDatabaseIdentifier
-            let sql = "SELECT EXISTS (SELECT 1 FROM \(t) WHERE \(c) IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM \(t) "
+            let sql =
+                "SELECT EXISTS (SELECT 1 FROM \(t) WHERE \(c) IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM \(t) "
                 + "WHERE \(c) IS NOT NULL AND \(c) NOT IN (SELECT Z_PK FROM \(destination.quotedDatabaseIdentifier)))"
             return (try? reader.read { db in try Bool.fetchOne(db, sql: sql) }) == true
         }
@@ -279,7 +293,8 @@ public final class SQLiteStore: PersistentStore {
         }
         return try openedWriter.withLock { (writer) throws(ObjectGraphError) -> any DatabaseWriter in
             if let writer { return writer }
-            let configuration = Self.configuration(readOnly: false, hooks: mechanisms.hooks, effects: mechanisms.effects)
+            let configuration = Self.configuration(
+                readOnly: false, hooks: mechanisms.hooks, effects: mechanisms.effects)
             do {
                 // A pool would switch a rollback-journal store to WAL: such a store keeps its
                 // journal and is written through one connection.
@@ -312,7 +327,8 @@ public final class SQLiteStore: PersistentStore {
     /// that repeats (values bound as arguments): SQL with literal key lists is new every time, and
     /// caching it made GRDB's statement cache grow without bound and cost a copy per insert
     /// (listing 100,000 objects' to-many folders spent 88 % of its time there).
-    func rows(_ db: Database, _ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws -> [Row] {
+    func rows(_ db: Database, _ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws -> [Row]
+    {
         requests.add(1, ordering: .relaxed)
         let statement = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         return try Row.fetchAll(statement, arguments: arguments)
@@ -321,7 +337,8 @@ public final class SQLiteStore: PersistentStore {
     /// Runs one counted statement that changes rows; returns the number of rows changed.
     /// `cached` as for ``rows(_:_:_:cached:)``.
     @discardableResult
-    func execute(_ db: Database, _ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws -> Int {
+    func execute(_ db: Database, _ sql: String, _ arguments: StatementArguments = [], cached: Bool = true) throws -> Int
+    {
         requests.add(1, ordering: .relaxed)
         let statement = cached ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         try statement.execute(arguments: arguments)
@@ -371,7 +388,9 @@ public final class SQLiteStore: PersistentStore {
         guard count > 0 else { return [] }
         let stored = try highestStoredKey(table: table, zent: zent)
         return try reservedKeys.withLock { (reserved) throws(ObjectGraphError) in
-            try KeyRange.reserve(count, after: max(reserved[zent] ?? 0, stored), in: "\(path): \(layout[root].name)") { reserved[zent] = $0 }
+            try KeyRange.reserve(count, after: max(reserved[zent] ?? 0, stored), in: "\(path): \(layout[root].name)") {
+                reserved[zent] = $0
+            }
         }
     }
 
@@ -390,8 +409,12 @@ public final class SQLiteStore: PersistentStore {
     /// damaged file: what is not an integer counts as 0.
     private func highestStoredKey(table: String, zent: Int64) throws(ObjectGraphError) -> Int64 {
         try read { db in
-            let max = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first.map { Self.integer($0, 0) }
-            let highest = try rows(db, "SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)").first.map { Self.integer($0, 0) }
+            let max = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first.map {
+                Self.integer($0, 0)
+            }
+            let highest = try rows(db, "SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)").first.map {
+                Self.integer($0, 0)
+            }
             return Swift.max(max ?? 0, highest ?? 0)
         }
     }
@@ -469,11 +492,14 @@ public final class SQLiteStore: PersistentStore {
             copies.withLock { $0.handedOut = true }
             return generation
         }
-        guard let copy = source.withLock({ $0.copy }), !copy.isCurrent, Date() >= notBefore, let url else { return generation }
+        guard let copy = source.withLock({ $0.copy }), !copy.isCurrent, Date() >= notBefore, let url else {
+            return generation
+        }
         let started = Date()
         do {
             let fresh = try PrivateCopy.make(of: url, hashing: false, logger: logger)
-            let opened = try Self.openReader(url, copy: fresh, isWAL: FileCheck.isWAL(fresh.store), logger: logger, views: views)
+            let opened = try Self.openReader(
+                url, copy: fresh, isWAL: FileCheck.isWAL(fresh.store), logger: logger, views: views)
             let old = source.withLock { current in
                 defer { current = opened }
                 return current

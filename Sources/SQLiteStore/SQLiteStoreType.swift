@@ -43,7 +43,8 @@ public struct SQLiteStoreType: PersistentStoreType {
             throw SQLiteStore.mapError(error, file: url.path)
         }
         guard let metadata else {
-            throw ObjectGraphError(.corruptStore, "\(url.path) is an SQLite file but not a Core Data store: it has no Z_METADATA table")
+            throw ObjectGraphError(
+                .corruptStore, "\(url.path) is an SQLite file but not a Core Data store: it has no Z_METADATA table")
         }
         guard let metadata else { throw ObjectGraphError(.corruptStore, "\(url.path): Z_METADATA has no row") }
         return metadata
@@ -96,7 +97,9 @@ public struct SQLiteStoreType: PersistentStoreType {
                 // (busy, log frames, checkpointed frames): busy means a reader kept the WAL.
                 if let busy = row?.storedValues.first?.storedInteger, busy != 0 {
                     throw ObjectGraphError(
-                        .busy, "\(url.path) is being read by another process, so its -wal cannot be folded in; try again when it is done")
+                        .busy,
+                        "\(url.path) is being read by another process, so its -wal cannot be folded in; try again when it is done"
+                    )
                 }
             }
         } catch {
@@ -106,7 +109,10 @@ public struct SQLiteStoreType: PersistentStoreType {
 
     /// `.NAME_SUPPORT` beside the store: Core Data's external binary data.
     public func companionFolders(of url: URL) -> [URL] {
-        [url.deletingLastPathComponent().appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent)_SUPPORT")]
+        [
+            url.deletingLastPathComponent().appendingPathComponent(
+                ".\(url.deletingPathExtension().lastPathComponent)_SUPPORT")
+        ]
     }
 
     public func open(

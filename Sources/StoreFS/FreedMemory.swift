@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Gives the memory of evicted rows back to the system. A walk of a large mount turns the row
@@ -34,7 +34,9 @@ final class FreedMemory: Sendable {
     /// time it is called.
     func trimIfRowsWereEvicted(_ evictions: Int) {
         let due = state.withLock { state -> Bool in
-            guard evictions != state.evictions, Date().timeIntervalSince(state.last) >= Self.interval else { return false }
+            guard evictions != state.evictions, Date().timeIntervalSince(state.last) >= Self.interval else {
+                return false
+            }
             state.evictions = evictions
             state.last = Date()
             return true
@@ -52,13 +54,13 @@ final class FreedMemory: Sendable {
     /// 167 MB instead of 121 MB.
     private static let largeBlocksMapped: Bool = {
         #if canImport(Glibc)
-        // M_MMAP_THRESHOLD in malloc.h.
-        let mmapThreshold: Int32 = -3
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
-        let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
-        return mallopt(mmapThreshold, mappedBlockSize) == 1
+            // M_MMAP_THRESHOLD in malloc.h.
+            let mmapThreshold: Int32 = -3
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
+            let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
+            return mallopt(mmapThreshold, mappedBlockSize) == 1
         #else
-        return false
+            return false
         #endif
     }()
 
@@ -66,10 +68,10 @@ final class FreedMemory: Sendable {
     /// once; nil with another C library.
     private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
         #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
         #else
-        return nil
+            return nil
         #endif
     }()
 }

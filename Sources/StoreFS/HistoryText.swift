@@ -56,7 +56,9 @@ public enum HistoryText {
 
     /// The JSON object of `transaction` on one line, ending in a newline. `storeUUID` makes the
     /// changes' object URIs (`x-coredata://UUID/Entity/pN`); without it they have none.
-    public static func jsonLine(of transaction: HistoryTransaction, model: ManagedObjectModel, storeUUID: String?) -> String {
+    public static func jsonLine(of transaction: HistoryTransaction, model: ManagedObjectModel, storeUUID: String?)
+        -> String
+    {
         // Keys are written in sorted order.
         var out = Output()
         func field(_ key: String, _ value: String?, first: Bool = false) {
@@ -115,7 +117,9 @@ public enum HistoryText {
 
     /// `Entity/pN`, where the object's folder is in a mount (and the tail of its URI).
     static func path(of id: ObjectID, model: ManagedObjectModel) -> String {
-        let entity = id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count ? model[id.entity].name : "\(id.entity)"
+        let entity =
+            id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count
+            ? model[id.entity].name : "\(id.entity)"
         return "\(entity)/\(id.key)"
     }
 
@@ -123,7 +127,7 @@ public enum HistoryText {
     private static func fields(of transaction: HistoryTransaction) -> [(String, String?)] {
         [
             ("author", transaction.author), ("bundleID", transaction.bundleID), ("processID", transaction.processID),
-            ("contextName", transaction.contextName),
+            ("contextName", transaction.contextName)
         ]
     }
 

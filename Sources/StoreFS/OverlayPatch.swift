@@ -109,28 +109,39 @@ public struct OverlayPatch: Codable, Sendable {
             objects.append(object)
         }
         for update in changes.updated {
-            var object = Object(object: name(update.objectID), change: PendingChange.Kind.updated.rawValue, version: update.original.version)
+            var object = Object(
+                object: name(update.objectID), change: PendingChange.Kind.updated.rawValue,
+                version: update.original.version)
             for key in update.changedAttributes {
-                object.attributes[key] = Change(to: value(update.snapshot.attributes[key]), from: .some(value(update.original.attributes[key])))
+                object.attributes[key] = Change(
+                    to: value(update.snapshot.attributes[key]), from: .some(value(update.original.attributes[key])))
             }
             for key in update.changedToOne {
-                object.toOne[key] = Change(to: update.snapshot.toOne[key].map(name), from: .some(update.original.toOne[key].map(name)))
+                object.toOne[key] = Change(
+                    to: update.snapshot.toOne[key].map(name), from: .some(update.original.toOne[key].map(name)))
             }
             objects.append(object)
         }
         for deletion in changes.deleted {
-            objects.append(Object(object: name(deletion.objectID), change: PendingChange.Kind.deleted.rawValue, version: deletion.expectedVersion))
+            objects.append(
+                Object(
+                    object: name(deletion.objectID), change: PendingChange.Kind.deleted.rawValue,
+                    version: deletion.expectedVersion))
         }
         self.objects = objects
         toMany = changes.toManyChanges.map { change in
-            List(object: name(change.source), relationship: change.relationship, to: change.destinations.map(name), from: change.original.map(name))
+            List(
+                object: name(change.source), relationship: change.relationship, to: change.destinations.map(name),
+                from: change.original.map(name))
         }
         var keys: [String: MetadataText?] = [:]
         if let new = changes.metadata {
             for (key, v) in new.values where metadata[key] != v && !StoreMetadata.managedKeys.contains(key) {
                 keys[key] = MetadataText(v)
             }
-            for key in metadata.values.keys where new[key] == nil && !StoreMetadata.managedKeys.contains(key) { keys[key] = .some(nil) }
+            for key in metadata.values.keys where new[key] == nil && !StoreMetadata.managedKeys.contains(key) {
+                keys[key] = .some(nil)
+            }
         }
         self.metadata = keys
         self.unsaved = unsaved.map { Unsaved(object: name($0.0), reason: $0.1) }
@@ -149,7 +160,8 @@ public struct OverlayPatch: Codable, Sendable {
 
     public static func read(_ url: URL) throws -> OverlayPatch {
         let decoder = JSONDecoder()
-        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         let patch = try decoder.decode(OverlayPatch.self, from: try Data(contentsOf: url))
         guard patch.storefs == "patch", patch.version == 1 else {
             throw ObjectGraphError(.unsupported, "\(url.path) is not a storefs patch of a version this storefs reads")
@@ -160,7 +172,8 @@ public struct OverlayPatch: Codable, Sendable {
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         var data = try encoder.encode(self)
         data.append(0x0A)
         return data
@@ -172,15 +185,21 @@ public struct OverlayPatch: Codable, Sendable {
     ///
     /// - Throws: ``ObjectGraphError/Code/notFound`` or ``ObjectGraphError/Code/validation`` naming
     ///   the entry of the patch that does not fit the model (nothing is applied then).
-    public func request(for model: ManagedObjectModel, metadata current: StoreMetadata) throws(ObjectGraphError) -> SaveRequest {
+    public func request(for model: ManagedObjectModel, metadata current: StoreMetadata) throws(ObjectGraphError)
+        -> SaveRequest
+    {
         func object(_ name: String) throws(ObjectGraphError) -> ObjectID {
             let parts = name.split(separator: "/")
-            guard parts.count == 2, let entity = model.entityID(named: String(parts[0])), let key = PrimaryKey(reference: parts[1]) else {
+            guard parts.count == 2, let entity = model.entityID(named: String(parts[0])),
+                let key = PrimaryKey(reference: parts[1])
+            else {
                 throw ObjectGraphError(.notFound, "\(name): not an object of this store's model (Entity/pN)")
             }
             return ObjectID(entity: entity, key: key)
         }
-        func value(_ text: RecoveryFile.Value?, _ attribute: AttributeDescription, of name: String) throws(ObjectGraphError) -> AttributeValue? {
+        func value(_ text: RecoveryFile.Value?, _ attribute: AttributeDescription, of name: String)
+            throws(ObjectGraphError) -> AttributeValue?
+        {
             guard let text else { return nil }
             guard let content = text.content(for: attribute.type) else {
                 throw ObjectGraphError(.validation, "\(name).\(attribute.name): the value is neither text nor base64")
@@ -202,18 +221,22 @@ public struct OverlayPatch: Codable, Sendable {
                     throw ObjectGraphError(.notFound, "\(entry.object): \(entity.name) has no attribute \(key)")
                 }
                 now.attributes[key] = try value(change.to, attribute, of: entry.object)
-                if case .some(let old) = change.from { before.attributes[key] = try value(old, attribute, of: entry.object) }
+                if case .some(let old) = change.from {
+                    before.attributes[key] = try value(old, attribute, of: entry.object)
+                }
             }
             for (key, change) in entry.toOne.sorted(by: { $0.key < $1.key }) {
                 guard entity.allRelationships.contains(where: { $0.name == key && !$0.isToMany }) else {
-                    throw ObjectGraphError(.notFound, "\(entry.object): \(entity.name) has no to-one relationship \(key)")
+                    throw ObjectGraphError(
+                        .notFound, "\(entry.object): \(entity.name) has no to-one relationship \(key)")
                 }
                 now.toOne[key] = try change.to.map(object)
                 if case .some(let old) = change.from { before.toOne[key] = try old.map(object) }
             }
             switch entry.change {
             case PendingChange.Kind.inserted.rawValue: request.inserted.append(now)
-            case PendingChange.Kind.updated.rawValue: request.updated.append(SaveRequest.Update(snapshot: now, original: before))
+            case PendingChange.Kind.updated.rawValue:
+                request.updated.append(SaveRequest.Update(snapshot: now, original: before))
             case PendingChange.Kind.deleted.rawValue:
                 request.deleted.append(SaveRequest.Deletion(objectID: id, expectedVersion: entry.version ?? 1))
             default: throw ObjectGraphError(.validation, "\(entry.object): unknown change \(entry.change)")
@@ -221,14 +244,19 @@ public struct OverlayPatch: Codable, Sendable {
         }
         for list in toMany {
             let source = try object(list.object)
-            guard model[source.entity].allRelationships.contains(where: { $0.name == list.relationship && $0.isToMany }) else {
-                throw ObjectGraphError(.notFound, "\(list.object): \(model[source.entity].name) has no to-many relationship \(list.relationship)")
+            guard model[source.entity].allRelationships.contains(where: { $0.name == list.relationship && $0.isToMany })
+            else {
+                throw ObjectGraphError(
+                    .notFound,
+                    "\(list.object): \(model[source.entity].name) has no to-many relationship \(list.relationship)")
             }
             var to: [ObjectID] = []
             for name in list.to { to.append(try object(name)) }
             var from: [ObjectID] = []
             for name in list.from { from.append(try object(name)) }
-            request.toManyChanges.append(SaveRequest.ToManyChange(source: source, relationship: list.relationship, destinations: to, original: from))
+            request.toManyChanges.append(
+                SaveRequest.ToManyChange(
+                    source: source, relationship: list.relationship, destinations: to, original: from))
         }
         if !metadata.isEmpty {
             var next = current
@@ -263,7 +291,10 @@ public enum MetadataText: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a metadata value is one of string, integer, real, boolean, date, data, array, dictionary"))
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription:
+                        "a metadata value is one of string, integer, real, boolean, date, data, array, dictionary"))
         }
         switch key {
         case .string: self = .string(try container.decode(String.self, forKey: key))
@@ -312,7 +343,9 @@ public enum MetadataText: Codable, Sendable, Equatable {
         case .boolean(let b): return .boolean(b)
         case .date(let d): return .date(Date(timeIntervalSinceReferenceDate: d))
         case .data(let text):
-            guard let data = Data(base64Encoded: text) else { throw ObjectGraphError(.validation, "metadata \(key): data that is not base64") }
+            guard let data = Data(base64Encoded: text) else {
+                throw ObjectGraphError(.validation, "metadata \(key): data that is not base64")
+            }
             return .data(data)
         case .array(let a):
             var values: [MetadataValue] = []

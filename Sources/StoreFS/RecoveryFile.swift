@@ -77,7 +77,8 @@ public struct RecoveryFile: Codable, Sendable {
     /// Custom metadata keys that were set (a value) or removed (null).
     public var metadata: [String: String?]
 
-    init(store: String, storeUUID: String, changes: [Change], waitingLinks: [WaitingLink], metadata: [String: String?]) {
+    init(store: String, storeUUID: String, changes: [Change], waitingLinks: [WaitingLink], metadata: [String: String?])
+    {
         self.store = store
         self.storeUUID = storeUUID
         self.written = ValueText.format(Date())
@@ -136,7 +137,8 @@ public struct RecoveryFile: Codable, Sendable {
         let data = try Data(contentsOf: url)
         let file = try JSONDecoder().decode(RecoveryFile.self, from: data)
         guard file.storefs == "recovery", file.version == 1 else {
-            throw ObjectGraphError(.unsupported, "\(url.path) is not a storefs recovery file of a version this storefs reads")
+            throw ObjectGraphError(
+                .unsupported, "\(url.path) is not a storefs recovery file of a version this storefs reads")
         }
         return file
     }
@@ -156,7 +158,8 @@ public struct RecoveryFile: Codable, Sendable {
         let model = context.model
         func object(_ name: String) -> ObjectID? {
             let parts = name.split(separator: "/")
-            guard parts.count == 2, let entity = model.entityID(named: String(parts[0])), let key = PrimaryKey(reference: parts[1])
+            guard parts.count == 2, let entity = model.entityID(named: String(parts[0])),
+                let key = PrimaryKey(reference: parts[1])
             else { return nil }
             return (try? context.objectID(forKey: key, in: entity)) ?? ObjectID(entity: entity, key: key)
         }
@@ -177,7 +180,9 @@ public struct RecoveryFile: Codable, Sendable {
             }
         }
         for change in changes {
-            guard let id = touched[change.object] ?? (change.change == "inserted" ? nil : object(change.object)) else { continue }
+            guard let id = touched[change.object] ?? (change.change == "inserted" ? nil : object(change.object)) else {
+                continue
+            }
             do throws(ObjectGraphError) {
                 if change.change == PendingChange.Kind.deleted.rawValue {
                     try context.delete(id)
@@ -224,7 +229,11 @@ public struct RecoveryFile: Codable, Sendable {
             }
         }
         for link in waitingLinks {
-            outcome.failed.append(("\(link.folder)/\(link.name)", "a link to \(link.target), an object that was never made: make it with ln -s"))
+            outcome.failed.append(
+                (
+                    "\(link.folder)/\(link.name)",
+                    "a link to \(link.target), an object that was never made: make it with ln -s"
+                ))
         }
         let saved = context.save(holding: [])
         for (name, id) in touched.sorted(by: { $0.key < $1.key }) {

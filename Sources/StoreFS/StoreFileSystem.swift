@@ -55,7 +55,9 @@ public final class StoreFileSystem: SavingFileSystem {
 
     // MARK: - Names and attributes
 
-    public func lookup(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) -> Entry {
+    public func lookup(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError)
+        -> Entry
+    {
         try mapping.entry(for: try mapping.child(named: name, in: try node(parent)))
     }
 
@@ -67,7 +69,9 @@ public final class StoreFileSystem: SavingFileSystem {
         let node = try node(inode)
         // fstat by a writer shows what it wrote (also before a new file has a value); everyone
         // else sees the stored value until the writer closes.
-        if let handle, let file = mapping.session.openFiles.file(handle), file.node == node, file.dirty, let buffer = file.buffer {
+        if let handle, let file = mapping.session.openFiles.file(handle), file.node == node, file.dirty,
+            let buffer = file.buffer
+        {
             return (mapping.writtenFileAttributes(node, size: buffer.count), configuration.attributeTimeout)
         }
         return (try mapping.attributes(of: node), configuration.attributeTimeout)
@@ -85,7 +89,8 @@ public final class StoreFileSystem: SavingFileSystem {
             try changing()
             guard size <= UInt64(configuration.maximumValueSize) else {
                 mapping.logger.error(
-                    "truncate \(mapping.describe(node)) to \(size) bytes: more than a value may hold (\(configuration.maximumValueSize) bytes)")
+                    "truncate \(mapping.describe(node)) to \(size) bytes: more than a value may hold (\(configuration.maximumValueSize) bytes)"
+                )
                 throw .tooBig
             }
             try node.kind.type.truncate(node, to: Int(size), handle: handle, in: mapping)
@@ -108,7 +113,8 @@ public final class StoreFileSystem: SavingFileSystem {
 
     // MARK: - Folders
 
-    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext) throws(FileSystemError)
+    public func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context request: RequestContext)
+        throws(FileSystemError)
         -> OpenResult
     {
         let node = try node(inode)
@@ -151,7 +157,8 @@ public final class StoreFileSystem: SavingFileSystem {
         // once per entry.
         let known = try kind.sharedSnapshot(of: directory, in: mapping)
         if offset == 0 {
-            guard add(DirectoryEntry(name: ".", entry: try mapping.entry(for: directory, known: known), nextOffset: 1)) else {
+            guard add(DirectoryEntry(name: ".", entry: try mapping.entry(for: directory, known: known), nextOffset: 1))
+            else {
                 return
             }
         }
@@ -206,14 +213,16 @@ public final class StoreFileSystem: SavingFileSystem {
         return try node.kind.type.open(node, flags: flags, in: mapping)
     }
 
-    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError)
+    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int)
+        throws(FileSystemError)
         -> Data
     {
         let node = try node(inode)
         return try node.kind.type.read(node, handle: handle, offset: offset, size: size, in: mapping)
     }
 
-    public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError)
+    public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data)
+        throws(FileSystemError)
         -> Int
     {
         try changing()
@@ -221,7 +230,8 @@ public final class StoreFileSystem: SavingFileSystem {
         let (end, overflow) = offset.addingReportingOverflow(UInt64(data.count))
         guard !overflow, end <= UInt64(configuration.maximumValueSize) else {
             mapping.logger.error(
-                "write \(mapping.describe(node)): \(end) bytes is more than a value may hold (\(configuration.maximumValueSize) bytes)")
+                "write \(mapping.describe(node)): \(end) bytes is more than a value may hold (\(configuration.maximumValueSize) bytes)"
+            )
             // The value this write belongs to cannot be held whole: none of it is set.
             mapping.session.openFiles.reject(handle, because: .tooBig)
             throw .tooBig
@@ -240,7 +250,9 @@ public final class StoreFileSystem: SavingFileSystem {
         // A file create made whose value was never set does not exist: the kernel made its name
         // at the create and must forget it.
         if file.node.kind == .attribute, (try? mapping.attributeValue(file.node.object, file.node.property)) == nil {
-            mapping.invalidateEntry(parent: .object(file.node.object), name: mapping.model[file.node.entity].allAttributes[file.node.property].name)
+            mapping.invalidateEntry(
+                parent: .object(file.node.object),
+                name: mapping.model[file.node.entity].allAttributes[file.node.property].name)
         }
     }
 
@@ -254,13 +266,16 @@ public final class StoreFileSystem: SavingFileSystem {
         try node.kind.type.fsync(node, handle: handle, in: mapping)
     }
 
-    public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
+    public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError)
+    {
         try mapping.fsyncFolder(try node(inode))
     }
 
     // MARK: - Changes in folders
 
-    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context request: RequestContext)
+    public func create(
+        parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context request: RequestContext
+    )
         throws(FileSystemError) -> (Entry, OpenResult)
     {
         try changing()
@@ -273,7 +288,8 @@ public final class StoreFileSystem: SavingFileSystem {
         // file being written.
         let attributes = isAttribute ? mapping.writtenFileAttributes(node, size: 0) : try mapping.attributes(of: node)
         let entry = Entry(
-            attributes: attributes, entryTimeout: configuration.entryTimeout, attributeTimeout: configuration.attributeTimeout)
+            attributes: attributes, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
         return (entry, OpenResult(handle: handle, keepCache: false, directIO: isAttribute))
     }
 
@@ -312,7 +328,9 @@ public final class StoreFileSystem: SavingFileSystem {
         try target.kind.type.remove(target, named: name, from: folder, by: request, in: mapping)
     }
 
-    public func removeDirectory(parent: InodeNumber, name: String, context request: RequestContext) throws(FileSystemError) {
+    public func removeDirectory(parent: InodeNumber, name: String, context request: RequestContext)
+        throws(FileSystemError)
+    {
         try changing()
         let folder = try node(parent)
         let target = try mapping.child(named: name, in: folder)
@@ -334,8 +352,11 @@ public final class StoreFileSystem: SavingFileSystem {
         }
         guard from == to else { throw .crossDevice }
         let object = from.object
-        if RenderingFile.isRenderingName(newName, of: object, mapping) || RenderingFile.isRenderingName(name, of: object, mapping) {
-            mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(object)): a value's rendering is computed and read-only")
+        if RenderingFile.isRenderingName(newName, of: object, mapping)
+            || RenderingFile.isRenderingName(name, of: object, mapping)
+        {
+            mapping.logger.error(
+                "mv \(name) \(newName) in \(mapping.describe(object)): a value's rendering is computed and read-only")
             throw .notPermitted
         }
         let source = try mapping.child(named: name, in: from)

@@ -59,7 +59,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             state.invalidator = invalidator
             return state.slots
         }
-        for (index, slot) in slots { slot.fileSystem.didMount(invalidator: SlotInvalidator(slot: index, outer: invalidator)) }
+        for (index, slot) in slots {
+            slot.fileSystem.didMount(invalidator: SlotInvalidator(slot: index, outer: invalidator))
+        }
     }
 
     public func willUnmount() {
@@ -79,8 +81,10 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     func storeNames() -> [String] {
         let suffixes = Set(types.flatMap(\.fileExtensions))
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return files.filter { !$0.hasPrefix(".") && suffixes.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
-            .sorted()
+        return files.filter {
+            !$0.hasPrefix(".") && suffixes.contains(URL(fileURLWithPath: $0).pathExtension.lowercased())
+        }
+        .sorted()
     }
 
     /// The slot of store `name`, opening the store on first use.
@@ -90,7 +94,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         if let index = state.withLock({ $0.slotsByName[name] }) { return index }
         // One store opens at a time: two first lookups of one store would each open it, and the
         // second would find it locked for writing by the first.
-        return try opening.withLock { (_) throws(FileSystemError) -> Int in try openSlot(named: name, creating: model, metadata: metadata) }
+        return try opening.withLock { (_) throws(FileSystemError) -> Int in
+            try openSlot(named: name, creating: model, metadata: metadata)
+        }
     }
 
     private func openSlot(named name: String, creating model: ManagedObjectModel?, metadata: StoreMetadata)
@@ -114,7 +120,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             startsHidden: model != nil)
         let (index, invalidator): (Int?, (any KernelCacheInvalidator)?) = state.withLock { state in
             if let existing = state.slotsByName[name] { return (existing, nil) }
-            guard let free = (1...Self.maximumStores).first(where: { state.slots[$0] == nil }) else { return (nil, nil) }
+            guard let free = (1...Self.maximumStores).first(where: { state.slots[$0] == nil }) else {
+                return (nil, nil)
+            }
             state.slots[free] = Slot(name: name, fileSystem: fileSystem)
             state.slotsByName[name] = free
             return (free, state.invalidator)
@@ -175,7 +183,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         return Self.outer(try fileSystem.entry(for: .root), slot: index)
     }
 
-    public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
+    public func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (
+        FileAttributes, timeout: Double
+    ) {
         guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, Self.rootTimeout) }
         var (attributes, timeout) = try fileSystem.attributes(of: inner, handle: handle)
         attributes.inode = Self.outer(attributes.inode, slot: slot)
@@ -207,7 +217,8 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             }
             return
         }
-        let root = Entry(attributes: rootAttributes, entryTimeout: configuration.entryTimeout, attributeTimeout: Self.rootTimeout)
+        let root = Entry(
+            attributes: rootAttributes, entryTimeout: configuration.entryTimeout, attributeTimeout: Self.rootTimeout)
         var entries: [(String, Entry)] = [(".", root), ("..", root)]
         let opened = state.withLock { Set($0.slotsByName.keys) }
         for name in Set(storeNames()).union(opened).sorted() {
@@ -217,7 +228,13 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             else { continue }
             var outer = attributes
             outer.inode = Self.outer(.root, slot: index)
-            entries.append((name, Entry(attributes: outer, entryTimeout: configuration.entryTimeout, attributeTimeout: configuration.attributeTimeout)))
+            entries.append(
+                (
+                    name,
+                    Entry(
+                        attributes: outer, entryTimeout: configuration.entryTimeout,
+                        attributeTimeout: configuration.attributeTimeout)
+                ))
         }
         for (position, (name, entry)) in entries.enumerated() where UInt64(position) >= offset {
             guard add(DirectoryEntry(name: name, entry: entry, nextOffset: UInt64(position) + 1)) else { return }
@@ -230,12 +247,15 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         throws(FileSystemError) -> Entry
     {
         if let (fileSystem, slot, inner) = try route(parent) {
-            return Self.outer(try fileSystem.makeDirectory(parent: inner, name: name, permissions: permissions, context: context), slot: slot)
+            return Self.outer(
+                try fileSystem.makeDirectory(parent: inner, name: name, permissions: permissions, context: context),
+                slot: slot)
         }
         guard !configuration.readOnly else { throw .readOnly }
         let url = directory.appendingPathComponent(name)
         guard (try? PersistentStoreCoordinator.storeType(for: url, among: types)) != nil else {
-            logger.error("mkdir \(name): store folders are named after their file, with a store suffix (.sqlite, .xml, .binary)")
+            logger.error(
+                "mkdir \(name): store folders are named after their file, with a store suffix (.sqlite, .xml, .binary)")
             throw .notPermitted
         }
         guard !FileManager.default.fileExists(atPath: url.path) else { throw .exists }
@@ -248,7 +268,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             return state.lastTouched.flatMap { state.slots[$0] }
         }
         guard let source else {
-            logger.error("mkdir \(name): a new store here is made by copying a store folder into it (cp -a A.sqlite \(name)); or use storefs migrate")
+            logger.error(
+                "mkdir \(name): a new store here is made by copying a store folder into it (cp -a A.sqlite \(name)); or use storefs migrate"
+            )
             throw .notPermitted
         }
         var metadata = StoreMetadata()
@@ -260,7 +282,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         let (attributes, _) = try fileSystem.attributes(of: .root, handle: nil)
         var outer = attributes
         outer.inode = Self.outer(.root, slot: index)
-        return Entry(attributes: outer, entryTimeout: configuration.entryTimeout, attributeTimeout: configuration.attributeTimeout)
+        return Entry(
+            attributes: outer, entryTimeout: configuration.entryTimeout,
+            attributeTimeout: configuration.attributeTimeout)
     }
 
     public func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics {
@@ -275,7 +299,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
 
     public func forget(_ inode: InodeNumber, count: UInt64) {}
 
-    public func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext)
+    public func setAttributes(
+        of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext
+    )
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     {
         guard let (fileSystem, slot, inner) = try route(inode) else { return (rootAttributes, Self.rootTimeout) }
@@ -289,17 +315,23 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         return try fileSystem.readLink(inner)
     }
 
-    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    public func open(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { throw .isDirectory }
         return try fileSystem.open(inner, flags: flags, context: context)
     }
 
-    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
+    public func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int)
+        throws(FileSystemError) -> Data
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { throw .isDirectory }
         return try fileSystem.read(inner, handle: handle, offset: offset, size: size)
     }
 
-    public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
+    public func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data)
+        throws(FileSystemError) -> Int
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { throw .isDirectory }
         return try fileSystem.write(inner, handle: handle, offset: offset, data: data)
     }
@@ -319,29 +351,37 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         try fileSystem.fsync(inner, handle: handle, dataOnly: dataOnly)
     }
 
-    public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {
+    public func fsyncDirectory(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError)
+    {
         guard let (fileSystem, _, inner) = try route(inode) else { return }
         try fileSystem.fsyncDirectory(inner, handle: handle, dataOnly: dataOnly)
     }
 
-    public func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
+    public func create(
+        parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext
+    )
         throws(FileSystemError) -> (Entry, OpenResult)
     {
         guard let (fileSystem, slot, inner) = try route(parent) else { throw .notPermitted }
-        let (entry, result) = try fileSystem.create(parent: inner, name: name, permissions: permissions, flags: flags, context: context)
+        let (entry, result) = try fileSystem.create(
+            parent: inner, name: name, permissions: permissions, flags: flags, context: context)
         return (Self.outer(entry, slot: slot), result)
     }
 
-    public func makeNode(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext) throws(FileSystemError) -> Entry {
+    public func makeNode(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
+        throws(FileSystemError) -> Entry
+    {
         guard let (fileSystem, slot, inner) = try route(parent) else { throw .notPermitted }
-        return Self.outer(try fileSystem.makeNode(parent: inner, name: name, permissions: permissions, context: context), slot: slot)
+        return Self.outer(
+            try fileSystem.makeNode(parent: inner, name: name, permissions: permissions, context: context), slot: slot)
     }
 
     public func makeSymbolicLink(parent: InodeNumber, name: String, target: String, context: RequestContext)
         throws(FileSystemError) -> Entry
     {
         guard let (fileSystem, slot, inner) = try route(parent) else { throw .notPermitted }
-        return Self.outer(try fileSystem.makeSymbolicLink(parent: inner, name: name, target: target, context: context), slot: slot)
+        return Self.outer(
+            try fileSystem.makeSymbolicLink(parent: inner, name: name, target: target, context: context), slot: slot)
     }
 
     public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
@@ -360,7 +400,8 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     {
-        guard let (fileSystem, slot, inner) = try route(parent), let (_, newSlot, newInner) = try route(newParent) else {
+        guard let (fileSystem, slot, inner) = try route(parent), let (_, newSlot, newInner) = try route(newParent)
+        else {
             throw .notPermitted
         }
         guard slot == newSlot else { throw .crossDevice }
@@ -411,6 +452,7 @@ struct SlotInvalidator: KernelCacheInvalidator {
 
     func notifyDelete(parent: InodeNumber, child: InodeNumber, name: String) {
         outer.notifyDelete(
-            parent: StoreFolderFileSystem.outer(parent, slot: slot), child: StoreFolderFileSystem.outer(child, slot: slot), name: name)
+            parent: StoreFolderFileSystem.outer(parent, slot: slot),
+            child: StoreFolderFileSystem.outer(child, slot: slot), name: name)
     }
 }

@@ -106,7 +106,8 @@ extension ValueText {
     private static func isFloatingPointPrefix(_ text: String) -> Bool {
         var body = Substring(text.lowercased())
         if let first = body.first, first == "+" || first == "-" { body = body.dropFirst() }
-        if ["infinity", "nan"].contains(where: { $0.hasPrefix(body) }) && !body.isEmpty && body.first?.isLetter == true {
+        if ["infinity", "nan"].contains(where: { $0.hasPrefix(body) }) && !body.isEmpty && body.first?.isLetter == true
+        {
             return true
         }
         if body.hasPrefix("0x") {

@@ -107,7 +107,8 @@ enum ValueText {
         case .date:
             guard let date = parseDate(text) else {
                 throw ValueTextError(
-                    "\"\(excerpt(text))\" is not an ISO 8601 date such as 2024-05-01T12:30:00Z or 2024-05-01T12:30:00.25+02:00")
+                    "\"\(excerpt(text))\" is not an ISO 8601 date such as 2024-05-01T12:30:00Z or 2024-05-01T12:30:00.25+02:00"
+                )
             }
             return .date(date)
         case .uuid:
@@ -130,7 +131,8 @@ enum ValueText {
         }
         if value == 0 {
             let mantissa = lower.hasPrefix("0x") ? lower.dropFirst(2).prefix { $0 != "p" } : lower.prefix { $0 != "e" }
-            if mantissa.contains(where: { $0 >= "1" && $0 <= "9" || (lower.hasPrefix("0x") && $0 >= "a" && $0 <= "f") }) {
+            if mantissa.contains(where: { $0 >= "1" && $0 <= "9" || (lower.hasPrefix("0x") && $0 >= "a" && $0 <= "f") })
+            {
                 throw ValueTextError("\(excerpt(text)) is too small for this number type (it would be stored as 0)")
             }
         }
@@ -146,8 +148,14 @@ enum ValueText {
         var digits = 0
         var dots = 0
         for (i, c) in text.enumerated() {
-            if c.isASCII && c.isNumber { digits += 1 } else if c == "." { dots += 1 } else if (c == "-" || c == "+") && i == 0 {
-            } else { return false }
+            if c.isASCII && c.isNumber {
+                digits += 1
+            } else if c == "." {
+                dots += 1
+            } else if (c == "-" || c == "+") && i == 0 {
+            } else {
+                return false
+            }
         }
         return digits > 0 && dots <= 1
     }
@@ -166,7 +174,9 @@ enum ValueText {
 
     static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) { ISO8601DateText.civil(fromDays: days) }
 
-    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int { ISO8601DateText.days(fromCivil: year, month, day) }
+    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
+        ISO8601DateText.days(fromCivil: year, month, day)
+    }
 }
 
 /// Why a file's text is not a value of its attribute's type.

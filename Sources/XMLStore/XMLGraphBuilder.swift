@@ -8,7 +8,8 @@ import ObjectGraph
 /// names in the file). Ids `z<N>` become keys as ``XMLStoreWriter`` describes.
 enum XMLGraphBuilder {
     /// The graph of `doc`'s objects; `doc.objects` is left emptied, each freed once read.
-    static func graph(from doc: inout XMLStoreDocument, model: ManagedObjectModel, path: String) throws(ObjectGraphError)
+    static func graph(from doc: inout XMLStoreDocument, model: ManagedObjectModel, path: String)
+        throws(ObjectGraphError)
         -> StoreGraph
     {
         func corrupt(_ message: String) -> ObjectGraphError { ObjectGraphError(.corruptStore, "\(path): \(message)") }
@@ -17,11 +18,14 @@ enum XMLGraphBuilder {
         var offsets: [EntityID: Int64] = [:]
         var savedMax: [EntityID: Int64]?
         if let table = metadata[XMLStoreWriter.keysKey] {
-            guard case .dictionary(let entries) = table else { throw corrupt("metadata \(XMLStoreWriter.keysKey) is not a dictionary") }
+            guard case .dictionary(let entries) = table else {
+                throw corrupt("metadata \(XMLStoreWriter.keysKey) is not a dictionary")
+            }
             var maxima: [EntityID: Int64] = [:]
             for (name, value) in entries {
                 guard let entity = model.entity(named: name), entity.parentID == nil else {
-                    throw corrupt("metadata \(XMLStoreWriter.keysKey) names \(name), which is not a root entity of the model")
+                    throw corrupt(
+                        "metadata \(XMLStoreWriter.keysKey) names \(name), which is not a root entity of the model")
                 }
                 guard case .array(let pair) = value, pair.count == 2, case .integer(let offset) = pair[0],
                     case .integer(let maximum) = pair[1], offset >= 0, maximum >= 0
@@ -67,14 +71,18 @@ enum XMLGraphBuilder {
             // Names are looked up as written first: Core Data and storefs write them in the case
             // they are keyed by, and casing ten million names costs seconds at a million objects.
             guard let entity = entityByType[object.type] ?? entityByType[object.type.uppercased()] else {
-                throw corrupt("line \(object.line): object \(object.id) has type \(object.type), which the model has no entity for")
+                throw corrupt(
+                    "line \(object.line): object \(object.id) has type \(object.type), which the model has no entity for"
+                )
             }
             guard object.id.first == "z", let n = Int64(object.id.dropFirst()), n > 0 else {
                 throw corrupt("line \(object.line): object id \"\(object.id)\" is not z<number>")
             }
             let root = model[entity].rootID
             let key = n - (offsets[root] ?? 0)
-            guard key > 0 else { throw corrupt("line \(object.line): object id \(object.id) is below its entity's key offset") }
+            guard key > 0 else {
+                throw corrupt("line \(object.line): object id \(object.id) is below its entity's key offset")
+            }
             let id = ObjectID(entity: entity, key: PrimaryKey(key))
             guard ids.updateValue(id, forKey: object.id) == nil else {
                 throw corrupt("line \(object.line): object id \(object.id) is used twice")
@@ -101,32 +109,41 @@ enum XMLGraphBuilder {
                 objectID: id, version: 1, attributes: PropertyValues(layout: props.attributeNames),
                 toOne: PropertyValues(layout: props.toOneNames))
             for raw in object.attributes {
-                guard let (attribute, slot) = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()] else {
-                    throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")
+                guard let (attribute, slot) = props.attributes[raw.name] ?? props.attributes[raw.name.lowercased()]
+                else {
+                    throw corrupt(
+                        "line \(object.line): object \(object.id): entity \(entity.name) has no attribute \(raw.name)")
                 }
                 guard let value = XMLValueFormat.value(raw.text, as: attribute.type) else {
                     let shown = raw.text.count > 60 ? String(raw.text.prefix(60)) + "…" : raw.text
                     throw corrupt(
-                        "line \(object.line): object \(object.id): \(entity.name).\(attribute.name) value \"\(shown)\" is not a valid \(attribute.type.rawValue)")
+                        "line \(object.line): object \(object.id): \(entity.name).\(attribute.name) value \"\(shown)\" is not a valid \(attribute.type.rawValue)"
+                    )
                 }
                 snapshot.attributes.setValue(value, slot: slot)
             }
             for raw in object.relationships {
-                guard let relationship = props.relationships[raw.name] ?? props.relationships[raw.name.lowercased()] else {
-                    throw corrupt("line \(object.line): object \(object.id): entity \(entity.name) has no relationship \(raw.name)")
+                guard let relationship = props.relationships[raw.name] ?? props.relationships[raw.name.lowercased()]
+                else {
+                    throw corrupt(
+                        "line \(object.line): object \(object.id): entity \(entity.name) has no relationship \(raw.name)"
+                    )
                 }
                 var targets: [ObjectID] = []
                 targets.reserveCapacity(raw.idrefs.count)
                 for ref in raw.idrefs {
                     guard let target = ids[ref] else {
-                        throw corrupt("line \(object.line): object \(object.id): \(raw.name) refers to \(ref), which does not exist")
+                        throw corrupt(
+                            "line \(object.line): object \(object.id): \(raw.name) refers to \(ref), which does not exist"
+                        )
                     }
                     targets.append(target)
                 }
                 if relationship.isToMany {
                     graph.toMany[.init(source: id, relationship: relationship.name)] = targets
                 } else if targets.count > 1 {
-                    throw corrupt("line \(object.line): object \(object.id): to-one \(raw.name) lists \(targets.count) objects")
+                    throw corrupt(
+                        "line \(object.line): object \(object.id): to-one \(raw.name) lists \(targets.count) objects")
                 } else if let target = targets.first {
                     snapshot.toOne[relationship.name] = target
                 }
@@ -136,7 +153,9 @@ enum XMLGraphBuilder {
             let loaded = graph.load(snapshot, into: &run)
             runs[root.rawValue] = run
             guard loaded else {
-                throw corrupt("line \(object.line): object \(object.id) has the same key as another object of \(model[root].name)")
+                throw corrupt(
+                    "line \(object.line): object \(object.id) has the same key as another object of \(model[root].name)"
+                )
             }
         }
         for case let run? in runs { graph.finishLoading(run) }

@@ -40,14 +40,18 @@ enum XMLModelInference {
                     throw corrupt("line \(object.line): attribute \(a.name) has unknown type \"\(a.type)\"")
                 }
                 if let known = attributes[object.type]![a.name] {
-                    guard known == t else { throw corrupt("\(object.type).\(a.name) appears as \(known.rawValue) and as \(t.rawValue)") }
+                    guard known == t else {
+                        throw corrupt("\(object.type).\(a.name) appears as \(known.rawValue) and as \(t.rawValue)")
+                    }
                 } else {
                     attributes[object.type]![a.name] = t
                     attributeOrder[object.type, default: []].append(a.name)
                 }
             }
             for r in object.relationships {
-                guard !r.destination.isEmpty else { throw corrupt("line \(object.line): relationship \(r.name) has no destination") }
+                guard !r.destination.isEmpty else {
+                    throw corrupt("line \(object.line): relationship \(r.name) has no destination")
+                }
                 let parts = r.type.split(separator: "/")
                 let maxCount = parts.count == 2 ? Int(parts[1]) ?? 0 : (r.idrefs.count > 1 ? 0 : 1)
                 if let known = relationships[object.type]![r.name] {

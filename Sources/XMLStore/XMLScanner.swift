@@ -86,7 +86,8 @@ struct XMLScanner {
                 if open.isEmpty {
                     if let first = text.firstIndex(where: { $0 != " " && $0 != "\n" && $0 != "\t" }) {
                         let at = start + text[..<first].count { $0 == "\n" }
-                        throw XMLScanError(line: at, message: sawRoot ? "text after the root element" : "text before the root element")
+                        throw XMLScanError(
+                            line: at, message: sawRoot ? "text after the root element" : "text before the root element")
                     }
                 } else if !text.isEmpty {
                     try call(start) { () throws(XMLScanFailure) in try handler.characters(text) }
@@ -133,7 +134,9 @@ struct XMLScanner {
             if byte == ascii(">") || byte == ascii("/") {
                 let empty = byte == ascii("/")
                 if empty {
-                    guard position + 1 < bytes.count, bytes[position + 1] == ascii(">") else { throw error("'/' not followed by '>' in <\(name)>") }
+                    guard position + 1 < bytes.count, bytes[position + 1] == ascii(">") else {
+                        throw error("'/' not followed by '>' in <\(name)>")
+                    }
                     position += 2
                 } else {
                     position += 1
@@ -151,14 +154,20 @@ struct XMLScanner {
             guard spaced else { throw error("attributes of <\(name)> are not separated by white space") }
             let attribute = try self.name()
             skipWhitespace()
-            guard position < bytes.count, bytes[position] == ascii("=") else { throw error("attribute \(attribute) of <\(name)> has no value") }
+            guard position < bytes.count, bytes[position] == ascii("=") else {
+                throw error("attribute \(attribute) of <\(name)> has no value")
+            }
             position += 1
             skipWhitespace()
             let value = try attributeValue()
             // Checked pairwise: bounded, so a tag of a hundred thousand attributes is refused
             // before that costs billions of comparisons (Core Data writes five at most).
-            guard attributes.count < Self.attributeLimit else { throw error("<\(name)> has more than \(Self.attributeLimit) attributes") }
-            if attributes.contains(where: { $0.name == attribute }) { throw error("attribute \(attribute) appears twice in <\(name)>") }
+            guard attributes.count < Self.attributeLimit else {
+                throw error("<\(name)> has more than \(Self.attributeLimit) attributes")
+            }
+            if attributes.contains(where: { $0.name == attribute }) {
+                throw error("attribute \(attribute) appears twice in <\(name)>")
+            }
             attributes.append(Attribute(name: attribute, value: value))
         }
     }
@@ -168,7 +177,9 @@ struct XMLScanner {
         position += 2
         let name = try self.name()
         skipWhitespace()
-        guard position < bytes.count, bytes[position] == ascii(">") else { throw error("</\(name) is not closed with '>'") }
+        guard position < bytes.count, bytes[position] == ascii(">") else {
+            throw error("</\(name) is not closed with '>'")
+        }
         position += 1
         guard let expected = open.last else { throw error("</\(name)> without a start tag") }
         guard expected == name else { throw error("</\(name)> closes <\(expected)>") }
@@ -215,15 +226,19 @@ struct XMLScanner {
         let from = position
         while position < bytes.count {
             let byte = bytes[position]
-            let isNameByte = byte >= 0x80 || (byte >= ascii("a") && byte <= ascii("z")) || (byte >= ascii("A") && byte <= ascii("Z"))
-                || (byte >= ascii("0") && byte <= ascii("9")) || byte == ascii("_") || byte == ascii(":") || byte == ascii("-")
+            let isNameByte =
+                byte >= 0x80 || (byte >= ascii("a") && byte <= ascii("z")) || (byte >= ascii("A") && byte <= ascii("Z"))
+                || (byte >= ascii("0") && byte <= ascii("9")) || byte == ascii("_") || byte == ascii(":")
+                || byte == ascii("-")
                 || byte == ascii(".")
             guard isNameByte else { break }
             position += 1
         }
         guard position > from else {
             guard position < bytes.count else { throw error("a name is cut off (truncated file?)") }
-            throw error("'\(Character(Unicode.Scalar(bytes[position])).debugDescription.dropFirst().dropLast())' where a name should be")
+            throw error(
+                "'\(Character(Unicode.Scalar(bytes[position])).debugDescription.dropFirst().dropLast())' where a name should be"
+            )
         }
         let first = bytes[from]
         if (first >= ascii("0") && first <= ascii("9")) || first == ascii("-") || first == ascii(".") {
@@ -260,7 +275,9 @@ struct XMLScanner {
         while position < bytes.count {
             let byte = bytes[position]
             if byte == ascii("<") { break }
-            if byte == ascii("&") || byte == 0xEF || (byte < 0x20 && byte != ascii("\n") && byte != ascii("\t")) { plain = false }
+            if byte == ascii("&") || byte == 0xEF || (byte < 0x20 && byte != ascii("\n") && byte != ascii("\t")) {
+                plain = false
+            }
             step()
         }
         if plain { return String(decoding: UnsafeBufferPointer(rebasing: bytes[from..<position]), as: UTF8.self) }
@@ -269,7 +286,9 @@ struct XMLScanner {
 
     /// The text of `bytes[from..<end]` with references expanded, line ends normalized, and (in an
     /// attribute value) white space made spaces; characters XML does not allow are errors.
-    private mutating func decoded(_ from: Int, _ end: Int, startLine: Int, attribute: Bool) throws(XMLScanError) -> String {
+    private mutating func decoded(_ from: Int, _ end: Int, startLine: Int, attribute: Bool) throws(XMLScanError)
+        -> String
+    {
         scratch.removeAll(keepingCapacity: true)
         var lineOf = startLine
         var i = from
@@ -296,7 +315,9 @@ struct XMLScanner {
                 if byte == ascii("\n") { lineOf += 1 }
                 i += 1
             default:
-                if let forbidden = forbiddenCharacter(at: i, end) { throw XMLScanError(line: lineOf, message: forbidden) }
+                if let forbidden = forbiddenCharacter(at: i, end) {
+                    throw XMLScanError(line: lineOf, message: forbidden)
+                }
                 scratch.append(byte)
                 i += 1
             }
@@ -314,14 +335,18 @@ struct XMLScanner {
         case "quot": scratch.append(ascii("\""))
         default:
             guard name.hasPrefix("#") else {
-                throw XMLScanError(line: line, message: "reference to entity &\(name); (storefs expands only &lt; &gt; &amp; &apos; &quot;)")
+                throw XMLScanError(
+                    line: line,
+                    message: "reference to entity &\(name); (storefs expands only &lt; &gt; &amp; &apos; &quot;)")
             }
             let hexadecimal = name.hasPrefix("#x")
             let digits = name.dropFirst(hexadecimal ? 2 : 1)
             // Digits only: UInt32(_:radix:) would also take a sign ("&#+65;").
-            guard !digits.isEmpty, digits.count <= 8, digits.allSatisfy({ hexadecimal ? $0.isHexDigit : $0.isWholeNumber && $0.isASCII }),
+            guard !digits.isEmpty, digits.count <= 8,
+                digits.allSatisfy({ hexadecimal ? $0.isHexDigit : $0.isWholeNumber && $0.isASCII }),
                 let value = UInt32(digits, radix: hexadecimal ? 16 : 10),
-                value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value) || (0xE000...0xFFFD).contains(value)
+                value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value)
+                    || (0xE000...0xFFFD).contains(value)
                     || (0x10000...0x10FFFF).contains(value),
                 let scalar = Unicode.Scalar(value)
             else { throw XMLScanError(line: line, message: "&\(name); is not a character XML allows") }

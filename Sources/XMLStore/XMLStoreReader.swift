@@ -59,7 +59,8 @@ enum XMLStoreReader {
         guard let databaseInfo = range(of: "<databaseInfo>", in: data),
             range(of: "<database>", in: data) != nil || range(of: "<database ", in: data) != nil
         else {
-            throw ObjectGraphError(.corruptStore, "\(path): not a Core Data XML store (no <database> and <databaseInfo>)")
+            throw ObjectGraphError(
+                .corruptStore, "\(path): not a Core Data XML store (no <database> and <databaseInfo>)")
         }
         guard let infoEnd = range(of: "</databaseInfo>", in: data, from: databaseInfo.upperBound) else {
             throw ObjectGraphError(.corruptStore, "\(path): <databaseInfo> is not closed (truncated file?)")
@@ -67,14 +68,16 @@ enum XMLStoreReader {
         func element(_ name: String) -> String? {
             guard let open = range(of: "<\(name)>", in: data, from: databaseInfo.upperBound),
                 open.upperBound <= infoEnd.lowerBound,
-                let close = range(of: "</\(name)>", in: data, from: open.upperBound), close.upperBound <= infoEnd.lowerBound
+                let close = range(of: "</\(name)>", in: data, from: open.upperBound),
+                close.upperBound <= infoEnd.lowerBound
             else { return nil }
             return String(decoding: data[open.upperBound..<close.lowerBound], as: UTF8.self)
         }
         doc.version = element("version")
         doc.uuid = element("UUID")?.trimmingCharacters(in: .whitespacesAndNewlines)
         doc.nextObjectID = element("nextObjectID")
-        if let open = range(of: "<metadata>", in: data, from: databaseInfo.upperBound), open.upperBound <= infoEnd.lowerBound,
+        if let open = range(of: "<metadata>", in: data, from: databaseInfo.upperBound),
+            open.upperBound <= infoEnd.lowerBound,
             let close = range(of: "</metadata>", in: data, from: open.upperBound)
         {
             let body = data[open.upperBound..<close.lowerBound]
@@ -83,7 +86,8 @@ enum XMLStoreReader {
                 do {
                     plist = try PropertyListSerialization.propertyList(from: Data(body), options: [], format: nil)
                 } catch {
-                    throw ObjectGraphError(.corruptStore, "\(path): the <metadata> property list does not parse: \(error)")
+                    throw ObjectGraphError(
+                        .corruptStore, "\(path): the <metadata> property list does not parse: \(error)")
                 }
                 guard let dict = plist as? [String: Any] else {
                     throw ObjectGraphError(.corruptStore, "\(path): <metadata> is not a dictionary")
@@ -97,9 +101,12 @@ enum XMLStoreReader {
                 }
             }
         }
-        if let version = doc.version?.trimmingCharacters(in: .whitespacesAndNewlines), version != XMLStoreWriter.formatVersion {
+        if let version = doc.version?.trimmingCharacters(in: .whitespacesAndNewlines),
+            version != XMLStoreWriter.formatVersion
+        {
             throw ObjectGraphError(
-                .corruptStore, "\(path): unsupported XML store version \(version) (storefs reads \(XMLStoreWriter.formatVersion))")
+                .corruptStore,
+                "\(path): unsupported XML store version \(version) (storefs reads \(XMLStoreWriter.formatVersion))")
         }
         return doc
     }
@@ -173,7 +180,8 @@ enum XMLStoreReader {
             throws(XMLScanFailure)
         {
             guard path.count < XMLInputCheck.maximumDepth else {
-                throw XMLScanFailure("elements nest more than \(XMLInputCheck.maximumDepth) levels deep (Core Data writes 4)")
+                throw XMLScanFailure(
+                    "elements nest more than \(XMLInputCheck.maximumDepth) levels deep (Core Data writes 4)")
             }
             defer { path.append(name) }
             if insideInfo > 0 || name == "databaseInfo" && path == ["database"] { insideInfo += 1 }
@@ -186,7 +194,9 @@ enum XMLStoreReader {
                 if path != ["database"] { throw XMLScanFailure("<databaseInfo> outside <database>") }
             case "object":
                 guard path == ["database"] else { throw XMLScanFailure("<object> outside <database>") }
-                guard let type = value("type"), let id = value("id") else { throw XMLScanFailure("<object> without type or id") }
+                guard let type = value("type"), let id = value("id") else {
+                    throw XMLScanFailure("<object> without type or id")
+                }
                 current = .init(type: type, id: id, line: line)
                 // About 200 reports per load; the last one comes after the graph is built.
                 if let progress, line - reportedLine > progress.lines / 200 {
@@ -194,15 +204,23 @@ enum XMLStoreReader {
                     progress.callback.report(min(reportedLine, progress.lines - 1), progress.lines)
                 }
             case "attribute":
-                guard current != nil, path.last == "object" else { throw XMLScanFailure("<attribute> outside <object>") }
-                guard let n = value("name"), let t = value("type") else { throw XMLScanFailure("<attribute> without name or type") }
+                guard current != nil, path.last == "object" else {
+                    throw XMLScanFailure("<attribute> outside <object>")
+                }
+                guard let n = value("name"), let t = value("type") else {
+                    throw XMLScanFailure("<attribute> without name or type")
+                }
                 attribute = .init(name: n, type: t, text: "")
                 text = ""
             case "relationship":
-                guard current != nil, path.last == "object" else { throw XMLScanFailure("<relationship> outside <object>") }
+                guard current != nil, path.last == "object" else {
+                    throw XMLScanFailure("<relationship> outside <object>")
+                }
                 guard let n = value("name") else { throw XMLScanFailure("<relationship> without name") }
                 // Split by bytes: splitting by Character took 4 % of opening a store.
-                let refs = (value("idrefs") ?? "").utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D })
+                let refs = (value("idrefs") ?? "").utf8.split(whereSeparator: {
+                    $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D
+                })
                 current?.relationships.append(
                     .init(
                         name: n, type: value("type") ?? "", destination: value("destination") ?? "",

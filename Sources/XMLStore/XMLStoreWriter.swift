@@ -54,7 +54,8 @@ enum XMLStoreWriter {
         }
         for id in graph.snapshots.keys where id.key.rawValue < 1 {
             throw ObjectGraphError(
-                .unsupported, "object \(model[id.entity].name) \(id.key) has a key below 1, which an XML store cannot number")
+                .unsupported,
+                "object \(model[id.entity].name) \(id.key) has a key below 1, which an XML store cannot number")
         }
 
         var metadata = graph.metadata
@@ -99,12 +100,16 @@ enum XMLStoreWriter {
                 EntityTags(
                     open: "    <object type=\"\(XMLValueFormat.attributeEscape(entity.name.uppercased()))\" id=\"z",
                     attributes: entity.persistentAttributes.map { attribute in
-                        (attribute.name, attribute.type,
-                         "        <attribute name=\"\(XMLValueFormat.attributeEscape(attribute.name.lowercased()))\" type=\"\(XMLValueFormat.typeName(attribute.type))\">")
+                        (
+                            attribute.name, attribute.type,
+                            "        <attribute name=\"\(XMLValueFormat.attributeEscape(attribute.name.lowercased()))\" type=\"\(XMLValueFormat.typeName(attribute.type))\">"
+                        )
                     },
                     relationships: entity.persistentRelationships.map { relationship in
-                        (relationship.name, relationship.isToMany,
-                         "        <relationship name=\"\(XMLValueFormat.attributeEscape(relationship.name.lowercased()))\" type=\"\(relationship.minCount)/\(relationship.maxCount)\" destination=\"\(XMLValueFormat.attributeEscape(relationship.destinationEntityName.uppercased()))\"")
+                        (
+                            relationship.name, relationship.isToMany,
+                            "        <relationship name=\"\(XMLValueFormat.attributeEscape(relationship.name.lowercased()))\" type=\"\(relationship.minCount)/\(relationship.maxCount)\" destination=\"\(XMLValueFormat.attributeEscape(relationship.destinationEntityName.uppercased()))\""
+                        )
                     }))
         }
 

@@ -109,7 +109,8 @@ enum XMLValueFormat {
     /// Values as written (no space around them, ASCII at both ends) come back as they are:
     /// Foundation's trimming bridges to NSString, a sixth of opening a large XML store.
     static func trimmed(_ text: String) -> String {
-        if let first = text.utf8.first, let last = text.utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 {
+        if let first = text.utf8.first, let last = text.utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80
+        {
             return text
         }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -203,7 +204,10 @@ enum XMLValueFormat {
     /// (`\u5c00`), so that any string reads back exactly.
     static func escape(_ s: String) -> String {
         // Most strings need no escape: returned as they are. U+FFFE and U+FFFF are EF BF BE/BF.
-        if !s.utf8.contains(where: { $0 == 0x3C || $0 == 0x3E || $0 == 0x26 || $0 == 0x5C || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A) || $0 == 0xEF }) {
+        if !s.utf8.contains(where: {
+            $0 == 0x3C || $0 == 0x3E || $0 == 0x26 || $0 == 0x5C || ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A)
+                || $0 == 0xEF
+        }) {
             return s
         }
         var out = ""
@@ -273,7 +277,11 @@ enum XMLValueFormat {
     /// Escapes text for an XML attribute value (names, ids).
     static func attributeEscape(_ s: String) -> String {
         // Most text has nothing to escape: returned as it is, without building a copy.
-        guard s.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: ">") })
+        guard
+            s.utf8.contains(where: {
+                $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: "\"")
+                    || $0 == UInt8(ascii: ">")
+            })
         else { return s }
         var out = ""
         for c in s.unicodeScalars {

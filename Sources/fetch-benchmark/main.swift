@@ -35,7 +35,7 @@ let cases: [(String, String)] = [
     ("Employee", #"birthDate > CAST("1980-01-01", "NSDate")"#),
     ("Employee", "lastName == firstName OR salary < 60000.5"),
     ("Department", "employees.@avg.salary > 110000"),
-    ("Milestone", "project.department.employees.salary > 199000"),
+    ("Milestone", "project.department.employees.salary > 199000")
 ]
 for (entityName, text) in cases {
     let predicate = try PredicateParser.parse(text)
@@ -51,9 +51,13 @@ for (entityName, text) in cases {
         let (warm, _) = try ms { try c.newContext().objects(matching: predicate, of: entity, strategy: strategy).count }
         let r2 = c.store.requestCount
         c.dropCaches()
-        let (counting, counted) = try ms { try c.newContext().count(matching: predicate, of: entity, strategy: strategy) }
+        let (counting, counted) = try ms {
+            try c.newContext().count(matching: predicate, of: entity, strategy: strategy)
+        }
         let r3 = c.store.requestCount
-        print("\(text) [\(strategy)]: \(n) of \(total) matched; cold \(String(format: "%.1f", cold)) ms (\(r1 - r0) requests), warm \(String(format: "%.1f", warm)) ms (\(r2 - r1) requests); count \(counted) in \(String(format: "%.1f", counting)) ms (\(r3 - r2) requests)")
+        print(
+            "\(text) [\(strategy)]: \(n) of \(total) matched; cold \(String(format: "%.1f", cold)) ms (\(r1 - r0) requests), warm \(String(format: "%.1f", warm)) ms (\(r2 - r1) requests); count \(counted) in \(String(format: "%.1f", counting)) ms (\(r3 - r2) requests)"
+        )
         c.close()
     }
 }
@@ -67,8 +71,18 @@ do {
     let source = try context.objectIDs(of: employee.id)[500]
     for strategy in [FetchStrategy.store, .inMemory] {
         c.dropCaches()
-        let (cold, n) = try ms { try c.newContext().objects(matching: predicate, of: employee.id, source: source, fetchedProperty: colleagues, strategy: strategy).count }
-        let (warm, _) = try ms { try c.newContext().objects(matching: predicate, of: employee.id, source: source, fetchedProperty: colleagues, strategy: strategy).count }
-        print("colleagues [\(strategy)]: \(n); cold \(String(format: "%.1f", cold)) ms, warm \(String(format: "%.1f", warm)) ms")
+        let (cold, n) = try ms {
+            try c.newContext().objects(
+                matching: predicate, of: employee.id, source: source, fetchedProperty: colleagues, strategy: strategy
+            ).count
+        }
+        let (warm, _) = try ms {
+            try c.newContext().objects(
+                matching: predicate, of: employee.id, source: source, fetchedProperty: colleagues, strategy: strategy
+            ).count
+        }
+        print(
+            "colleagues [\(strategy)]: \(n); cold \(String(format: "%.1f", cold)) ms, warm \(String(format: "%.1f", warm)) ms"
+        )
     }
 }

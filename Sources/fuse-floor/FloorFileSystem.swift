@@ -71,7 +71,9 @@ final class FloorFileSystem: FileSystem {
 
     /// Adds a node under `parent`; returns its attributes with the inode it was given.
     @discardableResult
-    func add(_ name: String, in parent: InodeNumber, attributes: FileAttributes, content: Data = Data(), target: String = "")
+    func add(
+        _ name: String, in parent: InodeNumber, attributes: FileAttributes, content: Data = Data(), target: String = ""
+    )
         throws(FileSystemError) -> FileAttributes
     {
         try nodes.withLock { nodes throws(FileSystemError) -> FileAttributes in
@@ -115,7 +117,9 @@ final class FloorFileSystem: FileSystem {
         return entry(attributes)
     }
 
-    func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
+    func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (
+        FileAttributes, timeout: Double
+    ) {
         (try node(inode).attributes, Self.timeout)
     }
 
@@ -154,11 +158,15 @@ final class FloorFileSystem: FileSystem {
     }
 
     /// As storefs opens directories: the kernel may keep listings and pages across opens.
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         OpenResult(keepCache: true, cacheDirectory: true)
     }
 
-    func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
+    func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError)
+        -> Data
+    {
         let content = try node(inode).content
         guard offset < UInt64(content.count), size > 0 else { return Data() }
         let start = content.startIndex + Int(offset)
@@ -193,7 +201,9 @@ final class FloorFileSystem: FileSystem {
         }
     }
 
-    func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext)
+    func setAttributes(
+        of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext
+    )
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     {
         let attributes = try change(inode) { node throws(FileSystemError) in
@@ -217,12 +227,18 @@ final class FloorFileSystem: FileSystem {
         return (attributes, Self.timeout)
     }
 
-    func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
-        guard data.count <= Self.maximumFileSize, offset <= UInt64(Self.maximumFileSize - data.count) else { throw .tooBig }
+    func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError)
+        -> Int
+    {
+        guard data.count <= Self.maximumFileSize, offset <= UInt64(Self.maximumFileSize - data.count) else {
+            throw .tooBig
+        }
         try change(inode) { node throws(FileSystemError) in
             guard node.attributes.kind == .regularFile else { throw .isDirectory }
             let start = Int(offset)
-            if node.content.count < start + data.count { node.content.append(Data(count: start + data.count - node.content.count)) }
+            if node.content.count < start + data.count {
+                node.content.append(Data(count: start + data.count - node.content.count))
+            }
             let base = node.content.startIndex
             node.content.replaceSubrange(base + start..<base + start + data.count, with: data)
             node.attributes.modificationTime = Date()
@@ -230,9 +246,10 @@ final class FloorFileSystem: FileSystem {
         return data.count
     }
 
-    private func make(_ name: String, in parent: InodeNumber, kind: NodeKind, permissions: UInt32, target: String = "",
-                      context: RequestContext) throws(FileSystemError) -> Entry
-    {
+    private func make(
+        _ name: String, in parent: InodeNumber, kind: NodeKind, permissions: UInt32, target: String = "",
+        context: RequestContext
+    ) throws(FileSystemError) -> Entry {
         let attributes = FileAttributes(
             inode: .root, kind: kind, permissions: permissions & 0o7777, size: UInt64(target.utf8.count),
             linkCount: kind == .directory ? 2 : 1, uid: context.uid, gid: context.gid, modificationTime: Date())
@@ -242,8 +259,10 @@ final class FloorFileSystem: FileSystem {
     func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
     {
-        (try make(name, in: parent, kind: .regularFile, permissions: permissions, context: context),
-         OpenResult(keepCache: true, needsFlush: flags.isWriting))
+        (
+            try make(name, in: parent, kind: .regularFile, permissions: permissions, context: context),
+            OpenResult(keepCache: true, needsFlush: flags.isWriting)
+        )
     }
 
     func makeDirectory(parent: InodeNumber, name: String, permissions: UInt32, context: RequestContext)
@@ -259,7 +278,9 @@ final class FloorFileSystem: FileSystem {
     }
 
     /// Takes `name` out of `parent` (the node stays: the kernel may still hold it open).
-    private func remove(_ name: String, from parent: InodeNumber, directory wantsDirectory: Bool) throws(FileSystemError) {
+    private func remove(_ name: String, from parent: InodeNumber, directory wantsDirectory: Bool)
+        throws(FileSystemError)
+    {
         try nodes.withLock { nodes throws(FileSystemError) in
             guard let index = Self.index(parent, nodes), let child = nodes[index]?.children[name],
                 let childIndex = Self.index(child.inode, nodes), let node = nodes[childIndex]
@@ -294,7 +315,8 @@ final class FloorFileSystem: FileSystem {
             if let replaced = nodes[to]?.children[newName] {
                 guard !flags.contains(.noReplace) else { throw .exists }
                 guard let replacedIndex = Self.index(replaced.inode, nodes),
-                    nodes[replacedIndex]?.attributes.kind != .directory || nodes[replacedIndex]?.children.isEmpty == true
+                    nodes[replacedIndex]?.attributes.kind != .directory
+                        || nodes[replacedIndex]?.children.isEmpty == true
                 else { throw .notEmpty }
             }
             let now = Date()

@@ -26,13 +26,17 @@ while let option = arguments.first, option.hasPrefix("--") {
     case "--read-only": readOnly = true
     case "--no-io-uring": ioUring = false
     case "--threads":
-        guard let value = arguments.first.flatMap({ Int($0) }), (1...64).contains(value) else { fail("--threads needs 1 to 64") }
+        guard let value = arguments.first.flatMap({ Int($0) }), (1...64).contains(value) else {
+            fail("--threads needs 1 to 64")
+        }
         arguments.removeFirst()
         threads = value
     default: fail("unknown option \(option)")
     }
 }
-guard arguments.count == 2 else { fail("usage: fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT") }
+guard arguments.count == 2 else {
+    fail("usage: fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT")
+}
 let (source, mountPoint) = (arguments[0], arguments[1])
 
 /// Copies the tree under `path` into `parent`: directories, regular files with their bytes,
@@ -65,7 +69,8 @@ func copyTree(_ path: String, into parent: InodeNumber, of fileSystem: FloorFile
             }
             target = destination
         }
-        let attributes = FileAttributes(status, kind: kind, size: kind == .symbolicLink ? target.utf8.count : content.count)
+        let attributes = FileAttributes(
+            status, kind: kind, size: kind == .symbolicLink ? target.utf8.count : content.count)
         let added = try fileSystem.add(name, in: parent, attributes: attributes, content: content, target: target)
         if kind == .directory { try copyTree(child, into: added.inode, of: fileSystem) }
     }

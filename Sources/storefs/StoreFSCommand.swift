@@ -16,8 +16,9 @@ struct StoreFSCommand: ParsableCommand {
             """,
         version: "storefs \(version)",
         subcommands: [
-            Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self, Sample.self,
-            Create.self, Overlay.self, Apply.self, Export.self, Diff.self,
+            Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self,
+            Sample.self,
+            Create.self, Overlay.self, Apply.self, Export.self, Diff.self
         ])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows
@@ -37,8 +38,10 @@ struct StoreFSCommand: ParsableCommand {
             let subcommand = type(of: command)
             let usage = usageString(for: subcommand).trimmingCharacters(in: .whitespacesAndNewlines)
             // The usage starts with the command's full name, `storefs mount`.
-            let name = usage.split(separator: " ").prefix(while: { !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-") })
-                .joined(separator: " ")
+            let name = usage.split(separator: " ").prefix(while: {
+                !$0.hasPrefix("<") && !$0.hasPrefix("[") && !$0.hasPrefix("-")
+            })
+            .joined(separator: " ")
             printError("Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information.")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {

@@ -58,17 +58,22 @@ import Testing
             let gzip = try runTool("timeout", ["60", "gzip", "-9", file.path])
             try #require(gzip.status == 0, "gzip: \(gzip.error)")
         }
-        let joined = try Data(contentsOf: URL(fileURLWithPath: first.path + ".gz")) + Data(contentsOf: URL(fileURLWithPath: second.path + ".gz"))
+        let joined =
+            try Data(contentsOf: URL(fileURLWithPath: first.path + ".gz"))
+            + Data(contentsOf: URL(fileURLWithPath: second.path + ".gz"))
         #expect(joined[3] & 0x08 != 0, "gzip wrote the file name")
         #expect(Inflater.inflate(joined)?.bytes == Data("first member\n".utf8) + Data(repeating: 7, count: 70_000))
-        #expect(Inflater.inflate(joined + Data(count: 512))?.bytes.count == 13 + 70_000, "zero padding after the last member")
+        #expect(
+            Inflater.inflate(joined + Data(count: 512))?.bytes.count == 13 + 70_000,
+            "zero padding after the last member")
         #expect(Inflater.inflate(joined + Data("x".utf8)) == nil, "anything else after it")
     }
 
     /// A checksum, a length or a cut that does not fit means the bytes are not that format.
     @Test func damagedOrCutStreamsDoNotInflate() throws {
         let streams = try Self.compressed(Self.content, level: 6)
-        let gzip = try #require(streams["gzip"]), zlib = try #require(streams["zlib"]), raw = try #require(streams["deflate"])
+        let gzip = try #require(streams["gzip"]), zlib = try #require(streams["zlib"]),
+            raw = try #require(streams["deflate"])
         for (name, stream) in [("gzip", gzip), ("zlib", zlib), ("deflate", raw)] {
             for cut in [1, 2, 5, 9, stream.count / 2, stream.count - 1] {
                 #expect(Inflater.inflate(stream.prefix(cut)) == nil, "\(name) cut to \(cut) bytes")
@@ -92,11 +97,18 @@ import Testing
     /// store's, whose cache ends in a zeroed page (docs/MODELS.md): a stream cut short is refused.
     @Test func coreDataModelCachesInflateAsRawDeflate() throws {
         var found = 0
-        for name in Corpus.names(in: "sqlite", matching: { ($0.hasSuffix(".sqlite") || $0.hasSuffix(".store")) && !$0.contains("mvt_DataUsage") }) {
+        for name in Corpus.names(
+            in: "sqlite",
+            matching: { ($0.hasSuffix(".sqlite") || $0.hasSuffix(".store")) && !$0.contains("mvt_DataUsage") })
+        {
             let hex = try runTool(
-                "timeout", ["60", "sqlite3", "-readonly", "file:" + Corpus.url("sqlite/\(name)").path + "?immutable=1",
-                    "SELECT hex(Z_CONTENT) FROM Z_MODELCACHE"])
-            guard hex.status == 0, let blob = Self.data(hex: hex.output.trimmingCharacters(in: .whitespacesAndNewlines)),
+                "timeout",
+                [
+                    "60", "sqlite3", "-readonly", "file:" + Corpus.url("sqlite/\(name)").path + "?immutable=1",
+                    "SELECT hex(Z_CONTENT) FROM Z_MODELCACHE"
+                ])
+            guard hex.status == 0,
+                let blob = Self.data(hex: hex.output.trimmingCharacters(in: .whitespacesAndNewlines)),
                 !blob.isEmpty
             else { continue }
             found += 1
@@ -111,8 +123,9 @@ import Testing
     @Test func plainBytesAreNotInflated() throws {
         let plain: [Data] = [
             Data(), Data("hello, world\n".utf8), Data("bplist00".utf8) + Data(count: 40),
-            Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10, 0x4A, 0x46, 0x49, 0x46]), Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
-            Data([0x1F, 0x8B]), Data([0x1F, 0x8B, 0x08]),
+            Data([0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10, 0x4A, 0x46, 0x49, 0x46]),
+            Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
+            Data([0x1F, 0x8B]), Data([0x1F, 0x8B, 0x08])
         ]
         for bytes in plain { #expect(Inflater.inflate(bytes) == nil, "\(bytes as NSData)") }
         #expect(Inflater.inflatedOrSelf(Data("hello".utf8)) == Data("hello".utf8))

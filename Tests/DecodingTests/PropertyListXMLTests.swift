@@ -32,16 +32,21 @@ import Testing
     /// objects, UIDs, nested dictionaries, data, reals).
     @Test(arguments: [
         "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", "alemar11_CoreDataPlus_SampleModel2_V1.sqlite",
-        "sergd2005_ResourcesManager_default.store",
+        "sergd2005_ResourcesManager_default.store"
     ])
     func keyedArchivesOfTheCorpusRenderAsPlistlibReadsThem(store: String) throws {
         let hex = try runTool(
-            "timeout", ["60", "sqlite3", "-readonly", "file:" + Corpus.url("sqlite/\(store)").path + "?immutable=1",
-                "SELECT hex(Z_CONTENT) FROM Z_MODELCACHE"])
+            "timeout",
+            [
+                "60", "sqlite3", "-readonly", "file:" + Corpus.url("sqlite/\(store)").path + "?immutable=1",
+                "SELECT hex(Z_CONTENT) FROM Z_MODELCACHE"
+            ])
         let blob = try #require(InflaterTests.data(hex: hex.output.trimmingCharacters(in: .whitespacesAndNewlines)))
         let archive = try #require(Inflater.inflate(blob)?.bytes)
         let rendered = try #require(PropertyListXML.render(archive), "\(store)")
-        #expect(String(decoding: rendered.prefix(200), as: UTF8.self).hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist"))
+        #expect(
+            String(decoding: rendered.prefix(200), as: UTF8.self).hasPrefix(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist"))
         #expect(try Self.pythonCompares(archive, rendered) == "same", "\(store)")
         #expect(PropertyListXML.render(rendered) == rendered, "the rendering of the rendering is itself")
     }
@@ -106,21 +111,30 @@ import Testing
         #expect(PropertyListXML.xml(of: .dictionary([(key: .integer(1), value: .string("x"))])) == nil)
         #expect(PropertyListXML.xml(of: .date(1e300)) == nil, "a date beyond year 9999")
         #expect(PropertyListXML.xml(of: .string("a\u{1}b")) == nil, "a control character XML 1.0 cannot carry")
-        #expect(PropertyListXML.xml(of: .string("a\r\nb")).map { String(decoding: $0, as: UTF8.self) }?.contains("a&#13;\nb") == true)
+        #expect(
+            PropertyListXML.xml(of: .string("a\r\nb")).map { String(decoding: $0, as: UTF8.self) }?.contains(
+                "a&#13;\nb") == true)
         // A binary list of one null: header, object 0x00, offset table, trailer.
         var null = Data("bplist00".utf8) + Data([0x00, 0x08]) + Data(count: 6) + Data([1, 1])
         null += Data([0, 0, 0, 0, 0, 0, 0, 1]) + Data(count: 8) + Data([0, 0, 0, 0, 0, 0, 0, 9])
         #expect(PropertyListXML.render(null) == nil)
-        let deep = "<plist>" + String(repeating: "<array>", count: 200) + String(repeating: "</array>", count: 200) + "</plist>"
+        let deep =
+            "<plist>" + String(repeating: "<array>", count: 200) + String(repeating: "</array>", count: 200)
+            + "</plist>"
         let refused = [
-            "", "hello", "<plist><dict><key>a</key></dict></plist>", "<plist><string>a</string><string>b</string></plist>",
+            "", "hello", "<plist><dict><key>a</key></dict></plist>",
+            "<plist><string>a</string><string>b</string></plist>",
             "<plist><dict><string>a</string><string>b</string></dict></plist>", "<plist><foo/></plist>",
             "<plist><array>text<string>a</string></array></plist>", "<plist><integer>12x</integer></plist>",
-            "<plist><date>2001-02-30T00:00:00Z</date></plist>", "<plist><data>!!</data></plist>", "<plist><true>x</true></plist>",
-            "<plist><string><string>a</string></string></plist>", "<plist><key>a</key></plist>", "<plist><array></plist>", deep,
+            "<plist><date>2001-02-30T00:00:00Z</date></plist>", "<plist><data>!!</data></plist>",
+            "<plist><true>x</true></plist>",
+            "<plist><string><string>a</string></string></plist>", "<plist><key>a</key></plist>",
+            "<plist><array></plist>", deep
         ]
         for xml in refused { #expect(PropertyListXML.render(Data(xml.utf8)) == nil, "\(xml.prefix(80))") }
-        #expect(PropertyListXML.render(Data("<plist><string>".utf8) + Data([0xFF]) + Data("</string></plist>".utf8)) == nil, "not UTF-8")
+        #expect(
+            PropertyListXML.render(Data("<plist><string>".utf8) + Data([0xFF]) + Data("</string></plist>".utf8)) == nil,
+            "not UTF-8")
         #expect(PropertyListXML.render(Data("<plist><array><string>a</string></array></plist>".utf8)) != nil)
     }
 }

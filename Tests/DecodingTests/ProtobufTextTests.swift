@@ -43,19 +43,20 @@ import Testing
     @Test func nestedMessagesIndentByTwo() {
         var inner: [UInt8] = [0x08, 0x01]
         for _ in 0..<4 { inner = [0x0A, UInt8(inner.count)] + inner }
-        #expect(Self.render(inner + [0x12, 0x00]) == """
-            1 {
-              1 {
+        #expect(
+            Self.render(inner + [0x12, 0x00]) == """
                 1 {
                   1 {
-                    1: 1
+                    1 {
+                      1 {
+                        1: 1
+                      }
+                    }
                   }
                 }
-              }
-            }
-            2: ""
+                2: ""
 
-            """)
+                """)
     }
 
     /// Nesting past the bound shows the innermost payloads as bytes instead of recursing further.
@@ -78,11 +79,14 @@ import Testing
 
     /// Bytes that are not a message: text, cut fields, group and reserved wire types, field 0,
     /// lengths past the end, varints over 64 bits.
-    @Test(arguments: [
-        [], Array("hello, world".utf8), Array("(5".utf8), [0x08], [0x08, 0x80], [0x12, 0x05, 0x61], [0x0B, 0x0C], [0x0E, 0x00],
-        [0x0F, 0x00], [0x00, 0x01], [0x21, 1, 2, 3], [0x2D, 1, 2], [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
-        [0x80, 0x80, 0x80, 0x80, 0x10, 0x00], [0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [], Array("hello, world".utf8), Array("(5".utf8), [0x08], [0x08, 0x80], [0x12, 0x05, 0x61], [0x0B, 0x0C],
+            [0x0E, 0x00],
+            [0x0F, 0x00], [0x00, 0x01], [0x21, 1, 2, 3], [0x2D, 1, 2],
+            [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
+            [0x80, 0x80, 0x80, 0x80, 0x10, 0x00], [0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]
+        ] as [[UInt8]])
     func whatIsNoMessageHasNoText(bytes: [UInt8]) {
         #expect(Self.render(bytes) == nil)
     }

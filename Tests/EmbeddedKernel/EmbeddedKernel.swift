@@ -3,7 +3,7 @@ import FuseKit
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A kernel a test drives completely: path-based system calls (`stat`, `open`+`write`+`close`,
@@ -134,11 +134,13 @@ public final class EmbeddedKernel: @unchecked Sendable {
                 }
             }
         }
-        for (inode, kept) in cachedAttributes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where reachable.contains(inode) {
+        for (inode, kept) in cachedAttributes.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+        where reachable.contains(inode) {
             guard let now = try? fileSystem.attributes(of: inode, handle: nil).0 else { continue }
             if now.kind != kept.kind || now.size != kept.size || now.permissions != kept.permissions {
                 leftovers.staleAttributes.append(
-                    "\(paths[inode] ?? "\(inode)"): kept \(kept.kind) size \(kept.size), now \(now.kind) size \(now.size)")
+                    "\(paths[inode] ?? "\(inode)"): kept \(kept.kind) size \(kept.size), now \(now.kind) size \(now.size)"
+                )
             }
         }
         return leftovers
@@ -156,7 +158,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func openFile(_ path: String, writing: Bool = false) throws(KernelError) -> OpenedFile {
         let inode = try walk(path, "open", followLast: true)
         do throws(FileSystemError) {
-            let handle = try fileSystem.open(inode, flags: .make(reading: true, writing: writing), context: requester).handle
+            let handle = try fileSystem.open(inode, flags: .make(reading: true, writing: writing), context: requester)
+                .handle
             let file = OpenedFile(inode: inode, handle: handle)
             openedFiles[handle.rawValue] = file
             return file
@@ -247,7 +250,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
 
     /// Applies the invalidations the filesystem sent since the last call to the caches.
     private func applyInvalidations() {
-        for invalidation in unapplied.withLock({ list in defer { list = [] }; return list }) {
+        for invalidation in unapplied.withLock({ list in
+            defer { list = [] }; return list
+        }) {
             switch invalidation {
             case .entry(let parent, let name), .delete(let parent, _, let name): names[parent]?[name] = nil
             case .inode(let inode): cachedAttributes[inode] = nil
@@ -319,7 +324,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
         while true {
             var batch: [DirectoryEntry] = []
             do throws(FileSystemError) {
-                try fileSystem.readDirectory(inode, handle: handle, offset: offset, plus: true, context: requester) { entry in
+                try fileSystem.readDirectory(inode, handle: handle, offset: offset, plus: true, context: requester) {
+                    entry in
                     guard batch.count < 64 else { return false }
                     batch.append(entry)
                     return true
@@ -328,7 +334,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
                 throw fail("getdents", error)
             }
             guard let last = batch.last else { break }
-                for entry in batch where entry.name != "." && entry.name != ".." {
+            for entry in batch where entry.name != "." && entry.name != ".." {
                 took(entry.entry, entry.name, in: inode)
                 names.append(entry.name)
             }
@@ -374,7 +380,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
         /// Bytes per write(2); nil writes everything at once.
         public var pieceSize: Int?
         public init(
-            truncate: Bool = true, create: Bool = true, exclusive: Bool = false, append: Bool = false, fsync: Bool = false,
+            truncate: Bool = true, create: Bool = true, exclusive: Bool = false, append: Bool = false,
+            fsync: Bool = false,
             pieceSize: Int? = nil
         ) {
             self.truncate = truncate
@@ -405,7 +412,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
             if options.exclusive && options.create { throw KernelError(call: "open", errno: EEXIST) }
             inode = entry.attributes.inode
             size = entry.attributes.size
-            let flags = OpenFlags.make(reading: false, writing: true, truncating: options.truncate, appending: options.append)
+            let flags = OpenFlags.make(
+                reading: false, writing: true, truncating: options.truncate, appending: options.append)
             do throws(FileSystemError) {
                 handle = try fileSystem.open(inode, flags: flags, context: requester).handle
             } catch {
@@ -462,7 +470,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
     public func truncate(_ path: String, to size: UInt64) throws(KernelError) {
         let inode = try walk(path, "truncate", followLast: true)
         do throws(FileSystemError) {
-            cachedAttributes[inode] = try fileSystem.setAttributes(of: inode, AttributeChanges(size: size), handle: nil, context: requester).0
+            cachedAttributes[inode] = try fileSystem.setAttributes(
+                of: inode, AttributeChanges(size: size), handle: nil, context: requester
+            ).0
         } catch {
             throw fail("truncate", error)
         }
@@ -507,11 +517,15 @@ public final class EmbeddedKernel: @unchecked Sendable {
     /// `mkdir(2)`: EEXIST for a name that exists, as the kernel answers without asking.
     public func mkdir(_ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "mkdir")
-        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0, name, in: directory) }) != nil {
+        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({
+            took($0, name, in: directory)
+        }) != nil {
             throw KernelError(call: "mkdir", errno: EEXIST)
         }
         do throws(FileSystemError) {
-            took(try fileSystem.makeDirectory(parent: directory, name: name, permissions: 0o755, context: requester), name, in: directory)
+            took(
+                try fileSystem.makeDirectory(parent: directory, name: name, permissions: 0o755, context: requester),
+                name, in: directory)
         } catch {
             throw fail("mkdir", error)
         }
@@ -520,11 +534,15 @@ public final class EmbeddedKernel: @unchecked Sendable {
     /// `symlink(2)`: EEXIST for a name that exists.
     public func symlink(_ target: String, _ path: String) throws(KernelError) {
         let (directory, name) = try parent(of: path, "symlink")
-        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({ took($0, name, in: directory) }) != nil {
+        if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({
+            took($0, name, in: directory)
+        }) != nil {
             throw KernelError(call: "symlink", errno: EEXIST)
         }
         do throws(FileSystemError) {
-            took(try fileSystem.makeSymbolicLink(parent: directory, name: name, target: target, context: requester), name, in: directory)
+            took(
+                try fileSystem.makeSymbolicLink(parent: directory, name: name, target: target, context: requester),
+                name, in: directory)
         } catch {
             throw fail("symlink", error)
         }
@@ -618,7 +636,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
     }
 
     /// `setxattr(2)`.
-    public func setxattr(_ path: String, _ name: String, _ value: Data, flags: ExtendedAttributeFlags = []) throws(KernelError) {
+    public func setxattr(_ path: String, _ name: String, _ value: Data, flags: ExtendedAttributeFlags = [])
+        throws(KernelError)
+    {
         let inode = try walk(path, "setxattr", followLast: false)
         do throws(FileSystemError) {
             try fileSystem.setExtendedAttribute(name, of: inode, value: value, flags: flags)
@@ -639,7 +659,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
 
     /// The inode `path` names, following symlinks (relative ones resolve from the link's folder,
     /// as the kernel resolves them) in every component but, unless `followLast`, the last.
-    private func walk(_ path: String, _ call: String, followLast: Bool, depth: Int = 0) throws(KernelError) -> InodeNumber {
+    private func walk(_ path: String, _ call: String, followLast: Bool, depth: Int = 0) throws(KernelError)
+        -> InodeNumber
+    {
         guard depth < 40 else { throw KernelError(call: call, errno: ELOOP) }
         let parts = components(normalized(path))
         var current = InodeNumber.root
@@ -662,7 +684,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
                 }
                 guard !target.hasPrefix("/") else { throw KernelError(call: call, errno: EXDEV) }
                 let rest = parts[(index + 1)...]
-                return try walk((walked + [target] + rest).joined(separator: "/"), call, followLast: followLast, depth: depth + 1)
+                return try walk(
+                    (walked + [target] + rest).joined(separator: "/"), call, followLast: followLast, depth: depth + 1)
             }
             walked.append(name)
             current = entry.attributes.inode

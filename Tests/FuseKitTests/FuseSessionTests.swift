@@ -14,7 +14,9 @@ struct FuseSessionTests {
         fs.add("beta.json", kind: .regularFile, content: "{\"b\": 2}")
         fs.add("link", kind: .symbolicLink, target: "alpha.txt")
         let sub = fs.add("sub", kind: .directory)
-        for index in 0..<5 { fs.add("n\(index).txt", in: sub, kind: .regularFile, content: String(repeating: "x", count: index)) }
+        for index in 0..<5 {
+            fs.add("n\(index).txt", in: sub, kind: .regularFile, content: String(repeating: "x", count: index))
+        }
         return fs
     }
 
@@ -34,7 +36,9 @@ struct FuseSessionTests {
         #expect(lines.contains("drwxr-xr-x 2 root root 0 Nov 14 2023 sub"), "\(long.output)")
 
         #expect(try tool("stat", "-c", "%s", mount.file("alpha.txt")).output == "17\n")
-        #expect(try tool("stat", "-c", "%Y.%y", mount.file("alpha.txt")).output.hasPrefix("1700000000.2023-11-14 22:13:20.250000000"))
+        #expect(
+            try tool("stat", "-c", "%Y.%y", mount.file("alpha.txt")).output.hasPrefix(
+                "1700000000.2023-11-14 22:13:20.250000000"))
         #expect(try tool("cat", mount.file("alpha.txt")).output == "hello from alpha\n")
         #expect(try tool("cat", mount.file("sub/n3.txt")).output == "xxx")
         #expect(try tool("readlink", mount.file("link")).output == "alpha.txt\n")
@@ -43,7 +47,8 @@ struct FuseSessionTests {
         let found = try tool("find", mount.path).output.split(separator: "\n").map {
             String($0.dropFirst(mount.path.count))
         }
-        #expect(Set(found) == Set(["", "/alpha.txt", "/beta.json", "/link", "/sub"] + (0..<5).map { "/sub/n\($0).txt" }))
+        #expect(
+            Set(found) == Set(["", "/alpha.txt", "/beta.json", "/link", "/sub"] + (0..<5).map { "/sub/n\($0).txt" }))
 
         let missing = try tool("cat", mount.file("nope"))
         #expect(missing.status != 0 && missing.errorOutput.contains("No such file or directory"))
@@ -238,12 +243,14 @@ struct FuseSessionTests {
 
     @Test func optionsBecomeArguments() {
         let options = MountOptions(readOnly: true, fsName: "a,b", debug: true, ioUring: false)
-        #expect(options.arguments == [
-            "storefs", "-o", "ro,auto_unmount,default_permissions,fsname=a\\,b,subtype=storefs", "-d",
-        ])
+        #expect(
+            options.arguments == [
+                "storefs", "-o", "ro,auto_unmount,default_permissions,fsname=a\\,b,subtype=storefs", "-d"
+            ])
         let ring = MountOptions(ioUring: true)
-        #expect(ring.arguments == [
-            "storefs", "-o", "auto_unmount,default_permissions,fsname=storefs,subtype=storefs,io_uring",
-        ])
+        #expect(
+            ring.arguments == [
+                "storefs", "-o", "auto_unmount,default_permissions,fsname=storefs,subtype=storefs,io_uring"
+            ])
     }
 }

@@ -26,23 +26,27 @@ final class MemoryFileSystem: FileSystem {
 
     init() {
         state.withLock { state in
-            state.nodes[.root] = Node(attributes: FileAttributes(
-                inode: .root, kind: .directory, permissions: 0o755, linkCount: 2))
+            state.nodes[.root] = Node(
+                attributes: FileAttributes(
+                    inode: .root, kind: .directory, permissions: 0o755, linkCount: 2))
         }
     }
 
     // MARK: - Building the tree (behind the kernel's back)
 
     @discardableResult
-    func add(_ name: String, in parent: InodeNumber = .root, kind: NodeKind, content: String = "",
-             target: String = "", xattrs: [String: String] = [:]) -> InodeNumber {
+    func add(
+        _ name: String, in parent: InodeNumber = .root, kind: NodeKind, content: String = "",
+        target: String = "", xattrs: [String: String] = [:]
+    ) -> InodeNumber {
         state.withLock { state in
             let inode = InodeNumber(state.nextInode)
             state.nextInode += 1
-            var node = Node(attributes: FileAttributes(
-                inode: inode, kind: kind, permissions: kind == .directory ? 0o755 : 0o644,
-                linkCount: kind == .directory ? 2 : 1,
-                modificationTime: Date(timeIntervalSince1970: 1_700_000_000.25)))
+            var node = Node(
+                attributes: FileAttributes(
+                    inode: inode, kind: kind, permissions: kind == .directory ? 0o755 : 0o644,
+                    linkCount: kind == .directory ? 2 : 1,
+                    modificationTime: Date(timeIntervalSince1970: 1_700_000_000.25)))
             node.content = Data(content.utf8)
             node.target = target
             node.attributes.size = UInt64(kind == .symbolicLink ? target.utf8.count : node.content.count)
@@ -98,12 +102,16 @@ final class MemoryFileSystem: FileSystem {
         state.withLock { $0.lookups[inode, default: 0] -= min(count, $0.lookups[inode, default: 0]) }
     }
 
-    func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (FileAttributes, timeout: Double) {
+    func attributes(of inode: InodeNumber, handle: FuseKit.FileHandle?) throws(FileSystemError) -> (
+        FileAttributes, timeout: Double
+    ) {
         guard let node = state.withLock({ $0.nodes[inode] }) else { throw .notFound }
         return (node.attributes, timeout)
     }
 
-    func setAttributes(of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext)
+    func setAttributes(
+        of inode: InodeNumber, _ changes: AttributeChanges, handle: FuseKit.FileHandle?, context: RequestContext
+    )
         throws(FileSystemError) -> (FileAttributes, timeout: Double)
     {
         try state.withLock { state throws(FileSystemError) in
@@ -111,7 +119,8 @@ final class MemoryFileSystem: FileSystem {
             if let permissions = changes.permissions { node.attributes.permissions = permissions }
             if let size = changes.size {
                 let count = Int(size)
-                node.content = node.content.count >= count
+                node.content =
+                    node.content.count >= count
                     ? node.content.prefix(count) : node.content + Data(count: count - node.content.count)
                 node.attributes.size = size
             }
@@ -124,11 +133,15 @@ final class MemoryFileSystem: FileSystem {
     }
 
     func readLink(_ inode: InodeNumber) throws(FileSystemError) -> String {
-        guard let node = state.withLock({ $0.nodes[inode] }), node.attributes.kind == .symbolicLink else { throw .invalid }
+        guard let node = state.withLock({ $0.nodes[inode] }), node.attributes.kind == .symbolicLink else {
+            throw .invalid
+        }
         return node.target
     }
 
-    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError) -> OpenResult {
+    func openDirectory(_ inode: InodeNumber, flags: OpenFlags, context: RequestContext) throws(FileSystemError)
+        -> OpenResult
+    {
         OpenResult()
     }
 
@@ -138,7 +151,9 @@ final class MemoryFileSystem: FileSystem {
     ) throws(FileSystemError) {
         // Snapshot under the lock, then add outside it (add calls back into libfuse).
         let listing: [(String, Node)] = try state.withLock { state throws(FileSystemError) in
-            guard let directory = state.nodes[inode], directory.attributes.kind == .directory else { throw .notDirectory }
+            guard let directory = state.nodes[inode], directory.attributes.kind == .directory else {
+                throw .notDirectory
+            }
             var listing = [(".", directory), ("..", directory)]
             for (name, child) in directory.children.sorted(by: { $0.key < $1.key }) {
                 listing.append((name, state.nodes[child]!))
@@ -163,13 +178,17 @@ final class MemoryFileSystem: FileSystem {
         return OpenResult(keepCache: true, needsFlush: flags.isWriting)
     }
 
-    func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError) -> Data {
+    func read(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, size: Int) throws(FileSystemError)
+        -> Data
+    {
         guard let node = state.withLock({ $0.nodes[inode] }) else { throw .notFound }
         let start = min(Int(offset), node.content.count)
         return Data(node.content[start..<min(start + size, node.content.count)])
     }
 
-    func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError) -> Int {
+    func write(_ inode: InodeNumber, handle: FuseKit.FileHandle, offset: UInt64, data: Data) throws(FileSystemError)
+        -> Int
+    {
         try state.withLock { state throws(FileSystemError) in
             guard var node = state.nodes[inode] else { throw .notFound }
             let start = Int(offset)
@@ -192,9 +211,10 @@ final class MemoryFileSystem: FileSystem {
             guard state.nodes[parent]!.children[name] == nil else { throw .exists }
             let inode = InodeNumber(state.nextInode)
             state.nextInode += 1
-            var node = Node(attributes: FileAttributes(
-                inode: inode, kind: kind, permissions: permissions, size: UInt64(target.utf8.count),
-                linkCount: kind == .directory ? 2 : 1, modificationTime: Date()))
+            var node = Node(
+                attributes: FileAttributes(
+                    inode: inode, kind: kind, permissions: permissions, size: UInt64(target.utf8.count),
+                    linkCount: kind == .directory ? 2 : 1, modificationTime: Date()))
             node.target = target
             state.nodes[inode] = node
             state.nodes[parent]!.children[name] = inode
@@ -261,7 +281,9 @@ final class MemoryFileSystem: FileSystem {
         return node.extendedAttributes.keys.sorted()
     }
 
-    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags) throws(FileSystemError) {
+    func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
+        throws(FileSystemError)
+    {
         try state.withLock { state throws(FileSystemError) in
             guard state.nodes[inode] != nil else { throw .notFound }
             let exists = state.nodes[inode]!.extendedAttributes[name] != nil

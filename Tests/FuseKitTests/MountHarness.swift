@@ -43,7 +43,8 @@ final class TestMount: Sendable {
 
     init(_ fileSystem: any FileSystem, options: MountOptions = MountOptions(handlesSignals: false)) throws {
         try requireFuse()
-        path = FileManager.default.temporaryDirectory
+        path =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("fusekit-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         do {

@@ -55,7 +55,8 @@ import Testing
         #expect(try tool("sh", "-c", "echo a > \(mount.file("new.txt"))").status == 0)
         let before = mount.counters.count(of: .getxattr)
         // Appending opens without O_TRUNC: only the writes could ask for security.capability.
-        #expect(try tool("sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo $i >> \(mount.file("new.txt")); done").status == 0)
+        #expect(
+            try tool("sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo $i >> \(mount.file("new.txt")); done").status == 0)
         #expect(mount.counters.count(of: .getxattr) == before, "\(mount.counters.snapshot())")
         #expect(fs.content(of: fs.child("new.txt")!) == "a\n1\n2\n3\n4\n5\n6\n7\n8\n")
     }
@@ -82,7 +83,8 @@ import Testing
         #expect(try tool("chmod", "4777", file).status == 0)
         let truncate = try tool(
             "sh", "-c",
-            "exec 3>>'\(file)' && setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c 'import os; os.ftruncate(3, 2)'")
+            "exec 3>>'\(file)' && setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c 'import os; os.ftruncate(3, 2)'"
+        )
         #expect(truncate.status == 0, "\(truncate.errorOutput)")
         #expect(try tool("stat", "-c", "%a %s", file).output == "777 2\n")
     }

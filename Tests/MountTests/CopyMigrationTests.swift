@@ -32,7 +32,9 @@ import XMLStore
         try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
         let log = folder.appendingPathComponent("target.log").path
         let targetOptions = listFetched ? ["-o", "list_fetched"] : []
-        #expect(try run(try storefsBinary(), ["mount", copied.path, target.path, "--log-file", log] + targetOptions).status == 0)
+        #expect(
+            try run(try storefsBinary(), ["mount", copied.path, target.path, "--log-file", log] + targetOptions).status
+                == 0)
         let copy = try run("cp", ["-a", source.path + "/.", target.path + "/"])
         #expect(copy.status == 0, "cp -a: \(copy.error)")
         // The copy is done: `sync` says so (every copied folder settles and is committed). Without
@@ -73,7 +75,8 @@ import XMLStore
         let copy = try run("cp", ["-a", mountPoint.path + "/Library.sqlite", mountPoint.path + "/Library.xml"])
         #expect(copy.status == 0, "\(copy.error)")
         #expect(try run("ls", [mountPoint.path]).lines == ["Library.sqlite", "Library.xml"])
-        let diff = try run("diff", ["-r", "--no-dereference", mountPoint.path + "/Library.sqlite", mountPoint.path + "/Library.xml"])
+        let diff = try run(
+            "diff", ["-r", "--no-dereference", mountPoint.path + "/Library.sqlite", mountPoint.path + "/Library.xml"])
         #expect(diff.status == 0, "\(diff.output.prefix(2000))")
         #expect(try run("fusermount3", ["-u", mountPoint.path]).status == 0)
         mounted = false
@@ -108,9 +111,12 @@ import XMLStore
                 let listsB = try b.toManyDestinations(of: relationship.name, in: entity.id, for: idsB)
                 for id in idsA {
                     if relationship.isOrdered {
-                        #expect(listsA[id] == listsB[id], "\(what): \(entity.name)/\(id.key).\(relationship.name) in order")
+                        #expect(
+                            listsA[id] == listsB[id], "\(what): \(entity.name)/\(id.key).\(relationship.name) in order")
                     } else {
-                        #expect(Set(listsA[id] ?? []) == Set(listsB[id] ?? []), "\(what): \(entity.name)/\(id.key).\(relationship.name)")
+                        #expect(
+                            Set(listsA[id] ?? []) == Set(listsB[id] ?? []),
+                            "\(what): \(entity.name)/\(id.key).\(relationship.name)")
                     }
                 }
             }

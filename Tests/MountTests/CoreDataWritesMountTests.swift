@@ -15,7 +15,8 @@ import Testing
     static func corpus(_ name: String) -> URL { Corpus.url("sqlite/\(name)") }
 
     static func sqlite(_ store: URL, _ query: String) throws -> String {
-        try run("sqlite3", ["-batch", "-readonly", store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try run("sqlite3", ["-batch", "-readonly", store.path, query]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// What must hold of a store before the mount, to compare after.
@@ -35,17 +36,20 @@ import Testing
     }
 
     static func history(_ store: URL, after: Int64 = 0) throws -> [HistoryTransaction] {
-        let coordinator = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         return try (coordinator.store as! SQLiteStore).persistentHistory(after: after)
     }
 
     /// The changes of the transactions after `after`, as `Entity pN kind properties`.
     static func changes(_ store: URL, after: Int64) throws -> [String] {
-        let coordinator = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         let transactions = try (coordinator.store as! SQLiteStore).persistentHistory(after: after)
-        #expect(transactions.allSatisfy { $0.author == "storefs" && $0.bundleID == "storefs" && $0.processID == "storefs" })
+        #expect(
+            transactions.allSatisfy { $0.author == "storefs" && $0.bundleID == "storefs" && $0.processID == "storefs" })
         return transactions.flatMap(\.changes).map {
             "\(coordinator.model[$0.objectID.entity].name) \($0.objectID.key) \($0.kind) \($0.updatedProperties.joined(separator: ","))"
         }
@@ -65,7 +69,8 @@ import Testing
     /// Keys naming objects that do not exist, read as an app reads relationships, and join rows
     /// naming rows that do not exist.
     static func danglingKeys(_ store: URL) throws -> [String] {
-        let coordinator = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         let context = coordinator.newContext()
         var found: [String] = []
@@ -74,7 +79,9 @@ import Testing
             try context.prefetch(ids)
             for id in ids {
                 for relationship in entity.persistentRelationships where !relationship.isToMany {
-                    if let destination = try context.destination(of: relationship.name, for: id), try !context.exists(destination) {
+                    if let destination = try context.destination(of: relationship.name, for: id),
+                        try !context.exists(destination)
+                    {
                         found.append("\(entity.name) \(id.key).\(relationship.name) names \(destination)")
                     }
                 }
@@ -89,14 +96,20 @@ import Testing
     ) throws {
         #expect(try sqlite(store, "PRAGMA integrity_check") == "ok", sourceLocation: sourceLocation)
         #expect(try danglingKeys(store) == [], sourceLocation: sourceLocation)
-        #expect(try Data(contentsOf: store).prefix(100)[18..<20] == before.header[18..<20], "journal mode", sourceLocation: sourceLocation)
-        #expect(try sqlite(store, "SELECT hex(Z_PLIST) FROM Z_METADATA") == before.metadata, "metadata and version hashes kept", sourceLocation: sourceLocation)
         #expect(
-            try sqlite(store, "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master ORDER BY name)") == before.tables,
+            try Data(contentsOf: store).prefix(100)[18..<20] == before.header[18..<20], "journal mode",
+            sourceLocation: sourceLocation)
+        #expect(
+            try sqlite(store, "SELECT hex(Z_PLIST) FROM Z_METADATA") == before.metadata,
+            "metadata and version hashes kept", sourceLocation: sourceLocation)
+        #expect(
+            try sqlite(store, "SELECT group_concat(name) FROM (SELECT name FROM sqlite_master ORDER BY name)")
+                == before.tables,
             "no table, index or trigger added", sourceLocation: sourceLocation)
         let rows = try sqlite(
             store,
-            "SELECT COUNT(*) FROM Z_PRIMARYKEY p WHERE Z_SUPER = 0 AND EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'Z' || upper(p.Z_NAME))")
+            "SELECT COUNT(*) FROM Z_PRIMARYKEY p WHERE Z_SUPER = 0 AND EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'Z' || upper(p.Z_NAME))"
+        )
         #expect(rows != "0", sourceLocation: sourceLocation)
         let transactions = try history(store, after: before.lastTransaction)
         if tracksHistory {
@@ -113,10 +126,12 @@ import Testing
     }
 
     @Test func photosLibrary() throws {
-        let mount = try MountedStore(copying: Self.corpus("RhetTbull_merge_photos_libraries_Photos.sqlite"), mount: false)
+        let mount = try MountedStore(
+            copying: Self.corpus("RhetTbull_merge_photos_libraries_Photos.sqlite"), mount: false)
         defer { try? mount.unmount() }
         let before = try Self.before(mount.store)
-        let newPerson = (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'")) ?? 0) + 1
+        let newPerson =
+            (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Person'")) ?? 0) + 1
         let assetVersion = Int(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZGENERICASSET WHERE Z_PK = 1")) ?? 0
         try mount.mount()
         let m = mount.path
@@ -124,10 +139,13 @@ import Testing
         #expect(try run("cat", ["\(m)/DetectedFace/p1/assetVisible"]).output == "true\n")
 
         // Change a string; trash an asset (its face, person and highlight counters follow).
-        #expect(try sh("printf 'renamed.jpg\\n' > \(m)/Asset/p1/filename && echo 1 > \(m)/Asset/p4/trashedState").status == 0)
+        #expect(
+            try sh("printf 'renamed.jpg\\n' > \(m)/Asset/p1/filename && echo 1 > \(m)/Asset/p4/trashedState").status
+                == 0)
         try Self.commit("\(m)/Asset/p4/trashedState")
         #expect(try run("cat", ["\(m)/Asset/p1/filename"]).output == "renamed.jpg\n")
-        #expect(try run("cat", ["\(m)/Person/p1/faceCount"]).output == "0\n", "the mount shows the trigger's count at once")
+        #expect(
+            try run("cat", ["\(m)/Person/p1/faceCount"]).output == "0\n", "the mount shows the trigger's count at once")
         #expect(try run("cat", ["\(m)/DetectedFace/p1/assetVisible"]).output == "false\n")
         #expect(try run("stat", ["-c", "%s", "\(m)/DetectedFace/p1/assetVisible"]).output == "6\n", "and its new size")
 
@@ -142,16 +160,23 @@ import Testing
         #expect(status.status == 0, "\(status.error)\n\(mount.logText.suffix(2000))")
 
         try Self.expectAccepted(mount.store, before, tracksHistory: true)
-        #expect(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZGENERICASSET WHERE Z_PK = 1") == String(assetVersion + 1))
+        #expect(
+            try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZGENERICASSET WHERE Z_PK = 1") == String(assetVersion + 1))
         #expect(try Self.sqlite(mount.store, "SELECT rtreecheck('Z_RT_GenericAsset_boundedByRect')") == "ok")
-        #expect(try Self.sqlite(mount.store, "SELECT Z_PK || ':' || IFNULL(ZFACECOUNT, 0) FROM ZPERSON WHERE Z_PK IN (1, 2, 3) ORDER BY Z_PK")
-            == "1:0\n2:1\n3:0")
+        #expect(
+            try Self.sqlite(
+                mount.store,
+                "SELECT Z_PK || ':' || IFNULL(ZFACECOUNT, 0) FROM ZPERSON WHERE Z_PK IN (1, 2, 3) ORDER BY Z_PK")
+                == "1:0\n2:1\n3:0")
         let changes = try Self.changes(mount.store, after: before.lastTransaction)
         for (object, kind, property) in [
-            ("Asset p1", "update", "filename"), ("Asset p4", "update", "trashedState"), ("Person p\(newPerson)", "insert", nil),
-            ("DetectedFace p3", "update", "person"), ("Asset p7", "delete", nil),
+            ("Asset p1", "update", "filename"), ("Asset p4", "update", "trashedState"),
+            ("Person p\(newPerson)", "insert", nil),
+            ("DetectedFace p3", "update", "person"), ("Asset p7", "delete", nil)
         ] {
-            #expect(Self.recorded(changes, object, kind, property), "\(object) \(kind) \(property ?? "") in \(changes.prefix(12))")
+            #expect(
+                Self.recorded(changes, object, kind, property),
+                "\(object) \(kind) \(property ?? "") in \(changes.prefix(12))")
         }
         #expect(!Self.recorded(changes, "Person p1", "update"), "rows only triggers changed get no change")
     }
@@ -160,7 +185,8 @@ import Testing
         let mount = try MountedStore(copying: Self.corpus("alemar11_CoreDataPlus_SampleModel2_V1.sqlite"), mount: false)
         defer { try? mount.unmount() }
         let before = try Self.before(mount.store)
-        let newPage = (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Page'")) ?? 0) + 1
+        let newPage =
+            (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Page'")) ?? 0) + 1
         let oldBook = try Self.sqlite(mount.store, "SELECT ZBOOK FROM ZPAGE WHERE Z_PK = 1")
         let bookVersion = Int(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZBOOK WHERE Z_PK = 9")) ?? 0
         try mount.mount()
@@ -171,7 +197,10 @@ import Testing
         #expect(try sh("printf 'Renamed book\\n' > \(m)/Book/p9/title").status == 0)
         // Insert a page into book 8 as a copy would: mkdir, files, link.
         let page = "\(m)/Page/p\(newPage)"
-        #expect(try sh("mkdir \(page) && cp \(m)/Page/p1/content \(page)/content && echo 100 > \(page)/number && ln -s ../../Book/p8 \(page)/book").status == 0)
+        #expect(
+            try sh(
+                "mkdir \(page) && cp \(m)/Page/p1/content \(page)/content && echo 100 > \(page)/number && ln -s ../../Book/p8 \(page)/book"
+            ).status == 0)
         try Self.commit(page)
         #expect(try run("cat", ["\(m)/Book/p8/pagesCount"]).output == "100\n", "the mount shows the trigger's count")
         // Relink page 1 into book 9; delete page 2.
@@ -184,24 +213,30 @@ import Testing
 
         try Self.expectAccepted(mount.store, before, tracksHistory: true)
         #expect(
-            try Self.sqlite(mount.store, "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZBOOK = ZBOOK.Z_PK)")
+            try Self.sqlite(
+                mount.store,
+                "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZBOOK = ZBOOK.Z_PK)"
+            )
                 == "0")
         #expect(try Self.sqlite(mount.store, "SELECT ZTITLE FROM ZBOOK WHERE Z_PK = 9") == "Renamed book")
         #expect((Int(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZBOOK WHERE Z_PK = 9")) ?? 0) > bookVersion)
         let changes = try Self.changes(mount.store, after: before.lastTransaction)
         for (object, kind, property) in [
             ("Book p9", "update", "title"), ("Page p\(newPage)", "insert", nil), ("Page p1", "update", "book"),
-            ("Book p\(oldBook)", "update", "pages"), ("Page p2", "delete", nil),
+            ("Book p\(oldBook)", "update", "pages"), ("Page p2", "delete", nil)
         ] {
             #expect(Self.recorded(changes, object, kind, property), "\(object) \(kind) \(property ?? "") in \(changes)")
         }
     }
 
     @Test func notesStore() throws {
-        let mount = try MountedStore(copying: Self.corpus("RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"), mount: false)
+        let mount = try MountedStore(
+            copying: Self.corpus("RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"), mount: false)
         defer { try? mount.unmount() }
         let before = try Self.before(mount.store)
-        let newFolder = (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'ICCloudSyncingObject'")) ?? 0) + 1
+        let newFolder =
+            (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'ICCloudSyncingObject'"))
+                ?? 0) + 1
         let version = Int(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZICCLOUDSYNCINGOBJECT WHERE Z_PK = 5")) ?? 0
         try mount.mount()
         let m = mount.path
@@ -217,11 +252,14 @@ import Testing
         #expect(status.status == 0, "\(status.error)\n\(mount.logText.suffix(2000))")
 
         try Self.expectAccepted(mount.store, before, tracksHistory: true)
-        #expect(try Self.sqlite(mount.store, "SELECT ZTITLE2 || ':' || Z_OPT FROM ZICCLOUDSYNCINGOBJECT WHERE Z_PK = 5") == "Renamed:\(version + 1)")
+        #expect(
+            try Self.sqlite(mount.store, "SELECT ZTITLE2 || ':' || Z_OPT FROM ZICCLOUDSYNCINGOBJECT WHERE Z_PK = 5")
+                == "Renamed:\(version + 1)")
         let changes = try Self.changes(mount.store, after: before.lastTransaction)
         for (object, kind, property) in [
-            ("ICFolder p5", "update", "title"), ("ICFolder p\(newFolder)", "insert", nil), ("ICNote p11", "update", "folder"),
-            ("ICFolder p7", "update", "notes"), ("ICNote p16", "delete", nil),
+            ("ICFolder p5", "update", "title"), ("ICFolder p\(newFolder)", "insert", nil),
+            ("ICNote p11", "update", "folder"),
+            ("ICFolder p7", "update", "notes"), ("ICNote p16", "delete", nil)
         ] {
             #expect(Self.recorded(changes, object, kind, property), "\(object) \(kind) \(property ?? "") in \(changes)")
         }
@@ -231,7 +269,8 @@ import Testing
         let mount = try MountedStore(copying: Self.corpus("sergd2005_ResourcesManager_default.store"), mount: false)
         defer { try? mount.unmount() }
         let before = try Self.before(mount.store)
-        let newItem = (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'")) ?? 0) + 1
+        let newItem =
+            (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'")) ?? 0) + 1
         try mount.mount()
         let m = mount.path
         #expect(try sh("printf 'Plank\\n' > \(m)/Item/p9/name").status == 0)
@@ -247,13 +286,18 @@ import Testing
         #expect(status.status == 0, "\(status.error)\n\(mount.logText.suffix(2000))")
 
         try Self.expectAccepted(mount.store, before, tracksHistory: true)
-        #expect(try Self.sqlite(mount.store, "SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK") == "1>1\n2>-\n3>9\n4>-")
+        #expect(
+            try Self.sqlite(
+                mount.store, "SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK")
+                == "1>1\n2>-\n3>9\n4>-")
         #expect(try Self.sqlite(mount.store, "SELECT COUNT(*) FROM ZCOMPONENT WHERE ZITEM = 8") == "0")
         let changes = try Self.changes(mount.store, after: before.lastTransaction)
         for (object, kind, property) in [
-            ("Item p9", "update", "name"), ("Item p\(newItem)", "insert", nil), ("CraftingRecipe p3", "update", "producedItem"),
-            ("CraftingRecipe p4", "update", "producedItem"), ("Item p7", "update", "craftingRecipe"), ("Item p8", "delete", nil),
-            ("Component p3", "update", "item"),
+            ("Item p9", "update", "name"), ("Item p\(newItem)", "insert", nil),
+            ("CraftingRecipe p3", "update", "producedItem"),
+            ("CraftingRecipe p4", "update", "producedItem"), ("Item p7", "update", "craftingRecipe"),
+            ("Item p8", "delete", nil),
+            ("Component p3", "update", "item")
         ] {
             #expect(Self.recorded(changes, object, kind, property), "\(object) \(kind) \(property ?? "") in \(changes)")
         }
@@ -266,12 +310,14 @@ import Testing
             copying: Self.corpus("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite"), mount: false)
         defer { try? mount.unmount() }
         let before = try Self.before(mount.store)
-        let newColor = (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Color'")) ?? 0) + 1
+        let newColor =
+            (Int(try Self.sqlite(mount.store, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Color'")) ?? 0) + 1
         let version = Int(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZCOLOR WHERE Z_PK = 5")) ?? 0
         try mount.mount()
         let m = mount.path
         #expect(try sh("printf 'renamed\\n' > \(m)/Color/p5/colorID").status == 0)
-        #expect(try sh("mkdir \(m)/Color/p\(newColor) && printf '#ffffff\\n' > \(m)/Color/p\(newColor)/hex").status == 0)
+        #expect(
+            try sh("mkdir \(m)/Color/p\(newColor) && printf '#ffffff\\n' > \(m)/Color/p\(newColor)/hex").status == 0)
         #expect(try run("ln", ["-sfn", "../../Color/p\(newColor)", "\(m)/Post/p1236/color"]).status == 0)
         #expect(try run("rm", ["-r", "\(m)/Post/p10"]).status == 0)
         let status = try mount.unmountReportingStatus()
@@ -281,7 +327,9 @@ import Testing
         #expect(try Self.sqlite(mount.store, "SELECT Z_OPT FROM ZCOLOR WHERE Z_PK = 5") == String(version + 1))
         #expect(try Self.sqlite(mount.store, "SELECT ZCOLOR FROM ZPOST WHERE Z_PK = 1236") == String(newColor))
         #expect(try Self.sqlite(mount.store, "SELECT ZPOST FROM ZCOLOR WHERE Z_PK = \(newColor)") == "1236")
-        #expect(try Self.sqlite(mount.store, "SELECT IFNULL(ZPOST, '-') FROM ZCOLOR WHERE Z_PK = 1229") == "-", "the old partner lets go")
+        #expect(
+            try Self.sqlite(mount.store, "SELECT IFNULL(ZPOST, '-') FROM ZCOLOR WHERE Z_PK = 1229") == "-",
+            "the old partner lets go")
         #expect(
             try Self.sqlite(
                 mount.store,
@@ -298,7 +346,10 @@ import Testing
         #expect(
             try run(
                 "sqlite3",
-                [mount.store.path, "CREATE TRIGGER Z_DA_ZPAGE_Page_x_INSERT AFTER INSERT ON ZPAGE BEGIN SELECT NSCoreDataFutureFunction(NEW.Z_PK); END;"]
+                [
+                    mount.store.path,
+                    "CREATE TRIGGER Z_DA_ZPAGE_Page_x_INSERT AFTER INSERT ON ZPAGE BEGIN SELECT NSCoreDataFutureFunction(NEW.Z_PK); END;"
+                ]
             ).status == 0)
         let bytes = try Data(contentsOf: mount.store)
         #expect {
@@ -324,7 +375,9 @@ import Testing
         let renderings = try run("getfattr", ["--only-values", "-n", "user.attribute.renderings", "\(book)/cover"])
         #expect(renderings.output == "json,plist")
         let raw = try Data(contentsOf: URL(fileURLWithPath: "\(book)/cover"))
-        #expect(raw.map { String(format: "%02X", $0) }.joined() == (try Self.sqlite(mount.store, "SELECT hex(ZCOVER) FROM ZBOOK WHERE Z_PK = 1")))
+        #expect(
+            raw.map { String(format: "%02X", $0) }.joined()
+                == (try Self.sqlite(mount.store, "SELECT hex(ZCOVER) FROM ZBOOK WHERE Z_PK = 1")))
         #expect(try sh("echo x > \(book)/cover.json").status != 0)
         #expect(try run("rm", ["\(book)/cover.json"]).status != 0)
         #expect(try run("ls", ["\(book)/title.json"]).status != 0, "no rendering of a string")

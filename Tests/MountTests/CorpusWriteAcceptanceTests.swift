@@ -44,11 +44,15 @@ import Testing
             Array(((try? context.objectIDs(of: entity.id)) ?? []).prefix(count))
         }
         search: for entity in entities {
-            guard let attribute = entity.persistentAttributes.first(where: {
-                ($0.type == .string) && $0.derivationExpression == nil && $0.minValue == nil && $0.maxValue == nil
-            }) else { continue }
+            guard
+                let attribute = entity.persistentAttributes.first(where: {
+                    ($0.type == .string) && $0.derivationExpression == nil && $0.minValue == nil && $0.maxValue == nil
+                })
+            else { continue }
             for object in objects(entity, 3) {
-                guard (try? context.setValue(.string("storefs edit"), of: attribute.name, for: object)) != nil else { continue }
+                guard (try? context.setValue(.string("storefs edit"), of: attribute.name, for: object)) != nil else {
+                    continue
+                }
                 if saves([object]) {
                     plan.string = (object, attribute.name)
                     break search
@@ -58,7 +62,8 @@ import Testing
         for entity in entities where !entity.isAbstract {
             guard let id = try? context.insertObject(of: entity.id) else { continue }
             for attribute in entity.persistentAttributes where !attribute.isOptional {
-                if (try? context.value(of: attribute.name, for: id)) ?? nil == nil, let zero = attribute.type.zeroValue {
+                if (try? context.value(of: attribute.name, for: id)) ?? nil == nil, let zero = attribute.type.zeroValue
+                {
                     try? context.setValue(zero, of: attribute.name, for: id)
                 }
             }
@@ -70,13 +75,17 @@ import Testing
         search: for entity in entities {
             for object in objects(entity, 5) {
                 for relationship in entity.persistentRelationships where !relationship.isToMany {
-                    guard let destinationEntity = model.entityID(named: relationship.destinationEntityName) else { continue }
+                    guard let destinationEntity = model.entityID(named: relationship.destinationEntityName) else {
+                        continue
+                    }
                     let current = try? context.destination(of: relationship.name, for: object)
                     let candidates = model.entityAndSubentities(of: destinationEntity).flatMap {
                         ((try? context.objectIDs(of: $0)) ?? []).suffix(3)
                     }
                     for candidate in candidates where candidate != current && candidate != object {
-                        guard (try? context.setDestination(candidate, of: relationship.name, for: object)) != nil else { continue }
+                        guard (try? context.setDestination(candidate, of: relationship.name, for: object)) != nil else {
+                            continue
+                        }
                         if saves([object]) {
                             plan.relink = (object, relationship.name, candidate)
                             break search
@@ -86,7 +95,8 @@ import Testing
             }
         }
         search: for entity in entities.reversed() {
-            for object in objects(entity, 3) where object != plan.string?.object && object != plan.relink?.object
+            for object in objects(entity, 3)
+            where object != plan.string?.object && object != plan.relink?.object
                 && object != plan.relink?.destination
             {
                 guard (try? context.delete(object)) != nil else { continue }
@@ -106,18 +116,24 @@ import Testing
     /// Expects the store `context` reads to hold the plan's edits: the string set with Z_OPT
     /// bumped, one object more, the link moved, the object gone.
     static func expectEdits(
-        _ plan: Plan, in context: ObjectContext, countBefore: Int?, versionBefore: Int64?, sourceLocation: SourceLocation = #_sourceLocation
+        _ plan: Plan, in context: ObjectContext, countBefore: Int?, versionBefore: Int64?,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         if let (object, attribute) = plan.string, let versionBefore {
-            #expect(try context.value(of: attribute, for: object) == .string("storefs edit"), sourceLocation: sourceLocation)
+            #expect(
+                try context.value(of: attribute, for: object) == .string("storefs edit"), sourceLocation: sourceLocation
+            )
             #expect(try context.version(of: object) > versionBefore, "Z_OPT bumped", sourceLocation: sourceLocation)
         }
         if let entity = plan.insert, let countBefore {
             let deletedThere = plan.delete.map { $0.entity == entity } == true
-            #expect(try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0), sourceLocation: sourceLocation)
+            #expect(
+                try context.count(of: entity) == countBefore + 1 - (deletedThere ? 1 : 0),
+                sourceLocation: sourceLocation)
         }
         if let (object, relationship, destination) = plan.relink {
-            #expect(try context.destination(of: relationship, for: object) == destination, sourceLocation: sourceLocation)
+            #expect(
+                try context.destination(of: relationship, for: object) == destination, sourceLocation: sourceLocation)
         }
         if let object = plan.delete { #expect(try !context.exists(object), sourceLocation: sourceLocation) }
     }
@@ -131,7 +147,8 @@ import Testing
         let tracksHistory = before.lastTransaction > 0
         func folder(_ id: ObjectID) -> String { "\(mount.path)/\(model[id.entity].name)/\(id.key)" }
         func count(_ entity: EntityID) throws -> Int {
-            let coordinator = try PersistentStoreCoordinator.open(at: mount.store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+            let coordinator = try PersistentStoreCoordinator.open(
+                at: mount.store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
             defer { coordinator.close() }
             return try coordinator.newContext().count(of: entity)
         }
@@ -165,7 +182,8 @@ import Testing
         if let refused = Self.refusedEdits[name] { expected.removeAll { $0 == refused } }
         #expect(
             edits == expected,
-            "\(name): found edits \(edits) (a model without to-one relationships has no link to relink; refusedEdits lists known gaps)")
+            "\(name): found edits \(edits) (a model without to-one relationships has no link to relink; refusedEdits lists known gaps)"
+        )
 
         try CoreDataWritesMountTests.expectAccepted(mount.store, before, tracksHistory: tracksHistory)
         let check = try mount.engine()
@@ -174,11 +192,15 @@ import Testing
         try Self.expectEdits(plan, in: context, countBefore: countBefore, versionBefore: versionBefore)
         if name.contains("SampleModel2") {
             let wrong = try CoreDataWritesMountTests.sqlite(
-                mount.store, "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZBOOK = ZBOOK.Z_PK)")
+                mount.store,
+                "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZBOOK = ZBOOK.Z_PK)"
+            )
             #expect(wrong == "0", "the derived counts")
         }
         if name.contains("Photos") {
-            #expect(try CoreDataWritesMountTests.sqlite(mount.store, "SELECT rtreecheck('Z_RT_GenericAsset_boundedByRect')") == "ok")
+            #expect(
+                try CoreDataWritesMountTests.sqlite(mount.store, "SELECT rtreecheck('Z_RT_GenericAsset_boundedByRect')")
+                    == "ok")
         }
     }
 }

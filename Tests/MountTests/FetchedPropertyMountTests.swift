@@ -7,8 +7,10 @@ import Testing
 @Suite(.serialized) struct FetchedPropertyMountTests {
     /// The keys the engine finds for `predicate`, evaluated in memory (not by the SQL path the
     /// mount takes), as the folder's names.
-    func expected(_ engine: PersistentStoreCoordinator, _ predicate: String, of entity: String, source: ObjectID? = nil,
-                  property: FetchedPropertyDescription? = nil) throws -> [String] {
+    func expected(
+        _ engine: PersistentStoreCoordinator, _ predicate: String, of entity: String, source: ObjectID? = nil,
+        property: FetchedPropertyDescription? = nil
+    ) throws -> [String] {
         let context = engine.newContext()
         let ids = try context.objects(
             matching: try PredicateParser.parse(predicate), of: engine.model.entityID(named: entity)!,
@@ -26,19 +28,26 @@ import Testing
         let colleagues = employee.fetchedProperty(named: "colleagues")!
         for id in try context.objectIDs(of: employee.id).prefix(3) {
             let listed = try run("ls", ["\(mount.path)/Employee/\(id.key)/colleagues"]).lines.sorted()
-            let wanted = try expected(engine, colleagues.predicateString, of: "Employee", source: id, property: colleagues)
+            let wanted = try expected(
+                engine, colleagues.predicateString, of: "Employee", source: id, property: colleagues)
             #expect(!wanted.isEmpty)
             #expect(listed == wanted, "colleagues of \(id.key)")
             let first = try #require(listed.first)
-            #expect(try run("readlink", ["\(mount.path)/Employee/\(id.key)/colleagues/\(first)"]).output.hasPrefix("../../../"))
+            #expect(
+                try run("readlink", ["\(mount.path)/Employee/\(id.key)/colleagues/\(first)"]).output.hasPrefix(
+                    "../../../"))
         }
         let department = model.entity(named: "Department")!
         let highEarners = department.fetchedProperty(named: "highEarners")!
         let d1 = ObjectID(entity: department.id, key: PrimaryKey(1))
         let before = try run("ls", ["\(mount.path)/Department/p1/highEarners"]).lines.sorted()
-        #expect(before == (try expected(engine, highEarners.predicateString, of: "Employee", source: d1, property: highEarners)))
+        #expect(
+            before
+                == (try expected(engine, highEarners.predicateString, of: "Employee", source: d1, property: highEarners))
+        )
         // An edit through the mount that changes the result shows in the folder.
-        let member = try #require(try run("ls", ["\(mount.path)/Department/p1/employees"]).lines.first { !before.contains($0) })
+        let member = try #require(
+            try run("ls", ["\(mount.path)/Department/p1/employees"]).lines.first { !before.contains($0) })
         #expect(try sh("echo 999999 > \(mount.path)/Employee/\(member)/salary").status == 0)
         Thread.sleep(forTimeInterval: 0.8)
         let after = try run("ls", ["\(mount.path)/Department/p1/highEarners"]).lines.sorted()
@@ -47,7 +56,8 @@ import Testing
         #expect(try run("touch", ["\(mount.path)/Department/p1/highEarners"]).status == 0)
         let refused = try run("ln", ["-s", "../../../Employee/p30", "\(mount.path)/Department/p1/highEarners/p30"])
         #expect(refused.status != 0)
-        let predicate = try run("getfattr", ["--only-values", "-n", "user.fetched.predicate", "\(mount.path)/Department/p1/highEarners"])
+        let predicate = try run(
+            "getfattr", ["--only-values", "-n", "user.fetched.predicate", "\(mount.path)/Department/p1/highEarners"])
         #expect(predicate.output == highEarners.predicateString)
     }
 
@@ -61,7 +71,8 @@ import Testing
         let old = try run("readlink", ["\(employee)/department"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let before = try run("ls", ["\(employee)/colleagues"]).lines
         #expect(!before.isEmpty)
-        let other = try #require(try run("ls", ["\(mount.path)/Department"]).lines.first { "../../Department/\($0)" != old })
+        let other = try #require(
+            try run("ls", ["\(mount.path)/Department"]).lines.first { "../../Department/\($0)" != old })
         #expect(try run("ln", ["-sfn", "../../Department/\(other)", "\(employee)/department"]).status == 0)
         let members = try run("ls", ["\(mount.path)/Department/\(other)/employees"]).lines
         #expect(members.contains("p5"), "the inverse shows the move")
@@ -78,7 +89,9 @@ import Testing
         #expect(!(try run("ls", [folder]).lines.contains("colleagues")), "not listed by default")
         #expect(!(try run("find", [hidden.path]).output.contains("/colleagues")), "find walks only what is stored")
         #expect(try run("stat", ["-c", "%F", "\(folder)/colleagues"]).output == "directory\n", "reachable by name")
-        #expect(try run("getfattr", ["--only-values", "-n", "user.object.fetchedProperties", folder]).output == "colleagues")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.object.fetchedProperties", folder]).output == "colleagues"
+        )
 
         let listed = try MountedStore(objects: 200, options: ["ro", "list_fetched"])
         defer { try? listed.unmount() }
@@ -112,7 +125,8 @@ import Testing
         try Data(XcodeModelWriter.contents(of: model).utf8).write(to: contents)
         try mount.mount(model: contents.path)
         defer { try? mount.unmount() }
-        let fetched = try run("getfattr", ["--only-values", "-n", "user.object.fetchedProperties", "\(mount.path)/Department/p1"])
+        let fetched = try run(
+            "getfattr", ["--only-values", "-n", "user.object.fetchedProperties", "\(mount.path)/Department/p1"])
         #expect(fetched.output == "highEarners", "the broken property's folder is absent")
         #expect(try run("ls", ["\(mount.path)/Department/p1/highEarners"]).status == 0)
         #expect(try run("ls", ["\(mount.path)/Department/p1/broken"]).error.contains("No such file or directory"))

@@ -16,7 +16,8 @@ import Testing
         return try context.value(of: attribute, for: id)
     }
 
-    func storedMembers(_ mount: MountedStore, _ entity: String, _ key: Int64, _ relationship: String) throws -> [String] {
+    func storedMembers(_ mount: MountedStore, _ entity: String, _ key: Int64, _ relationship: String) throws -> [String]
+    {
         let engine = try mount.engine()
         defer { engine.close() }
         let context = engine.newContext()
@@ -40,7 +41,9 @@ import Testing
         // ln -sfn replaces a link through a temporary name and a rename.
         let replaced = try run("ln", ["-sfn", "../../../Project/\(target)", "\(projects)/\(target)"])
         #expect(replaced.status == 0, "ln -sfn over a member: \(replaced.error)")
-        for (name, link) in [("passwd", "/etc/passwd"), ("up", "../../../../../etc"), ("attr", "../../../Project/p1/name")] {
+        for (name, link) in [
+            ("passwd", "/etc/passwd"), ("up", "../../../../../etc"), ("attr", "../../../Project/p1/name")
+        ] {
             let refused = try run("ln", ["-s", link, "\(projects)/\(name)"])
             #expect(refused.status != 0 && refused.error.contains("Invalid argument"), "\(link): \(refused.error)")
             #expect(try run("cat", ["\(projects)/\(name)"]).status != 0, "nothing is readable under \(name)")
@@ -69,7 +72,8 @@ import Testing
         let engine = try mount.engine()
         defer { engine.close() }
         let context = engine.newContext()
-        let id = try #require(try context.objectID(forKey: PrimaryKey(20), in: engine.model.entityID(named: "Employee")!))
+        let id = try #require(
+            try context.objectID(forKey: PrimaryKey(20), in: engine.model.entityID(named: "Employee")!))
         #expect(try context.destination(of: "department", for: id)?.key == PrimaryKey(2))
     }
 
@@ -85,18 +89,29 @@ import Testing
         #expect(abc.status != 0 && abc.error.contains("Invalid argument"), "printf abc: \(abc.status) \(abc.error)")
         // truncate(1) checks close(2), where the empty value is refused.
         let truncated = try run("truncate", ["-s", "0", "\(e)/level"])
-        #expect(truncated.status != 0 && truncated.error.contains("Invalid argument"), "truncate -s 0: \(truncated.error)")
+        #expect(
+            truncated.status != 0 && truncated.error.contains("Invalid argument"), "truncate -s 0: \(truncated.error)")
         let notUTF8 = try run("bash", ["-c", "printf 'a\\377b' > \(e)/lastName"])
-        #expect(notUTF8.status != 0 && notUTF8.error.contains("Invalid argument"), "bytes that are not UTF-8: \(notUTF8.error)")
+        #expect(
+            notUTF8.status != 0 && notUTF8.error.contains("Invalid argument"),
+            "bytes that are not UTF-8: \(notUTF8.error)")
         #expect(try run("cat", ["\(e)/level"]).output == level)
         // A number written in pieces, and a truncate followed by a write, are fine; appending to
         // the text a number reads as (with its newline) makes no number.
-        let pieces = "import os; fd=os.open('\(e)/level', os.O_WRONLY|os.O_TRUNC); os.write(fd, b'1'); os.write(fd, b'0\\n'); os.close(fd)"
+        let pieces =
+            "import os; fd=os.open('\(e)/level', os.O_WRONLY|os.O_TRUNC); os.write(fd, b'1'); os.write(fd, b'0\\n'); os.close(fd)"
         #expect(try run("python3", ["-c", pieces]).status == 0)
         #expect(try run("cat", ["\(e)/level"]).output == "10\n")
         #expect(try run("bash", ["-c", "printf 3 >> \(e)/level"]).status != 0, "10\\n3 is no number")
         #expect(try run("cat", ["\(e)/level"]).output == "10\n")
-        #expect(try run("python3", ["-c", "import os; fd=os.open('\(e)/level', os.O_RDWR); os.ftruncate(fd, 0); os.write(fd, b'9\\n'); os.close(fd)"]).status == 0)
+        #expect(
+            try run(
+                "python3",
+                [
+                    "-c",
+                    "import os; fd=os.open('\(e)/level', os.O_RDWR); os.ftruncate(fd, 0); os.write(fd, b'9\\n'); os.close(fd)"
+                ]
+            ).status == 0)
         #expect(try run("vim", ["-e", "-s", "-c", "%s/.*/8/", "-c", "wq", "\(e)/level"]).status == 0)
         try mount.unmount()
         #expect(try stored(mount, "Employee", 20, "level") == .integer(8))
@@ -108,7 +123,9 @@ import Testing
         defer { try? mount.unmount() }
         let e = "\(mount.path)/Employee/p20"
         #expect(try sh("printf 'X\\r\\n' > \(e)/firstName").status == 0)
-        #expect(try run("od", ["-An", "-c", "\(e)/firstName"]).output.split(separator: " ").joined(separator: " ") == "X \\r \\n\n")
+        #expect(
+            try run("od", ["-An", "-c", "\(e)/firstName"]).output.split(separator: " ").joined(separator: " ")
+                == "X \\r \\n\n")
         #expect(try sh("printf 'Y\\n\\n' > \(e)/lastName").status == 0)
         try mount.unmount()
         #expect(try stored(mount, "Employee", 20, "firstName") == .string("X\r"))
@@ -122,13 +139,15 @@ import Testing
         defer { try? mount.unmount() }
         let m = mount.path
         var project: String?
-        for name in try run("ls", ["\(m)/Project"]).lines where try !run("ls", ["\(m)/Project/\(name)/milestones"]).lines.isEmpty {
+        for name in try run("ls", ["\(m)/Project"]).lines
+        where try !run("ls", ["\(m)/Project/\(name)/milestones"]).lines.isEmpty {
             project = name
             break
         }
         let withMilestones = try #require(project)
         #expect(try sh("rm -r \(m)/Milestone/*").status == 0)
-        #expect(try run("ls", ["\(m)/Project/\(withMilestones)/milestones"]).lines == [], "Milestone.project has No Action")
+        #expect(
+            try run("ls", ["\(m)/Project/\(withMilestones)/milestones"]).lines == [], "Milestone.project has No Action")
         let everything = try sh("rm -rf \(m)/Manager/* \(m)/Employee/* \(m)/Project/* \(m)/Department/*")
         #expect(everything.status == 0, "\(everything.error)")
         try mount.unmount()

@@ -24,16 +24,20 @@ import Testing
         #expect(asked == 0, "the second listing asked for \(asked) targets again")
 
         // Another process moves an employee to another department.
-        let person = try run("sqlite3", [mount.store.path, "select Z_PK, ZDEPARTMENT from ZPERSON where ZDEPARTMENT is not null limit 1"])
-            .output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
+        let person = try run(
+            "sqlite3", [mount.store.path, "select Z_PK, ZDEPARTMENT from ZPERSON where ZDEPARTMENT is not null limit 1"]
+        )
+        .output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
         try #require(person.count == 2)
         let link = "\(employee)/p\(person[0])/department"
         #expect(try run("readlink", [link]).output == "../../Department/p\(person[1])\n")
         let other = person[1] == "1" ? "2" : "1"
-        let update = try run("sqlite3", [
-            "-cmd", ".timeout 5000", mount.store.path,
-            "update ZPERSON set ZDEPARTMENT = \(other), Z_OPT = Z_OPT + 1 where Z_PK = \(person[0])",
-        ])
+        let update = try run(
+            "sqlite3",
+            [
+                "-cmd", ".timeout 5000", mount.store.path,
+                "update ZPERSON set ZDEPARTMENT = \(other), Z_OPT = Z_OPT + 1 where Z_PK = \(person[0])"
+            ])
         #expect(update.status == 0, "\(update.error)")
         let deadline = Date().addingTimeInterval(10)
         var target = ""

@@ -32,7 +32,9 @@ enum MappingFixtures {
 
     private static let expressionClasses = ["NSExpression", "NSObject"]
 
-    private static func encode(_ expression: MappingExpression, into archive: inout KeyedArchiveWriter) -> PropertyListValue {
+    private static func encode(_ expression: MappingExpression, into archive: inout KeyedArchiveWriter)
+        -> PropertyListValue
+    {
         switch expression {
         case .constant(let literal):
             let value: PropertyListValue?
@@ -53,7 +55,8 @@ enum MappingFixtures {
             return path.isEmpty ? variable : keyPath(path, operand: variable, into: &archive)
         case .keyPath(let path):
             let current = archive.add(
-                className: "NSSelfExpression", classes: ["NSSelfExpression"] + expressionClasses, fields: [("NSExpressionType", .integer(1))])
+                className: "NSSelfExpression", classes: ["NSSelfExpression"] + expressionClasses,
+                fields: [("NSExpressionType", .integer(1))])
             return keyPath(path, operand: current, into: &archive)
         case .function(let target, let selector, let arguments):
             let operand = encode(target, into: &archive)
@@ -62,18 +65,23 @@ enum MappingFixtures {
                 className: "NSFunctionExpression", classes: ["NSFunctionExpression"] + expressionClasses,
                 fields: [
                     ("NSOperand", operand), ("NSSelectorName", archive.string(selector)),
-                    ("NSArguments", archive.array(items, className: "NSMutableArray")), ("NSExpressionType", .integer(4)),
+                    ("NSArguments", archive.array(items, className: "NSMutableArray")),
+                    ("NSExpressionType", .integer(4))
                 ])
         case .builtin(let name, let arguments):
             let utilities = archive.add(
                 className: "NSConstantValueExpression", classes: ["NSConstantValueExpression"] + expressionClasses,
-                fields: [("NSConstantValue", archive.string("_NSPredicateUtilities")), ("NSExpressionType", .integer(0))])
+                fields: [
+                    ("NSConstantValue", archive.string("_NSPredicateUtilities")), ("NSExpressionType", .integer(0))
+                ])
             let items = arguments.map { encode($0, into: &archive) }
             return archive.add(
                 className: "NSFunctionExpression", classes: ["NSFunctionExpression"] + expressionClasses,
                 fields: [
-                    ("NSOperand", utilities), ("NSSelectorName", archive.string(name + (name.hasSuffix(":") || name == "now" ? "" : ":"))),
-                    ("NSArguments", archive.array(items, className: "NSMutableArray")), ("NSExpressionType", .integer(4)),
+                    ("NSOperand", utilities),
+                    ("NSSelectorName", archive.string(name + (name.hasSuffix(":") || name == "now" ? "" : ":"))),
+                    ("NSArguments", archive.array(items, className: "NSMutableArray")),
+                    ("NSExpressionType", .integer(4))
                 ])
         case .aggregate(let items):
             let encoded = items.map { encode($0, into: &archive) }
@@ -84,15 +92,19 @@ enum MappingFixtures {
     }
 
     /// `operand.path` as Xcode archives it: an NSKeyPathExpression calling valueForKeyPath:.
-    private static func keyPath(_ path: [String], operand: PropertyListValue, into archive: inout KeyedArchiveWriter) -> PropertyListValue {
+    private static func keyPath(_ path: [String], operand: PropertyListValue, into archive: inout KeyedArchiveWriter)
+        -> PropertyListValue
+    {
         let specifier = archive.add(
             className: "NSKeyPathSpecifierExpression", classes: ["NSKeyPathSpecifierExpression"] + expressionClasses,
             fields: [("NSKeyPath", archive.string(path.joined(separator: "."))), ("NSExpressionType", .integer(10))])
         return archive.add(
-            className: "NSKeyPathExpression", classes: ["NSKeyPathExpression", "NSFunctionExpression"] + expressionClasses,
+            className: "NSKeyPathExpression",
+            classes: ["NSKeyPathExpression", "NSFunctionExpression"] + expressionClasses,
             fields: [
                 ("NSOperand", operand), ("NSSelectorName", archive.string("valueForKeyPath:")),
-                ("NSArguments", archive.array([specifier], className: "NSMutableArray")), ("NSExpressionType", .integer(4)),
+                ("NSArguments", archive.array([specifier], className: "NSMutableArray")),
+                ("NSExpressionType", .integer(4))
             ])
     }
 
@@ -107,7 +119,8 @@ enum MappingFixtures {
             return "z\(next)"
         }
         func escaped(_ s: String) -> String {
-            s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
         }
         let modelID = id()
         var objects: [String] = []
@@ -117,37 +130,52 @@ enum MappingFixtures {
             entityIDs.append(entityID)
             var attributeIDs: [String] = []
             var relationshipIDs: [String] = []
-            for (kind, list) in [("XDDEVATTRIBUTEMAPPING", entity.attributes), ("XDDEVRELATIONSHIPMAPPING", entity.relationships)] {
+            for (kind, list) in [
+                ("XDDEVATTRIBUTEMAPPING", entity.attributes), ("XDDEVRELATIONSHIPMAPPING", entity.relationships)
+            ] {
                 for (name, expression) in list {
                     let propertyID = id()
-                    if kind == "XDDEVATTRIBUTEMAPPING" { attributeIDs.append(propertyID) } else { relationshipIDs.append(propertyID) }
+                    if kind == "XDDEVATTRIBUTEMAPPING" {
+                        attributeIDs.append(propertyID)
+                    } else {
+                        relationshipIDs.append(propertyID)
+                    }
                     var lines = ["    <object type=\"\(kind)\" id=\"\(propertyID)\">"]
                     if let expression {
                         lines.append(
-                            "        <attribute name=\"valueexpressiondata\" type=\"binary\">\(archive(expression).base64EncodedString())</attribute>")
+                            "        <attribute name=\"valueexpressiondata\" type=\"binary\">\(archive(expression).base64EncodedString())</attribute>"
+                        )
                     } else if kind == "XDDEVRELATIONSHIPMAPPING" {
                         lines.append("        <attribute name=\"autogenerateexpression\" type=\"bool\">1</attribute>")
                     }
                     lines.append("        <attribute name=\"name\" type=\"string\">\(escaped(name))</attribute>")
                     lines.append(
-                        "        <relationship name=\"entitymapping\" type=\"1/1\" destination=\"XDDEVENTITYMAPPING\" idrefs=\"\(entityID)\"></relationship>")
+                        "        <relationship name=\"entitymapping\" type=\"1/1\" destination=\"XDDEVENTITYMAPPING\" idrefs=\"\(entityID)\"></relationship>"
+                    )
                     lines.append("    </object>")
                     objects.append(lines.joined(separator: "\n"))
                 }
             }
             var lines = ["    <object type=\"XDDEVENTITYMAPPING\" id=\"\(entityID)\">"]
-            if let source = entity.source { lines.append("        <attribute name=\"sourcename\" type=\"string\">\(escaped(source))</attribute>") }
+            if let source = entity.source {
+                lines.append("        <attribute name=\"sourcename\" type=\"string\">\(escaped(source))</attribute>")
+            }
             lines.append("        <attribute name=\"mappingtypename\" type=\"string\">\(entity.type)</attribute>")
             lines.append("        <attribute name=\"mappingnumber\" type=\"int16\">\(number + 1)</attribute>")
             if let destination = entity.destination {
-                lines.append("        <attribute name=\"destinationname\" type=\"string\">\(escaped(destination))</attribute>")
+                lines.append(
+                    "        <attribute name=\"destinationname\" type=\"string\">\(escaped(destination))</attribute>")
             }
             lines.append("        <attribute name=\"autogenerateexpression\" type=\"bool\">1</attribute>")
-            lines.append("        <relationship name=\"mappingmodel\" type=\"1/1\" destination=\"XDDEVMAPPINGMODEL\" idrefs=\"\(modelID)\"></relationship>")
             lines.append(
-                "        <relationship name=\"attributemappings\" type=\"0/0\" destination=\"XDDEVATTRIBUTEMAPPING\" idrefs=\"\(attributeIDs.joined(separator: " "))\"></relationship>")
+                "        <relationship name=\"mappingmodel\" type=\"1/1\" destination=\"XDDEVMAPPINGMODEL\" idrefs=\"\(modelID)\"></relationship>"
+            )
             lines.append(
-                "        <relationship name=\"relationshipmappings\" type=\"0/0\" destination=\"XDDEVRELATIONSHIPMAPPING\" idrefs=\"\(relationshipIDs.joined(separator: " "))\"></relationship>")
+                "        <relationship name=\"attributemappings\" type=\"0/0\" destination=\"XDDEVATTRIBUTEMAPPING\" idrefs=\"\(attributeIDs.joined(separator: " "))\"></relationship>"
+            )
+            lines.append(
+                "        <relationship name=\"relationshipmappings\" type=\"0/0\" destination=\"XDDEVRELATIONSHIPMAPPING\" idrefs=\"\(relationshipIDs.joined(separator: " "))\"></relationship>"
+            )
             lines.append("    </object>")
             objects.append(lines.joined(separator: "\n"))
         }
@@ -216,47 +244,73 @@ enum MappingFixtures {
                             expression = .variable("source", keyPath: [propertyName])
                         } else if relationship, let old = sourceEntity.relationship(named: propertyName) {
                             expression = .function(
-                                .variable("manager", keyPath: []), selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
-                                arguments: [.constant(.string("\(old.destinationEntityName)To\(old.destinationEntityName)")),
-                                    .variable("source", keyPath: [propertyName])])
+                                .variable("manager", keyPath: []),
+                                selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
+                                arguments: [
+                                    .constant(.string("\(old.destinationEntityName)To\(old.destinationEntityName)")),
+                                    .variable("source", keyPath: [propertyName])
+                                ])
                         }
                     }
-                    var fields: [(String, PropertyListValue)] = [("NSDestinationPropertyName", archive.string(propertyName))]
+                    var fields: [(String, PropertyListValue)] = [
+                        ("NSDestinationPropertyName", archive.string(propertyName))
+                    ]
                     fields.append(("NSValueExpression", expression.map { encode($0, into: &archive) } ?? .uid(0)))
-                    items.append(archive.add(className: "NSPropertyMapping", classes: ["NSPropertyMapping", "NSObject"], fields: fields))
+                    items.append(
+                        archive.add(
+                            className: "NSPropertyMapping", classes: ["NSPropertyMapping", "NSObject"], fields: fields))
                 }
                 return archive.array(items, className: "NSMutableArray")
             }
             var fields: [(String, PropertyListValue)] = [
                 ("NSMappingName", archive.string(name)), ("NSMappingType", .integer(code)),
                 ("NSSourceEntityName", archive.string(entity.source)),
-                ("NSSourceEntityVersionHash", archive.add(entity.source.flatMap { sourceHashes[$0] }.map(PropertyListValue.data))),
+                (
+                    "NSSourceEntityVersionHash",
+                    archive.add(entity.source.flatMap { sourceHashes[$0] }.map(PropertyListValue.data))
+                ),
                 ("NSDestinationEntityName", archive.string(entity.destination)),
-                ("NSDestinationEntityVersionHash", archive.add(entity.destination.flatMap { destinationHashes[$0] }.map(PropertyListValue.data))),
+                (
+                    "NSDestinationEntityVersionHash",
+                    archive.add(entity.destination.flatMap { destinationHashes[$0] }.map(PropertyListValue.data))
+                ),
                 ("NSAttributeMappings", properties(entity.attributes, relationship: false)),
-                ("NSRelationshipMappings", properties(entity.relationships, relationship: true)),
+                ("NSRelationshipMappings", properties(entity.relationships, relationship: true))
             ]
             if let sourceName = entity.source {
                 let fetch = encode(
                     .function(
-                        .variable("manager", keyPath: []), selector: "fetchRequestForSourceEntityNamed:predicateString:",
-                        arguments: [.constant(.string(sourceName)), .constant(.string("TRUEPREDICATE"))]), into: &archive)
-                let context = encode(.function(.variable("manager", keyPath: []), selector: "sourceContext", arguments: []), into: &archive)
+                        .variable("manager", keyPath: []),
+                        selector: "fetchRequestForSourceEntityNamed:predicateString:",
+                        arguments: [.constant(.string(sourceName)), .constant(.string("TRUEPREDICATE"))]),
+                    into: &archive)
+                let context = encode(
+                    .function(.variable("manager", keyPath: []), selector: "sourceContext", arguments: []),
+                    into: &archive)
                 fields.append(
-                    ("NSSourceExpression",
+                    (
+                        "NSSourceExpression",
                         archive.add(
-                            className: "NSFetchRequestExpression", classes: ["NSFetchRequestExpression"] + expressionClasses,
-                            fields: [("NSRequestExpression", fetch), ("NSContextExpression", context), ("NSIsCountOnly", .boolean(false)),
-                                ("NSExpressionType", .integer(50))])))
+                            className: "NSFetchRequestExpression",
+                            classes: ["NSFetchRequestExpression"] + expressionClasses,
+                            fields: [
+                                ("NSRequestExpression", fetch), ("NSContextExpression", context),
+                                ("NSIsCountOnly", .boolean(false)),
+                                ("NSExpressionType", .integer(50))
+                            ])
+                    ))
             }
-            let mapping = archive.add(className: "NSEntityMapping", classes: ["NSEntityMapping", "NSObject"], fields: fields)
+            let mapping = archive.add(
+                className: "NSEntityMapping", classes: ["NSEntityMapping", "NSObject"], fields: fields)
             mappings.append(mapping)
             byName.append((archive.string(name), mapping))
         }
         archive.set(
             root, className: "NSMappingModel", classes: ["NSMappingModel", "NSObject"],
-            fields: [("NSEntityMappings", archive.array(mappings, className: "NSMutableArray")),
-                ("NSEntityMappingsByName", archive.dictionary(byName, className: "NSMutableDictionary"))])
+            fields: [
+                ("NSEntityMappings", archive.array(mappings, className: "NSMutableArray")),
+                ("NSEntityMappingsByName", archive.dictionary(byName, className: "NSMutableDictionary"))
+            ])
         return archive.finish(root: root)
     }
 }

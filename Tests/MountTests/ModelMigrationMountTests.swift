@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Model migration through the command line, checked through mounts: each migrated store is
@@ -82,16 +82,22 @@ import Glibc
     static func target(_ link: String) -> String { link.split(separator: "/").suffix(2).joined(separator: "/") }
 
     /// Mounts `store` (with `model`, read-only when asked), reads it, unmounts.
-    static func read(_ store: URL, model: String?, readOnly: Bool = false, ordered: Set<String> = []) throws -> Contents {
+    static func read(_ store: URL, model: String?, readOnly: Bool = false, ordered: Set<String> = []) throws -> Contents
+    {
         try requireFuse()
         let mountPoint = store.deletingLastPathComponent().appendingPathComponent("mnt-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: mountPoint) }
-        var arguments = ["mount", store.path, mountPoint.path, "--log-file", store.deletingLastPathComponent().appendingPathComponent("mount.log").path]
+        var arguments = [
+            "mount", store.path, mountPoint.path, "--log-file",
+            store.deletingLastPathComponent().appendingPathComponent("mount.log").path
+        ]
         if let model { arguments += ["--model", model] }
         if readOnly { arguments += ["-o", "ro"] }
         let mounted = try storefs(arguments)
-        guard mounted.status == 0 else { throw HarnessError("storefs mount \(store.lastPathComponent) failed: \(mounted.error)") }
+        guard mounted.status == 0 else {
+            throw HarnessError("storefs mount \(store.lastPathComponent) failed: \(mounted.error)")
+        }
         defer {
             let unmounted = try? storefs(["unmount", mountPoint.path])
             if unmounted?.status != 0 { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) }
@@ -100,11 +106,13 @@ import Glibc
     }
 
     /// Compares two mounts' contents object by object; each difference is its own failure.
-    static func expectSame(_ actual: Contents, _ expected: Contents, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectSame(_ actual: Contents, _ expected: Contents, sourceLocation: SourceLocation = #_sourceLocation)
+    {
         #expect(actual.keys.sorted() == expected.keys.sorted(), "entities", sourceLocation: sourceLocation)
         for (entity, objects) in expected.sorted(by: { $0.key < $1.key }) {
             let found = actual[entity] ?? [:]
-            #expect(found.keys.sorted() == objects.keys.sorted(), "objects of \(entity)", sourceLocation: sourceLocation)
+            #expect(
+                found.keys.sorted() == objects.keys.sorted(), "objects of \(entity)", sourceLocation: sourceLocation)
             for (object, properties) in objects.sorted(by: { $0.key < $1.key }) {
                 #expect(found[object] == properties, "\(entity)/\(object)", sourceLocation: sourceLocation)
             }
@@ -137,19 +145,33 @@ import Glibc
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], model: model, options: StoreOptions(createIfMissing: true))
         defer { coordinator.close() }
-        func id(_ entity: String, _ key: Int64) -> ObjectID { ObjectID(entity: model.entityID(named: entity)!, key: PrimaryKey(key)) }
-        var request = SaveRequest()
-        func insert(_ entity: String, _ key: Int64, _ values: [String: AttributeValue], _ toOne: [String: ObjectID] = [:]) {
-            request.inserted.append(
-                Snapshot(objectID: id(entity, key), version: 1, attributes: PropertyValues(values), toOne: PropertyValues(toOne)))
+        func id(_ entity: String, _ key: Int64) -> ObjectID {
+            ObjectID(entity: model.entityID(named: entity)!, key: PrimaryKey(key))
         }
-        insert("Author", 1, ["name": .string("Ursula"), "born": .integer(1929), "nickname": .string("UKL"), "rating": .float(4.5)])
+        var request = SaveRequest()
+        func insert(
+            _ entity: String, _ key: Int64, _ values: [String: AttributeValue], _ toOne: [String: ObjectID] = [:]
+        ) {
+            request.inserted.append(
+                Snapshot(
+                    objectID: id(entity, key), version: 1, attributes: PropertyValues(values),
+                    toOne: PropertyValues(toOne)))
+        }
+        insert(
+            "Author", 1,
+            ["name": .string("Ursula"), "born": .integer(1929), "nickname": .string("UKL"), "rating": .float(4.5)])
         insert("Author", 2, ["born": .integer(1950)])
         insert("Author", 3, ["name": .string("Terry"), "rating": .float(3.25)])
         insert(
-            "Book", 1, ["title": .string("A Wizard of Earthsea"), "pages": .integer(183), "isbn": .string("9780547773742"), "blurb": .string("A boy.")],
+            "Book", 1,
+            [
+                "title": .string("A Wizard of Earthsea"), "pages": .integer(183), "isbn": .string("9780547773742"),
+                "blurb": .string("A boy.")
+            ],
             ["author": id("Author", 1)])
-        insert("Book", 2, ["title": .string("The Dispossessed"), "pages": .integer(387)], secondBookHasAuthor ? ["author": id("Author", 1)] : [:])
+        insert(
+            "Book", 2, ["title": .string("The Dispossessed"), "pages": .integer(387)],
+            secondBookHasAuthor ? ["author": id("Author", 1)] : [:])
         insert("Book", 3, ["title": .string("Untitled")], ["author": id("Author", 2)])
         insert("Chapter", 1, ["title": .string("One")], ["book": id("Book", 1)])
         insert("Chapter", 2, ["title": .string("Two")], ["book": id("Book", 1)])
@@ -164,7 +186,7 @@ import Glibc
             .init(source: id("Author", 1), relationship: "books", destinations: firstBooks),
             .init(source: id("Author", 2), relationship: "books", destinations: [id("Book", 3)]),
             .init(source: id("Book", 1), relationship: "chapters", destinations: [id("Chapter", 2), id("Chapter", 1)]),
-            .init(source: id("Book", 3), relationship: "chapters", destinations: [id("Chapter", 3)]),
+            .init(source: id("Book", 3), relationship: "chapters", destinations: [id("Chapter", 3)])
         ]
         request.keyCounters[id("Book", 1).entity] = 10
         var metadata = try coordinator.store.metadata()
@@ -191,7 +213,9 @@ import Glibc
 
     static func renameProperty(_ contents: inout Contents, _ entity: String, _ old: String, _ new: String) {
         for object in contents[entity]?.keys.sorted() ?? [] {
-            if let value = contents[entity]![object]!.removeValue(forKey: old) { contents[entity]![object]![new] = value }
+            if let value = contents[entity]![object]!.removeValue(forKey: old) {
+                contents[entity]![object]![new] = value
+            }
         }
     }
 
@@ -199,7 +223,9 @@ import Glibc
         for object in contents[entity]?.keys.sorted() ?? [] { contents[entity]![object]![name] = nil }
     }
 
-    static func setProperty(_ contents: inout Contents, _ entity: String, _ name: String, where missing: Bool = false, to value: String) {
+    static func setProperty(
+        _ contents: inout Contents, _ entity: String, _ name: String, where missing: Bool = false, to value: String
+    ) {
         for object in contents[entity]?.keys.sorted() ?? [] where !missing || contents[entity]![object]![name] == nil {
             contents[entity]![object]![name] = value
         }
@@ -207,41 +233,58 @@ import Glibc
 
     /// What each rule does to the old store's contents, and the relationships whose order counts.
     static let expectations: [String: (ordered: Set<String>, transform: @Sendable (inout Contents) -> Void)] = [
-        "Added": (["Book.chapters"], { c in
-            setProperty(&c, "Book", "inPrint", to: "true")
-            c["Publisher"] = [:]
-        }),
-        "Removed": ([], { c in
-            removeProperty(&c, "Author", "nickname")
-            removeProperty(&c, "Book", "blurb")
-            removeProperty(&c, "Book", "chapters")
-            removeProperty(&c, "Chapter", "book")
-            c["Note"] = nil
-        }),
-        "Renamed": (["Book.chapters"], { c in
-            renameEntity(&c, "Author", "Writer")
-            renameProperty(&c, "Writer", "name", "fullName")
-            renameProperty(&c, "Writer", "books", "works")
-            renameProperty(&c, "Book", "author", "writer")
-            renameProperty(&c, "Book", "title", "heading")
-        }),
+        "Added": (
+            ["Book.chapters"],
+            { c in
+                setProperty(&c, "Book", "inPrint", to: "true")
+                c["Publisher"] = [:]
+            }
+        ),
+        "Removed": (
+            [],
+            { c in
+                removeProperty(&c, "Author", "nickname")
+                removeProperty(&c, "Book", "blurb")
+                removeProperty(&c, "Book", "chapters")
+                removeProperty(&c, "Chapter", "book")
+                c["Note"] = nil
+            }
+        ),
+        "Renamed": (
+            ["Book.chapters"],
+            { c in
+                renameEntity(&c, "Author", "Writer")
+                renameProperty(&c, "Writer", "name", "fullName")
+                renameProperty(&c, "Writer", "books", "works")
+                renameProperty(&c, "Book", "author", "writer")
+                renameProperty(&c, "Book", "title", "heading")
+            }
+        ),
         "MadeMandatory": (["Book.chapters"], { c in setProperty(&c, "Author", "name", where: true, to: "Unknown") }),
         "ToOneToMany": (["Book.chapters"], { c in renameProperty(&c, "Book", "author", "authors") }),
-        "ToManyToOne": (["Book.chapters"], { c in
-            renameProperty(&c, "Author", "books", "book")
-            // An empty to-many was an empty folder; an empty to-one is no link at all.
-            for object in c["Author"]?.keys.sorted() ?? [] where c["Author"]![object]!["book"] == "" { c["Author"]![object]!["book"] = nil }
-        }),
+        "ToManyToOne": (
+            ["Book.chapters"],
+            { c in
+                renameProperty(&c, "Author", "books", "book")
+                // An empty to-many was an empty folder; an empty to-one is no link at all.
+                for object in c["Author"]?.keys.sorted() ?? [] where c["Author"]![object]!["book"] == "" {
+                    c["Author"]![object]!["book"] = nil
+                }
+            }
+        ),
         "Reordered": (["Author.books"], { _ in }),
-        "IntoHierarchy": (["Book.chapters"], { c in
-            // Magazines' keys collide with books' in the new tree: they get keys above the
-            // books' counter (10), in key order.
-            let magazines = c["Magazine"] ?? [:]
-            c["Magazine"] = ["p11": magazines["p1"]!, "p12": magazines["p2"]!]
-            c["Publication"] = [:]
-        }),
+        "IntoHierarchy": (
+            ["Book.chapters"],
+            { c in
+                // Magazines' keys collide with books' in the new tree: they get keys above the
+                // books' counter (10), in key order.
+                let magazines = c["Magazine"] ?? [:]
+                c["Magazine"] = ["p11": magazines["p1"]!, "p12": magazines["p2"]!]
+                c["Publication"] = [:]
+            }
+        ),
         "OutOfHierarchy": (["Book.chapters"], { _ in }),
-        "WidenedTypes": (["Book.chapters"], { _ in }),
+        "WidenedTypes": (["Book.chapters"], { _ in })
     ]
 
     // MARK: - Lightweight rules
@@ -249,9 +292,10 @@ import Glibc
     /// Each rule, from a SQLite store into a store of each type: the new store, mounted with the
     /// new model, holds every object of the old one changed as the rule says and nothing else.
     @Test(arguments: [
-        ("Added", "xml"), ("Removed", "binary"), ("Renamed", "sqlite"), ("MadeMandatory", "sqlite"), ("ToOneToMany", "xml"),
+        ("Added", "xml"), ("Removed", "binary"), ("Renamed", "sqlite"), ("MadeMandatory", "sqlite"),
+        ("ToOneToMany", "xml"),
         ("ToManyToOne", "sqlite"), ("Reordered", "sqlite"), ("IntoHierarchy", "sqlite"), ("OutOfHierarchy", "binary"),
-        ("WidenedTypes", "xml"),
+        ("WidenedTypes", "xml")
     ])
     func lightweightRuleMigratesObjectByObject(rule: String, suffix: String) throws {
         let folder = try Self.folder()
@@ -269,7 +313,9 @@ import Glibc
         let actual = try Self.read(new, model: Self.rule(rule), ordered: ordered)
         Self.expectSame(actual, expected)
         let hashes = try Self.storefs(["model", "--hashes", new.path])
-        #expect(!hashes.output.contains("differ") && hashes.output.contains("have the store's recorded hash"), "\(hashes.output)")
+        #expect(
+            !hashes.output.contains("differ") && hashes.output.contains("have the store's recorded hash"),
+            "\(hashes.output)")
         let info = try Self.storefs(["info", "--json", new.path])
         #expect(info.output.contains("com.example.kept"), "custom metadata comes along: \(info.output)")
     }
@@ -296,7 +342,7 @@ import Glibc
         try Self.makeRulesStore(at: old)
         let checksum = try Self.sha256(old)
         for (rule, words) in [
-            ("ChangedType", ["Book.pages", "Integer 16", "String"]), ("ToManyToOne", ["Author p1", "book", "2 objects"]),
+            ("ChangedType", ["Book.pages", "Integer 16", "String"]), ("ToManyToOne", ["Author p1", "book", "2 objects"])
         ] {
             let new = folder.appendingPathComponent("\(rule).sqlite")
             let result = try Self.storefs(["migrate", old.path, new.path, "--model", Self.rule(rule)])
@@ -345,14 +391,17 @@ import Glibc
     /// expressions.
     @Test func wiboscoStore1MigratesWithItsMappingModel() throws {
         let folder = try Self.folder()
-        let old = try Self.copyCorpusStore("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
+        let old = try Self.copyCorpusStore(
+            "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
         let mapping = folder.appendingPathComponent("Migration1to2.xcmappingmodel")
         try FileManager.default.createDirectory(at: mapping, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             at: Corpus.url("xml/wibosco_CoreDataMigration-Example_Migration1to2.xcmappingmodel_xcmapping.xml"),
             to: mapping.appendingPathComponent("xcmapping.xml"))
         let new = folder.appendingPathComponent("Posts2.xml")
-        let migrated = try Self.storefs(["migrate", old.path, new.path, "--model", Self.wiboscoVersion(" 2"), "--mapping", mapping.path])
+        let migrated = try Self.storefs([
+            "migrate", old.path, new.path, "--model", Self.wiboscoVersion(" 2"), "--mapping", mapping.path
+        ])
         #expect(migrated.status == 0, "\(migrated.error)")
         var expected = try Self.read(old, model: nil, readOnly: true)
         #expect(expected["Post"]?.count == 1001)
@@ -362,18 +411,22 @@ import Glibc
 
     @Test func wiboscoMappingModelWithACustomPolicyIsRefusedByName() throws {
         let folder = try Self.folder()
-        let old = try Self.copyCorpusStore("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_2.sqlite", to: folder, as: "Posts.sqlite")
+        let old = try Self.copyCorpusStore(
+            "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_2.sqlite", to: folder, as: "Posts.sqlite")
         let mapping = folder.appendingPathComponent("Migration2to3.xcmappingmodel")
         try FileManager.default.createDirectory(at: mapping, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             at: Corpus.url("xml/wibosco_CoreDataMigration-Example_Migration2to3.xcmappingmodel_xcmapping.xml"),
             to: mapping.appendingPathComponent("xcmapping.xml"))
         let checksum = try Self.sha256(old)
-        let result = try Self.storefs(["migrate", "--in-place", old.path, "--model", Self.wiboscoVersion(" 3"), "--mapping", mapping.path])
+        let result = try Self.storefs([
+            "migrate", "--in-place", old.path, "--model", Self.wiboscoVersion(" 3"), "--mapping", mapping.path
+        ])
         #expect(result.status != 0)
         #expect(result.error.contains("CoreDataMigration_Example.Post2ToPost3MigrationPolicy"), "\(result.error)")
         #expect(try Self.sha256(old) == checksum)
-        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("Posts.pre-migration.sqlite").path))
+        #expect(
+            !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Posts.pre-migration.sqlite").path))
     }
 
     /// Version 2 → 3 with a mapping model made without the custom policy (Tests/Fixtures/migration):
@@ -383,11 +436,12 @@ import Glibc
     @Test(arguments: ["Migration2to3WithoutPolicy.xcmappingmodel", "Migration2to3WithoutPolicy.cdm"])
     func wiboscoStore2MigratesWithARelationshipMapping(mapping: String) throws {
         let folder = try Self.folder()
-        let old = try Self.copyCorpusStore("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_2.sqlite", to: folder, as: "Posts.sqlite")
+        let old = try Self.copyCorpusStore(
+            "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_2.sqlite", to: folder, as: "Posts.sqlite")
         let before = try Self.read(old, model: nil, readOnly: true)
         let result = try Self.storefs([
             "migrate", "--in-place", old.path, "--model", Self.wiboscoVersion(" 3"), "--mapping",
-            Self.fixtures.appendingPathComponent("migration/wibosco/\(mapping)").path,
+            Self.fixtures.appendingPathComponent("migration/wibosco/\(mapping)").path
         ])
         #expect(result.status == 0, "\(result.error)")
         let after = try Self.read(old, model: Self.wiboscoVersion(" 3"))
@@ -398,8 +452,11 @@ import Glibc
                 Issue.record("Post/\(name) is missing")
                 continue
             }
-            #expect(migrated["date"] == post["date"] && migrated["postID"] == post["postID"] && migrated["hexColor"] == nil, "\(name)")
-            guard let link = migrated["color"], let color = after["Color"]?[String(link.dropFirst("Color/".count))] else {
+            #expect(
+                migrated["date"] == post["date"] && migrated["postID"] == post["postID"] && migrated["hexColor"] == nil,
+                "\(name)")
+            guard let link = migrated["color"], let color = after["Color"]?[String(link.dropFirst("Color/".count))]
+            else {
                 Issue.record("Post/\(name) has no color")
                 continue
             }
@@ -414,9 +471,11 @@ import Glibc
     /// `hide` added with its default NO), each step's mapping found among those given.
     @Test func wiboscoStore1StagesToTheCurrentVersion() throws {
         let folder = try Self.folder()
-        let old = try Self.copyCorpusStore("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
+        let old = try Self.copyCorpusStore(
+            "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
         let mappings = folder.appendingPathComponent("Mappings")
-        try FileManager.default.createDirectory(at: mappings.appendingPathComponent("Migration1to2.xcmappingmodel"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: mappings.appendingPathComponent("Migration1to2.xcmappingmodel"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             at: Corpus.url("xml/wibosco_CoreDataMigration-Example_Migration1to2.xcmappingmodel_xcmapping.xml"),
             to: mappings.appendingPathComponent("Migration1to2.xcmappingmodel/xcmapping.xml"))
@@ -424,12 +483,14 @@ import Glibc
             at: Self.fixtures.appendingPathComponent("migration/wibosco/Migration2to3WithoutPolicy.xcmappingmodel"),
             to: mappings.appendingPathComponent("Migration2to3WithoutPolicy.xcmappingmodel"))
         let before = try Self.read(old, model: nil, readOnly: true)
-        let result = try Self.storefs(["migrate", "--in-place", old.path, "--model", Self.wibosco.path, "--mapping", mappings.path])
+        let result = try Self.storefs([
+            "migrate", "--in-place", old.path, "--model", Self.wibosco.path, "--mapping", mappings.path
+        ])
         #expect(result.status == 0, "\(result.error)")
         for step in [
             "CoreDataMigration_Example → CoreDataMigration_Example 2: mapping model",
             "CoreDataMigration_Example 2 → CoreDataMigration_Example 3: mapping model",
-            "CoreDataMigration_Example 3 → CoreDataMigration_Example 4: lightweight",
+            "CoreDataMigration_Example 3 → CoreDataMigration_Example 4: lightweight"
         ] {
             #expect(result.output.contains(step), "\(result.output)")
         }
@@ -437,7 +498,9 @@ import Glibc
         #expect(after["Post"]?.count == 1001 && after["Color"]?.count == 1001)
         for (name, post) in (before["Post"] ?? [:]).sorted(by: { $0.key < $1.key }) {
             let migrated = after["Post"]?[name] ?? [:]
-            #expect(migrated["hide"] == "false" && migrated["postID"] == post["postID"] && migrated["date"] == post["date"], "\(name)")
+            #expect(
+                migrated["hide"] == "false" && migrated["postID"] == post["postID"] && migrated["date"] == post["date"],
+                "\(name)")
             let color = migrated["color"].flatMap { after["Color"]?[String($0.dropFirst("Color/".count))] }
             #expect(color?["hex"] == post["color"], "\(name): the color of version 1 went through two mapping models")
         }
@@ -478,13 +541,16 @@ import Glibc
     @Test func mountChecksTheStoresVersionHashes() throws {
         try requireFuse()
         let folder = try Self.folder()
-        let store = try Self.copyCorpusStore("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
+        let store = try Self.copyCorpusStore(
+            "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", to: folder, as: "Posts.sqlite")
         let mountPoint = folder.appendingPathComponent("mnt")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         let checksum = try Self.sha256(store)
         let refused = try Self.storefs(["mount", store.path, mountPoint.path, "--model", Self.wibosco.path])
         #expect(refused.status != 0)
-        for words in ["another version of the model", "entities added: Color", "changed: Post", "storefs migrate --in-place"] {
+        for words in [
+            "another version of the model", "entities added: Color", "changed: Post", "storefs migrate --in-place"
+        ] {
             #expect(refused.error.contains(words), "\(refused.error)")
         }
         #expect(!Self.isMounted(mountPoint.path))
@@ -495,7 +561,8 @@ import Glibc
         #expect(color.output == "6343E2\n", "version 1's attribute, read with the store's own model")
         #expect(try Self.storefs(["unmount", mountPoint.path]).status == 0)
         #expect(try Self.sha256(store) == checksum)
-        #expect(try Self.storefs(["migrate", "--in-place", store.path, "--model", Self.wiboscoVersion(" 2")]).status == 0)
+        #expect(
+            try Self.storefs(["migrate", "--in-place", store.path, "--model", Self.wiboscoVersion(" 2")]).status == 0)
         let check = try Self.storefs(["mount", store.path, mountPoint.path, "--model", Self.wiboscoVersion(" 2")])
         #expect(check.status == 0, "at version 2 the store mounts read-write with version 2: \(check.error)")
         #expect(try Self.storefs(["unmount", mountPoint.path]).status == 0)
@@ -517,12 +584,14 @@ import Glibc
             "    > fullName (attribute): renamed from name (renaming identifier)",
             "    > heading (attribute): renamed from title (renaming identifier)",
             "    > works (relationship): renamed from books (renaming identifier), inverse author → writer",
-            "lightweight migration: possible",
+            "lightweight migration: possible"
         ] {
             #expect(renamed.output.contains(line + "\n"), "\(renamed.output)")
         }
         let changed = try Self.storefs(["model", "--diff", Self.rule("Base"), Self.rule("ChangedType")])
-        #expect(changed.output.contains("    ~ pages (attribute): changed, type Integer 16 → String [not lightweight]"), "\(changed.output)")
+        #expect(
+            changed.output.contains("    ~ pages (attribute): changed, type Integer 16 → String [not lightweight]"),
+            "\(changed.output)")
         #expect(changed.output.contains("lightweight migration: not possible"), "\(changed.output)")
         // A store against a bundle: its cached model against the bundle's current version.
         let store = Corpus.url("sqlite/wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite")
@@ -548,7 +617,8 @@ import Glibc
         let v3 = try ModelLoader.load(from: URL(fileURLWithPath: Self.wiboscoVersion(" 3"))).model
         let cdm = MappingFixtures.cdm(entities: Self.withoutPolicy, source: v2, destination: v3)
         if ProcessInfo.processInfo.environment["STOREFS_WRITE_FIXTURES"] == "1" {
-            try FileManager.default.createDirectory(at: xmlFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: xmlFile.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Self.withoutPolicyXML.write(to: xmlFile, atomically: true, encoding: .utf8)
             try cdm.write(to: cdmFile)
         }
@@ -561,24 +631,34 @@ import Glibc
         .init(
             source: "Post", destination: "Color",
             attributes: [
-                ("colorID", .function(.variable("source", keyPath: ["postID"]), selector: "stringByAppendingString:", arguments: [.constant(.string("-color"))])),
-                ("hex", .variable("source", keyPath: ["hexColor"])),
+                (
+                    "colorID",
+                    .function(
+                        .variable("source", keyPath: ["postID"]), selector: "stringByAppendingString:",
+                        arguments: [.constant(.string("-color"))])
+                ),
+                ("hex", .variable("source", keyPath: ["hexColor"]))
             ],
             relationships: [("post", nil)]),
         .init(
             source: "Post", destination: "Post", attributes: [("date", nil), ("postID", nil)],
             relationships: [
-                ("color",
+                (
+                    "color",
                     .function(
-                        .variable("manager", keyPath: []), selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
-                        arguments: [.constant(.string("PostToColor")), .variable("source", keyPath: [])]))
-            ]),
+                        .variable("manager", keyPath: []),
+                        selector: "destinationInstancesForEntityMappingNamed:sourceInstances:",
+                        arguments: [.constant(.string("PostToColor")), .variable("source", keyPath: [])])
+                )
+            ])
     ]
 
     static var withoutPolicyXML: String {
         MappingFixtures.xcmapping(
-            sourceModel: "CoreDataMigration-Example/CoreData/Model/CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 2.xcdatamodel",
-            destinationModel: "CoreDataMigration-Example/CoreData/Model/CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel",
+            sourceModel:
+                "CoreDataMigration-Example/CoreData/Model/CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 2.xcdatamodel",
+            destinationModel:
+                "CoreDataMigration-Example/CoreData/Model/CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel",
             entities: withoutPolicy, uuid: "6E2A3F0B-58C4-4C3B-9D1E-2F7A8B9C0D11")
     }
 }

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The result of running a tool.
@@ -18,7 +18,9 @@ struct ToolResult {
 
 /// Runs `tool` (looked up on PATH) with `arguments`, capturing its output.
 @discardableResult
-func run(_ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws -> ToolResult {
+func run(_ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws
+    -> ToolResult
+{
     let result = try runTool(tool, arguments, input: input, environment: environment)
     return ToolResult(status: result.status, output: result.output, error: result.error)
 }
@@ -33,10 +35,12 @@ func storefsBinary() throws -> String {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("storefs").path,
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/storefs").path,
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/storefs").path
     ]
     guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        throw HarnessError("the storefs binary was not built (looked at \(candidates.joined(separator: ", "))); run `swift build` before `swift test`")
+        throw HarnessError(
+            "the storefs binary was not built (looked at \(candidates.joined(separator: ", "))); run `swift build` before `swift test`"
+        )
     }
     return found
 }
@@ -45,10 +49,15 @@ func storefsBinary() throws -> String {
 func requireFuse() throws {
     let fd = open("/dev/fuse", O_RDWR)
     guard fd >= 0 else {
-        throw HarnessError("this test mounts a filesystem and needs /dev/fuse: \(String(cString: strerror(errno))) (run as root or in a container with --device /dev/fuse)")
+        throw HarnessError(
+            "this test mounts a filesystem and needs /dev/fuse: \(String(cString: strerror(errno))) (run as root or in a container with --device /dev/fuse)"
+        )
     }
     close(fd)
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/fusermount3") || FileManager.default.isExecutableFile(atPath: "/bin/fusermount3") else {
+    guard
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/fusermount3")
+            || FileManager.default.isExecutableFile(atPath: "/bin/fusermount3")
+    else {
         throw HarnessError("this test needs fusermount3: install the Debian package fuse3")
     }
 }
@@ -69,9 +78,13 @@ final class MountedStore {
     var path: String { mountPoint.path }
 
     /// Makes a sample store of `objects` objects (or copies `copying`) and mounts it.
-    init(objects: Int = 1_000, copying source: URL? = nil, suffix: String = "sqlite", options: [String] = [], model: String? = nil, mount: Bool = true) throws {
+    init(
+        objects: Int = 1_000, copying source: URL? = nil, suffix: String = "sqlite", options: [String] = [],
+        model: String? = nil, mount: Bool = true
+    ) throws {
         try requireFuse()
-        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("storefs-test-\(UUID().uuidString.prefix(8))")
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "storefs-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         mountPoint = directory.appendingPathComponent("mnt")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
@@ -84,7 +97,8 @@ final class MountedStore {
         } else {
             store = directory.appendingPathComponent("Company.\(suffix)")
             let coordinator = try PersistentStoreCoordinator.open(
-                at: store, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+                at: store, types: [SQLiteStoreType()], model: SampleModel.make(),
+                options: StoreOptions(createIfMissing: true))
             try SampleGenerator(objectCount: objects).populate(coordinator.newContext())
             coordinator.close()
         }
@@ -113,8 +127,10 @@ final class MountedStore {
 
     /// The recovery files unmounts left beside the store.
     var recoveryFiles: [URL] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.contains(".storefs-recovery-") }
-            .sorted().map { directory.appendingPathComponent($0) }
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
+            $0.contains(".storefs-recovery-")
+        }
+        .sorted().map { directory.appendingPathComponent($0) }
     }
 
     /// Unmounts with `storefs unmount`, which returns once the store is saved; throws unless every
@@ -132,7 +148,9 @@ final class MountedStore {
     /// The mount's counters (`user.storefs.stats`).
     func stats() throws -> [String: Any] {
         let result = try run("getfattr", ["--only-values", "-n", "user.storefs.stats", mountPoint.path])
-        guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any] else {
+        guard result.status == 0,
+            let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+        else {
             throw HarnessError("cannot read user.storefs.stats: \(result.error)")
         }
         return object
@@ -140,11 +158,14 @@ final class MountedStore {
 
     func storeRequests() throws -> Int { try stats()["storeRequests"] as? Int ?? -1 }
 
-    func fuseCount(_ operation: String) throws -> Int { (try stats()["fuse"] as? [String: Any])?[operation] as? Int ?? 0 }
+    func fuseCount(_ operation: String) throws -> Int {
+        (try stats()["fuse"] as? [String: Any])?[operation] as? Int ?? 0
+    }
 
     /// A read-only coordinator on the store file, to check what the engine holds.
     func engine(model: ManagedObjectModel? = nil) throws -> PersistentStoreCoordinator {
-        try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], model: model, options: StoreOptions(readOnly: true))
+        try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], model: model, options: StoreOptions(readOnly: true))
     }
 
     deinit {

@@ -26,7 +26,8 @@ import XMLStore
     /// What another program does: opens the file (no mount, no lock), changes names, saves, and
     /// the file is replaced by a rename.
     static func rewrite(_ store: URL, suffix: String, names: [Int64: String]) throws {
-        let opened = try storeType(suffix).open(at: store, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
+        let opened = try storeType(suffix).open(
+            at: store, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
         let coordinator = PersistentStoreCoordinator(store: opened)
         defer { coordinator.close() }
         let context = coordinator.newContext()
@@ -39,7 +40,8 @@ import XMLStore
     }
 
     static func storedNames(_ store: URL, suffix: String, keys: [Int64]) throws -> [String?] {
-        let opened = try storeType(suffix).open(at: store, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+        let opened = try storeType(suffix).open(
+            at: store, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         let coordinator = PersistentStoreCoordinator(store: opened)
         defer { coordinator.close() }
         let context = coordinator.newContext()
@@ -63,7 +65,10 @@ import XMLStore
         #expect(try run("cat", ["\(departments)/p3/name"]).output == "Outside Three\n")
         #expect(try sh("echo Mounted > \(departments)/p1/name").status == 0)
         try mount.unmount()
-        #expect(try Self.storedNames(mount.store, suffix: suffix, keys: [2, 3, 1]) == ["Outside Two", "Outside Three", "Mounted"])
+        #expect(
+            try Self.storedNames(mount.store, suffix: suffix, keys: [2, 3, 1]) == [
+                "Outside Two", "Outside Three", "Mounted"
+            ])
     }
 
     @Test(arguments: ["xml", "binary"]) func aWriteMadeOnTheOldValueFailsAtFsync(suffix: String) throws {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A PostgreSQL store mounted by `storefs mount postgresql://...`, through the kernel, on a server
@@ -34,7 +34,9 @@ import Glibc
             var arguments = ["mount", url.absoluteString, mountPoint.path, "--log-file", log.path, "-v"]
             if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
             let result = try run(try storefsBinary(), arguments)
-            guard result.status == 0 else { throw HarnessError("storefs mount \(url) failed (\(result.status)): \(result.error)\n\(logText)") }
+            guard result.status == 0 else {
+                throw HarnessError("storefs mount \(url) failed (\(result.status)): \(result.error)\n\(logText)")
+            }
             isMounted = true
         }
 
@@ -78,14 +80,17 @@ import Glibc
         let server = try PostgresServer.shared()
         let url = try Self.sampleStore(objects: 300, server: server, name: "visible")
         let info = try run(try storefsBinary(), ["info", url.absoluteString])
-        #expect(info.status == 0 && info.output.contains("objects:  300") && info.output.contains("PostgreSQL"), "\(info.output)\(info.error)")
+        #expect(
+            info.status == 0 && info.output.contains("objects:  300") && info.output.contains("PostgreSQL"),
+            "\(info.output)\(info.error)")
         let a = try URLMount(url)
         defer { try? a.unmount() }
         let b = try URLMount(url)
         defer { try? b.unmount() }
         // B holds everything in its caches first (names, attributes, pages).
         _ = try run("ls", ["-lR", b.path + "/Employee", b.path + "/Department"])
-        #expect(!cat(b.path + "/Employee/p156/lastName").isEmpty && cat(b.path + "/Employee/p156/lastName") != "Hopper\n")
+        #expect(
+            !cat(b.path + "/Employee/p156/lastName").isEmpty && cat(b.path + "/Employee/p156/lastName") != "Hopper\n")
         var delays: [String: Double] = [:]
 
         #expect(try sh("echo Hopper > \(a.path)/Employee/p156/lastName").status == 0)
@@ -93,16 +98,20 @@ import Glibc
 
         #expect(try run("mkdir", [a.path + "/Department/p900"]).status == 0)
         #expect(try run("sync", [a.path]).status == 0)
-        delays["mkdir"] = Self.seconds { ((try? run("ls", [b.path + "/Department"]).lines) ?? []).contains("p900") } ?? -1
+        delays["mkdir"] =
+            Self.seconds { ((try? run("ls", [b.path + "/Department"]).lines) ?? []).contains("p900") } ?? -1
 
-        let before = try run("readlink", [b.path + "/Employee/p157/department"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let before = try run("readlink", [b.path + "/Employee/p157/department"]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let oldDepartment = String(before.split(separator: "/").last ?? "")
         #expect(try run("ln", ["-sfn", "../../Department/p900", a.path + "/Employee/p157/department"]).status == 0)
-        delays["ln -sfn"] = Self.seconds {
-            (try? run("readlink", [b.path + "/Employee/p157/department"]).output) == "../../Department/p900\n"
-                && !(((try? run("ls", [b.path + "/Department/\(oldDepartment)/employees"]).lines) ?? ["p157"]).contains("p157"))
-                && ((try? run("ls", [b.path + "/Department/p900/employees"]).lines) ?? []) == ["p157"]
-        } ?? -1
+        delays["ln -sfn"] =
+            Self.seconds {
+                (try? run("readlink", [b.path + "/Employee/p157/department"]).output) == "../../Department/p900\n"
+                    && !(((try? run("ls", [b.path + "/Department/\(oldDepartment)/employees"]).lines) ?? ["p157"])
+                        .contains("p157"))
+                    && ((try? run("ls", [b.path + "/Department/p900/employees"]).lines) ?? []) == ["p157"]
+            } ?? -1
 
         #expect(try run("rm", ["-r", a.path + "/Employee/p158"]).status == 0)
         #expect(try run("sync", [a.path]).status == 0)
@@ -113,9 +122,14 @@ import Glibc
         delays["back"] = Self.seconds { cat(a.path + "/Employee/p159/lastName") == "Lamarr\n" } ?? -1
 
         for (what, delay) in delays.sorted(by: { $0.key < $1.key }) {
-            #expect(delay >= 0 && delay < 1, "\(what): seen by the other mount after \(delay < 0 ? "never (5 s)" : String(format: "%.2f s", delay))")
+            #expect(
+                delay >= 0 && delay < 1,
+                "\(what): seen by the other mount after \(delay < 0 ? "never (5 s)" : String(format: "%.2f s", delay))")
         }
-        print("postgresql: commits seen by the other mount after " + delays.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value)) s" }.joined(separator: ", "))
+        print(
+            "postgresql: commits seen by the other mount after "
+                + delays.sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.3f", $0.value)) s" }.joined(
+                    separator: ", "))
         #expect(try a.unmount().status == 0 && b.unmount().status == 0)
         #expect(!a.logText.contains("password"))
     }
@@ -139,7 +153,8 @@ import Glibc
             except OSError as e:
                 print(errno.errorcode[e.errno])
             """
-        let raced = try run("python3", ["-c", script, a.path + "/Employee/p7/lastName", b.path + "/Employee/p7/lastName"])
+        let raced = try run(
+            "python3", ["-c", script, a.path + "/Employee/p7/lastName", b.path + "/Employee/p7/lastName"])
         #expect(raced.output == "EBUSY\n", "the second writer's close: \(raced.output)\(raced.error)")
         #expect(cat(b.path + "/Employee/p7/lastName") == "FromA\n", "the first writer's value is kept and shown")
         let reason = try run("getfattr", ["--only-values", "-n", "user.storefs.error", b.path + "/Employee/p7"]).output
@@ -152,9 +167,12 @@ import Glibc
             os.write(a, b"Ada\\n"); os.write(b, b"Byron\\n")
             os.close(a); os.close(b); print("both closed")
             """
-        let both = try run("python3", ["-c", script2, a.path + "/Employee/p8/firstName", b.path + "/Employee/p8/lastName"])
+        let both = try run(
+            "python3", ["-c", script2, a.path + "/Employee/p8/firstName", b.path + "/Employee/p8/lastName"])
         #expect(both.output == "both closed\n", "\(both.output)\(both.error)")
-        let shown = Self.seconds { cat(a.path + "/Employee/p8/lastName") == "Byron\n" && cat(b.path + "/Employee/p8/firstName") == "Ada\n" }
+        let shown = Self.seconds {
+            cat(a.path + "/Employee/p8/lastName") == "Byron\n" && cat(b.path + "/Employee/p8/firstName") == "Ada\n"
+        }
         #expect(shown != nil, "both changes are kept and both mounts show them")
         #expect(try a.unmount().status == 0)
         #expect(try b.unmount().status == 0)
@@ -186,7 +204,8 @@ import Glibc
         let byMigrate = try open(migrated)
         defer { [original, byCopy, byMigrate].forEach { $0.close() } }
         try CopyMigrationTests().expectSameGraph(original.store, byCopy.store, "cp -a into PostgreSQL")
-        try CopyMigrationTests().expectSameGraph(byMigrate.store, byCopy.store, "cp -a and storefs migrate into PostgreSQL")
+        try CopyMigrationTests().expectSameGraph(
+            byMigrate.store, byCopy.store, "cp -a and storefs migrate into PostgreSQL")
     }
 
     @Test func aServerKilledMidWriteFailsAtFsyncWithEIOAndLosesNothingAcknowledged() throws {
@@ -208,7 +227,8 @@ import Glibc
                 except OSError as e:
                     print(errno.errorcode[e.errno])
                 """
-            return try run("timeout", ["60", "python3", "-c", script, "\(mount.path)/Employee/p\(key)/lastName", value]).output
+            return try run("timeout", ["60", "python3", "-c", script, "\(mount.path)/Employee/p\(key)/lastName", value])
+                .output
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         for key in 1...5 { #expect(try write(key, "Acknowledged\(key)") == "ok") }
@@ -222,7 +242,8 @@ import Glibc
         try server.start()
         #expect(try write(7, "AfterRestart") == "ok", "the mount reconnects by itself")
         #expect(try mount.unmount().status == 0)
-        let store = try PersistentStoreCoordinator.open(at: url, types: [PostgresStoreType()], options: StoreOptions(readOnly: true))
+        let store = try PersistentStoreCoordinator.open(
+            at: url, types: [PostgresStoreType()], options: StoreOptions(readOnly: true))
         defer { store.close() }
         let context = store.newContext()
         let employee = store.model.entityID(named: "Employee")!
@@ -247,8 +268,10 @@ import Glibc
         let folder = try ScratchSpace.folder("pgcorpus")
         defer { try? FileManager.default.removeItem(at: folder) }
         let copy = folder.appendingPathComponent(name)
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
-            try FileManager.default.copyItem(atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: copy.path + suffix)
+        for suffix in ["", "-wal"]
+        where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
+            try FileManager.default.copyItem(
+                atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: copy.path + suffix)
         }
         let (plan, sqliteModel) = try CorpusWriteAcceptanceTests.plan(for: copy)
         let url = server.url(schema: PostgresServer.uniqueSchema("corpus"))
@@ -266,7 +289,9 @@ import Glibc
             let before = try open()
             defer { before.close() }
             model = before.model
-            #expect(model.entities.map(\.name) == sqliteModel.entities.map(\.name), "the model kept in the store is the app's")
+            #expect(
+                model.entities.map(\.name) == sqliteModel.entities.map(\.name),
+                "the model kept in the store is the app's")
             countBefore = try plan.insert.map { try before.newContext().count(of: $0) }
             versionBefore = try plan.string.map { try before.newContext().version(of: $0.object) }
         }
@@ -283,7 +308,14 @@ import Glibc
             edits.append("mkdir")
         }
         if let (object, relationship, destination) = plan.relink {
-            #expect(try run("ln", ["-sfn", "../../\(model[destination.entity].name)/\(destination.key)", "\(folderOf(object))/\(relationship)"]).status == 0)
+            #expect(
+                try run(
+                    "ln",
+                    [
+                        "-sfn", "../../\(model[destination.entity].name)/\(destination.key)",
+                        "\(folderOf(object))/\(relationship)"
+                    ]
+                ).status == 0)
             edits.append("ln -sfn")
         }
         if let object = plan.delete {
@@ -299,7 +331,8 @@ import Glibc
         let check = try open()
         defer { check.close() }
         let context = check.newContext()
-        try CorpusWriteAcceptanceTests.expectEdits(plan, in: context, countBefore: countBefore, versionBefore: versionBefore)
+        try CorpusWriteAcceptanceTests.expectEdits(
+            plan, in: context, countBefore: countBefore, versionBefore: versionBefore)
         // Every save left a history transaction naming what it changed.
         let history = try #require(check.store as? PostgresStore).persistentHistory()
         #expect(!history.isEmpty, "the edits are in the store's persistent history")

@@ -34,16 +34,20 @@ import Testing
         #expect(attributes.count >= 8 && attributes.allSatisfy { files.contains($0.name) })
 
         let first = try #require(attributes.first)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(first.name)")) == ValueText.content(
-            of: try #require(snapshot.attributes[first.name]), type: first.type))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(first.name)"))
+                == ValueText.content(
+                    of: try #require(snapshot.attributes[first.name]), type: first.type))
         let siblings = attributes.dropFirst()
         let preloaded = try waitForPreloads(mount, atLeast: siblings.count)
-        #expect(preloaded >= siblings.count, "reading \(first.name) preloaded \(preloaded) of \(siblings.count) siblings")
+        #expect(
+            preloaded >= siblings.count, "reading \(first.name) preloaded \(preloaded) of \(siblings.count) siblings")
 
         let readsBefore = try mount.fuseCount("read")
         for attribute in siblings {
             let path = "\(folder)/\(attribute.name)"
-            let expected = ValueText.content(of: try #require(snapshot.attributes[attribute.name]), type: attribute.type)
+            let expected = ValueText.content(
+                of: try #require(snapshot.attributes[attribute.name]), type: attribute.type)
             #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == expected, "\(path)")
             let size = try run("stat", ["-c", "%s", path]).output.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(size == String(expected.count), "stat size of \(path)")
@@ -54,8 +58,11 @@ import Testing
     /// A Person with both names whose folder is listed and whose firstName was read (so its
     /// lastName was preloaded); its key, folder and lastName as first read.
     func preloadedPerson(_ mount: MountedStore) throws -> (key: String, folder: String, lastName: String) {
-        let key = try run("sqlite3", [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"])
-            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try run(
+            "sqlite3",
+            [mount.store.path, "select min(Z_PK) from ZPERSON where ZLASTNAME is not null and ZFIRSTNAME is not null"]
+        )
+        .output.trimmingCharacters(in: .whitespacesAndNewlines)
         let folder = "\(mount.path)/Person/p\(key)"
         #expect(try run("ls", [folder]).lines.contains("lastName"))
         #expect(try run("cat", ["\(folder)/firstName"]).status == 0)
@@ -65,9 +72,15 @@ import Testing
 
     /// Sets the lastName of row `key` with sqlite3, then reads the file until it shows `value`
     /// (up to 5 s: the mount polls the store once a second); what it showed last.
-    func lastNameAfterChangingIt(to value: String, _ mount: MountedStore, key: String, folder: String, was old: String) throws -> String {
-        let update = try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path,
-            "update ZPERSON set ZLASTNAME = '\(value)', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"])
+    func lastNameAfterChangingIt(to value: String, _ mount: MountedStore, key: String, folder: String, was old: String)
+        throws -> String
+    {
+        let update = try run(
+            "sqlite3",
+            [
+                "-cmd", ".timeout 5000", mount.store.path,
+                "update ZPERSON set ZLASTNAME = '\(value)', Z_OPT = Z_OPT + 1 where Z_PK = \(key)"
+            ])
         #expect(update.status == 0, "\(update.error)")
         var now = old
         for _ in 0..<50 where now != value + "\n" {
@@ -94,7 +107,9 @@ import Testing
         defer { try? mount.unmount() }
         let (key, folder, old) = try preloadedPerson(mount)
         // Read 2,500 other objects' rows: a 1 MiB cache holds fewer than a thousand.
-        let others = try sh("ls \(mount.path)/Person | grep -vx 'p\(key)' | head -2500 | sed 's|^|\(mount.path)/Person/|;s|$|/firstName|' | xargs cat > /dev/null 2>&1; true")
+        let others = try sh(
+            "ls \(mount.path)/Person | grep -vx 'p\(key)' | head -2500 | sed 's|^|\(mount.path)/Person/|;s|$|/firstName|' | xargs cat > /dev/null 2>&1; true"
+        )
         #expect(others.status == 0)
         #expect(try mount.stats()["cachedObjects"] as? Int ?? 0 < 2_000, "the cache was turned over")
         let now = try lastNameAfterChangingIt(to: "Changed-after-eviction", mount, key: key, folder: folder, was: old)

@@ -94,9 +94,13 @@ import Testing
         let folder = "\(mount.path)/.query/ICNote/title CONTAINS[cd] 'NOTE' AND title CONTAINS[cd] 'FOLDER'"
         let listed = try run("ls", [folder]).lines
         let wanted = try run(
-            "sqlite3", ["-batch", "-readonly", mount.store.path,
-                        "SELECT 'p' || Z_PK FROM ZICCLOUDSYNCINGOBJECT WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY "
-                            + "WHERE Z_NAME = 'ICNote') AND ZTITLE1 LIKE '%note%' AND ZTITLE1 LIKE '%folder%'"]).lines
+            "sqlite3",
+            [
+                "-batch", "-readonly", mount.store.path,
+                "SELECT 'p' || Z_PK FROM ZICCLOUDSYNCINGOBJECT WHERE Z_ENT = (SELECT Z_ENT FROM Z_PRIMARYKEY "
+                    + "WHERE Z_NAME = 'ICNote') AND ZTITLE1 LIKE '%note%' AND ZTITLE1 LIKE '%folder%'"
+            ]
+        ).lines
         #expect(!wanted.isEmpty && listed.sorted() == wanted.sorted())
         let json = try run("cat", ["\(folder)/.json"]).output
         #expect(json.contains("This note is in a folder"))

@@ -17,7 +17,8 @@ import Testing
         let context = engine.newContext()
         #expect(try run("ls", [mount.path]).lines == engine.model.entities.map(\.name).sorted())
         for entity in engine.model.entities {
-            let expected = try context.objectIDs(of: entity.id, includingSubentities: true).map(\.key.description).sorted()
+            let expected = try context.objectIDs(of: entity.id, includingSubentities: true).map(\.key.description)
+                .sorted()
             let listed = try run("ls", [mount.path + "/" + entity.name]).lines
             #expect(listed == expected, "ls \(entity.name)")
         }
@@ -60,13 +61,15 @@ import Testing
         let department = try #require(try context.destination(of: "department", for: employee))
         let link = try run("readlink", ["\(mount.path)/Employee/\(employee.key)/department"])
         #expect(link.output == "../../Department/\(department.key)\n")
-        #expect(try run("cat", ["\(mount.path)/Employee/\(employee.key)/department/name"]).output
-            == ValueText.text(of: try #require(try context.value(of: "name", for: department))) + "\n")
+        #expect(
+            try run("cat", ["\(mount.path)/Employee/\(employee.key)/department/name"]).output
+                == ValueText.text(of: try #require(try context.value(of: "name", for: department))) + "\n")
 
         let members = try context.destinations(of: "employees", for: department)
         let listed = try run("ls", ["\(mount.path)/Department/\(department.key)/employees"]).lines
         #expect(listed == members.map(\.key.description).sorted())
-        let target = try run("readlink", ["\(mount.path)/Department/\(department.key)/employees/\(members[0].key)"]).output
+        let target = try run("readlink", ["\(mount.path)/Department/\(department.key)/employees/\(members[0].key)"])
+            .output
         #expect(target == "../../../\(model[members[0].entity].name)/\(members[0].key)\n")
 
         // An ordered relationship lists in its order (ls -U keeps the directory order) and says it in user.order.
@@ -74,7 +77,8 @@ import Testing
         let reports = try context.destinations(of: "directReports", for: manager).map(\.key.description)
         #expect(reports.count > 1)
         #expect(try run("ls", ["-U", "\(mount.path)/Manager/\(manager.key)/directReports"]).lines == reports)
-        let order = try run("getfattr", ["--only-values", "-n", "user.order", "\(mount.path)/Manager/\(manager.key)/directReports"])
+        let order = try run(
+            "getfattr", ["--only-values", "-n", "user.order", "\(mount.path)/Manager/\(manager.key)/directReports"])
         #expect(order.output == reports.joined(separator: " "))
     }
 
@@ -91,11 +95,14 @@ import Testing
         let folders = try run("find", tree + ["-type", "d", "-name", manager.key.description]).lines
         #expect(folders == ["\(mount.path)/Manager/\(manager.key)"], "one folder for the object")
         for ancestor in ["Employee", "Person"] {
-            #expect(try run("readlink", ["\(mount.path)/\(ancestor)/\(manager.key)"]).output == "../Manager/\(manager.key)\n")
+            #expect(
+                try run("readlink", ["\(mount.path)/\(ancestor)/\(manager.key)"]).output
+                    == "../Manager/\(manager.key)\n")
         }
         let personLinks = try run("find", ["\(mount.path)/Person", "-maxdepth", "1", "-type", "l"]).lines.count
         #expect(personLinks == managers.count + employees.count)
-        #expect(try run("find", ["\(mount.path)/Employee", "-maxdepth", "1", "-type", "l"]).lines.count == managers.count)
+        #expect(
+            try run("find", ["\(mount.path)/Employee", "-maxdepth", "1", "-type", "l"]).lines.count == managers.count)
     }
 
     @Test func findGrepDuAndGetfattrWork() throws {
@@ -107,7 +114,8 @@ import Testing
         var folders = 0
         for entity in model.entities { folders += try context.count(of: entity.id) }
         #expect(try run("find", [mount.path, "-mindepth", "2", "-maxdepth", "2", "-type", "d"]).lines.count == folders)
-        let lovelaces = try context.objectIDs(of: model.entityID(named: "Employee")!, includingSubentities: true).filter {
+        let lovelaces = try context.objectIDs(of: model.entityID(named: "Employee")!, includingSubentities: true).filter
+        {
             try context.value(of: "lastName", for: $0) == .string("Lovelace")
         }
         #expect(!lovelaces.isEmpty)
@@ -124,7 +132,8 @@ import Testing
         let entity = try run("getfattr", ["-d", "--absolute-names", "\(mount.path)/Manager"]).output
         #expect(entity.contains("user.entity.parent=\"Employee\""))
         #expect(entity.contains("user.entity.count=\"\(try context.count(of: model.entityID(named: "Manager")!))\""))
-        let attribute = try run("getfattr", ["--only-values", "-n", "user.attribute.type", "\(mount.path)/Department/p1/budget"])
+        let attribute = try run(
+            "getfattr", ["--only-values", "-n", "user.attribute.type", "\(mount.path)/Department/p1/budget"])
         #expect(attribute.output == "Decimal")
         let unknown = try run("getfattr", ["-n", "user.no.such.name", mount.path])
         #expect(unknown.status != 0 && unknown.error.contains("No such attribute"))
@@ -150,15 +159,21 @@ import Testing
         #expect(cat.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1700")
         let requests = try mount.storeRequests() - before
         let batch = EngineConfiguration().batchSize
-        #expect(requests <= (count + batch - 1) / batch + 4, "\(requests) store requests for listing and reading \(count) objects")
+        #expect(
+            requests <= (count + batch - 1) / batch + 4,
+            "\(requests) store requests for listing and reading \(count) objects")
     }
 
     @Test func missingNamesAreENOENT() throws {
         let mount = try MountedStore(objects: 200)
         defer { try? mount.unmount() }
-        for path in ["NoSuchEntity", "Employee/p999999", "Employee/x1", "Employee/p6/noSuchAttribute", "Department/p1/employees/p999999"] {
+        for path in [
+            "NoSuchEntity", "Employee/p999999", "Employee/x1", "Employee/p6/noSuchAttribute",
+            "Department/p1/employees/p999999"
+        ] {
             let result = try run("stat", ["\(mount.path)/\(path)"])
-            #expect(result.status != 0 && result.error.contains("No such file or directory"), "\(path): \(result.error)")
+            #expect(
+                result.status != 0 && result.error.contains("No such file or directory"), "\(path): \(result.error)")
         }
     }
 
@@ -189,7 +204,7 @@ import Testing
             "ln -s ../../Department/p2 \(mount.path)/Project/p1/department",
             "setfattr -n user.note -v hi \(mount.path)",
             "touch \(mount.path)/Department/p1/newfile",
-            "truncate -s 0 \(mount.path)/Department/p1/name",
+            "truncate -s 0 \(mount.path)/Department/p1/name"
         ]
         for command in attempts {
             let result = try sh(command)
@@ -206,13 +221,16 @@ import Testing
         #expect(stores.count >= 9)
         let wibosco = "wibosco_CoreDataMigration-Example_CoreDataMigration_Example"
         let models: [String: String] = [
-            "alemar11_CoreDataPlus_SampleModel_V1.sqlite": "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel",
-            "alemar11_CoreDataPlus_SampleModel_V2.sqlite": "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel",
-            "alemar11_CoreDataPlus_SampleModel3_V1.sqlite": "alemar11_CoreDataPlus_SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel",
+            "alemar11_CoreDataPlus_SampleModel_V1.sqlite":
+                "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel",
+            "alemar11_CoreDataPlus_SampleModel_V2.sqlite":
+                "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel",
+            "alemar11_CoreDataPlus_SampleModel3_V1.sqlite":
+                "alemar11_CoreDataPlus_SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel",
             "\(wibosco)_1.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example.xcdatamodel",
             "\(wibosco)_2.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 2.xcdatamodel",
             "\(wibosco)_3.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel",
-            "\(wibosco)_WAL.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 4.xcdatamodel",
+            "\(wibosco)_WAL.sqlite": "\(wibosco).xcdatamodeld/CoreDataMigration_Example 4.xcdatamodel"
         ]
         for name in stores {
             let withModel = models[name].map { [corpus.appendingPathComponent("models/\($0)").path] } ?? []
@@ -220,10 +238,12 @@ import Testing
                 let mount = try MountedStore(copying: corpus.appendingPathComponent("sqlite/\(name)"), mount: false)
                 try mount.mount(options: ["ro"], model: model)
                 defer { try? mount.unmount() }
-                let engine = try mount.engine(model: model.map { try XcodeModelLoader.load(from: URL(fileURLWithPath: $0)) })
+                let engine = try mount.engine(
+                    model: model.map { try XcodeModelLoader.load(from: URL(fileURLWithPath: $0)) })
                 var objects = 0
                 for entity in engine.model.entities { objects += try engine.store.count(of: entity.id) }
-                let folders = try run("find", [mount.path, "-mindepth", "2", "-maxdepth", "2", "-type", "d"]).lines.count
+                let folders = try run("find", [mount.path, "-mindepth", "2", "-maxdepth", "2", "-type", "d"]).lines
+                    .count
                 #expect(folders == objects, "\(name) with model \(model ?? "none")")
                 let walk = try sh("find \(mount.path) -type f -print0 | xargs -0 -r cat > /dev/null")
                 #expect(walk.status == 0, "\(name): \(walk.error)\n\(mount.logText.suffix(2000))")
@@ -241,7 +261,8 @@ import Testing
             let id = try #require(engine.model.entityID(named: entity))
             let expected = try context.objectIDs(of: id, includingSubentities: true).map(\.key.description).sorted()
             let folder = mount.directory.path
-            let script = (1...4).map { "ls -U \(mount.path)/\(entity) > \(folder)/list\($0) &" }.joined(separator: " ") + " wait"
+            let script =
+                (1...4).map { "ls -U \(mount.path)/\(entity) > \(folder)/list\($0) &" }.joined(separator: " ") + " wait"
             #expect(try sh(script).status == 0)
             for reader in 1...4 {
                 let listed = try String(contentsOfFile: "\(folder)/list\(reader)", encoding: .utf8)
@@ -261,7 +282,9 @@ import Testing
         let mountPoint = prepared.directory.appendingPathComponent("folder")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         let log = prepared.directory.appendingPathComponent("folder.log").path
-        #expect(try run(try storefsBinary(), ["mount", stores.path, mountPoint.path, "-o", "ro", "--log-file", log]).status == 0)
+        #expect(
+            try run(try storefsBinary(), ["mount", stores.path, mountPoint.path, "-o", "ro", "--log-file", log]).status
+                == 0)
         defer { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) }
         #expect(try run("ls", [mountPoint.path]).lines == ["A.sqlite"])
         #expect(try run("ls", [mountPoint.path]).lines == ["A.sqlite"], "listed again (from the kernel's cache)")

@@ -26,7 +26,8 @@ import Testing
         #expect(try run("stat", ["\(mount.path)/Book/\(deleted)"]).status != 0)
         let unmounted = try mount.unmountReportingStatus()
         #expect(unmounted.status == 0, "\(unmounted.error)\n\(mount.logText.suffix(1500))")
-        let rows = try run("sqlite3", [mount.store.path, "select count(*) from ZBOOK where Z_PK = \(deleted.dropFirst())"])
+        let rows = try run(
+            "sqlite3", [mount.store.path, "select count(*) from ZBOOK where Z_PK = \(deleted.dropFirst())"])
         #expect(rows.output == "0\n", "the row is gone: \(rows.error)")
     }
 
@@ -38,10 +39,17 @@ import Testing
         let cart = "\(mount.path)/CartModel/p1"
         #expect(try run("ls", ["\(cart)/items"]).lines == [], "the cart has no items")
         let write = try run(
-            "python3", ["-c", "import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_TRUNC); os.write(fd, b'checkedOut\\n'); os.fsync(fd); os.close(fd)", "\(cart)/status"])
+            "python3",
+            [
+                "-c",
+                "import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_TRUNC); os.write(fd, b'checkedOut\\n'); os.fsync(fd); os.close(fd)",
+                "\(cart)/status"
+            ])
         #expect(write.status == 0, "fsync of the edit: \(write.error)\n\(mount.logText.suffix(1500))")
         let unmounted = try mount.unmountReportingStatus()
         #expect(unmounted.status == 0, "\(unmounted.error)")
-        #expect(try run("sqlite3", [mount.store.path, "select ZSTATUS from ZCARTMODEL where Z_PK = 1"]).output == "checkedOut\n")
+        #expect(
+            try run("sqlite3", [mount.store.path, "select ZSTATUS from ZCARTMODEL where Z_PK = 1"]).output
+                == "checkedOut\n")
     }
 }

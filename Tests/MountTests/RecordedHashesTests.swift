@@ -13,8 +13,10 @@ import Testing
     static func copy(_ name: String) throws -> URL {
         let folder = try ScratchSpace.folder("hashes")
         let url = folder.appendingPathComponent(name)
-        for extra in ["", "-wal"] where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + extra) {
-            try FileManager.default.copyItem(atPath: Corpus.url("sqlite/\(name)").path + extra, toPath: url.path + extra)
+        for extra in ["", "-wal"]
+        where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + extra) {
+            try FileManager.default.copyItem(
+                atPath: Corpus.url("sqlite/\(name)").path + extra, toPath: url.path + extra)
         }
         return url
     }
@@ -73,7 +75,9 @@ import Testing
             let line = try #require(lines.first { $0.hasPrefix(entity + " ") }, "\(entity)")
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             #expect(fields.count == 4, "\(line)")
-            #expect(fields.count == 4 && fields[2] == hex[...] && fields[1] != hex[...] && fields[3] == "differs", "\(line)")
+            #expect(
+                fields.count == 4 && fields[2] == hex[...] && fields[1] != hex[...] && fields[3] == "differs", "\(line)"
+            )
         }
         #expect(
             lines.last?.hasPrefix(
@@ -115,7 +119,9 @@ import Testing
 
         let warned = try run(try storefsBinary(), ["info", store.path])
         #expect(warned.status == 0, "\(warned.error)")
-        #expect(warned.lines.contains("hashes:   1 of 4 entities differ from the recorded version hashes (\(entity))"), "\(warned.output)")
+        #expect(
+            warned.lines.contains("hashes:   1 of 4 entities differ from the recorded version hashes (\(entity))"),
+            "\(warned.output)")
         #expect(
             warned.error.contains(
                 "the recorded version hashes and the model cache (Z_MODELCACHE) disagree on \(entity): Core Data opening the "

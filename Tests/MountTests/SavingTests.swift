@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every "yes" storefs gives means "saved": errors reach the writer at the call that caused them,
@@ -16,7 +16,8 @@ import Glibc
 /// only by a commit.
 @Suite(.serialized) struct SavingTests {
     func sqlite(_ store: URL, _ query: String) throws -> String {
-        try run("sqlite3", ["-cmd", ".timeout 5000", store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try run("sqlite3", ["-cmd", ".timeout 5000", store.path, query]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// Runs a Python snippet with the path; prints what it prints.
@@ -30,12 +31,15 @@ import Glibc
         let employee = "\(mount.path)/Employee/p40"
         for (attribute, text) in [
             ("hoursPerWeek", "abc"), ("hoursPerWeek", "1e999"), ("hoursPerWeek", "nan"), ("isRemote", "maybe"),
-            ("birthDate", "2024-13-45"), ("level", " 5"), ("level", "5 "), ("level", "99999999999999999999"), ("rating", "1e-60"),
-            ("personID", "not-a-uuid"),
+            ("birthDate", "2024-13-45"), ("level", " 5"), ("level", "5 "), ("level", "99999999999999999999"),
+            ("rating", "1e-60"),
+            ("personID", "not-a-uuid")
         ] {
             let before = try run("cat", ["\(employee)/\(attribute)"])
             let result = try run("bash", ["-c", "echo '\(text)' > \(employee)/\(attribute)"])
-            #expect(result.status != 0 && result.error.contains("write error: Invalid argument"), "\(attribute) = \(text): \(result.error)")
+            #expect(
+                result.status != 0 && result.error.contains("write error: Invalid argument"),
+                "\(attribute) = \(text): \(result.error)")
             #expect(try run("cat", ["\(employee)/\(attribute)"]).output == before.output, "\(attribute) kept its value")
         }
         // A Windows line ending and text that is not UTF-8.
@@ -55,16 +59,21 @@ import Glibc
         defer { try? mount.unmount() }
         // An object whose mandatory lastName is below its minimum length can never be saved as it is.
         #expect(try run("mkdir", ["\(mount.path)/Employee/stranded"]).status == 0)
-        let made = try #require(try run("ls", ["\(mount.path)/Employee"]).lines.compactMap { PrimaryKey(reference: $0) }.max())
+        let made = try #require(
+            try run("ls", ["\(mount.path)/Employee"]).lines.compactMap { PrimaryKey(reference: $0) }.max())
         #expect(try sh("echo Hopper > \(mount.path)/Employee/p30/lastName").status == 0)
         // The folder settles two seconds after its last change, then a commit tries it and saves the rest.
         var reason = ""
         for _ in 0..<80 where reason.isEmpty {
             Thread.sleep(forTimeInterval: 0.1)
-            reason = try run("getfattr", ["--only-values", "-n", "user.storefs.error", "\(mount.path)/Employee/\(made)"]).output
+            reason = try run(
+                "getfattr", ["--only-values", "-n", "user.storefs.error", "\(mount.path)/Employee/\(made)"]
+            ).output
         }
         #expect(reason.contains("lastName"), "the object says why it is not saved: \(reason)")
-        #expect(try sqlite(mount.store, "select ZLASTNAME from ZPERSON where Z_PK = 30") == "Hopper", "the other edit is saved meanwhile")
+        #expect(
+            try sqlite(mount.store, "select ZLASTNAME from ZPERSON where Z_PK = 30") == "Hopper",
+            "the other edit is saved meanwhile")
         #expect(try sh("echo Hopper2 > \(mount.path)/Employee/p31/lastName").status == 0)
         let status = try mount.unmountReportingStatus()
         #expect(status.status == 75, "the unmount says not everything was saved: \(status.status) \(status.error)")
@@ -105,11 +114,14 @@ import Glibc
         // is not saved either: fsync says so and the value is taken back.
         #expect(try python(fsync, "\(mount.path)/Employee/p7000/firstName") == "error \(EINVAL)\n")
         #expect(try run("cat", ["\(mount.path)/Employee/p7000/firstName"]).output == "\n", "taken back")
-        #expect(try run("getfattr", ["--only-values", "-n", "user.storefs.error", "\(mount.path)/Employee/p7000"]).output.contains("lastName"))
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.storefs.error", "\(mount.path)/Employee/p7000"]).output
+                .contains("lastName"))
         // With lastName set, the same fsync saves.
         #expect(try sh("echo Lovelace > \(mount.path)/Employee/p7000/lastName").status == 0)
         #expect(try python(fsync, "\(mount.path)/Employee/p7000/firstName") == "ok\n")
-        #expect(try sqlite(mount.store, "select ZFIRSTNAME, ZLASTNAME from ZPERSON where Z_PK = 7000") == "Ada|Lovelace")
+        #expect(
+            try sqlite(mount.store, "select ZFIRSTNAME, ZLASTNAME from ZPERSON where Z_PK = 7000") == "Ada|Lovelace")
     }
 
     @Test func aFolderMadeByMkdirShowsItsDefaultsTwoSecondsAfterItsLastChange() throws {
@@ -128,7 +140,8 @@ import Glibc
     @Test func aDeleteRefusedByDenyLeavesEveryRowAsItWas() throws {
         let mount = try MountedStore(objects: 300)
         defer { try? mount.unmount() }
-        let dump = "select * from ZDEPARTMENT where Z_PK = 2; select Z_PK, Z_OPT, ZDEPARTMENT from ZPERSON where ZDEPARTMENT = 2 order by Z_PK; select Z_PK, Z_OPT, ZDEPARTMENT from ZPROJECT where ZDEPARTMENT = 2 order by Z_PK"
+        let dump =
+            "select * from ZDEPARTMENT where Z_PK = 2; select Z_PK, Z_OPT, ZDEPARTMENT from ZPERSON where ZDEPARTMENT = 2 order by Z_PK; select Z_PK, Z_OPT, ZDEPARTMENT from ZPROJECT where ZDEPARTMENT = 2 order by Z_PK"
         let before = try sqlite(mount.store, dump)
         let removal = try run("rm", ["-r", "\(mount.path)/Department/p2"])
         #expect(removal.status != 0 && removal.error.contains("Operation not permitted"), "\(removal.error)")
@@ -156,7 +169,8 @@ import Glibc
         #expect(status.status == 0, "\(status.error)")
         // At once, with no wait: the file holds every edit.
         let engine = try PersistentStoreCoordinator.open(
-            at: mount.store, types: [SQLiteStoreType(), XMLStoreType(), BinaryStoreType()], options: StoreOptions(readOnly: true))
+            at: mount.store, types: [SQLiteStoreType(), XMLStoreType(), BinaryStoreType()],
+            options: StoreOptions(readOnly: true))
         defer { engine.close() }
         let context = engine.newContext()
         let milestone = try #require(engine.model.entityID(named: "Milestone"))
@@ -169,11 +183,14 @@ import Glibc
     @Test func theUmountHelperWaitsAndReportsLikeStorefsUnmount() throws {
         let mount = try MountedStore(objects: 300)
         #expect(try sh("echo Helped > \(mount.path)/Department/p1/name").status == 0)
-        let helper = Corpus.directory.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let helper = Corpus.directory.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("scripts/umount.fuse.storefs").path
         let result = try run(helper, [mount.path], environment: ["STOREFS": try storefsBinary()])
         #expect(result.status == 0, "\(result.error)")
-        #expect(try sqlite(mount.store, "select ZNAME from ZDEPARTMENT where Z_PK = 1") == "Helped", "saved before the helper returned")
+        #expect(
+            try sqlite(mount.store, "select ZNAME from ZDEPARTMENT where Z_PK = 1") == "Helped",
+            "saved before the helper returned")
         #expect(try run("mountpoint", ["-q", mount.path]).status != 0, "and unmounted")
     }
 
@@ -203,7 +220,9 @@ import Glibc
             stop = True; t.join()
             print(reads, bad)
             """
-        let output = try python(script, file).split(separator: " ").map { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+        let output = try python(script, file).split(separator: " ").map {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
         #expect(output.count == 2 && output[0] == 1500, "\(output)")
         #expect(output.last == 0, "reads that were empty or torn: \(output)")
     }
@@ -211,7 +230,11 @@ import Glibc
     @Test func readingALargeValueRendersItOnceNotOncePerRead() throws {
         let mount = try MountedStore(objects: 300, mount: false)
         let big = String(repeating: "0123456789abcdef", count: 2 << 20)  // 32 MiB
-        #expect(try sqlite(mount.store, "update ZDEPARTMENT set ZCODE = printf('%.*c', \(big.utf8.count), 'x') where Z_PK = 1; select length(ZCODE) from ZDEPARTMENT where Z_PK = 1") == "\(big.utf8.count)")
+        #expect(
+            try sqlite(
+                mount.store,
+                "update ZDEPARTMENT set ZCODE = printf('%.*c', \(big.utf8.count), 'x') where Z_PK = 1; select length(ZCODE) from ZDEPARTMENT where Z_PK = 1"
+            ) == "\(big.utf8.count)")
         for options in [[String](), ["ro"]] {
             try mount.mount(options: options)
             let before = try mount.stats()["valuesRendered"] as? Int ?? -1

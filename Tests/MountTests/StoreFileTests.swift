@@ -20,11 +20,13 @@ import Testing
     }
 
     @Test func aRollbackJournalStoreReadThroughAReadWriteMountStaysByteIdentical() throws {
-        let mount = try MountedStore(copying: Corpus.url("sqlite/magicalpanda_MagicalRecord_Recipes.sqlite"), mount: false)
+        let mount = try MountedStore(
+            copying: Corpus.url("sqlite/magicalpanda_MagicalRecord_Recipes.sqlite"), mount: false)
         let before = try checksum(mount.store.path)
         #expect(try journalMode(mount.store) == [1, 1])
         try mount.mount()
-        let walk = try sh("find \(mount.path) -type f -print0 | xargs -0 cat > /dev/null; ls -lR \(mount.path) > /dev/null")
+        let walk = try sh(
+            "find \(mount.path) -type f -print0 | xargs -0 cat > /dev/null; ls -lR \(mount.path) > /dev/null")
         #expect(walk.status == 0, "\(walk.error)")
         try mount.unmount()
         #expect(try checksum(mount.store.path) == before, "byte-identical after a read-write mount with no edits")
@@ -37,12 +39,16 @@ import Testing
         try mount.unmount()
         #expect(try journalMode(mount.store) == [1, 1], "still a rollback-journal store")
         #expect(sidecars(of: mount.store).isEmpty, "\(sidecars(of: mount.store))")
-        #expect(try run("sqlite3", [mount.store.path, "select ZNAME from ZRECIPE where Z_PK = 1"]).output == "Chocolate Torte\n")
+        #expect(
+            try run("sqlite3", [mount.store.path, "select ZNAME from ZRECIPE where Z_PK = 1"]).output
+                == "Chocolate Torte\n")
         #expect(try run("sqlite3", [mount.store.path, "pragma integrity_check"]).output == "ok\n")
     }
 
     @Test func aWALStoreWithPendingWALContentIsNotCheckpointedByAMountWithoutEdits() throws {
-        let mount = try MountedStore(copying: Corpus.url("sqlite/wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite"), mount: false)
+        let mount = try MountedStore(
+            copying: Corpus.url("sqlite/wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite"),
+            mount: false)
         let main = try checksum(mount.store.path)
         let wal = try checksum(mount.store.path + "-wal")
         try mount.mount()
@@ -79,8 +85,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let name = "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite"
         for suffix in ["", "-wal"] {
-            try FileManager.default.copyItem(at: Corpus.url("sqlite/\(name)\(suffix)"), to: folder.appendingPathComponent(name + suffix))
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent(name + suffix).path)
+            try FileManager.default.copyItem(
+                at: Corpus.url("sqlite/\(name)\(suffix)"), to: folder.appendingPathComponent(name + suffix))
+            try FileManager.default.setAttributes(
+                [.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent(name + suffix).path)
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
         let store = folder.appendingPathComponent(name).path

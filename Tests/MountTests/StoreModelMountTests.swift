@@ -22,13 +22,17 @@ import Testing
         #expect(!recipes.isEmpty)
         // Pick a recipe with ingredients and a type, as the store file says.
         let victim = try #require(
-            try Self.sqlite3(mount.store, "SELECT Z_PK FROM ZRECIPE WHERE ZTYPE IS NOT NULL AND Z_PK IN (SELECT ZRECIPE FROM ZINGREDIENT) LIMIT 1")
-                .first)
+            try Self.sqlite3(
+                mount.store,
+                "SELECT Z_PK FROM ZRECIPE WHERE ZTYPE IS NOT NULL AND Z_PK IN (SELECT ZRECIPE FROM ZINGREDIENT) LIMIT 1"
+            )
+            .first)
         let type = try #require(try Self.sqlite3(mount.store, "SELECT ZTYPE FROM ZRECIPE WHERE Z_PK = \(victim)").first)
         #expect(try run("readlink", ["\(mount.path)/Recipe/p\(victim)/type"]).output == "../../RecipeType/p\(type)\n")
         #expect(try run("cat", ["\(mount.path)/Recipe/p\(victim)/type/name"]).status == 0)
         let ingredients = try run("ls", ["\(mount.path)/Recipe/p\(victim)/ingredients"]).lines
-        let expected = try Self.sqlite3(mount.store, "SELECT 'p' || Z_PK FROM ZINGREDIENT WHERE ZRECIPE = \(victim) ORDER BY Z_PK")
+        let expected = try Self.sqlite3(
+            mount.store, "SELECT 'p' || Z_PK FROM ZINGREDIENT WHERE ZRECIPE = \(victim) ORDER BY Z_PK")
         #expect(ingredients.sorted() == expected.sorted())
         #expect(!ingredients.isEmpty)
         #expect(try run("ls", ["\(mount.path)/RecipeType/p\(type)/recipes"]).lines.contains("p\(victim)"))
@@ -41,7 +45,9 @@ import Testing
         #expect(try Self.sqlite3(mount.store, "SELECT COUNT(*) FROM ZINGREDIENT WHERE ZRECIPE = \(victim)") == ["0"])
         #expect(try Self.sqlite3(mount.store, "SELECT COUNT(*) FROM ZIMAGE WHERE ZRECIPE = \(victim)") == ["0"])
         if !image.isEmpty {
-            #expect(try Self.sqlite3(mount.store, "SELECT COUNT(*) FROM ZIMAGE WHERE Z_PK = \(image)") == ["1"], "Nullify keeps the image")
+            #expect(
+                try Self.sqlite3(mount.store, "SELECT COUNT(*) FROM ZIMAGE WHERE Z_PK = \(image)") == ["1"],
+                "Nullify keeps the image")
         }
     }
 
@@ -52,18 +58,30 @@ import Testing
         defer { try? mount.unmount() }
         #expect(try run("ls", [mount.path]).lines == ["Component", "CraftingRecipe", "Item"])
         let pair = try #require(
-            try Self.sqlite3(mount.store, "SELECT Z_PK, ZCRAFTINGRECIPE FROM ZCOMPONENT WHERE ZCRAFTINGRECIPE IS NOT NULL LIMIT 1").first)
+            try Self.sqlite3(
+                mount.store, "SELECT Z_PK, ZCRAFTINGRECIPE FROM ZCOMPONENT WHERE ZCRAFTINGRECIPE IS NOT NULL LIMIT 1"
+            ).first)
         let parts = pair.split(separator: "|").map(String.init)
-        #expect(try run("readlink", ["\(mount.path)/Component/p\(parts[0])/craftingRecipe"]).output == "../../CraftingRecipe/p\(parts[1])\n")
-        #expect(try run("ls", ["\(mount.path)/CraftingRecipe/p\(parts[1])/requiredComponents"]).lines.contains("p\(parts[0])"))
+        #expect(
+            try run("readlink", ["\(mount.path)/Component/p\(parts[0])/craftingRecipe"]).output
+                == "../../CraftingRecipe/p\(parts[1])\n")
+        #expect(
+            try run("ls", ["\(mount.path)/CraftingRecipe/p\(parts[1])/requiredComponents"]).lines.contains(
+                "p\(parts[0])"))
         let id = try run("cat", ["\(mount.path)/Component/p\(parts[0])/id"]).output
-        #expect(id.range(of: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$", options: .regularExpression) != nil, "\(id)")
-        let type = try run("getfattr", ["--only-values", "-n", "user.attribute.type", "\(mount.path)/Component/p\(parts[0])/count"]).output
+        #expect(
+            id.range(
+                of: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$", options: .regularExpression)
+                != nil, "\(id)")
+        let type = try run(
+            "getfattr", ["--only-values", "-n", "user.attribute.type", "\(mount.path)/Component/p\(parts[0])/count"]
+        ).output
         #expect(type.contains("Integer 64"))
     }
 
     @Test func infoSaysWhereTheModelCameFrom() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("info-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "info-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         func copy(_ name: String, as newName: String? = nil) throws -> String {
@@ -75,7 +93,9 @@ import Testing
         }
         let binary = try storefsBinary()
         let cached = try copy("alemar11_CoreDataPlus_SampleModel_V1.sqlite")
-        #expect(try run(binary, ["info", cached]).output.contains("model:    Core Data's model cache in the store (Z_MODELCACHE)"))
+        #expect(
+            try run(binary, ["info", cached]).output.contains(
+                "model:    Core Data's model cache in the store (Z_MODELCACHE)"))
         let bare = try copy("magicalpanda_MagicalRecord_Recipes.sqlite")
         #expect(try run(binary, ["info", bare]).output.contains("model:    inferred from the store's schema"))
         let other = try copy("alemar11_CoreDataPlus_SampleModel_V1.sqlite", as: "Other.sqlite")
@@ -93,10 +113,13 @@ import Testing
 
     /// `storefs model` prints Xcode XML that loads back to a model with Core Data's hashes, and
     /// writes a model folder Xcode opens.
-    @Test(arguments: ["alemar11_CoreDataPlus_SampleModel_V1.sqlite", "RhetTbull_merge_photos_libraries_Photos.sqlite",
-        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"])
+    @Test(arguments: [
+        "alemar11_CoreDataPlus_SampleModel_V1.sqlite", "RhetTbull_merge_photos_libraries_Photos.sqlite",
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"
+    ])
     func exportedModelsKeepCoreDatasHashes(_ name: String) throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("model-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "model-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = folder.appendingPathComponent(name)
@@ -106,7 +129,8 @@ import Testing
         let result = try run(try storefsBinary(), ["model", store.path])
         #expect(result.status == 0, "\(result.error)")
         let model = try XcodeModelLoader.load(contents: Data(result.output.utf8), source: "exported")
-        let coordinator = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         guard case .dictionary(let stored)? = try coordinator.store.metadata()["NSStoreModelVersionHashes"] else {
             Issue.record("no hashes")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// storefs mounts over FUSE's io_uring transport when the kernel offers it (and says which way in
@@ -12,7 +12,8 @@ import Glibc
     /// time with STOREFS_IO_URING=0) and the kernel.
     static var expectedWay: String {
         if ProcessInfo.processInfo.environment["STOREFS_IO_URING"] == "0" { return "/dev/fuse" }
-        return FileManager.default.fileExists(atPath: "/sys/module/fuse/parameters/enable_uring") ? "io_uring" : "/dev/fuse"
+        return FileManager.default.fileExists(atPath: "/sys/module/fuse/parameters/enable_uring")
+            ? "io_uring" : "/dev/fuse"
     }
 
     @Test func theLogSaysWhichWayRequestsCome() throws {
@@ -20,7 +21,9 @@ import Glibc
         defer { try? mount.unmount() }
         #expect(try run("cat", ["\(mount.path)/Employee/p1/lastName"]).status == 0)
         #expect(
-            eventuallyTrue { mount.logText.contains("FUSE requests of \(mount.path) arrive through \(Self.expectedWay)") },
+            eventuallyTrue {
+                mount.logText.contains("FUSE requests of \(mount.path) arrive through \(Self.expectedWay)")
+            },
             "\(mount.logText.suffix(800))")
     }
 
@@ -33,10 +36,14 @@ import Glibc
         let pid = try #require(servers.first.flatMap { Int32($0) })
         kill(pid, SIGKILL)
         #expect(
-            eventuallyTrue(seconds: 20) { !((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").contains(" \(mount.path) ") },
+            eventuallyTrue(seconds: 20) {
+                !((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").contains(" \(mount.path) ")
+            },
             "the dead mount was detached (auto_unmount)")
         var status = stat()
-        #expect(stat(mount.path, &status) == 0, "the mount point is a plain folder again: \(String(cString: strerror(errno)))")
+        #expect(
+            stat(mount.path, &status) == 0,
+            "the mount point is a plain folder again: \(String(cString: strerror(errno)))")
         // The store can be mounted again at once.
         try mount.mount()
         #expect(try run("ls", [mount.path]).status == 0)

@@ -22,7 +22,8 @@ import Testing
     }
 
     func sqlite(_ mount: MountedStore, _ query: String) throws -> String {
-        try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path, query]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try run("sqlite3", ["-cmd", ".timeout 5000", mount.store.path, query]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     @Test func eachToolEditsAValue() throws {
@@ -34,32 +35,50 @@ import Testing
             ("echo 'Echoed' > \(d)/p1/name", 1, "name", "Echoed"),
             ("printf 'Printed' > \(d)/p2/name", 2, "name", "Printed"),
             ("printf 'Start\\n' > \(d)/p3/name && printf 'More\\n' >> \(d)/p3/name", 3, "name", "Start\nMore"),
-            ("printf 'ABCDEFG\\n' > \(d)/p4/code && printf 'xy' | dd of=\(d)/p4/code bs=1 seek=2 conv=notrunc status=none", 4, "code", "ABxyEFG"),
+            (
+                "printf 'ABCDEFG\\n' > \(d)/p4/code && printf 'xy' | dd of=\(d)/p4/code bs=1 seek=2 conv=notrunc status=none",
+                4, "code", "ABxyEFG"
+            ),
             ("printf 'Truncated away\\n' > \(d)/p5/code && truncate -s 9 \(d)/p5/code", 5, "code", "Truncated"),
             ("echo 'Teed' | tee \(d)/p6/name > /dev/null", 6, "name", "Teed"),
-            ("printf 'Copied\\n' > \(mount.directory.path)/src && cp \(mount.directory.path)/src \(d)/p7/name", 7, "name", "Copied"),
+            (
+                "printf 'Copied\\n' > \(mount.directory.path)/src && cp \(mount.directory.path)/src \(d)/p7/name", 7,
+                "name", "Copied"
+            ),
             ("vim -e -s -c '%s/.*/Vimmed/' -c 'wq' \(d)/p8/name", 8, "name", "Vimmed"),
             ("sed -i 's/.*/Sedded/' \(d)/p9/name", 9, "name", "Sedded"),
             ("perl -pi -e 's/.*/Perled/' \(d)/p10/name", 10, "name", "Perled"),
-            ("""
-            python3 -c "import os,tempfile; f=tempfile.NamedTemporaryFile('w',dir='\(d)/p11',delete=False); f.write('Pythoned\\n'); f.flush(); os.fsync(f.fileno()); f.close(); os.replace(f.name,'\(d)/p11/name')"
-            """, 11, "name", "Pythoned"),
+            (
+                """
+                python3 -c "import os,tempfile; f=tempfile.NamedTemporaryFile('w',dir='\(d)/p11',delete=False); f.write('Pythoned\\n'); f.flush(); os.fsync(f.fileno()); f.close(); os.replace(f.name,'\(d)/p11/name')"
+                """, 11, "name", "Pythoned"
+            ),
             ("printf 'Moved\\n' > \(d)/p12/scratch.tmp && mv \(d)/p12/scratch.tmp \(d)/p12/name", 12, "name", "Moved"),
-            ("printf 'Rsynced\\n' > \(mount.directory.path)/name && rsync \(mount.directory.path)/name \(d)/p13/name", 13, "name", "Rsynced"),
-            ("printf 'Inplace\\n' > \(mount.directory.path)/name && rsync --inplace \(mount.directory.path)/name \(d)/p14/name", 14, "name", "Inplace"),
+            (
+                "printf 'Rsynced\\n' > \(mount.directory.path)/name && rsync \(mount.directory.path)/name \(d)/p13/name",
+                13, "name", "Rsynced"
+            ),
+            (
+                "printf 'Inplace\\n' > \(mount.directory.path)/name && rsync --inplace \(mount.directory.path)/name \(d)/p14/name",
+                14, "name", "Inplace"
+            )
         ]
         for (command, _, _, _) in edits {
             let result = try sh(command)
             #expect(result.status == 0, "\(command): \(result.error)\n\(mount.logText.suffix(1500))")
         }
         for (command, key, attribute, value) in edits {
-            #expect(try run("cat", ["\(d)/p\(key)/\(attribute)"]).output == value + "\n", "through the mount: \(command)")
+            #expect(
+                try run("cat", ["\(d)/p\(key)/\(attribute)"]).output == value + "\n", "through the mount: \(command)")
         }
         #expect(try run("ls", ["\(d)/p12"]).lines.contains("scratch.tmp") == false, "the scratch file became the value")
         try mount.unmount()
         for (command, key, attribute, value) in edits {
-            #expect(try stored(mount, "Department", key, attribute) == .string(value), "engine after remount: \(command)")
-            #expect(try sqlite(mount, "select Z\(attribute.uppercased()) from ZDEPARTMENT where Z_PK=\(key)") == value, "sqlite3: \(command)")
+            #expect(
+                try stored(mount, "Department", key, attribute) == .string(value), "engine after remount: \(command)")
+            #expect(
+                try sqlite(mount, "select Z\(attribute.uppercased()) from ZDEPARTMENT where Z_PK=\(key)") == value,
+                "sqlite3: \(command)")
         }
     }
 
@@ -74,7 +93,10 @@ import Testing
         #expect(try run("cat", ["\(e)/birthDate"]).output == "2024-05-01T10:30:00.25Z\n")
         #expect(try run("cat", ["\(e)/isRemote"]).output == "true\n")
         // Refused values fail the write or the close (tee reports close errors) and change nothing.
-        for (attribute, text) in [("level", "abc"), ("level", "40000"), ("birthDate", "2024-13-45"), ("salary", "12,5"), ("isRemote", "maybe"), ("personID", "not-a-uuid")] {
+        for (attribute, text) in [
+            ("level", "abc"), ("level", "40000"), ("birthDate", "2024-13-45"), ("salary", "12,5"),
+            ("isRemote", "maybe"), ("personID", "not-a-uuid")
+        ] {
             let before = try run("cat", ["\(e)/\(attribute)"]).output
             let result = try sh("echo '\(text)' | tee \(e)/\(attribute)")
             #expect(result.status != 0 && result.error.contains("Invalid argument"), "\(attribute) = \(text)")
@@ -95,7 +117,9 @@ import Testing
         #expect(try run("rm", ["\(e)/badgeNumber"]).status == 0)
         #expect(try run("stat", ["\(e)/badgeNumber"]).status != 0)
         let refused = try run("rm", ["\(e)/lastName"])
-        #expect(refused.status != 0 && refused.error.contains("Operation not permitted"), "a mandatory value cannot be removed: \(refused.error)")
+        #expect(
+            refused.status != 0 && refused.error.contains("Operation not permitted"),
+            "a mandatory value cannot be removed: \(refused.error)")
         #expect(try run("cat", ["\(e)/lastName"]).status == 0, "and its file is still there")
         #expect(mount.logText.contains("lastName is not optional and cannot be removed"))
         try mount.unmount()
@@ -109,9 +133,13 @@ import Testing
         let m = mount.path
         // mkdir: a free key is kept, another name gets the next key.
         #expect(try run("mkdir", ["\(m)/Department/p900"]).status == 0)
-        #expect(try run("ls", ["\(m)/Department/p900"]).lines == [], "a new folder looks empty until its first commit (cp -a copies into it)")
+        #expect(
+            try run("ls", ["\(m)/Department/p900"]).lines == [],
+            "a new folder looks empty until its first commit (cp -a copies into it)")
         #expect(try fsync("\(m)/Department/p900").status == 0)
-        #expect(try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"], "then shows its defaults")
+        #expect(
+            try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"],
+            "then shows its defaults")
         #expect(try run("cat", ["\(m)/Department/p900/name"]).output == "New Department\n")
         #expect(try run("mkdir", ["\(m)/Department/p1"]).error.contains("File exists"))
         let projects = try run("ls", ["\(m)/Project"]).lines.compactMap { PrimaryKey(reference: $0)?.rawValue }
@@ -137,7 +165,10 @@ import Testing
         let reports = try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines
         #expect(reports.count > 2)
         let reversed = Array(reports.reversed())
-        #expect(try run("setfattr", ["-n", "user.order", "-v", reversed.joined(separator: " "), "\(m)/Manager/p2/directReports"]).status == 0)
+        #expect(
+            try run(
+                "setfattr", ["-n", "user.order", "-v", reversed.joined(separator: " "), "\(m)/Manager/p2/directReports"]
+            ).status == 0)
         #expect(try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines == reversed)
         // Deny: a department with employees is not deleted, and nothing inside it is lost.
         let employees = try run("ls", ["\(m)/Department/p1/employees"]).lines
@@ -171,9 +202,15 @@ import Testing
         #expect(try !context.exists(id("Department", 900)))
         #expect(try context.exists(id("Project", PrimaryKey(reference: next)!.rawValue)))
         #expect(try context.exists(id("Department", 1)))
-        #expect(try context.destinations(of: "employees", for: id("Department", 1)).map(\.key.description).sorted() == employees.sorted())
+        #expect(
+            try context.destinations(of: "employees", for: id("Department", 1)).map(\.key.description).sorted()
+                == employees.sorted())
         #expect(try !context.exists(id("Project", 1)))
-        for milestone in milestones { #expect(try !context.exists(ObjectID(entity: model.entityID(named: "Milestone")!, key: PrimaryKey(reference: milestone)!))) }
+        for milestone in milestones {
+            #expect(
+                try !context.exists(
+                    ObjectID(entity: model.entityID(named: "Milestone")!, key: PrimaryKey(reference: milestone)!)))
+        }
         #expect(try context.destination(of: "department", for: id("Employee", 10)) == nil)
         #expect(try context.destinations(of: "directReports", for: id("Manager", 2)).map(\.key.description) == reversed)
         #expect(try sqlite(mount, "select count(*) from ZPROJECT where Z_PK=1") == "0")
@@ -184,7 +221,9 @@ import Testing
         defer { try? first.unmount() }
         let second = MountedStoreAlias(of: first)
         #expect(throws: HarnessError.self) { try second.mount() }
-        #expect(second.lastError.contains("is open for writing by another storefs"), "the refusal says why: \(second.lastError)")
+        #expect(
+            second.lastError.contains("is open for writing by another storefs"),
+            "the refusal says why: \(second.lastError)")
         #expect(second.lastError.contains("-o ro"), "and what to do instead")
         try second.mount(options: ["ro"])
         defer { try? second.unmount() }
@@ -223,7 +262,9 @@ import Testing
             """
         let ours = try run("python3", ["-c", py, "\(mount.path)/Department/p2/name"]).output
         try mount.unmount()
-        #expect(try sqlite(mount, "select ZNAME, ZCODE from ZDEPARTMENT where Z_PK = 3") == "Mine|EXTERNAL", "their column stays")
+        #expect(
+            try sqlite(mount, "select ZNAME, ZCODE from ZDEPARTMENT where Z_PK = 3") == "Mine|EXTERNAL",
+            "their column stays")
         let stored = try sqlite(mount, "select ZNAME from ZDEPARTMENT where Z_PK = 2")
         if ours == "ok\n" {
             // The mount saw their change before it wrote (it polls for them): its value is the later one.
@@ -249,8 +290,14 @@ import Testing
         #expect(copy.status == 0, "\(copy.error)")
         let commitsBefore = try mount.stats()["commits"] as? Int ?? 0
         try mount.unmount()
-        #expect(try run("sqlite3", [mount.store.path, "select count(*) from ZMILESTONE where Z_PK between 1001 and 1300 and ZDONE = 1"]).output == "300\n")
-        #expect(try run("sqlite3", [mount.store.path, "select ZTITLE from ZMILESTONE where Z_PK = 1234"]).output == "Milestone 1234\n")
+        #expect(
+            try run(
+                "sqlite3",
+                [mount.store.path, "select count(*) from ZMILESTONE where Z_PK between 1001 and 1300 and ZDONE = 1"]
+            ).output == "300\n")
+        #expect(
+            try run("sqlite3", [mount.store.path, "select ZTITLE from ZMILESTONE where Z_PK = 1234"]).output
+                == "Milestone 1234\n")
         #expect(commitsBefore < 100, "copying 300 folders took \(commitsBefore) commits, not one per file")
     }
 }

@@ -118,13 +118,16 @@ struct ArchiveBuilder {
 
     mutating func classRecord(_ name: String, _ superclasses: [String] = ["NSObject"]) -> Int {
         if let known = classes[name] { return known }
-        let uid = add(.dict([("$classname", .string(name)), ("$classes", .array(([name] + superclasses).map(Value.string)))]))
+        let uid = add(
+            .dict([("$classname", .string(name)), ("$classes", .array(([name] + superclasses).map(Value.string)))]))
         classes[name] = uid
         return uid
     }
 
     /// An instance of `className` with `fields`.
-    mutating func instance(_ className: String, _ superclasses: [String] = ["NSObject"], _ fields: [(String, Value)], at uid: Int? = nil)
+    mutating func instance(
+        _ className: String, _ superclasses: [String] = ["NSObject"], _ fields: [(String, Value)], at uid: Int? = nil
+    )
         -> Int
     {
         let record = classRecord(className, superclasses)
@@ -140,7 +143,10 @@ struct ArchiveBuilder {
 
     mutating func dictionary(_ entries: [(String, Int)]) -> Value {
         let keys = entries.map { Value.uid(add(.string($0.0))) }
-        return .uid(instance("NSDictionary", ["NSObject"], [("NS.keys", .array(keys)), ("NS.objects", .array(entries.map { .uid($0.1) }))]))
+        return .uid(
+            instance(
+                "NSDictionary", ["NSObject"],
+                [("NS.keys", .array(keys)), ("NS.objects", .array(entries.map { .uid($0.1) }))]))
     }
 
     mutating func array(_ items: [Int]) -> Value {
@@ -164,12 +170,13 @@ struct ArchiveBuilder {
         let objectRefs = objects.map(flatten)
         let objectsArray = writer.add(.array(objectRefs))
         let top = flatten(.dict([("root", .uid(root))]))
-        let top2 = writer.add(.dict([
-            (writer.add(.ascii("$archiver")), writer.add(.ascii("NSKeyedArchiver"))),
-            (writer.add(.ascii("$version")), writer.add(.int(100_000))),
-            (writer.add(.ascii("$top")), top),
-            (writer.add(.ascii("$objects")), objectsArray),
-        ]))
+        let top2 = writer.add(
+            .dict([
+                (writer.add(.ascii("$archiver")), writer.add(.ascii("NSKeyedArchiver"))),
+                (writer.add(.ascii("$version")), writer.add(.int(100_000))),
+                (writer.add(.ascii("$top")), top),
+                (writer.add(.ascii("$objects")), objectsArray)
+            ]))
         return writer.encode(top: top2)
     }
 
@@ -181,49 +188,74 @@ struct ArchiveBuilder {
         let person = b.reserve()
         let employee = b.reserve()
         let attribute = ["NSPropertyDescription", "NSObject"]
-        let name = b.instance("NSAttributeDescription", attribute, [
-            ("NSPropertyName", b.string("name")), ("NSAttributeType", .int(700)), ("NSEntity", .uid(person)),
-        ])
-        let nickname = b.instance("NSAttributeDescription", attribute, [
-            ("NSPropertyName", b.string("nickname")), ("NSAttributeType", .int(700)), ("NSIsOptional", .bool(true)),
-            ("NSEntity", .uid(person)),
-        ])
+        let name = b.instance(
+            "NSAttributeDescription", attribute,
+            [
+                ("NSPropertyName", b.string("name")), ("NSAttributeType", .int(700)), ("NSEntity", .uid(person))
+            ])
+        let nickname = b.instance(
+            "NSAttributeDescription", attribute,
+            [
+                ("NSPropertyName", b.string("nickname")), ("NSAttributeType", .int(700)), ("NSIsOptional", .bool(true)),
+                ("NSEntity", .uid(person))
+            ])
         let friends = b.reserve()
-        b.instance("NSRelationshipDescription", attribute, [
-            ("NSPropertyName", b.string("friends")), ("NSDestinationEntity", .uid(person)), ("NSInverseRelationship", .uid(friends)),
-            ("NSMinCount", .int(0)), ("NSMaxCount", .int(0)), ("NSDeleteRule", .int(1)), ("NSIsOptional", .bool(true)),
-            ("NSEntity", .uid(person)),
-        ], at: friends)
-        let salary = b.instance("NSAttributeDescription", attribute, [
-            ("NSPropertyName", b.string("salary")), ("NSAttributeType", .int(300)), ("NSDefaultValue", .uid(b.add(.int(7)))),
-            ("NSEntity", .uid(employee)),
-        ])
+        b.instance(
+            "NSRelationshipDescription", attribute,
+            [
+                ("NSPropertyName", b.string("friends")), ("NSDestinationEntity", .uid(person)),
+                ("NSInverseRelationship", .uid(friends)),
+                ("NSMinCount", .int(0)), ("NSMaxCount", .int(0)), ("NSDeleteRule", .int(1)),
+                ("NSIsOptional", .bool(true)),
+                ("NSEntity", .uid(person))
+            ], at: friends)
+        let salary = b.instance(
+            "NSAttributeDescription", attribute,
+            [
+                ("NSPropertyName", b.string("salary")), ("NSAttributeType", .int(300)),
+                ("NSDefaultValue", .uid(b.add(.int(7)))),
+                ("NSEntity", .uid(employee))
+            ])
         let manager = b.reserve()
         let reports = b.reserve()
-        b.instance("NSRelationshipDescription", attribute, [
-            ("NSPropertyName", b.string("manager")), ("NSDestinationEntity", .uid(employee)), ("NSInverseRelationship", .uid(reports)),
-            ("NSMinCount", .int(0)), ("NSMaxCount", .int(1)), ("NSDeleteRule", .int(1)), ("NSIsOptional", .bool(true)),
-            ("NSEntity", .uid(employee)),
-        ], at: manager)
-        b.instance("NSRelationshipDescription", attribute, [
-            ("NSPropertyName", b.string("reports")), ("NSDestinationEntity", .uid(employee)), ("NSInverseRelationship", .uid(manager)),
-            ("NSMinCount", .int(0)), ("NSMaxCount", .int(0)), ("NSDeleteRule", .int(3)), ("NSIsOptional", .bool(true)),
-            ("NSEntity", .uid(employee)),
-        ], at: reports)
+        b.instance(
+            "NSRelationshipDescription", attribute,
+            [
+                ("NSPropertyName", b.string("manager")), ("NSDestinationEntity", .uid(employee)),
+                ("NSInverseRelationship", .uid(reports)),
+                ("NSMinCount", .int(0)), ("NSMaxCount", .int(1)), ("NSDeleteRule", .int(1)),
+                ("NSIsOptional", .bool(true)),
+                ("NSEntity", .uid(employee))
+            ], at: manager)
+        b.instance(
+            "NSRelationshipDescription", attribute,
+            [
+                ("NSPropertyName", b.string("reports")), ("NSDestinationEntity", .uid(employee)),
+                ("NSInverseRelationship", .uid(manager)),
+                ("NSMinCount", .int(0)), ("NSMaxCount", .int(0)), ("NSDeleteRule", .int(3)),
+                ("NSIsOptional", .bool(true)),
+                ("NSEntity", .uid(employee))
+            ], at: reports)
         let personProperties = b.dictionary([("name", name), ("nickname", nickname), ("friends", friends)])
         // The subentity lists its inherited properties too, as Core Data's archives do.
         let employeeProperties = b.dictionary([
             ("name", name), ("nickname", nickname), ("friends", friends), ("salary", salary), ("manager", manager),
-            ("reports", reports),
+            ("reports", reports)
         ])
-        b.instance("NSEntityDescription", ["NSObject"], [
-            ("NSEntityName", b.string("Person")), ("NSProperties", personProperties), ("NSManagedObjectModel", .uid(modelUID)),
-            ("NSVersionHashModifier", b.string("v2")),
-        ], at: person)
-        b.instance("NSEntityDescription", ["NSObject"], [
-            ("NSEntityName", b.string("Employee")), ("NSProperties", employeeProperties), ("NSSuperentity", .uid(person)),
-            ("NSManagedObjectModel", .uid(modelUID)),
-        ], at: employee)
+        b.instance(
+            "NSEntityDescription", ["NSObject"],
+            [
+                ("NSEntityName", b.string("Person")), ("NSProperties", personProperties),
+                ("NSManagedObjectModel", .uid(modelUID)),
+                ("NSVersionHashModifier", b.string("v2"))
+            ], at: person)
+        b.instance(
+            "NSEntityDescription", ["NSObject"],
+            [
+                ("NSEntityName", b.string("Employee")), ("NSProperties", employeeProperties),
+                ("NSSuperentity", .uid(person)),
+                ("NSManagedObjectModel", .uid(modelUID))
+            ], at: employee)
         let entities = b.dictionary([("Person", person), ("Employee", employee)])
         b.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", entities)], at: modelUID)
         return (b, modelUID)
@@ -237,7 +269,7 @@ struct ArchiveBuilder {
         let value: [String: Any] = [
             "int": 42, "negative": -7, "big": Int64.max, "real": 2.5, "string": "plain", "unicode": "Zürich ✓",
             "data": Data([0, 1, 2, 255]), "array": [1, "two", false], "nested": ["a": ["b": true]],
-            "long": String(repeating: "x", count: 300),
+            "long": String(repeating: "x", count: 300)
         ]
         let data = try PropertyListSerialization.data(fromPropertyList: value, format: .binary, options: 0)
         let parsed = try BinaryPropertyList.parse(data, source: "test")
@@ -261,30 +293,44 @@ struct ArchiveBuilder {
         let modelUID = b.reserve()
         let item = b.reserve()
         let expression = ["NSExpression", "NSObject"]
-        let utilities = b.instance("NSConstantValueExpression", expression, [
-            ("NSExpressionType", .int(0)), ("NSConstantValueClassName", b.string("_NSPredicateUtilities")),
-        ])
-        let now = b.instance("NSFunctionExpression", expression, [
-            ("NSOperand", .uid(utilities)), ("NSSelectorName", b.string("now")), ("NSExpressionType", .int(4)),
-            ("NSArguments", b.array([])),
-        ])
+        let utilities = b.instance(
+            "NSConstantValueExpression", expression,
+            [
+                ("NSExpressionType", .int(0)), ("NSConstantValueClassName", b.string("_NSPredicateUtilities"))
+            ])
+        let now = b.instance(
+            "NSFunctionExpression", expression,
+            [
+                ("NSOperand", .uid(utilities)), ("NSSelectorName", b.string("now")), ("NSExpressionType", .int(4)),
+                ("NSArguments", b.array([]))
+            ])
         let filter = b.instance("NSTruePredicate", ["NSPredicate", "NSObject"], [])
-        let stamp = b.instance("NSDerivedAttributeDescription", ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], [
-            ("NSPropertyName", b.string("stamp")), ("NSAttributeType", .int(900)), ("NSIsOptional", .bool(true)),
-            ("NSDerivationExpression", .uid(now)), ("NSFilteringPredicate", .uid(filter)), ("NSEntity", .uid(item)),
-        ])
-        let fixed = b.instance("NSAttributeDescription", ["NSPropertyDescription", "NSObject"], [
-            ("NSPropertyName", b.string("fixed")), ("NSAttributeType", .int(700)), ("NSIsReadOnly", .bool(true)),
-            ("NSEntity", .uid(item)),
-        ])
-        b.instance("NSEntityDescription", ["NSObject"], [
-            ("NSEntityName", b.string("Item")), ("NSProperties", b.dictionary([("stamp", stamp), ("fixed", fixed)])),
-            ("NSManagedObjectModel", .uid(modelUID)),
-        ], at: item)
+        let stamp = b.instance(
+            "NSDerivedAttributeDescription", ["NSAttributeDescription", "NSPropertyDescription", "NSObject"],
+            [
+                ("NSPropertyName", b.string("stamp")), ("NSAttributeType", .int(900)), ("NSIsOptional", .bool(true)),
+                ("NSDerivationExpression", .uid(now)), ("NSFilteringPredicate", .uid(filter)), ("NSEntity", .uid(item))
+            ])
+        let fixed = b.instance(
+            "NSAttributeDescription", ["NSPropertyDescription", "NSObject"],
+            [
+                ("NSPropertyName", b.string("fixed")), ("NSAttributeType", .int(700)), ("NSIsReadOnly", .bool(true)),
+                ("NSEntity", .uid(item))
+            ])
+        b.instance(
+            "NSEntityDescription", ["NSObject"],
+            [
+                ("NSEntityName", b.string("Item")),
+                ("NSProperties", b.dictionary([("stamp", stamp), ("fixed", fixed)])),
+                ("NSManagedObjectModel", .uid(modelUID))
+            ], at: item)
         b.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", b.dictionary([("Item", item)]))], at: modelUID)
         let decoded = try CompiledModelLoader.decode(archive: b.encode(root: modelUID), source: "derived")
         #expect(decoded.model.entity(named: "Item")?.attribute(named: "stamp")?.derivationExpression == "now()")
-        #expect(decoded.notes.contains { $0.contains("Item.stamp has a filtering predicate") && $0.contains("version hash of Item") })
+        #expect(
+            decoded.notes.contains {
+                $0.contains("Item.stamp has a filtering predicate") && $0.contains("version hash of Item")
+            })
         #expect(decoded.notes.contains { $0.contains("Item.fixed is read-only") })
         #expect(decoded.notes.count == 2, "\(decoded.notes)")
     }
@@ -407,19 +453,29 @@ struct ArchiveBuilder {
         let a = b.reserve()
         let c = b.reserve()
         let empty = b.dictionary([])
-        b.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", b.string("A")), ("NSSuperentity", .uid(c)), ("NSProperties", empty)], at: a)
-        b.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", b.string("C")), ("NSSuperentity", .uid(a)), ("NSProperties", empty)], at: c)
-        b.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", b.dictionary([("A", a), ("C", c)]))], at: modelUID)
+        b.instance(
+            "NSEntityDescription", ["NSObject"],
+            [("NSEntityName", b.string("A")), ("NSSuperentity", .uid(c)), ("NSProperties", empty)], at: a)
+        b.instance(
+            "NSEntityDescription", ["NSObject"],
+            [("NSEntityName", b.string("C")), ("NSSuperentity", .uid(a)), ("NSProperties", empty)], at: c)
+        b.instance(
+            "NSManagedObjectModel", ["NSObject"], [("NSEntities", b.dictionary([("A", a), ("C", c)]))], at: modelUID)
         #expect(Self.failure(b.encode(root: modelUID))?.contains("cycle") == true)
 
         // A relationship whose destination is a string, not an entity; a proxy for itself.
         var d = ArchiveBuilder()
         let model2 = d.reserve()
         let entity = d.reserve()
-        let bad = d.instance("NSRelationshipDescription", ["NSPropertyDescription", "NSObject"], [
-            ("NSPropertyName", d.string("link")), ("NSDestinationEntity", d.string("Nowhere")), ("NSMaxCount", .int(1)),
-        ])
-        d.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", d.string("E")), ("NSProperties", d.dictionary([("link", bad)]))], at: entity)
+        let bad = d.instance(
+            "NSRelationshipDescription", ["NSPropertyDescription", "NSObject"],
+            [
+                ("NSPropertyName", d.string("link")), ("NSDestinationEntity", d.string("Nowhere")),
+                ("NSMaxCount", .int(1))
+            ])
+        d.instance(
+            "NSEntityDescription", ["NSObject"],
+            [("NSEntityName", d.string("E")), ("NSProperties", d.dictionary([("link", bad)]))], at: entity)
         d.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", d.dictionary([("E", entity)]))], at: model2)
         #expect(Self.failure(d.encode(root: model2))?.contains("not one of the model's entities") == true)
 
@@ -428,7 +484,9 @@ struct ArchiveBuilder {
         let entity3 = p.reserve()
         let proxy = p.reserve()
         p.instance("_NSPropertyDescriptionProxy", ["NSObject"], [("NSUnderlyingProperty", .uid(proxy))], at: proxy)
-        p.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", p.string("E")), ("NSProperties", p.dictionary([("loop", proxy)]))], at: entity3)
+        p.instance(
+            "NSEntityDescription", ["NSObject"],
+            [("NSEntityName", p.string("E")), ("NSProperties", p.dictionary([("loop", proxy)]))], at: entity3)
         p.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", p.dictionary([("E", entity3)]))], at: model3)
         #expect(Self.failure(p.encode(root: model3))?.contains("proxies") == true)
     }
@@ -439,12 +497,20 @@ struct ArchiveBuilder {
         let entity = b.reserve()
         let predicate = b.reserve()
         let list = b.array([predicate])
-        b.instance("NSCompoundPredicate", ["NSPredicate", "NSObject"], [("NSCompoundPredicateType", .int(1)), ("NSSubpredicates", list)], at: predicate)
-        let request = b.instance("NSFetchRequest", ["NSObject"], [("NSEntity", .uid(entity)), ("NSPredicate", .uid(predicate))])
-        b.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", b.string("E")), ("NSProperties", b.dictionary([]))], at: entity)
-        b.instance("NSManagedObjectModel", ["NSObject"], [
-            ("NSEntities", b.dictionary([("E", entity)])), ("NSFetchRequestTemplates", b.dictionary([("loop", request)])),
-        ], at: modelUID)
+        b.instance(
+            "NSCompoundPredicate", ["NSPredicate", "NSObject"],
+            [("NSCompoundPredicateType", .int(1)), ("NSSubpredicates", list)], at: predicate)
+        let request = b.instance(
+            "NSFetchRequest", ["NSObject"], [("NSEntity", .uid(entity)), ("NSPredicate", .uid(predicate))])
+        b.instance(
+            "NSEntityDescription", ["NSObject"], [("NSEntityName", b.string("E")), ("NSProperties", b.dictionary([]))],
+            at: entity)
+        b.instance(
+            "NSManagedObjectModel", ["NSObject"],
+            [
+                ("NSEntities", b.dictionary([("E", entity)])),
+                ("NSFetchRequestTemplates", b.dictionary([("loop", request)]))
+            ], at: modelUID)
         #expect(Self.failure(b.encode(root: modelUID))?.contains("nests deeper") == true)
     }
 
@@ -464,11 +530,16 @@ struct ArchiveBuilder {
         var other = ArchiveBuilder()
         let otherModel = other.reserve()
         let solo = other.reserve()
-        other.instance("NSEntityDescription", ["NSObject"], [("NSEntityName", other.string("Solo")), ("NSProperties", other.dictionary([]))], at: solo)
-        other.instance("NSManagedObjectModel", ["NSObject"], [("NSEntities", other.dictionary([("Solo", solo)]))], at: otherModel)
+        other.instance(
+            "NSEntityDescription", ["NSObject"],
+            [("NSEntityName", other.string("Solo")), ("NSProperties", other.dictionary([]))], at: solo)
+        other.instance(
+            "NSManagedObjectModel", ["NSObject"], [("NSEntities", other.dictionary([("Solo", solo)]))], at: otherModel)
         try other.encode(root: otherModel).write(to: folder.appendingPathComponent("App.mom"))
         #expect(throws: ObjectGraphError.self) { try ModelLoader.load(from: folder) }
-        let info: [String: Any] = ["NSManagedObjectModel_CurrentVersionName": "App", "NSManagedObjectModel_VersionHashes": [:]]
+        let info: [String: Any] = [
+            "NSManagedObjectModel_CurrentVersionName": "App", "NSManagedObjectModel_VersionHashes": [:]
+        ]
         try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
             .write(to: folder.appendingPathComponent("VersionInfo.plist"))
         #expect(try ModelLoader.load(from: folder).model.entities.map(\.name) == ["Solo"])

@@ -14,7 +14,7 @@ import Testing
         Decimal(string: "9223372036854775808")!, Decimal(string: "18446744073709551616")!,
         Decimal(string: "-9223372036854775808")!, Decimal(string: "9007199254740993")!,
         Decimal(string: "0.1")!, Decimal(string: "1e22")!, Decimal(string: "1e23")!, Decimal(string: "1e-22")!,
-        Decimal.greatestFiniteMagnitude, Decimal.leastNonzeroMagnitude, -Decimal.greatestFiniteMagnitude, Decimal.nan,
+        Decimal.greatestFiniteMagnitude, Decimal.leastNonzeroMagnitude, -Decimal.greatestFiniteMagnitude, Decimal.nan
     ]
 
     /// Significands of every width from 0 to 64 bits, exponents from -70 to 70, both signs.
@@ -29,8 +29,12 @@ import Testing
     }
 
     @Test func theTextIsFoundationsText() {
-        let mismatches = (Self.edges + Self.randomDecimals(100_000)).filter { DecimalConversion.text($0) != $0.description }
-        #expect(mismatches.isEmpty, "first: \(mismatches.prefix(5).map { "\($0.description) → \(DecimalConversion.text($0))" })")
+        let mismatches = (Self.edges + Self.randomDecimals(100_000)).filter {
+            DecimalConversion.text($0) != $0.description
+        }
+        #expect(
+            mismatches.isEmpty,
+            "first: \(mismatches.prefix(5).map { "\($0.description) → \(DecimalConversion.text($0))" })")
     }
 
     @Test func theDoubleIsTheCorrectlyRoundedReadingOfTheText() {
@@ -49,7 +53,7 @@ import Testing
         var texts = [
             "0", "-0", "00", "007.50", "1.50", "-12.5", "0.000", "123456789012345678", "1234567890123456789",
             "-999999999999999999", "0.000000000000000001", "1abc", "+1", ".5", "1.", "1e5", "", "-", "--1", "1..2",
-            " 1", "1 ", "٣", "1,5", "12.5.", "-.5", "41777.24",
+            " 1", "1 ", "٣", "1,5", "12.5.", "-.5", "41777.24"
         ]
         for _ in 0..<50_000 {
             let whole = String(random.next() >> UInt64.random(in: 0...64, using: &random))
@@ -64,7 +68,8 @@ import Testing
             let fast = DecimalConversion.decimal(text)
             let foundation = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
             guard let fast, let foundation else { return (fast == nil) != (foundation == nil) }
-            return fast != foundation || fast.description != foundation.description || fast.exponent != foundation.exponent
+            return fast != foundation || fast.description != foundation.description
+                || fast.exponent != foundation.exponent
                 || fast.significand != foundation.significand
         }
         #expect(mismatches.isEmpty, "first: \(mismatches.prefix(5))")

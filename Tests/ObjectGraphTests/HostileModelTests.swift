@@ -114,12 +114,15 @@ import Testing
                 kind: "parentheses",
                 text: String(repeating: "(", count: n) + "TRUEPREDICATE" + String(repeating: ")", count: n),
                 failingPosition: limit + 1),
-            DeepPredicate(kind: "NOTs", text: String(repeating: "NOT ", count: n) + "TRUEPREDICATE", failingPosition: limit * 4 + 1),
-            DeepPredicate(kind: "!s", text: String(repeating: "!", count: n) + "TRUEPREDICATE", failingPosition: limit + 1),
+            DeepPredicate(
+                kind: "NOTs", text: String(repeating: "NOT ", count: n) + "TRUEPREDICATE",
+                failingPosition: limit * 4 + 1),
+            DeepPredicate(
+                kind: "!s", text: String(repeating: "!", count: n) + "TRUEPREDICATE", failingPosition: limit + 1),
             DeepPredicate(
                 kind: "aggregates",
                 text: "name IN " + String(repeating: "{", count: n) + "1" + String(repeating: "}", count: n),
-                failingPosition: 8 + limit + 1),
+                failingPosition: 8 + limit + 1)
         ]
     }()
 
@@ -150,9 +153,11 @@ import Testing
         // A kept model reaches the parser when a store mounts: it must load, and its predicate fail.
         let deep = String(repeating: "(", count: 50_000) + "title == 'a'" + String(repeating: ")", count: 50_000)
         let model = try XcodeModelLoader.load(
-            contents: Data(Self.model(
-                "<fetchedProperty name=\"deep\" optional=\"YES\"><fetchRequest name=\"f\" entity=\"Note\" "
-                    + "predicateString=\"\(deep)\"/></fetchedProperty>").utf8), source: "kept model")
+            contents: Data(
+                Self.model(
+                    "<fetchedProperty name=\"deep\" optional=\"YES\"><fetchRequest name=\"f\" entity=\"Note\" "
+                        + "predicateString=\"\(deep)\"/></fetchedProperty>"
+                ).utf8), source: "kept model")
         let property = try #require(model.entities.first?.fetchedProperties.first)
         #expect(throws: ObjectGraphError.self) { try PredicateParser.parse(property.predicateString) }
     }
@@ -162,8 +167,10 @@ import Testing
     @Test func objectNamesHaveExactlyOneSpelling() {
         #expect(PrimaryKey(reference: "p12") == PrimaryKey(12))
         #expect(PrimaryKey(reference: "p9223372036854775807") == PrimaryKey(Int64.max))
-        for name in ["p012", "p0", "p00", "p+12", "p-12", "p 12", "p12 ", "P12", "p", "", "p9223372036854775808",
-                     "p1٣", "p１２", "p12\0", "pp12", "12"] {
+        for name in [
+            "p012", "p0", "p00", "p+12", "p-12", "p 12", "p12 ", "P12", "p", "", "p9223372036854775808",
+            "p1٣", "p１２", "p12\0", "pp12", "12"
+        ] {
             #expect(PrimaryKey(reference: name) == nil, "\(name.debugDescription) names an object")
         }
         #expect(ObjectURI("x-coredata://ABC/Employee/p012") == nil)

@@ -98,7 +98,7 @@ func corpusModelRoundTripsThroughWriter(name: String) throws {
     #expect(
         Set(versions.keys) == [
             "CoreDataMigration_Example.xcdatamodel", "CoreDataMigration_Example 2.xcdatamodel",
-            "CoreDataMigration_Example 3.xcdatamodel", "CoreDataMigration_Example 4.xcdatamodel",
+            "CoreDataMigration_Example 3.xcdatamodel", "CoreDataMigration_Example 4.xcdatamodel"
         ])
     let current = try XcodeModelLoader.load(from: bundle)
     // .xccurrentversion names version 4, the only one whose Post has "hide".
@@ -110,7 +110,7 @@ func corpusModelRoundTripsThroughWriter(name: String) throws {
     let momcom = try XcodeModelLoader.load(from: corpusURL("atomicbird_momcom_momcomTests.xcdatamodeld"))
     #expect(
         momcom.fetchRequestTemplates.map(\.name) == [
-            "FetchRequestDictionaries", "FetchRequestObjectIDs", "FetchRequestObjects",
+            "FetchRequestDictionaries", "FetchRequestObjectIDs", "FetchRequestObjects"
         ])
 }
 
@@ -228,7 +228,7 @@ func corpusModelRoundTripsThroughWriter(name: String) throws {
                         name: "t", type: .transformable, isTransient: true,
                         valueTransformerName: "NSSecureUnarchiveFromData", renamingIdentifier: "old",
                         versionHashModifier: "v2"),
-                    AttributeDescription(name: "link", type: .uri, defaultValue: .string("https://x.test/?a=1&b=2")),
+                    AttributeDescription(name: "link", type: .uri, defaultValue: .string("https://x.test/?a=1&b=2"))
                 ],
                 relationships: [
                     RelationshipDescription(
@@ -236,14 +236,14 @@ func corpusModelRoundTripsThroughWriter(name: String) throws {
                         isOrdered: true, minCount: 2, maxCount: 5, deleteRule: .deny, userInfo: ["r": "1"]),
                     RelationshipDescription(
                         name: "loose", destinationEntityName: "Alpha", isOptional: false, isTransient: true,
-                        deleteRule: .noAction, renamingIdentifier: "was", versionHashModifier: "h"),
+                        deleteRule: .noAction, renamingIdentifier: "was", versionHashModifier: "h")
                 ],
                 fetchedProperties: [
                     FetchedPropertyDescription(
                         name: "recent", destinationEntityName: "Alpha", predicateString: "n > 3 AND s == \"x\"",
                         userInfo: ["fp": "y"]),
                     FetchedPropertyDescription(
-                        name: "all", destinationEntityName: "Alpha", predicateString: "", isOptional: false),
+                        name: "all", destinationEntityName: "Alpha", predicateString: "", isOptional: false)
                 ],
                 userInfo: ["e": ""], uniquenessConstraints: [["d", "f"], ["s"]]),
             EntityDescription(
@@ -254,17 +254,17 @@ func corpusModelRoundTripsThroughWriter(name: String) throws {
                         name: "zeta", destinationEntityName: "Zeta", inverseName: "alphas", minCount: 1,
                         deleteRule: .cascade)
                 ]),
-            EntityDescription(name: "Beta", parentName: "Alpha"),
+            EntityDescription(name: "Beta", parentName: "Alpha")
         ],
         fetchRequestTemplates: [
             FetchRequestTemplate(name: "second", entityName: "Beta", predicateString: nil),
             FetchRequestTemplate(
                 name: "first", entityName: "Alpha", predicateString: "n < 5",
-                options: ["fetchLimit": "3", "resultType": "1"]),
+                options: ["fetchLimit": "3", "resultType": "1"])
         ],
         configurations: [
             ModelConfiguration(name: "Empty", entityNames: []),
-            ModelConfiguration(name: "Some", entityNames: ["Zeta", "Alpha"]),
+            ModelConfiguration(name: "Some", entityNames: ["Zeta", "Alpha"])
         ],
         versionIdentifier: "v 1.0 & more")
     let written = XcodeModelWriter.contents(of: model)
@@ -407,7 +407,7 @@ private let malformedCases: [(label: String, text: String, expected: [String])] 
             "<entity name=\"Person\">\n<attribute name=\"age\" optional=\"maybe\" attributeType=\"String\"/>\n</entity>"
         ), ["<attribute name=\"age\"> in entity Person", "optional=\"maybe\""]
     ),
-    ("missing parent", wrapped("<entity name=\"Person\" parentEntity=\"Mammal\"/>"), ["entity Person", "Mammal"]),
+    ("missing parent", wrapped("<entity name=\"Person\" parentEntity=\"Mammal\"/>"), ["entity Person", "Mammal"])
 ]
 
 @Test(arguments: malformedCases.indices)

@@ -27,9 +27,10 @@ import Testing
     // MARK: - Differences
 
     @Test(arguments: [
-        ("Added", true, 0), ("Removed", true, 0), ("Renamed", true, 0), ("MadeMandatory", true, 0), ("ToOneToMany", true, 0),
+        ("Added", true, 0), ("Removed", true, 0), ("Renamed", true, 0), ("MadeMandatory", true, 0),
+        ("ToOneToMany", true, 0),
         ("ToManyToOne", true, 1), ("Reordered", true, 0), ("IntoHierarchy", true, 0), ("OutOfHierarchy", true, 0),
-        ("WidenedTypes", true, 0), ("ChangedType", false, 0),
+        ("WidenedTypes", true, 0), ("ChangedType", false, 0)
     ])
     func eachRuleHasCoreDatasVerdict(rule: String, lightweight: Bool, conditions: Int) throws {
         let difference = ModelDifference(from: try Self.rule("Base"), to: try Self.rule(rule))
@@ -51,8 +52,12 @@ import Testing
     @Test func aChangedTypeIsRefusedNamingTheProperty() throws {
         let difference = ModelDifference(from: try Self.rule("Base"), to: try Self.rule("ChangedType"))
         #expect(difference.refusals.count == 1)
-        #expect(difference.refusals.first?.hasPrefix("Book.pages: Core Data cannot infer a change of type from Integer 16 to String") == true)
-        #expect(throws: ObjectGraphError.self) { try MappingModel.inferred(from: try Self.rule("Base"), to: try Self.rule("ChangedType")) }
+        #expect(
+            difference.refusals.first?.hasPrefix(
+                "Book.pages: Core Data cannot infer a change of type from Integer 16 to String") == true)
+        #expect(throws: ObjectGraphError.self) {
+            try MappingModel.inferred(from: try Self.rule("Base"), to: try Self.rule("ChangedType"))
+        }
     }
 
     @Test func identicalModelsAreCompatible() throws {
@@ -63,9 +68,11 @@ import Testing
     }
 
     @Test(arguments: [
-        (AttributeType.integer16, AttributeType.integer64, true), (.integer64, .integer16, false), (.float, .double, true),
-        (.double, .float, false), (.string, .uri, true), (.binaryData, .transformable, true), (.integer64, .double, false),
-        (.string, .integer32, false), (.date, .double, false), (.boolean, .integer16, true),
+        (AttributeType.integer16, AttributeType.integer64, true), (.integer64, .integer16, false),
+        (.float, .double, true),
+        (.double, .float, false), (.string, .uri, true), (.binaryData, .transformable, true),
+        (.integer64, .double, false),
+        (.string, .integer32, false), (.date, .double, false), (.boolean, .integer16, true)
     ])
     func lightweightTypeChangesKeepEveryValue(from: AttributeType, to: AttributeType, allowed: Bool) {
         #expect(AttributeConversion.isLossless(from: from, to: to) == allowed)
@@ -89,7 +96,7 @@ import Testing
     @Test(arguments: [
         "$source.title", "\"constant\"", "42", "-1.5", "YES", "nil", "FUNCTION($source.name, \"uppercaseString\")",
         "FUNCTION($manager, \"destinationInstancesForEntityMappingNamed:sourceInstances:\", \"PostToColor\", $source)",
-        "add:to:($source.count, 1)", "castObject:toType:($source.n, \"NSString\")", "{1, 2}", "$source.books.@count",
+        "add:to:($source.count, 1)", "castObject:toType:($source.n, \"NSString\")", "{1, 2}", "$source.books.@count"
     ])
     func expressionsPrintAsTheyParse(text: String) throws {
         let expression = try MappingExpression.parse(text)
@@ -114,28 +121,40 @@ import Testing
             attributes: [
                 AttributeDescription(name: "first", type: .string), AttributeDescription(name: "last", type: .string),
                 AttributeDescription(name: "age", type: .integer16), AttributeDescription(name: "score", type: .double),
-                AttributeDescription(name: "code", type: .string), AttributeDescription(name: "born", type: .date),
-            ], relationships: [RelationshipDescription(name: "pets", destinationEntityName: "Pet", inverseName: "owner", isToMany: true)]),
+                AttributeDescription(name: "code", type: .string), AttributeDescription(name: "born", type: .date)
+            ],
+            relationships: [
+                RelationshipDescription(
+                    name: "pets", destinationEntityName: "Pet", inverseName: "owner", isToMany: true)
+            ]),
         EntityDescription(
             name: "Pet", attributes: [AttributeDescription(name: "name", type: .string)],
-            relationships: [RelationshipDescription(name: "owner", destinationEntityName: "Person", inverseName: "pets")]),
+            relationships: [
+                RelationshipDescription(name: "owner", destinationEntityName: "Person", inverseName: "pets")
+            ])
     ])
 
     static let cards = try! ManagedObjectModel(entities: [
         EntityDescription(
             name: "Card",
             attributes: [
-                AttributeDescription(name: "shout", type: .string), AttributeDescription(name: "whisper", type: .string),
-                AttributeDescription(name: "full", type: .string), AttributeDescription(name: "nextAge", type: .integer32),
+                AttributeDescription(name: "shout", type: .string),
+                AttributeDescription(name: "whisper", type: .string),
+                AttributeDescription(name: "full", type: .string),
+                AttributeDescription(name: "nextAge", type: .integer32),
                 AttributeDescription(name: "ageText", type: .string), AttributeDescription(name: "half", type: .double),
-                AttributeDescription(name: "number", type: .integer64), AttributeDescription(name: "petCount", type: .integer16),
+                AttributeDescription(name: "number", type: .integer64),
+                AttributeDescription(name: "petCount", type: .integer16),
                 AttributeDescription(name: "kind", type: .string, isOptional: false, defaultValue: .string("person")),
-                AttributeDescription(name: "initial", type: .string), AttributeDescription(name: "seconds", type: .double),
+                AttributeDescription(name: "initial", type: .string),
+                AttributeDescription(name: "seconds", type: .double)
             ],
-            relationships: [RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "card", isToMany: true)]),
+            relationships: [
+                RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "card", isToMany: true)
+            ]),
         EntityDescription(
             name: "Tag", attributes: [AttributeDescription(name: "label", type: .string)],
-            relationships: [RelationshipDescription(name: "card", destinationEntityName: "Card", inverseName: "tags")]),
+            relationships: [RelationshipDescription(name: "card", destinationEntityName: "Card", inverseName: "tags")])
     ])
 
     static func peopleStore() throws -> GraphStore {
@@ -149,37 +168,52 @@ import Testing
                 objectID: ada, version: 1,
                 attributes: [
                     "first": .string("Ada"), "last": .string("Lovelace"), "age": .integer(36), "score": .double(9),
-                    "code": .string("  42abc"), "born": .date(Date(timeIntervalSinceReferenceDate: 100)),
+                    "code": .string("  42abc"), "born": .date(Date(timeIntervalSinceReferenceDate: 100))
                 ]),
-            Snapshot(objectID: ObjectID(entity: pet, key: PrimaryKey(1)), version: 1, attributes: ["name": .string("Cat")], toOne: ["owner": ada]),
-            Snapshot(objectID: ObjectID(entity: pet, key: PrimaryKey(2)), version: 1, attributes: ["name": .string("Dog")], toOne: ["owner": ada]),
+            Snapshot(
+                objectID: ObjectID(entity: pet, key: PrimaryKey(1)), version: 1, attributes: ["name": .string("Cat")],
+                toOne: ["owner": ada]),
+            Snapshot(
+                objectID: ObjectID(entity: pet, key: PrimaryKey(2)), version: 1, attributes: ["name": .string("Dog")],
+                toOne: ["owner": ada])
         ]
         request.toManyChanges = [
-            .init(source: ada, relationship: "pets", destinations: [ObjectID(entity: pet, key: PrimaryKey(1)), ObjectID(entity: pet, key: PrimaryKey(2))])
+            .init(
+                source: ada, relationship: "pets",
+                destinations: [ObjectID(entity: pet, key: PrimaryKey(1)), ObjectID(entity: pet, key: PrimaryKey(2))])
         ]
         try store.save(request)
         return store
     }
 
-    static func migrate(_ attributes: [(String, String)], relationships: [(String, String)] = [], petsToTags: Bool = false) throws
+    static func migrate(
+        _ attributes: [(String, String)], relationships: [(String, String)] = [], petsToTags: Bool = false
+    ) throws
         -> (GraphStore, ModelMigrationResult)
     {
         var mappings = [
             EntityMapping(
                 name: "PersonToCard", kind: .transform, sourceEntityName: "Person", destinationEntityName: "Card",
-                attributeMappings: try attributes.map { PropertyMapping(name: $0.0, valueExpression: try MappingExpression.parse($0.1)) },
-                relationshipMappings: try relationships.map { PropertyMapping(name: $0.0, valueExpression: try MappingExpression.parse($0.1)) })
+                attributeMappings: try attributes.map {
+                    PropertyMapping(name: $0.0, valueExpression: try MappingExpression.parse($0.1))
+                },
+                relationshipMappings: try relationships.map {
+                    PropertyMapping(name: $0.0, valueExpression: try MappingExpression.parse($0.1))
+                })
         ]
         if petsToTags {
             mappings.append(
                 EntityMapping(
                     name: "PetToTag", kind: .transform, sourceEntityName: "Pet", destinationEntityName: "Tag",
-                    attributeMappings: [PropertyMapping(name: "label", valueExpression: .variable("source", keyPath: ["name"]))]))
+                    attributeMappings: [
+                        PropertyMapping(name: "label", valueExpression: .variable("source", keyPath: ["name"]))
+                    ]))
         }
         let mapping = MappingModel(source: "test", entityMappings: mappings)
         let destination = GraphStore(model: cards)
         let result = try PersistentStoreCoordinator(store: try peopleStore()).migrateModel(
-            into: destination, steps: [MigrationStep(from: "people", to: "cards", source: people, destination: cards, mapping: mapping)])
+            into: destination,
+            steps: [MigrationStep(from: "people", to: "cards", source: people, destination: cards, mapping: mapping)])
         return (destination, result)
     }
 
@@ -187,22 +221,36 @@ import Testing
         let (store, result) = try Self.migrate(
             [
                 ("shout", "FUNCTION($source.first, \"uppercaseString\")"), ("whisper", "lowercase:($source.last)"),
-                ("full", "FUNCTION($source.first, \"stringByAppendingString:\", \" Lovelace\")"), ("nextAge", "add:to:($source.age, 1)"),
+                ("full", "FUNCTION($source.first, \"stringByAppendingString:\", \" Lovelace\")"),
+                ("nextAge", "add:to:($source.age, 1)"),
                 ("ageText", "FUNCTION($source.age, \"stringValue\")"), ("half", "divide:by:($source.score, 2)"),
                 ("number", "FUNCTION($source.code, \"integerValue\")"), ("petCount", "$source.pets.@count"),
                 ("initial", "FUNCTION($source.first, \"substringToIndex:\", 1)"),
-                ("seconds", "FUNCTION($source.born, \"timeIntervalSinceReferenceDate\")"),
-            ], relationships: [("tags", "FUNCTION($manager, \"destinationInstancesForEntityMappingNamed:sourceInstances:\", \"PetToTag\", $source.pets)")],
+                ("seconds", "FUNCTION($source.born, \"timeIntervalSinceReferenceDate\")")
+            ],
+            relationships: [
+                (
+                    "tags",
+                    "FUNCTION($manager, \"destinationInstancesForEntityMappingNamed:sourceInstances:\", \"PetToTag\", $source.pets)"
+                )
+            ],
             petsToTags: true)
         #expect(result.objectCount == 3)
-        let card = try #require(try store.snapshots(for: store.objectIDs(of: Self.cards.entityID(named: "Card")!)).first)
+        let card = try #require(
+            try store.snapshots(for: store.objectIDs(of: Self.cards.entityID(named: "Card")!)).first)
         let values = card.attributes.dictionary
-        #expect(values["shout"] == .string("ADA") && values["whisper"] == .string("lovelace") && values["full"] == .string("Ada Lovelace"))
-        #expect(values["nextAge"] == .integer(37) && values["ageText"] == .string("36") && values["half"] == .double(4.5))
-        #expect(values["number"] == .integer(42) && values["petCount"] == .integer(2) && values["initial"] == .string("A"))
+        #expect(
+            values["shout"] == .string("ADA") && values["whisper"] == .string("lovelace")
+                && values["full"] == .string("Ada Lovelace"))
+        #expect(
+            values["nextAge"] == .integer(37) && values["ageText"] == .string("36") && values["half"] == .double(4.5))
+        #expect(
+            values["number"] == .integer(42) && values["petCount"] == .integer(2) && values["initial"] == .string("A"))
         #expect(values["seconds"] == .double(100), "\(values)")
         #expect(values["kind"] == .string("person"), "an attribute without mapping gets its default")
-        let tags = try store.toManyDestinations(of: "tags", in: card.objectID.entity, for: [card.objectID])[card.objectID] ?? []
+        let tags =
+            try store.toManyDestinations(of: "tags", in: card.objectID.entity, for: [card.objectID])[card.objectID]
+            ?? []
         let labels = try store.snapshots(for: tags).compactMap { $0.attributes["label"] }
         #expect(Set(labels) == [.string("Cat"), .string("Dog")])
         let tag = try #require(try store.snapshots(for: tags).first)
@@ -215,7 +263,7 @@ import Testing
         ("nextAge", "$source.first", "is not a value of Card.nextAge (Integer 32)"),
         ("shout", "$source.nickname", "Person of the old model does not have"),
         ("shout", "$fetchRequest", "not one a migration sets"),
-        ("initial", "FUNCTION($source.first, \"substringToIndex:\", 99)", "is outside the string's 3 UTF-16 units"),
+        ("initial", "FUNCTION($source.first, \"substringToIndex:\", 99)", "is outside the string's 3 UTF-16 units")
     ])
     func unsupportedExpressionsAreRefusedByName(property: String, text: String, message: String) throws {
         let failure = Self.failure { _ = try Self.migrate([(property, text)]) }
@@ -251,8 +299,12 @@ import Testing
     static func versions() throws -> ModelVersions {
         // A bundle's versions without files: Base, then ToOneToMany, then Reordered (names order them).
         var set = ModelVersions(single: try rule("Base"), name: "V1", source: "test")
-        set.versions.append(.init(name: "V2", model: try rule("Added"), hashes: VersionHash.entityHashes(of: try rule("Added"))))
-        set.versions.append(.init(name: "V3", model: try rule("ChangedType"), hashes: VersionHash.entityHashes(of: try rule("ChangedType"))))
+        set.versions.append(
+            .init(name: "V2", model: try rule("Added"), hashes: VersionHash.entityHashes(of: try rule("Added"))))
+        set.versions.append(
+            .init(
+                name: "V3", model: try rule("ChangedType"),
+                hashes: VersionHash.entityHashes(of: try rule("ChangedType"))))
         set.currentName = "V2"
         return set
     }
@@ -260,11 +312,13 @@ import Testing
     @Test func aPlanFindsTheStoresVersionByItsHashes() throws {
         let base = try Self.rule("Base")
         let plan = try MigrationPlan.make(
-            storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base), target: try Self.versions(),
+            storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base),
+            target: try Self.versions(),
             mappings: [], store: "S")
         #expect(plan.storeVersion == "V1" && plan.steps.map(\.description) == ["V1 → V2: lightweight"])
         let atCurrent = try MigrationPlan.make(
-            storeModel: try Self.rule("Added"), storeModelSource: .keptByStoreFS, recordedHashes: nil, target: try Self.versions(),
+            storeModel: try Self.rule("Added"), storeModelSource: .keptByStoreFS, recordedHashes: nil,
+            target: try Self.versions(),
             mappings: [], store: "S")
         #expect(!atCurrent.isNeeded)
     }
@@ -277,30 +331,37 @@ import Testing
         let renamed = try Self.rule("Renamed")
         let changesType = Self.failure {
             _ = try MigrationPlan.make(
-                storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base), target: versions,
+                storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base),
+                target: versions,
                 mappings: [], store: "S")
         }
         #expect(changesType?.contains("V2 → V3") == true, "\(changesType ?? "planned")")
         versions.currentName = "V1"
         let newer = Self.failure {
             _ = try MigrationPlan.make(
-                storeModel: added, storeModelSource: .coreDataCache, recordedHashes: nil, target: versions, mappings: [], store: "S")
+                storeModel: added, storeModelSource: .coreDataCache, recordedHashes: nil, target: versions,
+                mappings: [], store: "S")
         }
         #expect(newer?.contains("forward only") == true, "\(newer ?? "planned")")
         let unknown = Self.failure {
             _ = try MigrationPlan.make(
-                storeModel: renamed, storeModelSource: .inferred, recordedHashes: [:], target: versions, mappings: [], store: "S")
+                storeModel: renamed, storeModelSource: .inferred, recordedHashes: [:], target: versions, mappings: [],
+                store: "S")
         }
         #expect(unknown?.contains("--source-model") == true, "\(unknown ?? "planned")")
-        let stray = MappingModel(source: "Stray.cdm", entityMappings: [
-            EntityMapping(
-                name: "X", kind: .transform, sourceEntityName: "Nope", destinationEntityName: "Nope", sourceEntityVersionHash: Data([1]),
-                destinationEntityVersionHash: Data([2]))
-        ])
+        let stray = MappingModel(
+            source: "Stray.cdm",
+            entityMappings: [
+                EntityMapping(
+                    name: "X", kind: .transform, sourceEntityName: "Nope", destinationEntityName: "Nope",
+                    sourceEntityVersionHash: Data([1]),
+                    destinationEntityVersionHash: Data([2]))
+            ])
         versions.currentName = "V2"
         let unused = Self.failure {
             _ = try MigrationPlan.make(
-                storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base), target: versions,
+                storeModel: base, storeModelSource: .inferred, recordedHashes: VersionHash.entityHashes(of: base),
+                target: versions,
                 mappings: [stray], store: "S")
         }
         #expect(unused?.contains("Stray.cdm fits no step") == true, "\(unused ?? "planned")")
@@ -309,14 +370,17 @@ import Testing
     @Test func historyMappingsCompose() {
         let a = EntityID(1), b = EntityID(2), c = EntityID(3)
         let first = HistoryMapping(
-            objects: [ObjectID(entity: a, key: PrimaryKey(1)): ObjectID(entity: b, key: PrimaryKey(7))], entities: [a: b],
+            objects: [ObjectID(entity: a, key: PrimaryKey(1)): ObjectID(entity: b, key: PrimaryKey(7))],
+            entities: [a: b],
             properties: [a: ["name": "title"]])
         let second = HistoryMapping(objects: [:], entities: [b: c], properties: [b: ["title": "heading"]])
         let both = first.then(second)
         #expect(both.entities == [a: c])
         #expect(both.properties[a] == ["name": "heading"])
         #expect(both.object(ObjectID(entity: a, key: PrimaryKey(1))) == ObjectID(entity: c, key: PrimaryKey(7)))
-        #expect(both.object(ObjectID(entity: a, key: PrimaryKey(9))) == ObjectID(entity: c, key: PrimaryKey(9)), "a deleted object keeps its key")
+        #expect(
+            both.object(ObjectID(entity: a, key: PrimaryKey(9))) == ObjectID(entity: c, key: PrimaryKey(9)),
+            "a deleted object keeps its key")
     }
 }
 
@@ -328,9 +392,14 @@ import Testing
     @Test func theCompiledFixtureDecodes() throws {
         let mapping = try CompiledMappingModelDecoder.decode(try Data(contentsOf: Self.compiled), source: "fixture")
         #expect(mapping.entityMappings.map(\.name) == ["PostToColor", "PostToPost"])
-        #expect(mapping.entityMappings.allSatisfy { $0.sourceEntityVersionHash?.count == 32 && $0.filterPredicate == "TRUEPREDICATE" })
+        #expect(
+            mapping.entityMappings.allSatisfy {
+                $0.sourceEntityVersionHash?.count == 32 && $0.filterPredicate == "TRUEPREDICATE"
+            })
         let color = try #require(mapping.entityMappings.first)
-        #expect(color.attributeMappings.first { $0.name == "hex" }?.valueExpression == .variable("source", keyPath: ["hexColor"]))
+        #expect(
+            color.attributeMappings.first { $0.name == "hex" }?.valueExpression
+                == .variable("source", keyPath: ["hexColor"]))
     }
 
     @Test func everyTruncationAndManyMutationsAreErrorsNotCrashes() throws {
@@ -360,7 +429,8 @@ import Testing
         let alphabet = Array("$source.(),\"'FUNCTION:add:to:{}@count 0123456789-+eE#nilYES\\u")
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<5_000 {
-            let text = String((0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let text = String(
+                (0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
             if let expression = try? MappingExpression.parse(text) {
                 #expect((try? MappingExpression.parse(expression.description)) == expression, "\(text)")
             }

@@ -60,7 +60,8 @@ import Testing
         var before = coordinator.store.requestCount
         for id in ids { _ = try context.destinations(of: "projects", for: id) }
         var requests = coordinator.store.requestCount - before
-        #expect(requests <= 2 * (ids.count / 10) + 4, "\(requests) store requests for rows and projects of \(ids.count)")
+        #expect(
+            requests <= 2 * (ids.count / 10) + 4, "\(requests) store requests for rows and projects of \(ids.count)")
 
         // A listing of 80 batches, more than the 64 the context remembers.
         coordinator.dropCaches()
@@ -94,7 +95,8 @@ import Testing
     }
 
     @Test func theRowCacheLimitTurnsOldObjectsBackIntoFaults() throws {
-        let coordinator = makeSampleCoordinator(configuration: EngineConfiguration(batchSize: 100, rowCacheLimit: 64 << 10))
+        let coordinator = makeSampleCoordinator(
+            configuration: EngineConfiguration(batchSize: 100, rowCacheLimit: 64 << 10))
         try SampleGenerator(objectCount: 2_000).populate(coordinator.newContext())
         coordinator.dropCaches()
         let context = coordinator.newContext()
@@ -241,7 +243,7 @@ import Testing
             (.string("x"), "salary"),  // wrong type
             (nil, "lastName"),  // not optional
             (.string(String(repeating: "x", count: 101)), "lastName"),  // max length 100
-            (.double(200), "hoursPerWeek"),  // max 168
+            (.double(200), "hoursPerWeek")  // max 168
         ]
         for (value, name) in cases {
             let error = #expect(throws: ObjectGraphError.self, "\(name) = \(String(describing: value))") {
@@ -266,7 +268,9 @@ import Testing
         try context.setValue(.string("Liskov"), of: "lastName", for: e)
         try context.save()
         #expect(!context.hasChanges)
-        let abstract = #expect(throws: ObjectGraphError.self) { try context.insertObject(of: context.model.id("Person")) }
+        let abstract = #expect(throws: ObjectGraphError.self) {
+            try context.insertObject(of: context.model.id("Person"))
+        }
         #expect(abstract?.code == .validation)
     }
 
@@ -276,7 +280,9 @@ import Testing
         let model = context.model
         let a = try context.insertObject(of: model.id("Project"), key: PrimaryKey(42))
         #expect(a.key == PrimaryKey(42))
-        let taken = #expect(throws: ObjectGraphError.self) { try context.insertObject(of: model.id("Project"), key: PrimaryKey(42)) }
+        let taken = #expect(throws: ObjectGraphError.self) {
+            try context.insertObject(of: model.id("Project"), key: PrimaryKey(42))
+        }
         #expect(taken?.code == .exists)
         // Keys are unique per root entity: one pending in another entity of the hierarchy is taken too.
         let employee = try context.insertObject(of: model.id("Employee"), key: PrimaryKey(900_001))
@@ -306,17 +312,22 @@ import Testing
         try SampleGenerator(objectCount: 1_000).populate(context)
         let model = context.model
         let counts = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, try! context.count(of: $0.id)) })
-        #expect(counts == ["Person": 0, "Employee": 800, "Manager": 50, "Department": 10, "Project": 40, "Milestone": 100])
+        #expect(
+            counts == ["Person": 0, "Employee": 800, "Manager": 50, "Department": 10, "Project": 40, "Milestone": 100])
         #expect(counts.values.reduce(0, +) == 1_000)
     }
 }
 
 @Suite struct ObjectIDTests {
     @Test func uriFormPrintsAndParses() throws {
-        let uri = ObjectURI(storeUUID: "E8B22CEA-8316-45E7-BC08-3FBA516F962C", entityName: "ItemSub", key: PrimaryKey(1))
+        let uri = ObjectURI(
+            storeUUID: "E8B22CEA-8316-45E7-BC08-3FBA516F962C", entityName: "ItemSub", key: PrimaryKey(1))
         #expect(uri.description == "x-coredata://E8B22CEA-8316-45E7-BC08-3FBA516F962C/ItemSub/p1")
         #expect(ObjectURI(uri.description) == uri)
-        for bad in ["x-coredata://U/E/1", "x-coredata://U/E/p", "x-coredata://U/p1", "http://U/E/p1", "x-coredata://U/E/p-3", "x-coredata://U/E/p+3"] {
+        for bad in [
+            "x-coredata://U/E/1", "x-coredata://U/E/p", "x-coredata://U/p1", "http://U/E/p1", "x-coredata://U/E/p-3",
+            "x-coredata://U/E/p+3"
+        ] {
             #expect(ObjectURI(bad) == nil, "\(bad)")
         }
     }

@@ -6,7 +6,8 @@ import Testing
 @Suite struct ObjectIDRunsTests {
     /// `count` lists of entities 1...count whose keys interleave: list e holds keys e, e + count, ...
     func interleaved(_ count: Int, each: Int) -> [[ObjectID]] {
-        (1...count).map { e in (0..<each).map { ObjectID(entity: EntityID(e), key: PrimaryKey(Int64(e + $0 * count))) } }
+        (1...count).map { e in (0..<each).map { ObjectID(entity: EntityID(e), key: PrimaryKey(Int64(e + $0 * count))) }
+        }
     }
 
     @Test(arguments: [1, 2, 3, 8, 9, 40])

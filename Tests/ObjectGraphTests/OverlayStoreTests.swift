@@ -7,7 +7,8 @@ import Testing
 @Suite struct OverlayStoreTests {
     /// A store of the sample company; the same seed gives the same store.
     func company(objects: Int = 300) throws -> GraphStore {
-        let store = GraphStore(model: SampleModel.make(), metadata: StoreMetadata([StoreMetadata.storeUUIDKey: .string("BASE-UUID")]))
+        let store = GraphStore(
+            model: SampleModel.make(), metadata: StoreMetadata([StoreMetadata.storeUUIDKey: .string("BASE-UUID")]))
         try SampleGenerator(objectCount: objects).populate(PersistentStoreCoordinator(store: store).newContext())
         return store
     }
@@ -28,7 +29,9 @@ import Testing
         let existing = Set(all)
         for var snapshot in try store.snapshots(for: all) {
             snapshot.version = 0
-            for (name, destination) in snapshot.toOne where !existing.contains(destination) { snapshot.toOne[name] = nil }
+            for (name, destination) in snapshot.toOne where !existing.contains(destination) {
+                snapshot.toOne[name] = nil
+            }
             result.objects[snapshot.objectID] = snapshot
         }
         for entity in model.entities {
@@ -37,7 +40,9 @@ import Testing
                 let lists = try store.toManyDestinations(of: relationship.name, in: entity.id, for: ids)
                 for (source, list) in lists {
                     let kept = list.filter(existing.contains)
-                    if !kept.isEmpty { result.lists["\(source) \(relationship.name)"] = relationship.isOrdered ? kept : kept.sorted() }
+                    if !kept.isEmpty {
+                        result.lists["\(source) \(relationship.name)"] = relationship.isOrdered ? kept : kept.sorted()
+                    }
                 }
             }
         }
@@ -95,7 +100,8 @@ import Testing
         let added = try context.insertObject(of: model.id("Employee"))
         #expect(added.key.rawValue == highest + 1)
         #expect(try !overlay.claimKey(PrimaryKey(1), in: root), "a key an object of the store has")
-        #expect(try overlay.claimKey(last.key, in: root), "a key no object has any more, as the store below would allow")
+        #expect(
+            try overlay.claimKey(last.key, in: root), "a key no object has any more, as the store below would allow")
         #expect(try overlay.claimKey(PrimaryKey(highest + 50), in: root))
         #expect(try overlay.reserveKeys(in: root, count: 1) == [PrimaryKey(highest + 51)], "after the claimed key")
     }
@@ -111,13 +117,17 @@ import Testing
         let context = PersistentStoreCoordinator(store: overlay).newContext()
         let model = context.model
         var random = SplitMix64(seed: seed)
-        func pick(_ entity: String) throws(ObjectGraphError) -> ObjectID? { try context.objectIDs(of: model.id(entity)).randomElement(using: &random) }
+        func pick(_ entity: String) throws(ObjectGraphError) -> ObjectID? {
+            try context.objectIDs(of: model.id(entity)).randomElement(using: &random)
+        }
         for _ in 0..<8 {
             for _ in 0..<12 {
                 do throws(ObjectGraphError) {
                     switch Int.random(in: 0..<9, using: &random) {
                     case 0:
-                        if let e = try pick("Employee") { try context.setValue(.string("N\(random.next() % 1000)"), of: "firstName", for: e) }
+                        if let e = try pick("Employee") {
+                            try context.setValue(.string("N\(random.next() % 1000)"), of: "firstName", for: e)
+                        }
                     case 1:
                         let e = try context.insertObject(of: model.id("Employee"))
                         try context.setValue(.string("New"), of: "lastName", for: e)
@@ -127,7 +137,9 @@ import Testing
                     case 3:
                         if let e = try pick("Employee") { try context.delete(e) }
                     case 4:
-                        if let e = try pick("Employee"), let p = try pick("Project") { try context.addDestination(p, to: "projects", of: e) }
+                        if let e = try pick("Employee"), let p = try pick("Project") {
+                            try context.addDestination(p, to: "projects", of: e)
+                        }
                     case 5:
                         if let e = try pick("Employee"), let m = try pick("Manager"), e != m {
                             try context.setDestination(m, of: "manager", for: e)
@@ -151,7 +163,9 @@ import Testing
         }
         let shown = try dump(overlay)
         let changes = try overlay.changes()
-        #expect(!changes.inserted.isEmpty && !changes.updated.isEmpty && !changes.deleted.isEmpty && !changes.toManyChanges.isEmpty)
+        #expect(
+            !changes.inserted.isEmpty && !changes.updated.isEmpty && !changes.deleted.isEmpty
+                && !changes.toManyChanges.isEmpty)
         try copy.save(changes)
         #expect(try dump(copy) == shown, "seed \(seed)")
         let fresh = try company()

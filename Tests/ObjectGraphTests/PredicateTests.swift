@@ -190,12 +190,15 @@ private let rows: [Row] = [
     Row("Employee", "firstName < 'G'") { r, o in try r.string(o, "firstName")! < "G" },
     Row("Employee", "lastName >=[c] 'turing'") { r, o in try r.fold(r.string(o, "lastName")!, ci) >= "turing" },
     Row("Employee", "firstName BEGINSWITH 'Gr'") { r, o in try r.string(o, "firstName")!.hasPrefix("Gr") },
-    Row("Employee", "firstName BEGINSWITH[c] 'gR'") { r, o in try r.fold(r.string(o, "firstName")!, ci).hasPrefix("gr") },
+    Row("Employee", "firstName BEGINSWITH[c] 'gR'") { r, o in try r.fold(r.string(o, "firstName")!, ci).hasPrefix("gr")
+    },
     Row("Employee", "lastName ENDSWITH 'son'") { r, o in try r.string(o, "lastName")!.hasSuffix("son") },
     Row("Employee", "lastName CONTAINS 'pp'") { r, o in try r.string(o, "lastName")!.contains("pp") },
     Row("Employee", "lastName CONTAINS[c] 'PP'") { r, o in try r.fold(r.string(o, "lastName")!, ci).contains("pp") },
-    Row("Employee", "lastName CONTAINS[d] 'lace'") { r, o in try r.fold(r.string(o, "lastName")!, di).contains("lace") },
-    Row("Employee", "lastName CONTAINS[cd] 'LACÉ'") { r, o in try r.fold(r.string(o, "lastName")!, cdi).contains("lace") },
+    Row("Employee", "lastName CONTAINS[d] 'lace'") { r, o in try r.fold(r.string(o, "lastName")!, di).contains("lace")
+    },
+    Row("Employee", "lastName CONTAINS[cd] 'LACÉ'") { r, o in try r.fold(r.string(o, "lastName")!, cdi).contains("lace")
+    },
     Row("Employee", #"homepage CONTAINS "~ada.""#) { r, o in try r.string(o, "homepage")!.contains("~ada.") },
     Row("Employee", "lastName == 'van Rossum'") { r, o in try r.string(o, "lastName") == "van Rossum" },
     // LIKE and MATCHES.
@@ -207,7 +210,9 @@ private let rows: [Row] = [
         return s.count == 8 && s[0..<3] == ["l", "o", "v"] && s[4..<7] == ["l", "a", "c"]
     },
     Row("Employee", "firstName MATCHES '[A-D].*'") { r, o in try r.wholeMatch(r.string(o, "firstName")!, "[A-D].*") },
-    Row("Employee", "lastName MATCHES[c] 'h.*r'") { r, o in try r.wholeMatch(r.string(o, "lastName")!, "h.*r", ignoringCase: true) },
+    Row("Employee", "lastName MATCHES[c] 'h.*r'") { r, o in
+        try r.wholeMatch(r.string(o, "lastName")!, "h.*r", ignoringCase: true)
+    },
     Row("Employee", "lastName MATCHES 'Ho|Hopper'") { r, o in try r.string(o, "lastName") == "Hopper" },
     // Key paths through to-one relationships, nil on the way.
     Row("Employee", "department.name BEGINSWITH 'Engineering'") { r, o in
@@ -262,7 +267,8 @@ private let rows: [Row] = [
         try ["ada", "grace"].contains(r.fold(r.string(o, "firstName")!, ci))
     },
     Row("Employee", "level IN {1, 2.0, 3}") { r, o in try (1...3).contains(r.int(o, "level")!) },
-    Row("Project", "$FETCH_SOURCE IN members", source: .employee) { r, o in try r.many(o, "members").contains(r.source!) },
+    Row("Project", "$FETCH_SOURCE IN members", source: .employee) { r, o in try r.many(o, "members").contains(r.source!)
+    },
     Row("Project", "members CONTAINS $FETCH_SOURCE", source: .employee) { r, o in
         try r.many(o, "members").contains(r.source!)
     },
@@ -314,7 +320,9 @@ private let rows: [Row] = [
     },
     // Compounds, precedence, keywords in any case, constants.
     Row("Employee", "level > 5 AND isRemote == YES") { r, o in try r.int(o, "level")! > 5 && r.bool(o, "isRemote")! },
-    Row("Employee", "level > 8 OR level < 2") { r, o in let l = try r.int(o, "level")!; return l > 8 || l < 2 },
+    Row("Employee", "level > 8 OR level < 2") { r, o in
+        let l = try r.int(o, "level")!; return l > 8 || l < 2
+    },
     Row("Employee", "NOT level > 5") { r, o in try !(r.int(o, "level")! > 5) },
     Row("Employee", "!(level > 5) && isRemote == YES || firstName == 'Ada'") { r, o in
         let l = try r.int(o, "level")!
@@ -339,9 +347,10 @@ private let rows: [Row] = [
         "Employee", "department == $FETCH_SOURCE AND salary > $FETCHED_PROPERTY.userInfo.threshold",
         source: .department, fetchedProperty: "Department.highEarners"
     ) { r, o in try r.one(o, "department") == r.source && r.decimal(o, "salary")! > 100_000 },
-    Row("Employee", "salary > $FETCHED_PROPERTY.userInfo.threshold", fetchedProperty: "Department.highEarners") { r, o in
+    Row("Employee", "salary > $FETCHED_PROPERTY.userInfo.threshold", fetchedProperty: "Department.highEarners") {
+        r, o in
         try r.decimal(o, "salary")! > 100_000
-    },
+    }
 ]
 
 @Suite struct PredicateTests {
@@ -406,7 +415,8 @@ private let rows: [Row] = [
             return error.code == .notFound && error.message.contains("nmae") && error.message.contains("Department")
         }
         #expect {
-            try evaluator.objects(of: fixture.context.model.id("Employee"), matching: PredicateParser.parse("title == 'x'"))
+            try evaluator.objects(
+                of: fixture.context.model.id("Employee"), matching: PredicateParser.parse("title == 'x'"))
         } throws: { error in
             guard let error = error as? ObjectGraphError else { return false }
             return error.code == .notFound && error.message.contains("title") && error.message.contains("Employee")
@@ -424,7 +434,9 @@ private let rows: [Row] = [
         let bound = PredicateEvaluator(
             context: fixture.context, source: nil, fetchedProperty: nil, variables: ["name": .string("Ada")])
         let name = try fixture.context.value(of: "firstName", for: fixture.employee)
-        #expect(try bound.evaluate(PredicateParser.parse("firstName == $name"), on: fixture.employee) == (name == .string("Ada")))
+        #expect(
+            try bound.evaluate(PredicateParser.parse("firstName == $name"), on: fixture.employee)
+                == (name == .string("Ada")))
     }
 
     @Test func userInfoStringsThatAreNotNumbersMatchNothing() throws {
@@ -432,10 +444,18 @@ private let rows: [Row] = [
         let property = FetchedPropertyDescription(
             name: "p", destinationEntityName: "Employee", predicateString: "", userInfo: ["threshold": "lots"])
         let evaluator = PredicateEvaluator(context: fixture.context, source: nil, fetchedProperty: property)
-        #expect(try !evaluator.evaluate(PredicateParser.parse("salary > $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
-        #expect(try !evaluator.evaluate(PredicateParser.parse("salary < $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
-        #expect(try evaluator.evaluate(PredicateParser.parse("salary != $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
-        #expect(try evaluator.evaluate(PredicateParser.parse("$FETCHED_PROPERTY.userInfo.missing == nil"), on: fixture.employee))
+        #expect(
+            try !evaluator.evaluate(
+                PredicateParser.parse("salary > $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
+        #expect(
+            try !evaluator.evaluate(
+                PredicateParser.parse("salary < $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
+        #expect(
+            try evaluator.evaluate(
+                PredicateParser.parse("salary != $FETCHED_PROPERTY.userInfo.threshold"), on: fixture.employee))
+        #expect(
+            try evaluator.evaluate(
+                PredicateParser.parse("$FETCHED_PROPERTY.userInfo.missing == nil"), on: fixture.employee))
     }
 
     @Test func allIsTrueAndAnyFalseForAnEmptyCollection() throws {
@@ -481,7 +501,7 @@ private let rows: [Row] = [
                     .comparison(lhs: .keyPath(["department"]), op: .equal, rhs: .variable("FETCH_SOURCE", keyPath: [])),
                     .comparison(
                         lhs: .keyPath(["salary"]), op: .greater,
-                        rhs: .variable("FETCHED_PROPERTY", keyPath: ["userInfo", "threshold"])),
+                        rhs: .variable("FETCHED_PROPERTY", keyPath: ["userInfo", "threshold"]))
                 ]))
         #expect(
             try PredicateParser.parse("a == 1 OR b == 2 AND NOT c == 3")
@@ -489,17 +509,17 @@ private let rows: [Row] = [
                     .comparison(lhs: .keyPath(["a"]), op: .equal, rhs: .constant(.integer(1))),
                     .and([
                         .comparison(lhs: .keyPath(["b"]), op: .equal, rhs: .constant(.integer(2))),
-                        .not(.comparison(lhs: .keyPath(["c"]), op: .equal, rhs: .constant(.integer(3)))),
-                    ]),
+                        .not(.comparison(lhs: .keyPath(["c"]), op: .equal, rhs: .constant(.integer(3))))
+                    ])
                 ]))
         #expect(
             try PredicateParser.parse("(a == 1 || b == 2) && !c == 3")
                 == .and([
                     .or([
                         .comparison(lhs: .keyPath(["a"]), op: .equal, rhs: .constant(.integer(1))),
-                        .comparison(lhs: .keyPath(["b"]), op: .equal, rhs: .constant(.integer(2))),
+                        .comparison(lhs: .keyPath(["b"]), op: .equal, rhs: .constant(.integer(2)))
                     ]),
-                    .not(.comparison(lhs: .keyPath(["c"]), op: .equal, rhs: .constant(.integer(3)))),
+                    .not(.comparison(lhs: .keyPath(["c"]), op: .equal, rhs: .constant(.integer(3))))
                 ]))
         #expect(
             try PredicateParser.parse("any employees.name like[cd] 'a*'")
@@ -519,8 +539,8 @@ private let rows: [Row] = [
                         lhs: .keyPath(["x"]), op: .in,
                         rhs: .aggregate([
                             .constant(.boolean(true)), .constant(.boolean(false)), .constant(.boolean(true)),
-                            .constant(.boolean(false)), .constant(.null), .constant(.string("s")),
-                        ])),
+                            .constant(.boolean(false)), .constant(.null), .constant(.string("s"))
+                        ]))
                 ]))
     }
 
@@ -529,18 +549,19 @@ private let rows: [Row] = [
             ("==", .equal), ("=", .equal), ("!=", .notEqual), ("<>", .notEqual), ("<", .less), ("<=", .lessOrEqual),
             ("=<", .lessOrEqual), (">", .greater), (">=", .greaterOrEqual), ("=>", .greaterOrEqual),
             ("LIKE", .like), ("contains", .contains), ("BeginsWith", .beginsWith), ("ENDSWITH", .endsWith),
-            ("MATCHES", .matches), ("in", .in),
+            ("MATCHES", .matches), ("in", .in)
         ]
         for (spelling, op) in spellings {
             #expect(
-                try PredicateParser.parse("a \(spelling) 1") == .comparison(lhs: .keyPath(["a"]), op: op, rhs: .constant(.integer(1))),
+                try PredicateParser.parse("a \(spelling) 1")
+                    == .comparison(lhs: .keyPath(["a"]), op: op, rhs: .constant(.integer(1))),
                 "\(spelling)")
         }
         let literals: [(String, OGExpression.Literal)] = [
             ("-5", .integer(-5)), ("2.5", .double(2.5)), ("-1.5e3", .double(-1500)), ("1E2", .double(100)),
             ("'it\\'s'", .string("it's")), (#""say \"hi\"\n\t\\ \u00e9""#, .string("say \"hi\"\n\t\\ é")),
             ("''", .string("")), (#"CAST(599443200.5, "NSDate")"#, .date(599_443_200.5)),
-            ("99999999999999999999", .double(1e20)),
+            ("99999999999999999999", .double(1e20))
         ]
         for (text, literal) in literals {
             let predicate = try PredicateParser.parse("a == \(text)")
@@ -554,7 +575,7 @@ private let rows: [Row] = [
             "a == 1 AND b == 2 AND c == 3", "(a == 1 AND b == 2) AND c == 3", "a == 1 AND (b == 2 AND c == 3)",
             "NOT (a == 1 OR b == 2)", "NOT NOT a == 1", "!(TRUEPREDICATE)", "ALL x.y >=[c] 'q'",
             "NONE #in.b == $V.w.@count", "#and == 1", "SELF IN {$FETCH_SOURCE, nil}", "x.@avg.y > 0.1",
-            "name MATCHES[cd] '^[a-z]+\\\\d$'", "SOME a.b == 'x'", "SELF.name.first == 1",
+            "name MATCHES[cd] '^[a-z]+\\\\d$'", "SOME a.b == 'x'", "SELF.name.first == 1"
         ]
         for text in texts {
             let predicate = try PredicateParser.parse(text)
@@ -566,7 +587,8 @@ private let rows: [Row] = [
         }
         let built: OGPredicate = .or([
             .and([.constant(true), .not(.or([.constant(false), .constant(true)]))]),
-            .comparison(lhs: .keyPath(["or"]), op: .contains, rhs: .constant(.string("\"\u{1}")), options: .caseInsensitive),
+            .comparison(
+                lhs: .keyPath(["or"]), op: .contains, rhs: .constant(.string("\"\u{1}")), options: .caseInsensitive)
         ])
         #expect(try PredicateParser.parse(built.description) == built, "\(built)")
     }
@@ -575,7 +597,7 @@ private let rows: [Row] = [
         ("age >", 6), ("name == 'unterminated", 9), ("(a == 1", 8), ("a ==== 1", 5), ("ANY", 4),
         ("name LIKE", 10), ("%@ == 1", 1), ("a == 1 AND", 11), ("a == 1 b == 2", 8), ("name", 5),
         ("a ==[x] 1", 6), ("a == {1, 2", 11), ("SUBQUERY(x, $y, $y == 1).@count > 0", 1),
-        ("a BETWEEN {1}", 3), ("a == 1)", 7), ("a == @", 7),
+        ("a BETWEEN {1}", 3), ("a == 1)", 7), ("a == @", 7)
     ])
     func malformedPredicatesSayWhereAndWhat(_ text: String, _ position: Int) {
         #expect {
@@ -588,7 +610,9 @@ private let rows: [Row] = [
     }
 
     @Test func messageQuotesThePredicate() {
-        #expect(throws: ObjectGraphError(.invalidModel, "predicate \"age >\" at position 6: expected a value after \">\"")) {
+        #expect(
+            throws: ObjectGraphError(.invalidModel, "predicate \"age >\" at position 6: expected a value after \">\"")
+        ) {
             try PredicateParser.parse("age >")
         }
     }

@@ -37,7 +37,9 @@ import Testing
                 reference[name] = value
             }
             if step % 53 == 0 || step == 599 {
-                for candidate in pool + ["absent", ""] { #expect(values[candidate] == reference[candidate], "\(candidate)") }
+                for candidate in pool + ["absent", ""] {
+                    #expect(values[candidate] == reference[candidate], "\(candidate)")
+                }
                 #expect(values.count == reference.count)
                 #expect(values.isEmpty == reference.isEmpty)
                 #expect(values.keys == reference.keys.sorted())
@@ -81,7 +83,8 @@ import Testing
         #expect(slots == [3, 0, 2, 0, 1])
         var values = PropertyValues<AttributeValue>(layout: names)
         for (i, slot) in slots.enumerated() { values.setValue(.integer(Int64(i)), slot: slot) }
-        #expect(values.dictionary == ["zeta": .integer(0), "alpha": .integer(3), "mu": .integer(2), "beta": .integer(4)])
+        #expect(
+            values.dictionary == ["zeta": .integer(0), "alpha": .integer(3), "mu": .integer(2), "beta": .integer(4)])
         values.setValue(nil, slot: slots[2])
         #expect(values["mu"] == nil && values.count == 3)
     }

@@ -13,12 +13,14 @@ private typealias OGPredicate = ObjectGraph.Predicate
     @Test(arguments: [
         ("2001-01-01", 0.0), ("2001-01-01T00:00:00Z", 0), ("2001-01-01T00:00:01.5Z", 1.5),
         ("2001-01-01T02:00:00+02:00", 0), ("2000-12-31 23:00", -3600), ("1970-01-01T00:00:00Z", -978_307_200),
-        ("2024-05-01T12:30:00.25+02:00", 736_252_200.25),
+        ("2024-05-01T12:30:00.25+02:00", 736_252_200.25)
     ])
     func isoDatesAreTheSecondsTheyName(_ text: String, _ seconds: Double) throws {
         for quote in ["\"", "'"] {
             let predicate = try PredicateParser.parse("birthDate < CAST(\(quote)\(text)\(quote), \"NSDate\")")
-            #expect(predicate == .comparison(lhs: .keyPath(["birthDate"]), op: .less, rhs: .constant(.date(seconds))), "\(text)")
+            #expect(
+                predicate == .comparison(lhs: .keyPath(["birthDate"]), op: .less, rhs: .constant(.date(seconds))),
+                "\(text)")
             #expect(try PredicateParser.parse(predicate.description) == predicate)
         }
     }
@@ -29,7 +31,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
         for seconds in [-1e9 + 0.123456, 0.1, 599_443_200.695477, 1e9 + 0.000001] {
             let text = ISO8601DateText.text(of: Date(timeIntervalSinceReferenceDate: seconds))
             let predicate = try PredicateParser.parse("d == CAST(\"\(text)\", \"NSDate\")")
-            #expect(predicate == .comparison(lhs: .keyPath(["d"]), op: .equal, rhs: .constant(.date(seconds))), "\(text)")
+            #expect(
+                predicate == .comparison(lhs: .keyPath(["d"]), op: .equal, rhs: .constant(.date(seconds))), "\(text)")
         }
     }
 
@@ -39,7 +42,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
             try PredicateParser.parse("d < CAST(\"\(text)\", \"NSDate\")")
         } throws: { error in
             guard let error = error as? ObjectGraphError else { return false }
-            return error.code == .invalidModel && error.message.contains("ISO 8601") && error.message.contains("position 10:")
+            return error.code == .invalidModel && error.message.contains("ISO 8601")
+                && error.message.contains("position 10:")
         }
     }
 
@@ -50,7 +54,8 @@ private typealias OGPredicate = ObjectGraph.Predicate
         let employee = coordinator.model.id("Employee")
         let iso = try context.objects(
             matching: PredicateParser.parse(#"birthDate >= CAST("1970-01-01T00:00:00Z", "NSDate")"#), of: employee)
-        let seconds = try context.objects(matching: PredicateParser.parse(#"birthDate >= CAST(-978307200, "NSDate")"#), of: employee)
+        let seconds = try context.objects(
+            matching: PredicateParser.parse(#"birthDate >= CAST(-978307200, "NSDate")"#), of: employee)
         #expect(iso == seconds)
         let all = try context.objectIDs(of: employee, includingSubentities: true)
         #expect(!iso.isEmpty && iso.count < all.count)
@@ -60,9 +65,10 @@ private typealias OGPredicate = ObjectGraph.Predicate
 
     @Test(arguments: [
         "level > 5", "department.name BEGINSWITH[cd] 'sales'", "ANY projects.milestones.done == NO",
-        "projects.@count > 2", "department.employees.@avg.salary > 1000", "department.employees.@max.birthDate < CAST(\"2000-01-01\", \"NSDate\")",
+        "projects.@count > 2", "department.employees.@avg.salary > 1000",
+        "department.employees.@max.birthDate < CAST(\"2000-01-01\", \"NSDate\")",
         "lastName.@count == 1", "level.@sum > 3", "photo == nil", "NOT photo != nil", "manager IN department.employees",
-        "SELF == manager", "{level, 3} CONTAINS 3", "name MATCHES 'a.*'",
+        "SELF == manager", "{level, 3} CONTAINS 3", "name MATCHES 'a.*'"
     ])
     func queriesThatMeanSomethingPass(_ text: String) throws {
         let model = SampleModel.make()
@@ -87,7 +93,7 @@ private typealias OGPredicate = ObjectGraph.Predicate
         ("level BETWEEN projects.budget", "BETWEEN needs two values"),
         ("photo == 'abc'", "compares only with nil"),
         ("photo == preferences", "compares only with nil"),
-        ("photo IN {nil}", "compares only with nil"),
+        ("photo IN {nil}", "compares only with nil")
     ])
     func queriesThatCannotMeanAnythingSayWhy(_ text: String, _ message: String) throws {
         let model = SampleModel.make()
@@ -192,11 +198,14 @@ private typealias OGPredicate = ObjectGraph.Predicate
         if case .attribute(_, let type, let old, let new) = employee.properties[0] {
             #expect(type == .string && new == .string("Hopper") && old != nil)
         }
-        #expect(employee.properties[2] == .toOne(name: "department", old: name(departments[0]), new: name(departments[1])))
+        #expect(
+            employee.properties[2] == .toOne(name: "department", old: name(departments[0]), new: name(departments[1])))
         let hours = try #require(byObject[name(employees[1])], "-0.0 is not 0.0 (the files differ)")
         #expect(hours.properties.map(\.name) == ["hoursPerWeek"])
         let reordered = try #require(byObject[name(project)])
-        guard case .toMany(_, let minus, let plus, let old, let new) = try #require(reordered.properties.first { $0.name == "milestones" })
+        guard
+            case .toMany(_, let minus, let plus, let old, let new) = try #require(
+                reordered.properties.first { $0.name == "milestones" })
         else { Issue.record("milestones are not a to-many difference"); return }
         #expect(minus == [name(removed)].filter { old.contains($0) } && plus.isEmpty)
         #expect(old.filter { $0 != name(removed) }.reversed() == new, "the order, reversed")
@@ -207,7 +216,9 @@ private typealias OGPredicate = ObjectGraph.Predicate
         // Sorted as promised: entity by entity in model order, by key within one.
         let order = found.map { "\(model.entityID(named: $0.object.entityName)!.rawValue)/\($0.object.key.rawValue)" }
         let sorted = found.sorted {
-            (model.entityID(named: $0.object.entityName)!.rawValue, $0.object.key) < (model.entityID(named: $1.object.entityName)!.rawValue, $1.object.key)
+            (model.entityID(named: $0.object.entityName)!.rawValue, $0.object.key) < (
+                model.entityID(named: $1.object.entityName)!.rawValue, $1.object.key
+            )
         }.map { "\(model.entityID(named: $0.object.entityName)!.rawValue)/\($0.object.key.rawValue)" }
         #expect(order == sorted)
     }

@@ -11,7 +11,9 @@ extension ManagedObjectModel {
 }
 
 /// Inserts a department, a manager and `employees` employees linked to both, and saves.
-func insertSmallCompany(_ context: ObjectContext, employees: Int = 3) throws -> (department: ObjectID, manager: ObjectID, employees: [ObjectID]) {
+func insertSmallCompany(_ context: ObjectContext, employees: Int = 3) throws -> (
+    department: ObjectID, manager: ObjectID, employees: [ObjectID]
+) {
     let model = context.model
     let department = try context.insertObject(of: model.id("Department"))
     try context.setValue(.string("Research"), of: "name", for: department)

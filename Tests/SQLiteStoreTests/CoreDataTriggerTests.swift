@@ -15,7 +15,9 @@ import Testing
 
     /// Books whose stored count is not their number of pages (0 when the trigger kept them all).
     static func wrongCounts(_ s: CorpusStore) throws -> String {
-        try s.value("SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZPAGE.ZBOOK = ZBOOK.Z_PK)")
+        try s.value(
+            "SELECT COUNT(*) FROM ZBOOK WHERE IFNULL(ZPAGESCOUNT, 0) != (SELECT COUNT(*) FROM ZPAGE WHERE ZPAGE.ZBOOK = ZBOOK.Z_PK)"
+        )
     }
 
     @Test func theDerivedCountFollowsEveryKindOfWrite() throws {
@@ -36,7 +38,8 @@ import Testing
         var outcome = s.save()
         #expect(outcome.storeEffects.refreshed.contains(book8), "the hook reported the book the trigger changed")
         #expect(try s.value("SELECT ZPAGESCOUNT FROM ZBOOK WHERE Z_PK = 8") == "100")
-        #expect(try s.context.value(of: "pagesCount", for: book8) == .integer(100), "the engine shows the trigger's value")
+        #expect(
+            try s.context.value(of: "pagesCount", for: book8) == .integer(100), "the engine shows the trigger's value")
         #expect(try s.version("ZBOOK", 8) == version8 + 1, "a to-many change bumps Z_OPT")
 
         // Relink (ln -sfn ../../Book/p9 book): one count down, one up.
@@ -68,7 +71,8 @@ import Testing
         let author = try #require(try s.context.destination(of: "author", for: book8))
         let novel = try s.insert(
             "GraphicNovel",
-            values: ["title": .string("New novel"), "cover": try #require(try s.context.value(of: "cover", for: book8))])
+            values: ["title": .string("New novel"), "cover": try #require(try s.context.value(of: "cover", for: book8))]
+        )
         try s.context.setDestination(author, of: "author", for: novel)
         for number in 1...2 {
             let p = try s.insert("Page", values: ["content": content, "number": .integer(Int64(number))])
@@ -113,8 +117,9 @@ import Testing
         let highlightCounts = [
             ("ZASSETSCOUNT", "ZHIGHLIGHTBEINGASSETS"), ("ZDAYGROUPASSETSCOUNT", "ZDAYGROUPHIGHLIGHTBEINGASSETS"),
             ("ZDAYGROUPEXTENDEDASSETSCOUNT", "ZDAYGROUPHIGHLIGHTBEINGEXTENDEDASSETS"),
-            ("ZDAYGROUPSUMMARYASSETSCOUNT", "ZDAYGROUPHIGHLIGHTBEINGSUMMARYASSETS"), ("ZEXTENDEDCOUNT", "ZHIGHLIGHTBEINGEXTENDEDASSETS"),
-            ("ZSUMMARYCOUNT", "ZHIGHLIGHTBEINGSUMMARYASSETS"),
+            ("ZDAYGROUPSUMMARYASSETSCOUNT", "ZDAYGROUPHIGHLIGHTBEINGSUMMARYASSETS"),
+            ("ZEXTENDEDCOUNT", "ZHIGHLIGHTBEINGEXTENDEDASSETS"),
+            ("ZSUMMARYCOUNT", "ZHIGHLIGHTBEINGSUMMARYASSETS")
         ]
         for (count, key) in highlightCounts {
             result["PhotosHighlight.\(count)"] = try s.value(
@@ -123,7 +128,8 @@ import Testing
                 WHERE a.\(key) = h.Z_PK AND a.ZHIDDEN = 0 AND a.ZTRASHEDSTATE = 0)
                 """)
         }
-        result["R-tree"] = try s.value("SELECT rtreecheck('Z_RT_GenericAsset_boundedByRect')") == "ok" ? "0" : "rtreecheck fails"
+        result["R-tree"] =
+            try s.value("SELECT rtreecheck('Z_RT_GenericAsset_boundedByRect')") == "ok" ? "0" : "rtreecheck fails"
         return result.filter { $0.value != "0" }
     }
 
@@ -210,7 +216,8 @@ import Testing
                 && message.contains("another number of arguments") && message.contains("-o ro")
         }
         #expect(try Self.fileBytes(url) == before, "the check leaves the store and its -wal as they were")
-        let readOnly = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let readOnly = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { readOnly.close() }
         let keywords = try readOnly.newContext().objectIDs(of: try #require(readOnly.model.entityID(named: "Asset")))
         #expect(!keywords.isEmpty, "a read-only open reads")

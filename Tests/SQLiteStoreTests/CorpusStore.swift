@@ -77,7 +77,8 @@ final class CorpusStore {
     func insert(_ entity: String, values: [String: AttributeValue] = [:]) throws -> ObjectID {
         let id = try context.insertObject(of: try self.entity(entity))
         for (name, value) in values { try context.setValue(value, of: name, for: id) }
-        for attribute in model[id.entity].persistentAttributes where !attribute.isOptional && attribute.defaultValue == nil {
+        for attribute in model[id.entity].persistentAttributes
+        where !attribute.isOptional && attribute.defaultValue == nil {
             if attribute.derivationExpression != nil || values[attribute.name] != nil { continue }
             let zero: AttributeValue? =
                 switch attribute.type {
@@ -122,7 +123,9 @@ final class CorpusStore {
                         ? try context.destinations(of: relationship.name, for: id)
                         : (try context.destination(of: relationship.name, for: id)).map { [$0] } ?? []
                     for destination in destinations where try !context.exists(destination) {
-                        found.append("\(entity.name).\(relationship.name) of p\(id.key) names \(destination), which does not exist")
+                        found.append(
+                            "\(entity.name).\(relationship.name) of p\(id.key) names \(destination), which does not exist"
+                        )
                     }
                 }
             }
@@ -136,7 +139,9 @@ final class CorpusStore {
         var supers: [Int: (name: String, parent: Int)] = [:]
         for line in try sql("SELECT Z_ENT || '|' || Z_NAME || '|' || IFNULL(Z_SUPER, 0) FROM Z_PRIMARYKEY") {
             let parts = line.split(separator: "|").map(String.init)
-            if parts.count == 3, let ent = Int(parts[0]), let parent = Int(parts[2]) { supers[ent] = (parts[1], parent) }
+            if parts.count == 3, let ent = Int(parts[0]), let parent = Int(parts[2]) {
+                supers[ent] = (parts[1], parent)
+            }
         }
         func rootTable(_ ent: Int) -> String? {
             var current = ent

@@ -27,7 +27,8 @@ import Testing
     static func open() throws -> (CorpusStore, URL) {
         let folder = try Fixtures.temporaryDirectory()
         for name in ["Attachments.sqlite", ".Attachments_SUPPORT"] {
-            try FileManager.default.copyItem(at: fixture.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+            try FileManager.default.copyItem(
+                at: fixture.appendingPathComponent(name), to: folder.appendingPathComponent(name))
         }
         let model = try XcodeModelLoader.load(from: fixture.appendingPathComponent("Attachments.xcdatamodel"))
         let store = try CorpusStore(existing: folder.appendingPathComponent("Attachments.sqlite"), model: model)
@@ -49,8 +50,12 @@ import Testing
         #expect(try data(4) == .data(Self.pattern(300 * 1024, 4)))
         #expect(try data(5) == nil, "a reference whose file is missing reads as absent; the object stays readable")
         #expect(try s.context.value(of: "name", for: try s.id("Attachment", 5)) == .string("dangling"))
-        #expect(try data(6) == .data(Data([7]) + Data("written without a marker".utf8)), "a value without a marker shows as stored")
-        #expect(try data(7, "thumbnail") == .data(Data([2]) + Data(Self.uuid3.utf8)), "only attributes that allow external storage")
+        #expect(
+            try data(6) == .data(Data([7]) + Data("written without a marker".utf8)),
+            "a value without a marker shows as stored")
+        #expect(
+            try data(7, "thumbnail") == .data(Data([2]) + Data(Self.uuid3.utf8)),
+            "only attributes that allow external storage")
         #expect(try data(8) == nil)
     }
 
@@ -63,7 +68,9 @@ import Testing
         let small = try s.id("Attachment", 8)
         try s.context.setValue(.data(Data("ten bytes!".utf8)), of: "data", for: small)
         s.save()
-        #expect(try s.value("SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 8") == "01" + Data("ten bytes!".utf8).map { String(format: "%02X", $0) }.joined())
+        #expect(
+            try s.value("SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 8") == "01"
+                + Data("ten bytes!".utf8).map { String(format: "%02X", $0) }.joined())
         #expect(Self.files(folder) == start)
 
         // A large one goes to one new file, named by the reference in the row.
@@ -74,7 +81,9 @@ import Testing
         #expect(added.count == 1)
         let name = try #require(added.first)
         #expect(UUID(uuidString: name)?.uuidString == name, "an upper-case UUID")
-        #expect(try s.value("SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 8") == "02" + Data(name.utf8).map { String(format: "%02X", $0) }.joined())
+        #expect(
+            try s.value("SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 8") == "02"
+                + Data(name.utf8).map { String(format: "%02X", $0) }.joined())
         #expect(try Data(contentsOf: folder.appendingPathComponent(name)) == large)
 
         // Replacing a value removes its old file after the commit; nil removes it too.
@@ -97,7 +106,9 @@ import Testing
         let model = try XcodeModelLoader.load(from: Self.fixture.appendingPathComponent("Attachments.xcdatamodel"))
         let reopened = try CorpusStore(existing: s.url, model: model)
         #expect(try reopened.context.value(of: "data", for: external3) == .data(Data("now small".utf8)))
-        #expect(try reopened.context.value(of: "data", for: try reopened.id("Attachment", 1)) == .data(Data("tiny value".utf8)))
+        #expect(
+            try reopened.context.value(of: "data", for: try reopened.id("Attachment", 1))
+                == .data(Data("tiny value".utf8)))
     }
 
     /// A save that does not commit (a conflict with another process) leaves no new file, and the
@@ -110,7 +121,8 @@ import Testing
         try s.context.setValue(.data(Self.pattern(250 * 1024, 5)), of: "data", for: object)
         try s.context.setValue(.string("renamed"), of: "name", for: object)
         // Another process changes the name meanwhile: this save of the object conflicts.
-        _ = try Fixtures.sqlite3Writing(s.url, "UPDATE ZATTACHMENT SET ZNAME = 'theirs', Z_OPT = Z_OPT + 1 WHERE Z_PK = 4")
+        _ = try Fixtures.sqlite3Writing(
+            s.url, "UPDATE ZATTACHMENT SET ZNAME = 'theirs', Z_OPT = Z_OPT + 1 WHERE Z_PK = 4")
         try s.context.setValue(.string("unrelated"), of: "name", for: other)
         let outcome = s.context.save(holding: [])
         #expect(outcome.conflicts.map(\.objectID) == [object])
@@ -145,10 +157,11 @@ import Testing
         let values = try albums.compactMap { try s.context.value(of: "projectData", for: $0) }
         #expect(values.contains(.data(Data("hello".utf8))))
         #expect(values.contains(.data(payload)))
-        let hashed = try #require(try s.context.objectIDs(of: try s.entity("AdditionalAssetAttributes")).first {
-            if case .data(let d)? = try s.context.value(of: "originalHash", for: $0) { return d.first == 1 }
-            return false
-        })
+        let hashed = try #require(
+            try s.context.objectIDs(of: try s.entity("AdditionalAssetAttributes")).first {
+                if case .data(let d)? = try s.context.value(of: "originalHash", for: $0) { return d.first == 1 }
+                return false
+            })
         if case .data(let hash)? = try s.context.value(of: "originalHash", for: hashed) {
             #expect(hash.count == 21, "the marker-like first byte is part of the value")
         }

@@ -25,7 +25,8 @@ private struct FetchFixture: Sendable {
         // Shared by the whole suite, so it lives until the test process exits.
         url = try ScratchSpace.folder("fetch").appendingPathComponent("Company.sqlite")
         let sqlite = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
         try Self.fill(sqlite.newContext())
         keeper = sqlite
         memory = PersistentStoreCoordinator(store: GraphStore(model: SampleModel.make()))
@@ -38,7 +39,8 @@ private struct FetchFixture: Sendable {
         for id in try context.objectIDs(of: model.entityID(named: "Employee")!, includingSubentities: true) {
             guard case .string(let last)? = try context.value(of: "lastName", for: id) else { continue }
             switch id.key.rawValue % 5 {
-            case 0: try context.setValue(.string(last.replacingOccurrences(of: "e", with: "é")), of: "lastName", for: id)
+            case 0:
+                try context.setValue(.string(last.replacingOccurrences(of: "e", with: "é")), of: "lastName", for: id)
             case 1: try context.setValue(.string(last.uppercased()), of: "lastName", for: id)
             default: break
             }
@@ -220,7 +222,9 @@ private let fetchRows: [FetchRow] = [
     FetchRow("Employee", "FALSEPREDICATE", mayBeEmpty: true),
     FetchRow("Employee", "SELF == $FETCH_SOURCE", source: .employee),
     FetchRow("Employee", "department == $FETCH_SOURCE.department AND SELF != $FETCH_SOURCE", source: .employee),
-    FetchRow("Employee", "department == $FETCH_SOURCE AND salary > $FETCHED_PROPERTY.userInfo.threshold", source: .department, fetchedProperty: "Department.highEarners"),
+    FetchRow(
+        "Employee", "department == $FETCH_SOURCE AND salary > $FETCHED_PROPERTY.userInfo.threshold",
+        source: .department, fetchedProperty: "Department.highEarners"),
     FetchRow("Employee", "salary > $FETCHED_PROPERTY.userInfo.threshold", fetchedProperty: "Department.highEarners"),
     // Beyond the evaluator's table: modifiers on plain attributes, aggregates, strings read as
     // numbers, named variables, and what SQL leaves to memory.
@@ -235,7 +239,9 @@ private let fetchRows: [FetchRow] = [
     FetchRow("Employee", "lastName CONTAINS ''", mayBeEmpty: true),
     FetchRow("Employee", "NOT lastName BEGINSWITH[cd] 'h'"),
     FetchRow("Employee", "firstName == $name", variables: ["name": .string("Ada")]),
-    FetchRow("Employee", "level > $minimum AND isRemote == $remote", variables: ["minimum": .integer(7), "remote": .boolean(true)]),
+    FetchRow(
+        "Employee", "level > $minimum AND isRemote == $remote",
+        variables: ["minimum": .integer(7), "remote": .boolean(true)]),
     FetchRow("Employee", "manager IN {$FETCH_SOURCE.manager, nil}", source: .employee),
     FetchRow("Employee", "department.head.title != nil"),
     FetchRow("Department", "name IN 'Sales 1, Engineering 8, Research 2'"),
@@ -264,9 +270,11 @@ private let fetchRows: [FetchRow] = [
     FetchRow("Employee", "personID == personID"),
     FetchRow("Employee", "level IN {department.employees.@min.level, 3}"),
     FetchRow("Employee", #"birthDate > CAST("1975-06-01", "NSDate")"#),
-    FetchRow("Employee", #"birthDate BETWEEN {CAST("1960-01-01T00:00:00Z", "NSDate"), CAST("1970-12-31T23:59:59.5Z", "NSDate")}"#),
+    FetchRow(
+        "Employee",
+        #"birthDate BETWEEN {CAST("1960-01-01T00:00:00Z", "NSDate"), CAST("1970-12-31T23:59:59.5Z", "NSDate")}"#),
     // Left to memory: a MATCHES pattern read from each object may not be a regular expression.
-    FetchRow("Employee", "firstName MATCHES lastName", mayBeEmpty: true, sql: false),
+    FetchRow("Employee", "firstName MATCHES lastName", mayBeEmpty: true, sql: false)
 ]
 
 @Suite struct FetchTests {
@@ -341,7 +349,8 @@ private let fetchRows: [FetchRow] = [
             for source in stride(from: 0, to: sources.count, by: step).map({ sources[$0] }) {
                 func fetch(_ strategy: FetchStrategy) throws -> [ObjectID] {
                     try context.objects(
-                        matching: predicate, of: destination, source: source, fetchedProperty: property, strategy: strategy)
+                        matching: predicate, of: destination, source: source, fetchedProperty: property,
+                        strategy: strategy)
                 }
                 let before = coordinator.store.requestCount
                 let viaSQL = try fetch(.store)
@@ -399,7 +408,8 @@ private let fetchRows: [FetchRow] = [
         try context.setValue(.boolean(true), of: "isRemote", for: office)
         let automatic = try context.objects(matching: predicate, of: entity)
         #expect(automatic == (saved + [office]).sorted { $0.key < $1.key })
-        #expect(try context.objects(matching: predicate, of: entity, strategy: .store) == saved, "the file is unchanged")
+        #expect(
+            try context.objects(matching: predicate, of: entity, strategy: .store) == saved, "the file is unchanged")
         context.rollback()
         #expect(try context.objects(matching: predicate, of: entity) == saved)
     }

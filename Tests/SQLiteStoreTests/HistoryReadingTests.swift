@@ -9,8 +9,9 @@ import Testing
 /// reads from the same rows, at two store requests a page.
 @Suite struct HistoryReadingTests {
     static let stores = [
-        PersistentHistoryTests.notes13, PersistentHistoryTests.notes14, PersistentHistoryTests.photos, PersistentHistoryTests.swiftData,
-        PersistentHistoryTests.sampleModel2,
+        PersistentHistoryTests.notes13, PersistentHistoryTests.notes14, PersistentHistoryTests.photos,
+        PersistentHistoryTests.swiftData,
+        PersistentHistoryTests.sampleModel2
     ]
 
     @Test(arguments: stores)
@@ -28,8 +29,11 @@ import Testing
             LEFT JOIN ATRANSACTIONSTRING p ON p.Z_PK = t.ZPROCESSIDTS ORDER BY t.Z_PK
             """)
         let read = all.map { t in
-            [String(t.number), t.author ?? "-", t.bundleID ?? "-", t.contextName ?? "-", t.processID ?? "-", String(t.changes.count)]
-                .joined(separator: "|")
+            [
+                String(t.number), t.author ?? "-", t.bundleID ?? "-", t.contextName ?? "-", t.processID ?? "-",
+                String(t.changes.count)
+            ]
+            .joined(separator: "|")
         }
         #expect(read == expected)
         #expect(!all.isEmpty && all.allSatisfy { $0.changes.map(\.changeID) == $0.changes.map(\.changeID).sorted() })
@@ -50,7 +54,11 @@ import Testing
                 after = last.number
             }
             #expect(pages == all, "pages of \(size)")
-            #expect(bare == all.map { var t = $0; t.changes = []; return t }, "pages of \(size) without their changes")
+            #expect(
+                bare
+                    == all.map {
+                        var t = $0; t.changes = []; return t
+                    }, "pages of \(size) without their changes")
         }
         for transaction in all.prefix(40) {
             #expect(try s.store.historyTransaction(transaction.number) == transaction)
@@ -60,7 +68,10 @@ import Testing
             #expect(try s.store.historyTransaction(missing) == nil, "transaction \(missing)")
         }
         #expect(try s.store.historyTransactions(after: .max, limit: 10, includingChanges: true).isEmpty)
-        #expect(try s.store.historyTransactions(after: .min, limit: 1, includingChanges: false).map(\.number) == [all[0].number])
+        #expect(
+            try s.store.historyTransactions(after: .min, limit: 1, includingChanges: false).map(\.number) == [
+                all[0].number
+            ])
         #expect(try s.store.historyTransactions(after: 0, limit: 0, includingChanges: true).isEmpty)
         #expect(try s.store.historyTransactions(after: 0, limit: -5, includingChanges: true).isEmpty)
     }
@@ -70,7 +81,9 @@ import Testing
     @Test func plainNameColumnsStandInForMissingInternedOnes() throws {
         let s = try CorpusStore(PersistentHistoryTests.swiftData, readOnly: true) { url in
             try Fixtures.sqlite3Write(
-                url, "UPDATE ATRANSACTION SET ZAUTHORTS = NULL, ZAUTHOR = 'an author', ZCONTEXTNAME = 'a context' WHERE Z_PK = 1;")
+                url,
+                "UPDATE ATRANSACTION SET ZAUTHORTS = NULL, ZAUTHOR = 'an author', ZCONTEXTNAME = 'a context' WHERE Z_PK = 1;"
+            )
         }
         let first = try #require(try s.store.historyTransaction(1))
         #expect(first.author == "an author" && first.contextName == "a context")
@@ -105,7 +118,8 @@ import Testing
             try s.context.setValue(.string(name), of: "name", for: item)
             s.save()
         }
-        let after = try s.store.historyTransactions(after: try #require(before.last).number, limit: 10, includingChanges: true)
+        let after = try s.store.historyTransactions(
+            after: try #require(before.last).number, limit: 10, includingChanges: true)
         #expect(after.count == 3)
         #expect(after.allSatisfy { $0.author == "storefs" && $0.changes.map(\.changedProperties) == [["name"]] })
         #expect(after.map(\.number) == Array((before.last!.number + 1)...(before.last!.number + 3)))

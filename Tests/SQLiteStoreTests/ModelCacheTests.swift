@@ -23,7 +23,9 @@ import Testing
     }
 
     @Test func corpusHasFifteenStoresWithACacheFourteenDecode() throws {
-        let withTable = Corpus.names(in: "sqlite") { ($0.hasSuffix(".sqlite") || $0.hasSuffix(".store")) && !$0.contains("Recipes") }
+        let withTable = Corpus.names(in: "sqlite") {
+            ($0.hasSuffix(".sqlite") || $0.hasSuffix(".store")) && !$0.contains("Recipes")
+        }
         #expect(withTable.count == 15, "\(withTable)")
         #expect(Self.cacheStores.count == 14, "\(Self.cacheStores)")
         for name in withTable {
@@ -49,7 +51,8 @@ import Testing
         for entity in store.model.entities {
             for relationship in entity.relationships {
                 guard let inverse = relationship.inverseName else { continue }
-                #expect(store.model.entity(named: relationship.destinationEntityName)?.relationship(named: inverse) != nil)
+                #expect(
+                    store.model.entity(named: relationship.destinationEntityName)?.relationship(named: inverse) != nil)
             }
         }
     }
@@ -111,10 +114,12 @@ import Testing
                 #expect(got.isOptional == attribute.isOptional, "\(expected.name).\(attribute.name)")
                 #expect(got.isTransient == attribute.isTransient, "\(expected.name).\(attribute.name)")
                 #expect(got.defaultValue == attribute.defaultValue, "\(expected.name).\(attribute.name)")
-                #expect(got.valueTransformerName == attribute.valueTransformerName, "\(expected.name).\(attribute.name)")
+                #expect(
+                    got.valueTransformerName == attribute.valueTransformerName, "\(expected.name).\(attribute.name)")
                 #expect(got.preservesValueInHistoryOnDeletion == attribute.preservesValueInHistoryOnDeletion)
             }
-            #expect(Set(entity.relationships.map(\.name)) == Set(expected.relationships.map(\.name)), "\(expected.name)")
+            #expect(
+                Set(entity.relationships.map(\.name)) == Set(expected.relationships.map(\.name)), "\(expected.name)")
             for relationship in expected.relationships {
                 let got = try #require(entity.relationships.first { $0.name == relationship.name })
                 #expect(got.destinationEntityName == relationship.destinationEntityName)
@@ -141,7 +146,9 @@ import Testing
         #expect(feedbacks.destinationEntityName == "Feedback")
         #expect(feedbacks.predicateString == "authorAlias == $FETCH_SOURCE.alias")
         let favourites = try #require(author.fetchedProperty(named: "favFeedbacks"))
-        #expect(favourites.predicateString == "authorAlias == $FETCH_SOURCE.alias AND comment CONTAINS[c] $FETCHED_PROPERTY.userInfo.search")
+        #expect(
+            favourites.predicateString
+                == "authorAlias == $FETCH_SOURCE.alias AND comment CONTAINS[c] $FETCHED_PROPERTY.userInfo.search")
         #expect(favourites.userInfo == ["search": "great"])
         // Both parse as storefs's predicates.
         _ = try PredicateParser.parse(feedbacks.predicateString)
@@ -151,7 +158,9 @@ import Testing
         let pagesCount = try #require(model.entity(named: "Book")?.attribute(named: "pagesCount"))
         #expect(pagesCount.derivationExpression == "pages.@count")
         let cover = try #require(model.entity(named: "Book")?.attribute(named: "cover"))
-        #expect(cover.type == .transformable && cover.valueTransformerName == "CoverTransformer" && cover.valueClassName == "Cover")
+        #expect(
+            cover.type == .transformable && cover.valueTransformerName == "CoverTransformer"
+                && cover.valueClassName == "Cover")
         #expect(model.configurations.map(\.name) == ["SampleConfigurationV1"])
         #expect(model.configurations.first?.entityNames.count == 6)
         #expect(model.entity(named: "Writer")?.isAbstract == true)
@@ -163,7 +172,11 @@ import Testing
     /// The Z_CONTENT blob of a corpus store.
     static func cacheBlob(_ name: String) throws -> Data {
         let url = try F.corpusCopy(name)
-        let queue = try DatabaseQueue(path: url.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: url.path,
+            configuration: {
+                var c = Configuration(); c.readonly = true; return c
+            }())
         defer { try? queue.close() }
         return try #require(try queue.read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
     }
@@ -179,7 +192,9 @@ import Testing
     }
 
     /// Bit flips in real caches (compressed and decompressed): decoded, or refused with an error.
-    @Test(arguments: ["alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"])
+    @Test(arguments: [
+        "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"
+    ])
     func damagedCachesAreRefusedNotCrashedOn(_ name: String) throws {
         let blob = [UInt8](try Self.cacheBlob(name))
         let archive = [UInt8](try RawInflate.inflate(Data(blob), limit: 64 << 20))

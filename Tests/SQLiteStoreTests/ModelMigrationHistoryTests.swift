@@ -17,7 +17,8 @@ import Testing
     /// object, updates name the renamed property, and the next save continues the history.
     @Test func persistentHistoryIsCarriedAcrossAModelMigration() throws {
         let store = try Fixtures.corpusCopy("sergd2005_ResourcesManager_default.store")
-        let old = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let old = try PersistentStoreCoordinator.open(
+            at: store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         let oldModel = old.model
         let oldHistory = try (old.store as! SQLiteStore).persistentHistory()
         old.close()
@@ -38,15 +39,20 @@ import Testing
                 }
                 copy.uniquenessConstraints = [["title"]]
             }
-            if entity.name == "CraftingRecipe" { copy.attributes.append(AttributeDescription(name: "notes", type: .string)) }
+            if entity.name == "CraftingRecipe" {
+                copy.attributes.append(AttributeDescription(name: "notes", type: .string))
+            }
             return copy
         }
-        entities.append(EntityDescription(name: "Aardvark", attributes: [AttributeDescription(name: "size", type: .integer32)]))
+        entities.append(
+            EntityDescription(name: "Aardvark", attributes: [AttributeDescription(name: "size", type: .integer32)]))
         let newModel = try ManagedObjectModel(entities: entities)
         let mapping = try MappingModel.inferred(from: oldModel, to: newModel)
         let result = try PersistentStoreCoordinator.migrateInPlace(
             at: store, types: [SQLiteStoreType()],
-            plan: { _ throws(ObjectGraphError) in [MigrationStep(from: "1", to: "2", source: oldModel, destination: newModel, mapping: mapping)] })
+            plan: { _ throws(ObjectGraphError) in
+                [MigrationStep(from: "1", to: "2", source: oldModel, destination: newModel, mapping: mapping)]
+            })
         #expect(result.historyTransactions == 38)
 
         let new = try PersistentStoreCoordinator.open(at: store, types: [SQLiteStoreType()], model: newModel)
@@ -54,16 +60,24 @@ import Testing
         let newHistory = try (new.store as! SQLiteStore).persistentHistory()
         #expect(newHistory.map(\.number) == oldHistory.map(\.number))
         for (before, after) in zip(oldHistory, newHistory) {
-            #expect(after.timestamp == before.timestamp && after.author == before.author && after.bundleID == before.bundleID)
+            #expect(
+                after.timestamp == before.timestamp && after.author == before.author
+                    && after.bundleID == before.bundleID)
             #expect(after.changes.count == before.changes.count, "transaction \(before.number)")
             for (a, b) in zip(before.changes, after.changes) {
                 #expect(a.changeID == b.changeID && a.kind == b.kind && a.objectID.key == b.objectID.key)
-                #expect(oldModel[a.objectID.entity].name == newModel[b.objectID.entity].name, "change \(a.changeID) follows its entity")
-                let renamed = a.updatedProperties.map { name in oldModel[a.objectID.entity].name == "Item" && name == "name" ? "title" : name }
+                #expect(
+                    oldModel[a.objectID.entity].name == newModel[b.objectID.entity].name,
+                    "change \(a.changeID) follows its entity")
+                let renamed = a.updatedProperties.map { name in
+                    oldModel[a.objectID.entity].name == "Item" && name == "name" ? "title" : name
+                }
                 #expect(b.updatedProperties == renamed, "change \(a.changeID)")
             }
         }
-        #expect(newHistory.contains { $0.changes.contains { $0.updatedProperties.contains("title") } }, "a rename shows in the history")
+        #expect(
+            newHistory.contains { $0.changes.contains { $0.updatedProperties.contains("title") } },
+            "a rename shows in the history")
         // Entity numbers moved (Aardvark is entity 1 now) and the changes' ZENTITY with them.
         #expect(newModel.entityID(named: "Aardvark")?.rawValue == 1)
 
@@ -99,7 +113,9 @@ import Testing
             #expect(other.parentName == entity.parentName && other.isAbstract == entity.isAbstract)
             for attribute in entity.attributes {
                 let read = other.attribute(named: attribute.name)
-                #expect(read?.type == attribute.type && read?.isOptional == attribute.isOptional && read?.defaultValue == attribute.defaultValue,
+                #expect(
+                    read?.type == attribute.type && read?.isOptional == attribute.isOptional
+                        && read?.defaultValue == attribute.defaultValue,
                     "\(name): \(entity.name).\(attribute.name)")
             }
             for relationship in entity.relationships {
@@ -111,15 +127,19 @@ import Testing
 
     static func corpusModels() -> [String] {
         let models = Corpus.names(in: "models").filter { !$0.hasPrefix("<") }.map { "models/" + $0 }
-        let stores = ["sqlite/RhetTbull_merge_photos_libraries_Photos.sqlite", "sqlite/RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
-            "sqlite/alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "sqlite/sergd2005_ResourcesManager_default.store"]
+        let stores = [
+            "sqlite/RhetTbull_merge_photos_libraries_Photos.sqlite",
+            "sqlite/RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
+            "sqlite/alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "sqlite/sergd2005_ResourcesManager_default.store"
+        ]
         return models + stores
     }
 
     static func model(named name: String) throws -> ManagedObjectModel {
         if name.hasPrefix("models/") { return try ModelLoader.load(from: Corpus.url(name)).model }
         let copy = try Fixtures.corpusCopy(String(name.dropFirst("sqlite/".count)))
-        let coordinator = try PersistentStoreCoordinator.open(at: copy, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: copy, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         return coordinator.model
     }
@@ -130,14 +150,21 @@ import Testing
     /// (its class names, two empty index lists).
     @Test func writtenModelCacheHasTheShapeOfCoreDatas() throws {
         let store = try Fixtures.corpusCopy("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite")
-        let blob = try DatabaseQueue(path: store.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE")! }
+        let blob = try DatabaseQueue(path: store.path).read { db in
+            try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE")!
+        }
         let theirs = try KeyedArchive(data: try RawInflate.inflate(blob, limit: 64 << 20), source: "Core Data's cache")
         let model = try ModelLoader.load(
-            from: Corpus.url("models/wibosco_CoreDataMigration-Example_CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel")).model
+            from: Corpus.url(
+                "models/wibosco_CoreDataMigration-Example_CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel"
+            )
+        ).model
         let ours = try KeyedArchive(data: try #require(CompiledModelEncoder.encode(model)), source: "storefs's cache")
         var differences: [String] = []
         var visited: Set<[Int]> = []
-        try compare(theirs.topObject("root"), ours.topObject("root"), path: "root", visited: &visited, differences: &differences)
+        try compare(
+            theirs.topObject("root"), ours.topObject("root"), path: "root", visited: &visited, differences: &differences
+        )
         #expect(differences.isEmpty, "\(differences.joined(separator: "\n"))")
         #expect(visited.count > 20, "the walk reached the entities and their properties")
     }
@@ -166,13 +193,16 @@ import Testing
         if a.isKind(of: "NSDictionary"), !a.isKind(of: "NSKnownKeysDictionary") {
             let x = Dictionary(uniqueKeysWithValues: try a.entries().map { ($0.key, $0.value) })
             let y = Dictionary(uniqueKeysWithValues: try b.entries().map { ($0.key, $0.value) })
-            if Set(x.keys) != Set(y.keys) { differences.append("\(path): entries \(x.keys.sorted()) vs \(y.keys.sorted())") }
+            if Set(x.keys) != Set(y.keys) {
+                differences.append("\(path): entries \(x.keys.sorted()) vs \(y.keys.sorted())")
+            }
             for key in Set(x.keys).intersection(y.keys).sorted() {
                 try compare(x[key]!, y[key]!, path: "\(path)[\(key)]", visited: &visited, differences: &differences)
             }
             return
         }
-        for key in keys(left).intersection(keys(right)).sorted() where key != "NS.keys" && key != "NS.objects" || a.isKind(of: "NSArray") || a.isKind(of: "NSSet") {
+        for key in keys(left).intersection(keys(right)).sorted()
+        where key != "NS.keys" && key != "NS.objects" || a.isKind(of: "NSArray") || a.isKind(of: "NSSet") {
             switch (a[key], b[key]) {
             case (.array(let xs)?, .array(let ys)?):
                 guard xs.count == ys.count else {
@@ -180,8 +210,11 @@ import Testing
                     continue
                 }
                 for (index, (x, y)) in zip(xs, ys).enumerated() {
-                    if case .uid(let u) = x, case .uid(let v) = y, let p = try a.archive.object(u), let q = try b.archive.object(v) {
-                        try compare(p, q, path: "\(path).\(key)[\(index)]", visited: &visited, differences: &differences)
+                    if case .uid(let u) = x, case .uid(let v) = y, let p = try a.archive.object(u),
+                        let q = try b.archive.object(v)
+                    {
+                        try compare(
+                            p, q, path: "\(path).\(key)[\(index)]", visited: &visited, differences: &differences)
                     } else if x != y {
                         differences.append("\(path).\(key)[\(index)]: \(x) vs \(y)")
                     }
@@ -191,8 +224,11 @@ import Testing
                 let q = try b.archive.object(v)
                 switch (p, q) {
                 case (nil, nil): continue
-                case (let p?, let q?): try compare(p, q, path: "\(path).\(key)", visited: &visited, differences: &differences)
-                default: differences.append("\(path).\(key): \(p == nil ? "$null" : "an object") vs \(q == nil ? "$null" : "an object")")
+                case (let p?, let q?):
+                    try compare(p, q, path: "\(path).\(key)", visited: &visited, differences: &differences)
+                default:
+                    differences.append(
+                        "\(path).\(key): \(p == nil ? "$null" : "an object") vs \(q == nil ? "$null" : "an object")")
                 }
             case (let x?, let y?):
                 if x != y { differences.append("\(path).\(key): \(x) vs \(y)") }

@@ -40,7 +40,8 @@ import Testing
         let url = try F.corpusCopy("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite")
         let model = try XcodeModelLoader.load(
             from: F.corpus.appendingPathComponent(
-                "models/wibosco_CoreDataMigration-Example_CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel"))
+                "models/wibosco_CoreDataMigration-Example_CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel"
+            ))
         let store = try F.open(url, model: model, readOnly: true)
         defer { store.close() }
         if case .given = store.modelSource {} else { Issue.record("model source \(store.modelSource)") }
@@ -84,21 +85,25 @@ import Testing
         let context = coordinator.newContext()
         let recipe = try #require(store.model.entityID(named: "Recipe"))
         let type = try #require(store.model.entityID(named: "RecipeType"))
-        let victim = try #require(try context.objectIDs(of: recipe).first { id in
-            (try? F.sqlite3(url, "SELECT COUNT(*) FROM ZINGREDIENT WHERE ZRECIPE = \(id.key.rawValue)")) != ["0"]
-        })
-        let dessert = try #require(try context.objectIDs(of: type).first { id in
-            (try? F.sqlite3(url, "SELECT COUNT(*) FROM ZRECIPE WHERE ZTYPE = \(id.key.rawValue)")) != ["0"]
-        })
+        let victim = try #require(
+            try context.objectIDs(of: recipe).first { id in
+                (try? F.sqlite3(url, "SELECT COUNT(*) FROM ZINGREDIENT WHERE ZRECIPE = \(id.key.rawValue)")) != ["0"]
+            })
+        let dessert = try #require(
+            try context.objectIDs(of: type).first { id in
+                (try? F.sqlite3(url, "SELECT COUNT(*) FROM ZRECIPE WHERE ZTYPE = \(id.key.rawValue)")) != ["0"]
+            })
         try context.delete(victim)
         try context.delete(dessert)
         try context.save()
         store.close()
         for (table, column, key) in [
             ("ZINGREDIENT", "ZRECIPE", victim.key.rawValue), ("ZIMAGE", "ZRECIPE", victim.key.rawValue),
-            ("ZRECIPE", "ZTYPE", dessert.key.rawValue),
+            ("ZRECIPE", "ZTYPE", dessert.key.rawValue)
         ] {
-            #expect(try F.sqlite3(url, "SELECT COUNT(*) FROM \(table) WHERE \(column) = \(key)") == ["0"], "\(table).\(column)")
+            #expect(
+                try F.sqlite3(url, "SELECT COUNT(*) FROM \(table) WHERE \(column) = \(key)") == ["0"],
+                "\(table).\(column)")
         }
         #expect(try F.sqlite3(url, "SELECT COUNT(*) FROM ZRECIPE WHERE Z_PK = \(victim.key.rawValue)") == ["0"])
         #expect(try F.sqlite3(url, "PRAGMA integrity_check") == ["ok"])
@@ -111,7 +116,7 @@ import Testing
             EntityDescription(
                 name: "Shelf", attributes: [AttributeDescription(name: "label", type: .string)],
                 relationships: [RelationshipDescription(name: "books", destinationEntityName: "Book", isToMany: true)]),
-            EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)]),
+            EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)])
         ])
         let url = try F.temporaryDirectory().appendingPathComponent("Shelves.sqlite")
         let store = try SQLiteStoreType().open(
@@ -133,7 +138,10 @@ import Testing
 
     @Test func pluralNamesOfInferredToManyRelationships() {
         // Through the model the inference makes, not the helper: names as a user sees them.
-        #expect(["Ingredient", "Category", "Address", "Box", "Day"].map(Self.plural) == ["ingredients", "categories", "addresses", "boxes", "days"])
+        #expect(
+            ["Ingredient", "Category", "Address", "Box", "Day"].map(Self.plural) == [
+                "ingredients", "categories", "addresses", "boxes", "days"
+            ])
     }
 
     static func plural(_ entity: String) -> String {
@@ -182,7 +190,8 @@ import Testing
         try context.setValue(.string("changed"), of: "postID", for: ids[0])
         #expect(throws: ObjectGraphError.self) { try context.save() }
         store.close()
-        #expect(try F.sqlite3(url, "SELECT Z_PK, Z_OPT, ZPOSTID FROM ZPOST ORDER BY CAST(Z_PK AS INTEGER)") == before,
+        #expect(
+            try F.sqlite3(url, "SELECT Z_PK, Z_OPT, ZPOSTID FROM ZPOST ORDER BY CAST(Z_PK AS INTEGER)") == before,
             "the refused save changed nothing")
     }
 
@@ -210,7 +219,8 @@ import Testing
         #expect(try PersistentStoreCoordinator.storeType(for: swiftData, among: types).name == "SQLite")
         let renamed = swiftData.deletingLastPathComponent().appendingPathComponent("Library.data")
         try FileManager.default.copyItem(at: swiftData, to: renamed)
-        let coordinator = try PersistentStoreCoordinator.open(at: renamed, types: types, options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: renamed, types: types, options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         #expect(coordinator.store.storeType == "SQLite")
         #expect(coordinator.modelSource == .coreDataCache)

@@ -11,10 +11,12 @@ import Testing
     static func sampleStore(objects: Int) throws -> PersistentStoreCoordinator {
         let url = try ScratchSpace.folder("record-pages").appendingPathComponent("Company.sqlite")
         let writer = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
         try SampleGenerator(objectCount: objects).populate(writer.newContext())
         writer.close()
-        return try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        return try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
     }
 
     @Test func pagesCostAQueryForTheRowsAndOnePerToManyRelationship() throws {
@@ -35,7 +37,9 @@ import Testing
             // Rows (filtered in SQL), then projects (Employee and Manager have it) and, when a
             // manager is on the page, directReports.
             let relationships = page.contains { $0.objectID.entity == model.entityID(named: "Manager") } ? 2 : 1
-            #expect(queries == 1 + relationships, "\(queries) queries for a page of \(page.count): \(Set(page.map { model[$0.objectID.entity].name }))")
+            #expect(
+                queries == 1 + relationships,
+                "\(queries) queries for a page of \(page.count): \(Set(page.map { model[$0.objectID.entity].name }))")
             #expect(page.count <= 128)
             read += page
             before = coordinator.store.requestCount
@@ -51,7 +55,8 @@ import Testing
         let model = coordinator.model
         for entity in model.entities {
             for subentities in [false, true] {
-                var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: subentities, pageSize: 97)
+                var pages = ObjectRecordPages(
+                    coordinator: coordinator, entity: entity.id, includingSubentities: subentities, pageSize: 97)
                 var ids: [ObjectID] = []
                 while let page = try pages.next() { ids += page.map(\.objectID) }
                 #expect(
@@ -66,13 +71,17 @@ import Testing
         defer { coordinator.close() }
         let employee = try #require(coordinator.model.entityID(named: "Employee"))
         let context = coordinator.newContext()
-        for text in ["isRemote == YES", "department.employees.@avg.salary > salary", "TRUEPREDICATE", "FALSEPREDICATE"] {
+        for text in ["isRemote == YES", "department.employees.@avg.salary > salary", "TRUEPREDICATE", "FALSEPREDICATE"]
+        {
             let predicate = try PredicateParser.parse(text)
             let before = coordinator.store.requestCount
             let counted = try context.count(matching: predicate, of: employee, strategy: .store)
             #expect(coordinator.store.requestCount == before + 1, "one COUNT query: \(text)")
             #expect(context.faultsFired == 0)
-            #expect(counted == (try coordinator.newContext().objects(matching: predicate, of: employee, strategy: .inMemory).count))
+            #expect(
+                counted
+                    == (try coordinator.newContext().objects(matching: predicate, of: employee, strategy: .inMemory)
+                        .count))
         }
     }
 }

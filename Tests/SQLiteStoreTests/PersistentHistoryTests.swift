@@ -24,7 +24,9 @@ import Testing
                 for change in transaction.changes where change.kind == .update {
                     updates += 1
                     #expect(!change.updatedProperties.isEmpty, "\(name) change \(change.changeID)")
-                    #expect(!change.updatedProperties.contains { $0.hasPrefix("<") }, "\(name) change \(change.changeID): \(change.updatedProperties)")
+                    #expect(
+                        !change.updatedProperties.contains { $0.hasPrefix("<") },
+                        "\(name) change \(change.changeID): \(change.updatedProperties)")
                 }
             }
         }
@@ -43,23 +45,44 @@ import Testing
         let noteData = try notes.entity("ICNoteData")
         let noteDataUpdates = changes.filter { $0.kind == .update && $0.objectID.entity == noteData }
         #expect(!noteDataUpdates.isEmpty && noteDataUpdates.allSatisfy { $0.updatedProperties == ["data"] })
-        let cloudStates = changes.filter { $0.kind == .update && notes.model[$0.objectID.entity].name == "ICCloudState" }
-        #expect(cloudStates.contains { $0.updatedProperties == ["cloudSyncingObject", "cloudSyncingObject#entity", "currentLocalVersion", "localVersionDate"] })
+        let cloudStates = changes.filter {
+            $0.kind == .update && notes.model[$0.objectID.entity].name == "ICCloudState"
+        }
+        #expect(
+            cloudStates.contains {
+                $0.updatedProperties == [
+                    "cloudSyncingObject", "cloudSyncingObject#entity", "currentLocalVersion", "localVersionDate"
+                ]
+            })
 
         let swift = try CorpusStore(Self.swiftData, readOnly: true)
         let item9 = try swift.id("Item", 9)
-        let names = try swift.store.persistentHistory().flatMap(\.changes).filter { $0.objectID == item9 && $0.kind == .update }
-            .map(\.updatedProperties)
+        let names = try swift.store.persistentHistory().flatMap(\.changes).filter {
+            $0.objectID == item9 && $0.kind == .update
+        }
+        .map(\.updatedProperties)
         #expect(names == [["craftingRecipe"], ["name"], ["name"], ["name"]])
 
         let photos = try CorpusStore(Self.photos, readOnly: true)
         let album46 = try photos.id("Album", 46)
-        let albumUpdates = try photos.store.persistentHistory().flatMap(\.changes).filter { $0.objectID == album46 }.map(\.updatedProperties)
-        #expect(albumUpdates.contains(["keyAsset", "secondaryKeyAsset", "tertiaryKeyAsset", "keyAsset#entity", "secondaryKeyAsset#entity", "tertiaryKeyAsset#entity"]))
+        let albumUpdates = try photos.store.persistentHistory().flatMap(\.changes).filter { $0.objectID == album46 }
+            .map(\.updatedProperties)
+        #expect(
+            albumUpdates.contains([
+                "keyAsset", "secondaryKeyAsset", "tertiaryKeyAsset", "keyAsset#entity", "secondaryKeyAsset#entity",
+                "tertiaryKeyAsset#entity"
+            ]))
         let tombstones = try photos.store.persistentHistory().flatMap(\.changes).filter {
-            $0.kind == .delete && photos.model[$0.objectID.entity].name == "InternalResource" && $0.objectID.key == PrimaryKey(11)
+            $0.kind == .delete && photos.model[$0.objectID.entity].name == "InternalResource"
+                && $0.objectID.key == PrimaryKey(11)
         }.map(\.tombstone)
-        #expect(tombstones == [["cloudDeleteAssetUUIDWithResourceType": .string("FE291698-3C93-4425-A47A-E19027DBCAA0-@-0"), "cloudDeleteState": .integer(0)]])
+        #expect(
+            tombstones == [
+                [
+                    "cloudDeleteAssetUUIDWithResourceType": .string("FE291698-3C93-4425-A47A-E19027DBCAA0-@-0"),
+                    "cloudDeleteState": .integer(0)
+                ]
+            ])
     }
 
     /// The bytes storefs writes for a folder's rename are the ones Notes wrote for one.
@@ -90,13 +113,17 @@ import Testing
             #expect(transactions.count == 1, sourceLocation: sourceLocation)
             last = transactions.last?.number ?? last
             guard let transaction = transactions.first else { return nil }
-            #expect(transaction.author == "storefs" && transaction.bundleID == "storefs" && transaction.processID == "storefs", sourceLocation: sourceLocation)
+            #expect(
+                transaction.author == "storefs" && transaction.bundleID == "storefs"
+                    && transaction.processID == "storefs", sourceLocation: sourceLocation)
             #expect(transaction.contextName == nil, sourceLocation: sourceLocation)
             #expect(abs(transaction.timestamp.timeIntervalSinceNow) < 60, sourceLocation: sourceLocation)
             return transaction
         }
         func summary(_ t: HistoryTransaction?) -> [String] {
-            (t?.changes ?? []).map { "\($0.kind) \(s.model[$0.objectID.entity].name) \($0.objectID.key) \($0.updatedProperties.joined(separator: ","))" }
+            (t?.changes ?? []).map {
+                "\($0.kind) \(s.model[$0.objectID.entity].name) \($0.objectID.key) \($0.updatedProperties.joined(separator: ","))"
+            }
         }
 
         // Change a string.
@@ -108,7 +135,10 @@ import Testing
         let folderVersion = try s.version("ZICCLOUDSYNCINGOBJECT", 5)
         try s.context.setDestination(folder7, of: "folder", for: note)
         s.save()
-        #expect(Set(summary(try nextTransaction())) == ["update ICNote p11 folder", "update ICFolder p5 notes", "update ICFolder p7 notes"])
+        #expect(
+            Set(summary(try nextTransaction())) == [
+                "update ICNote p11 folder", "update ICFolder p5 notes", "update ICFolder p7 notes"
+            ])
         #expect(try s.version("ZICCLOUDSYNCINGOBJECT", 5) == folderVersion + 1, "a to-many-only change bumps Z_OPT")
 
         // Insert.
@@ -119,7 +149,11 @@ import Testing
         s.save()
         let insertion = summary(try nextTransaction())
         #expect(insertion.contains("insert ICFolder \(inserted.key) "))
-        #expect(insertion.contains { $0.hasPrefix("update ICAccount \(account.key) ") && $0.contains("folders") && $0.contains("ownerInverse") })
+        #expect(
+            insertion.contains {
+                $0.hasPrefix("update ICAccount \(account.key) ") && $0.contains("folders")
+                    && $0.contains("ownerInverse")
+            })
 
         // Delete.
         let victim = try s.id("ICNote", 16)
@@ -167,8 +201,13 @@ import Testing
         #expect(deleted.objectID == resource)
         #expect(Set(deleted.tombstone.keys) == ["cloudDeleteAssetUUIDWithResourceType", "cloudDeleteState"])
         #expect(deleted.tombstone["cloudDeleteState"] == .some(.integer(0)))
-        #expect(changes.contains { $0.objectID == asset && $0.kind == .update && $0.updatedProperties == ["modernResources"] })
-        #expect(try photos.value("SELECT quote(ZTOMBSTONE1) FROM ACHANGE WHERE ZCHANGETYPE = 2 ORDER BY Z_PK DESC LIMIT 1") == "0")
+        #expect(
+            changes.contains {
+                $0.objectID == asset && $0.kind == .update && $0.updatedProperties == ["modernResources"]
+            })
+        #expect(
+            try photos.value("SELECT quote(ZTOMBSTONE1) FROM ACHANGE WHERE ZCHANGETYPE = 2 ORDER BY Z_PK DESC LIMIT 1")
+                == "0")
     }
 
     /// Stores without history, or whose app turned tracking off (tables emptied), get none.
@@ -177,7 +216,8 @@ import Testing
         let person = try #require(try plain.context.objectIDs(of: try plain.entity("Person")).first)
         try plain.context.setValue(.string("Renamed"), of: "firstName", for: person)
         plain.save()
-        #expect(try plain.value("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'A%'") == "0", "no history tables made")
+        #expect(
+            try plain.value("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'A%'") == "0", "no history tables made")
 
         let emptied = try CorpusStore(Self.notes14) { url in
             try Fixtures.sqlite3Write(url, "DELETE FROM ACHANGE; DELETE FROM ATRANSACTION;")
@@ -197,9 +237,11 @@ import Testing
         #expect {
             _ = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()])
         } throws: { error in
-            (error as? ObjectGraphError)?.code == .unsupported && "\(error)".contains("--model") && "\(error)".contains("-o ro")
+            (error as? ObjectGraphError)?.code == .unsupported && "\(error)".contains("--model")
+                && "\(error)".contains("-o ro")
         }
-        let readOnly = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let readOnly = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         readOnly.close()
     }
 
@@ -220,7 +262,9 @@ import Testing
         }
         let before = try notes.store.persistentHistory()
         #expect(before.count == 51, "every transaction is still read")
-        #expect(before.first?.timestamp == Date(timeIntervalSinceReferenceDate: 0), "a timestamp that is not a number reads as 0")
+        #expect(
+            before.first?.timestamp == Date(timeIntervalSinceReferenceDate: 0),
+            "a timestamp that is not a number reads as 0")
         let folder = try notes.entity("ICFolder")
         let id = try #require(try notes.context.objectIDs(of: folder).first)
         try notes.context.setValue(.string("renamed by storefs"), of: "title", for: id)

@@ -60,9 +60,11 @@ struct PredicateGenerator {
         if depth > 0 && random.chance(0.3) {
             switch Int.random(in: 0..<3, using: &random) {
             case 0:
-                return .and((0..<Int.random(in: 2...3, using: &random)).map { _ in predicate(for: entity, depth: depth - 1) })
+                return .and(
+                    (0..<Int.random(in: 2...3, using: &random)).map { _ in predicate(for: entity, depth: depth - 1) })
             case 1:
-                return .or((0..<Int.random(in: 2...3, using: &random)).map { _ in predicate(for: entity, depth: depth - 1) })
+                return .or(
+                    (0..<Int.random(in: 2...3, using: &random)).map { _ in predicate(for: entity, depth: depth - 1) })
             default:
                 return .not(predicate(for: entity, depth: depth - 1))
             }
@@ -72,7 +74,9 @@ struct PredicateGenerator {
     }
 
     private var stringOptions: ComparisonOptions {
-        mutating get { random.pick([[], [], .caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive]]) }
+        mutating get {
+            random.pick([[], [], .caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive]])
+        }
     }
 
     mutating func comparison(for entity: EntityID) -> OGPredicate {
@@ -93,9 +97,12 @@ struct PredicateGenerator {
                 if other.collection && !path.collection {
                     return .comparison(lhs: key, op: .in, rhs: .keyPath(other.components))
                 }
-                return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .keyPath(other.components), modifier: modifier(path))
+                return .comparison(
+                    lhs: key, op: random.pick([.equal, .notEqual]), rhs: .keyPath(other.components),
+                    modifier: modifier(path))
             }
-            return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier(path))
+            return .comparison(
+                lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier(path))
         case .attribute(let attribute):
             return attributeComparison(key, attribute, modifier: modifier(path), owner: path.owner)
         }
@@ -111,7 +118,8 @@ struct PredicateGenerator {
     ) -> OGPredicate {
         let seen = values[owner]?[attribute.name] ?? []
         if random.chance(0.1) {
-            return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier)
+            return .comparison(
+                lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier)
         }
         switch attribute.type {
         case .string, .uri:
@@ -119,66 +127,107 @@ struct PredicateGenerator {
             let options = stringOptions
             switch Int.random(in: 0..<10, using: &random) {
             case 0:
-                return .comparison(lhs: key, op: random.pick([.equal, .notEqual, .less, .greaterOrEqual]), rhs: .constant(.string(vary(text))), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: random.pick([.equal, .notEqual, .less, .greaterOrEqual]),
+                    rhs: .constant(.string(vary(text))), options: options, modifier: modifier)
             case 1:
-                return .comparison(lhs: key, op: .beginsWith, rhs: .constant(.string(vary(String(text.prefix(Int.random(in: 0...4, using: &random)))))), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .beginsWith,
+                    rhs: .constant(.string(vary(String(text.prefix(Int.random(in: 0...4, using: &random)))))),
+                    options: options, modifier: modifier)
             case 2:
-                return .comparison(lhs: key, op: .endsWith, rhs: .constant(.string(vary(String(text.suffix(Int.random(in: 0...3, using: &random)))))), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .endsWith,
+                    rhs: .constant(.string(vary(String(text.suffix(Int.random(in: 0...3, using: &random)))))),
+                    options: options, modifier: modifier)
             case 3:
-                return .comparison(lhs: key, op: .contains, rhs: .constant(.string(vary(middle(text)))), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .contains, rhs: .constant(.string(vary(middle(text)))), options: options,
+                    modifier: modifier)
             case 4:
-                return .comparison(lhs: key, op: .like, rhs: .constant(.string(likePattern(text))), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .like, rhs: .constant(.string(likePattern(text))), options: options,
+                    modifier: modifier)
             case 5:
-                let pattern = NSRegularExpression.escapedPattern(for: String(text.prefix(2))) + random.pick([".*", ".+", "\\w*.*", ""])
-                return .comparison(lhs: key, op: .matches, rhs: .constant(.string(pattern)), options: options, modifier: modifier)
+                let pattern =
+                    NSRegularExpression.escapedPattern(for: String(text.prefix(2)))
+                    + random.pick([".*", ".+", "\\w*.*", ""])
+                return .comparison(
+                    lhs: key, op: .matches, rhs: .constant(.string(pattern)), options: options, modifier: modifier)
             case 6:
-                let items = (0..<Int.random(in: 0...3, using: &random)).map { _ in OGExpression.constant(.string(vary(seenString(seen)))) }
+                let items = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                    OGExpression.constant(.string(vary(seenString(seen))))
+                }
                 return .comparison(lhs: key, op: .in, rhs: .aggregate(items), options: options, modifier: modifier)
             case 7:
                 let haystack = (0..<3).map { _ in seenString(seen) }.joined(separator: ", ")
-                return .comparison(lhs: key, op: .in, rhs: .constant(.string(haystack)), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .in, rhs: .constant(.string(haystack)), options: options, modifier: modifier)
             case 8:
                 let bounds = [seenString(seen), seenString(seen)].sorted()
-                return .comparison(lhs: key, op: .between, rhs: .aggregate(bounds.map { .constant(.string($0)) }), options: options, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .between, rhs: .aggregate(bounds.map { .constant(.string($0)) }), options: options,
+                    modifier: modifier)
             default:
                 // A string attribute against a number: read as a number, as SQLite's affinity does.
-                return .comparison(lhs: key, op: random.pick([.equal, .greater, .less]), rhs: .constant(.integer(Int64.random(in: -5...100, using: &random))), modifier: modifier)
+                return .comparison(
+                    lhs: key, op: random.pick([.equal, .greater, .less]),
+                    rhs: .constant(.integer(Int64.random(in: -5...100, using: &random))), modifier: modifier)
             }
         case .integer16, .integer32, .integer64, .decimal, .double, .float:
             let number = seenNumber(seen)
             switch Int.random(in: 0..<6, using: &random) {
             case 0, 1:
-                return .comparison(lhs: key, op: random.pick([.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual]), rhs: number, modifier: modifier)
+                return .comparison(
+                    lhs: key, op: random.pick([.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual]),
+                    rhs: number, modifier: modifier)
             case 2:
-                return .comparison(lhs: key, op: .between, rhs: .aggregate([seenNumber(seen), seenNumber(seen)]), modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .between, rhs: .aggregate([seenNumber(seen), seenNumber(seen)]), modifier: modifier)
             case 3:
-                return .comparison(lhs: key, op: .in, rhs: .aggregate((0..<Int.random(in: 1...4, using: &random)).map { _ in seenNumber(seen) }), modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .in,
+                    rhs: .aggregate((0..<Int.random(in: 1...4, using: &random)).map { _ in seenNumber(seen) }),
+                    modifier: modifier)
             case 4:
                 // A number written as a string: read as a number.
                 var text = "12"
                 if case .constant(.integer(let i)) = number { text = String(i) }
                 if case .constant(.double(let d)) = number { text = String(d) }
-                return .comparison(lhs: key, op: random.pick([.greater, .lessOrEqual, .equal]), rhs: .constant(.string(text)), modifier: modifier)
+                return .comparison(
+                    lhs: key, op: random.pick([.greater, .lessOrEqual, .equal]), rhs: .constant(.string(text)),
+                    modifier: modifier)
             default:
                 return .comparison(lhs: key, op: random.pick([.greater, .less]), rhs: number, modifier: modifier)
             }
         case .boolean:
-            let literal: OGExpression.Literal = random.chance(0.5) ? .boolean(random.chance(0.5)) : .integer(Int64.random(in: 0...1, using: &random))
-            return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(literal), modifier: modifier)
+            let literal: OGExpression.Literal =
+                random.chance(0.5) ? .boolean(random.chance(0.5)) : .integer(Int64.random(in: 0...1, using: &random))
+            return .comparison(
+                lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(literal), modifier: modifier)
         case .date:
             let seconds = seenDate(seen)
             if random.chance(0.3) {
-                return .comparison(lhs: key, op: .between, rhs: .aggregate([.constant(.date(seconds - 86_400 * 400)), .constant(.date(seconds))]), modifier: modifier)
+                return .comparison(
+                    lhs: key, op: .between,
+                    rhs: .aggregate([.constant(.date(seconds - 86_400 * 400)), .constant(.date(seconds))]),
+                    modifier: modifier)
             }
-            return .comparison(lhs: key, op: random.pick([.less, .lessOrEqual, .greater, .equal, .notEqual]), rhs: .constant(.date(seconds)), modifier: modifier)
+            return .comparison(
+                lhs: key, op: random.pick([.less, .lessOrEqual, .greater, .equal, .notEqual]),
+                rhs: .constant(.date(seconds)), modifier: modifier)
         case .uuid:
             var text = UUID().uuidString
             for value in seen where random.chance(0.5) {
-                if case .uuid(let uuid) = value { text = random.chance(0.5) ? uuid.uuidString : uuid.uuidString.lowercased() }
+                if case .uuid(let uuid) = value {
+                    text = random.chance(0.5) ? uuid.uuidString : uuid.uuidString.lowercased()
+                }
             }
-            return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.string(text)), modifier: modifier)
+            return .comparison(
+                lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.string(text)), modifier: modifier)
         case .binaryData, .transformable, .objectID, .undefined:
-            return .comparison(lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier)
+            return .comparison(
+                lhs: key, op: random.pick([.equal, .notEqual]), rhs: .constant(.null), modifier: modifier)
         }
     }
 
@@ -197,10 +246,14 @@ struct PredicateGenerator {
                 case .string, .uri: rhs = .constant(.string(seenString(seen)))
                 case .boolean: rhs = .constant(.integer(Int64.random(in: 0...3, using: &random)))
                 default:
-                    rhs = op == "@sum" ? .constant(.double(Double.random(in: -10...1_000_000, using: &random).rounded())) : seenNumber(seen)
+                    rhs =
+                        op == "@sum"
+                        ? .constant(.double(Double.random(in: -10...1_000_000, using: &random).rounded()))
+                        : seenNumber(seen)
                 }
                 return .comparison(
-                    lhs: .keyPath(through + [op] + rest), op: random.pick([.less, .greater, .equal, .notEqual, .greaterOrEqual]), rhs: rhs)
+                    lhs: .keyPath(through + [op] + rest),
+                    op: random.pick([.less, .greater, .equal, .notEqual, .greaterOrEqual]), rhs: rhs)
             }
         }
         return .comparison(
@@ -219,8 +272,11 @@ struct PredicateGenerator {
         for step in 0..<3 {
             let description = model[current]
             let attributes = description.persistentAttributes
-            let relationships = description.persistentRelationships.filter { model.entityID(named: $0.destinationEntityName) != nil }
-            let wantsRelationship = !relationships.isEmpty && (attributes.isEmpty || random.chance(step == 0 ? 0.5 : 0.3))
+            let relationships = description.persistentRelationships.filter {
+                model.entityID(named: $0.destinationEntityName) != nil
+            }
+            let wantsRelationship =
+                !relationships.isEmpty && (attributes.isEmpty || random.chance(step == 0 ? 0.5 : 0.3))
             if wantsRelationship {
                 let relationship = random.pick(relationships)
                 components.append(relationship.name)
@@ -230,7 +286,9 @@ struct PredicateGenerator {
                     collection = true
                 }
                 if random.chance(0.15) || step == 2 {
-                    return Path(components: components, end: .object(destination), collection: collection, toCollection: toCollection, owner: current)
+                    return Path(
+                        components: components, end: .object(destination), collection: collection,
+                        toCollection: toCollection, owner: current)
                 }
                 current = destination
                 continue
@@ -238,10 +296,14 @@ struct PredicateGenerator {
             if attributes.isEmpty { break }
             let attribute = random.pick(attributes)
             components.append(attribute.name)
-            return Path(components: components, end: .attribute(attribute), collection: collection, toCollection: toCollection, owner: current)
+            return Path(
+                components: components, end: .attribute(attribute), collection: collection, toCollection: toCollection,
+                owner: current)
         }
         if components.isEmpty { components = ["SELF"] }
-        return Path(components: components, end: .object(current), collection: collection, toCollection: toCollection, owner: current)
+        return Path(
+            components: components, end: .object(current), collection: collection, toCollection: toCollection,
+            owner: current)
     }
 
     /// Another key path from `entity` that ends in an attribute of the same kind as `path`'s.
@@ -250,7 +312,9 @@ struct PredicateGenerator {
         for _ in 0..<8 {
             let other = keyPath(from: entity)
             // Binary values compare only with nil in a query.
-            if case .attribute(let found) = other.end, Self.kind(found.type) == Self.kind(attribute.type), Self.kind(found.type) < 4 {
+            if case .attribute(let found) = other.end, Self.kind(found.type) == Self.kind(attribute.type),
+                Self.kind(found.type) < 4
+            {
                 return other.components
             }
         }
@@ -262,7 +326,9 @@ struct PredicateGenerator {
         let root = model[destination].rootID
         for _ in 0..<12 {
             let other = keyPath(from: entity)
-            if case .object(let found) = other.end, model[found].rootID == root, other.components != avoiding { return other }
+            if case .object(let found) = other.end, model[found].rootID == root, other.components != avoiding {
+                return other
+            }
         }
         return nil
     }
@@ -308,8 +374,12 @@ struct PredicateGenerator {
         var characters = Array(vary(text))
         for index in characters.indices where random.chance(0.2) { characters[index] = "?" }
         var pattern = String(characters)
-        if random.chance(0.5), !pattern.isEmpty { pattern = String(pattern.prefix(Int.random(in: 0...pattern.count, using: &random))) + "*" }
-        if random.chance(0.3) { pattern = "*" + String(pattern.suffix(Int.random(in: 0...pattern.count, using: &random))) }
+        if random.chance(0.5), !pattern.isEmpty {
+            pattern = String(pattern.prefix(Int.random(in: 0...pattern.count, using: &random))) + "*"
+        }
+        if random.chance(0.3) {
+            pattern = "*" + String(pattern.suffix(Int.random(in: 0...pattern.count, using: &random)))
+        }
         return pattern
     }
 
@@ -335,11 +405,15 @@ struct PredicateGenerator {
             default: return .constant(.double(number * 1.01))
             }
         }
-        return .constant(random.chance(0.5) ? .integer(Int64.random(in: -3...100, using: &random)) : .double(Double.random(in: -1...1000, using: &random)))
+        return .constant(
+            random.chance(0.5)
+                ? .integer(Int64.random(in: -3...100, using: &random))
+                : .double(Double.random(in: -1...1000, using: &random)))
     }
 
     private mutating func seenDate(_ seen: [AttributeValue]) -> Double {
         let dates = seen.compactMap { if case .date(let d) = $0 { d.timeIntervalSinceReferenceDate } else { nil } }
-        return dates.randomElement(using: &random).map { random.chance(0.5) ? $0 : $0 + 1 } ?? Double.random(in: -1e9...1e9, using: &random).rounded()
+        return dates.randomElement(using: &random).map { random.chance(0.5) ? $0 : $0 + 1 }
+            ?? Double.random(in: -1e9...1e9, using: &random).rounded()
     }
 }

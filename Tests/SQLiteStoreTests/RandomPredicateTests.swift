@@ -13,7 +13,9 @@ import Testing
 /// The seed is printed with every failure; `STOREFS_PREDICATE_SEED=N` replays it.
 @Suite struct RandomPredicateTests {
     static let seed: UInt64 = {
-        if let text = ProcessInfo.processInfo.environment["STOREFS_PREDICATE_SEED"], let seed = UInt64(text) { return seed }
+        if let text = ProcessInfo.processInfo.environment["STOREFS_PREDICATE_SEED"], let seed = UInt64(text) {
+            return seed
+        }
         return UInt64.random(in: 1...UInt64(UInt32.max))
     }()
 
@@ -21,7 +23,8 @@ import Testing
         var random = SeededRandom(seed: Self.seed)
         let url = try ScratchSpace.folder("random-predicates").appendingPathComponent("Company.sqlite")
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
         defer { coordinator.close() }
         let objects = Int.random(in: 3...8, using: &random) * 100
         try SampleGenerator(objectCount: objects, seed: random.next()).populate(coordinator.newContext())
@@ -33,12 +36,13 @@ import Testing
     /// compared with nil, through to-one and to-many steps.
     @Test(arguments: [
         "photo == nil", "photo != nil", "department.employees.photo == nil", "ANY department.employees.photo != nil",
-        "manager.photo == nil",
+        "manager.photo == nil"
     ])
     func externallyStoredBytesComparedWithNilAreAnsweredInSQL(_ text: String) throws {
         let url = try ScratchSpace.folder("nil-photos").appendingPathComponent("Company.sqlite")
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
         defer { coordinator.close() }
         try SampleGenerator(objectCount: 300, seed: 7).populate(coordinator.newContext())
         let employee = try #require(coordinator.model.entityID(named: "Employee"))
@@ -48,19 +52,22 @@ import Testing
         let before = coordinator.store.requestCount
         let inSQL = try context.objects(matching: predicate, of: employee, strategy: .store)
         #expect(inSQL == inMemory, "\(text): SQL \(inSQL.count), memory \(inMemory.count)")
-        #expect(coordinator.store.requestCount - before == 1 && context.faultsFired == 0, "\(text): one query, no fault")
+        #expect(
+            coordinator.store.requestCount - before == 1 && context.faultsFired == 0, "\(text): one query, no fault")
     }
 
     /// Real stores with the models they carry (Z_MODELCACHE), fewer predicates where an entity
     /// has thousands of objects (every predicate is evaluated in memory on each of them).
     @Test(arguments: [
         ("magicalpanda_MagicalRecord_Recipes.sqlite", 150), ("alemar11_CoreDataPlus_SampleModel2_V1.sqlite", 60),
-        ("RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", 150), ("RhetTbull_merge_photos_libraries_Photos.sqlite", 150),
+        ("RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", 150),
+        ("RhetTbull_merge_photos_libraries_Photos.sqlite", 150)
     ])
     func corpusStoresAgreeWithMemory(_ name: String, _ predicates: Int) throws {
         var random = SeededRandom(seed: Self.seed ^ UInt64(name.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         let url = try Fixtures.corpusCopy(name)
-        let coordinator = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
         try Self.compare(coordinator, predicates: predicates, random: &random, label: name)
     }
@@ -85,9 +92,10 @@ import Testing
         var evaluated = 0
         // Entities with a few objects at least (one with none selects nothing whatever the
         // predicate, one with one object all or nothing).
-        let counts = try Dictionary(uniqueKeysWithValues: model.entities.map {
-            ($0.id, try reference.objectIDs(of: $0.id, includingSubentities: true).count)
-        })
+        let counts = try Dictionary(
+            uniqueKeysWithValues: model.entities.map {
+                ($0.id, try reference.objectIDs(of: $0.id, includingSubentities: true).count)
+            })
         let entities = model.entities.filter { (counts[$0.id] ?? 0) >= 3 }
         try #require(!entities.isEmpty, "\(label) has entities with objects")
         for index in 0..<count {
@@ -138,17 +146,22 @@ import Testing
         }
         // The predicates mean something: many select some objects and not all (real stores
         // leave many attributes nil, so fewer do there).
-        #expect(selective * 8 >= evaluated, "only \(selective) of \(evaluated) predicates selected some but not all objects")
+        #expect(
+            selective * 8 >= evaluated, "only \(selective) of \(evaluated) predicates selected some but not all objects"
+        )
         random = generator.random
     }
 
     /// Up to 40 values of each attribute per entity (and its ancestors, for key paths that start
     /// there), read a page of records per entity.
-    static func sampledValues(_ coordinator: PersistentStoreCoordinator) throws -> [EntityID: [String: [AttributeValue]]] {
+    static func sampledValues(_ coordinator: PersistentStoreCoordinator) throws -> [EntityID: [String:
+        [AttributeValue]]]
+    {
         let model = coordinator.model
         var values: [EntityID: [String: [AttributeValue]]] = [:]
         for entity in model.entities {
-            var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: false, pageSize: 200)
+            var pages = ObjectRecordPages(
+                coordinator: coordinator, entity: entity.id, includingSubentities: false, pageSize: 200)
             guard let page = try pages.next() else { continue }
             var owners: [EntityID] = [entity.id]
             while let parent = model[owners.last!].parentID { owners.append(parent) }
@@ -176,12 +189,18 @@ import Testing
         let names = ["Émile", "ÉMILE", "emile", "Zoë", "a*b?c", "O'Brien", "Ça\u{0}va", "  spaced ", "Łukasz", "ß", "x"]
         for id in try context.objectIDs(of: employee, includingSubentities: true) where random.chance(0.2) {
             try context.setValue(.string(random.pick(names)), of: "lastName", for: id)
-            if random.chance(0.3) { try context.setValue(.string(random.chance(0.5) ? "" : random.pick(names)), of: "firstName", for: id) }
-            for attribute in ["birthDate", "salary", "rating", "hoursPerWeek", "homepage", "personID", "badgeNumber", "level"]
+            if random.chance(0.3) {
+                try context.setValue(.string(random.chance(0.5) ? "" : random.pick(names)), of: "firstName", for: id)
+            }
+            for attribute in [
+                "birthDate", "salary", "rating", "hoursPerWeek", "homepage", "personID", "badgeNumber", "level"
+            ]
             where random.chance(0.25) {
                 try context.setValue(nil, of: attribute, for: id)
             }
-            if random.chance(0.1) { try context.setValue(.integer(random.chance(0.5) ? Int64.max : Int64.min), of: "badgeNumber", for: id) }
+            if random.chance(0.1) {
+                try context.setValue(.integer(random.chance(0.5) ? Int64.max : Int64.min), of: "badgeNumber", for: id)
+            }
             if random.chance(0.1) { try context.setValue(.double(-0.0), of: "hoursPerWeek", for: id) }
             if random.chance(0.15) { try context.setDestination(nil, of: "department", for: id) }
             if random.chance(0.15) { try context.setDestination(nil, of: "manager", for: id) }

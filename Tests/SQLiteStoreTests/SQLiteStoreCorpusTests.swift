@@ -12,19 +12,29 @@ import Testing
     static let stores = [
         "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
         "alemar11_CoreDataPlus_SampleModel_V1.sqlite", "alemar11_CoreDataPlus_SampleModel_V2.sqlite",
-        "magicalpanda_MagicalRecord_Recipes.sqlite", "\(wibosco)_1.sqlite", "\(wibosco)_2.sqlite", "\(wibosco)_3.sqlite",
-        "\(wibosco)_WAL.sqlite",
+        "magicalpanda_MagicalRecord_Recipes.sqlite", "\(wibosco)_1.sqlite", "\(wibosco)_2.sqlite",
+        "\(wibosco)_3.sqlite",
+        "\(wibosco)_WAL.sqlite"
     ]
 
     /// Store ↔ model version, chosen by comparing each version's attributes with the store's columns.
     static let models: [(store: String, model: String)] = [
-        ("alemar11_CoreDataPlus_SampleModel_V1.sqlite", "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel"),
-        ("alemar11_CoreDataPlus_SampleModel_V2.sqlite", "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel"),
-        ("alemar11_CoreDataPlus_SampleModel3_V1.sqlite", "alemar11_CoreDataPlus_SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel"),
+        (
+            "alemar11_CoreDataPlus_SampleModel_V1.sqlite",
+            "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel"
+        ),
+        (
+            "alemar11_CoreDataPlus_SampleModel_V2.sqlite",
+            "alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel"
+        ),
+        (
+            "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
+            "alemar11_CoreDataPlus_SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel"
+        ),
         ("\(wibosco)_1.sqlite", "\(wibosco).xcdatamodeld/CoreDataMigration_Example.xcdatamodel"),
         ("\(wibosco)_2.sqlite", "\(wibosco).xcdatamodeld/CoreDataMigration_Example 2.xcdatamodel"),
         ("\(wibosco)_3.sqlite", "\(wibosco).xcdatamodeld/CoreDataMigration_Example 3.xcdatamodel"),
-        ("\(wibosco)_WAL.sqlite", "\(wibosco).xcdatamodeld/CoreDataMigration_Example 4.xcdatamodel"),
+        ("\(wibosco)_WAL.sqlite", "\(wibosco).xcdatamodeld/CoreDataMigration_Example 4.xcdatamodel")
     ]
 
     /// Checks counts against sqlite3 and reads every object's snapshot and to-many relationships.
@@ -35,7 +45,8 @@ import Testing
             let zent = try F.sqlite3(file, "SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = '\(entity.name)'").first
             let ids = try store.objectIDs(of: entity.id)
             if let zent {
-                let expected = try F.sqlite3(file, "SELECT COUNT(*) FROM Z\(rootName.uppercased()) WHERE Z_ENT = \(zent)")
+                let expected = try F.sqlite3(
+                    file, "SELECT COUNT(*) FROM Z\(rootName.uppercased()) WHERE Z_ENT = \(zent)")
                 #expect([String(ids.count)] == expected, "\(file.lastPathComponent) \(entity.name)")
             }
             #expect(try store.count(of: entity.id) == ids.count)
@@ -79,7 +90,8 @@ import Testing
         // cdpV2 was migrated renaming ExpensiveSportCar → LuxuryCar; Z_PRIMARYKEY still has the old name.
         let url = try F.corpusCopy("alemar11_CoreDataPlus_SampleModel_V2.sqlite")
         let model = try XcodeModelLoader.load(
-            from: F.corpus.appendingPathComponent("models/alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel"))
+            from: F.corpus.appendingPathComponent(
+                "models/alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel2.xcdatamodel"))
         let store = try F.open(url, model: model)
         let luxury = try #require(model.entityID(named: "LuxuryCar"))
         let expected = try F.sqlite3(url, "SELECT COUNT(*) FROM ZCAR WHERE Z_ENT = 3")

@@ -25,16 +25,17 @@ import Testing
             F.attributeName(.binaryData): .data(big),
             F.attributeName(.uuid): .uuid(UUID()),
             F.attributeName(.uri): .string("https://example.com/a%20b?c=d#é"),
-            F.attributeName(.transformable): .data(Data()),
+            F.attributeName(.transformable): .data(Data())
         ]
     }
 
     @Test func createdFileHasCoreDataSchema() throws {
         let (store, url) = try F.newStore()
         store.close()
-        #expect(try F.sqlite3(url, "SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") == [
-            "1|Item|0|0", "2|SpecialItem|1|0", "3|Owner|0|0", "4|Tag|0|0",
-        ])
+        #expect(
+            try F.sqlite3(url, "SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") == [
+                "1|Item|0|0", "2|SpecialItem|1|0", "3|Owner|0|0", "4|Tag|0|0"
+            ])
         #expect(try F.sqlite3(url, "SELECT Z_VERSION, length(Z_UUID) FROM Z_METADATA") == ["1|36"])
         #expect(try F.sqlite3(url, "PRAGMA auto_vacuum") == ["2"])
         #expect(try F.sqlite3(url, "PRAGMA journal_mode") == ["wal"])
@@ -49,14 +50,17 @@ import Testing
         let itemSQL = try F.sqlite3(url, "SELECT sql FROM sqlite_master WHERE name = 'ZITEM'").joined()
         #expect(itemSQL.hasPrefix("CREATE TABLE ZITEM ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, "))
         #expect(itemSQL.contains("ZOWNER INTEGER") && itemSQL.contains("Z_FOK_OWNER INTEGER"))
-        #expect(itemSQL.contains("ZVDATE TIMESTAMP") && itemSQL.contains("ZVDECIMAL DECIMAL") && itemSQL.contains("ZVUUID BLOB"))
+        #expect(
+            itemSQL.contains("ZVDATE TIMESTAMP") && itemSQL.contains("ZVDECIMAL DECIMAL")
+                && itemSQL.contains("ZVUUID BLOB"))
         #expect(!itemSQL.contains("ZSCRATCH"))
         let ownerSQL = try F.sqlite3(url, "SELECT sql FROM sqlite_master WHERE name = 'ZOWNER'").joined()
         #expect(ownerSQL.contains("ZFAVORITE INTEGER") && ownerSQL.contains("Z1_FAVORITE INTEGER"))
         let joinSQL = try F.sqlite3(url, "SELECT sql FROM sqlite_master WHERE name = 'Z_1TAGS'").joined()
         #expect(joinSQL.contains("Z_1ITEMS INTEGER") && joinSQL.contains("Z_4TAGS INTEGER"))
         #expect(joinSQL.contains("Z_FOK_1ITEMS") && joinSQL.contains("PRIMARY KEY (Z_1ITEMS, Z_4TAGS)"))
-        let indexes = try F.sqlite3(url, "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'Z%INDEX' ORDER BY name")
+        let indexes = try F.sqlite3(
+            url, "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'Z%INDEX' ORDER BY name")
         #expect(indexes.contains("ZITEM_ZOWNER_INDEX") && indexes.contains("ZITEM_Z_ENT_INDEX"))
 
         // GRDB agrees, and the metadata plist says SQLite.
@@ -93,8 +97,10 @@ import Testing
         var request = SaveRequest()
         request.inserted = [
             Snapshot(objectID: id(F.item, 1), version: 1, attributes: PropertyValues(values)),
-            Snapshot(objectID: id(F.special, 2), version: 1, attributes: PropertyValues(others.merging(["extra": .string("x")]) { a, _ in a })),
-            Snapshot(objectID: id(F.item, 3), version: 1),
+            Snapshot(
+                objectID: id(F.special, 2), version: 1,
+                attributes: PropertyValues(others.merging(["extra": .string("x")]) { a, _ in a })),
+            Snapshot(objectID: id(F.item, 3), version: 1)
         ]
         try store.save(request)
         store.close()
@@ -114,15 +120,21 @@ import Testing
     @Test func unrepresentableFloatingPointValuesAreDocumented() throws {
         let (store, _) = try F.newStore()
         var request = SaveRequest()
-        request.inserted = [Snapshot(objectID: id(F.item, 1), version: 1, attributes: [F.attributeName(.double): .double(.nan)])]
+        request.inserted = [
+            Snapshot(objectID: id(F.item, 1), version: 1, attributes: [F.attributeName(.double): .double(.nan)])
+        ]
         #expect { try store.save(request) } throws: { ($0 as? ObjectGraphError)?.code == .validation }
         #expect(try store.count(of: F.item) == 0)
         // SQLite keeps -0.0 as integer 0 in a REAL column: it reads back as +0.0.
-        request.inserted = [Snapshot(objectID: id(F.item, 1), version: 1, attributes: [F.attributeName(.double): .double(-0.0)])]
+        request.inserted = [
+            Snapshot(objectID: id(F.item, 1), version: 1, attributes: [F.attributeName(.double): .double(-0.0)])
+        ]
         try store.save(request)
         #expect(try store.snapshots(for: [id(F.item, 1)]).first?.attributes[F.attributeName(.double)] == .double(0.0))
         // Out-of-range integers are refused, not truncated.
-        request.inserted = [Snapshot(objectID: id(F.item, 2), version: 1, attributes: [F.attributeName(.integer16): .integer(40000)])]
+        request.inserted = [
+            Snapshot(objectID: id(F.item, 2), version: 1, attributes: [F.attributeName(.integer16): .integer(40000)])
+        ]
         #expect { try store.save(request) } throws: { ($0 as? ObjectGraphError)?.code == .validation }
     }
 
@@ -147,7 +159,8 @@ import Testing
                 try store.snapshots(for: [id(F.item, Int64(key))])
             } throws: { error in
                 let error = error as! ObjectGraphError
-                return error.code == .corruptStore && error.message.contains("p\(key)") && error.message.contains(fragment)
+                return error.code == .corruptStore && error.message.contains("p\(key)")
+                    && error.message.contains(fragment)
             }
         }
     }
@@ -167,7 +180,7 @@ import Testing
             .init(source: items[0], relationship: "tags", destinations: tags),
             .init(source: items[1], relationship: "tags", destinations: [tags[0]]),
             .init(source: tags[0], relationship: "items", destinations: [items[1], items[0]]),
-            .init(source: tags[1], relationship: "items", destinations: [items[0]]),
+            .init(source: tags[1], relationship: "items", destinations: [items[0]])
         ]
         try store.save(request)
         store.close()
@@ -175,9 +188,14 @@ import Testing
         for model in [try F.model(), nil] {
             let reopened = try F.open(url, model: model)
             if model != nil {
-                #expect(try reopened.snapshots(for: [owner]).first?.toOne == ["favorite": items[1]], "to-one to a subentity")
+                #expect(
+                    try reopened.snapshots(for: [owner]).first?.toOne == ["favorite": items[1]], "to-one to a subentity"
+                )
                 #expect(try reopened.snapshots(for: [items[0]]).first?.toOne == ["owner": owner])
-                #expect(try reopened.toManyDestinations(of: "items", in: F.owner, for: [owner]) == [owner: [items[2], items[0], items[1]]])
+                #expect(
+                    try reopened.toManyDestinations(of: "items", in: F.owner, for: [owner]) == [
+                        owner: [items[2], items[0], items[1]]
+                    ])
             }
             #expect(
                 try reopened.toManyDestinations(of: "items", in: F.tag, for: tags + [id(F.tag, 9)])
@@ -194,10 +212,15 @@ import Testing
             .init(source: tags[0], relationship: "items", destinations: [items[0]], original: [items[1], items[0]]),
             .init(source: items[1], relationship: "tags", destinations: [], original: [tags[0]]),
             .init(source: items[0], relationship: "tags", destinations: tags, original: tags),
-            .init(source: owner, relationship: "items", destinations: [items[1], items[0], items[2]], original: [items[2], items[0], items[1]]),
+            .init(
+                source: owner, relationship: "items", destinations: [items[1], items[0], items[2]],
+                original: [items[2], items[0], items[1]])
         ]
         try store2.save(change)
-        #expect(try store2.toManyDestinations(of: "items", in: F.owner, for: [owner])[owner] == [items[1], items[0], items[2]])
+        #expect(
+            try store2.toManyDestinations(of: "items", in: F.owner, for: [owner])[owner] == [
+                items[1], items[0], items[2]
+            ])
         #expect(try store2.toManyDestinations(of: "items", in: F.tag, for: [tags[0]])[tags[0]] == [items[0]])
         var deletion = SaveRequest()
         deletion.deleted = [.init(objectID: items[0], expectedVersion: 1)]
@@ -221,14 +244,15 @@ import Testing
             + [Snapshot(objectID: items[4], version: 1, toOne: ["owner": owners[1]])]
         request.toManyChanges = [
             .init(source: owners[0], relationship: "items", destinations: [items[2], items[0], items[3], items[1]]),
-            .init(source: owners[1], relationship: "items", destinations: [items[4], items[4]]),
+            .init(source: owners[1], relationship: "items", destinations: [items[4], items[4]])
         ]
         try store.save(request)
         // The fourth item keeps its own owner and gets no place in the first owner's list; the
         // fifth takes its last place, as one UPDATE per place in list order left it.
-        #expect(try F.sqlite3(url, "SELECT Z_PK, ZOWNER, ifnull(Z_FOK_OWNER, 'none') FROM ZITEM ORDER BY Z_PK") == [
-            "1|1|2048", "2|1|4096", "3|1|1024", "4|2|none", "5|2|2048",
-        ])
+        #expect(
+            try F.sqlite3(url, "SELECT Z_PK, ZOWNER, ifnull(Z_FOK_OWNER, 'none') FROM ZITEM ORDER BY Z_PK") == [
+                "1|1|2048", "2|1|4096", "3|1|1024", "4|2|none", "5|2|2048"
+            ])
         let lists = try store.toManyDestinations(of: "items", in: F.owner, for: owners)
         #expect(lists[owners[0]] == [items[2], items[0], items[1]])
         #expect(Set(lists[owners[1]] ?? []) == [items[3], items[4]])
@@ -251,7 +275,8 @@ import Testing
 
         // Another process changes the name; a save that read "first" and changes the name again
         // conflicts, names the object, and the whole save rolls back.
-        #expect(try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs' WHERE Z_PK = 1; SELECT changes()") == ["1"])
+        #expect(
+            try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs' WHERE Z_PK = 1; SELECT changes()") == ["1"])
         var third = first
         third.attributes["name"] = .string("third")
         var stale = SaveRequest()
@@ -272,7 +297,10 @@ import Testing
         item.inserted = [Snapshot(objectID: id(F.item, 7), version: 1)]
         try store.save(item)
         let read = try #require(try store.snapshots(for: [object]).first)
-        #expect(try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs again' WHERE Z_PK = 1; SELECT changes()") == ["1"])
+        #expect(
+            try F.sqlite3Writing(url, "UPDATE ZOWNER SET ZNAME = 'theirs again' WHERE Z_PK = 1; SELECT changes()") == [
+                "1"
+            ])
         var withFavorite = read
         withFavorite.toOne["favorite"] = id(F.item, 7)
         var merge = SaveRequest()
@@ -291,24 +319,34 @@ import Testing
     @Test func keysAreReservedInMemoryAndWrittenByTheSaveThatInsertsThem() throws {
         let (store, url) = try F.newStore()
         #expect(try store.reserveKeys(in: F.item, count: 3) == [PrimaryKey(1), PrimaryKey(2), PrimaryKey(3)])
-        #expect(try store.reserveKeys(in: F.special, count: 2) == [PrimaryKey(4), PrimaryKey(5)], "keys are shared with the root")
-        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["0"], "reserving leaves the file as it was")
+        #expect(
+            try store.reserveKeys(in: F.special, count: 2) == [PrimaryKey(4), PrimaryKey(5)],
+            "keys are shared with the root")
+        #expect(
+            try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["0"],
+            "reserving leaves the file as it was")
         var request = SaveRequest()
         request.inserted = [Snapshot(objectID: id(F.special, 4), version: 1)]
         try store.save(request)
         #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["4"])
         #expect(try store.claimKey(PrimaryKey(4), in: F.item) == false)
         #expect(try store.claimKey(PrimaryKey(20), in: F.item) == true)
-        #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["4"], "claiming leaves the file as it was")
+        #expect(
+            try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 1") == ["4"],
+            "claiming leaves the file as it was")
         #expect(try store.reserveKeys(in: F.item, count: 1) == [PrimaryKey(21)])
         request.inserted = [Snapshot(objectID: id(F.tag, 50), version: 1)]
         try store.save(request)
         #expect(try F.sqlite3(url, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 4") == ["50"], "insert bumps Z_MAX")
         // A Z_MAX that lags behind the rows never hands out a key a row has.
-        #expect(try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 2 WHERE Z_ENT = 4; SELECT changes()") == ["1"])
+        #expect(
+            try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 2 WHERE Z_ENT = 4; SELECT changes()") == ["1"])
         #expect(try store.reserveKeys(in: F.tag, count: 1) == [PrimaryKey(51)])
         // Text in Z_MAX counts as nothing instead of ending the process.
-        #expect(try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4; SELECT changes()") == ["1"])
+        #expect(
+            try F.sqlite3Writing(url, "UPDATE Z_PRIMARYKEY SET Z_MAX = 'many' WHERE Z_ENT = 4; SELECT changes()") == [
+                "1"
+            ])
         #expect(try store.reserveKeys(in: F.tag, count: 1) == [PrimaryKey(52)])
     }
 
@@ -316,7 +354,9 @@ import Testing
         let (store, _) = try F.newStore()
         var request = SaveRequest()
         request.inserted = (1...1000).map {
-            Snapshot(objectID: id($0 % 2 == 0 ? F.item : F.special, Int64($0)), version: 1, attributes: [F.attributeName(.integer64): .integer(Int64($0))])
+            Snapshot(
+                objectID: id($0 % 2 == 0 ? F.item : F.special, Int64($0)), version: 1,
+                attributes: [F.attributeName(.integer64): .integer(Int64($0))])
         }
         try store.save(request)
         let ids = request.inserted.map(\.objectID)
@@ -359,7 +399,9 @@ import Testing
         request.inserted = [Snapshot(objectID: id(posts, 1000), version: 1)]
         #expect { try store.save(request) } throws: { ($0 as? ObjectGraphError)?.code == .readOnly }
         #expect { try store.reserveKeys(in: posts, count: 1) } throws: { ($0 as? ObjectGraphError)?.code == .readOnly }
-        #expect { try store.claimKey(PrimaryKey(5000), in: posts) } throws: { ($0 as? ObjectGraphError)?.code == .readOnly }
+        #expect { try store.claimKey(PrimaryKey(5000), in: posts) } throws: {
+            ($0 as? ObjectGraphError)?.code == .readOnly
+        }
         store.close()
         #expect(try Data(contentsOf: url) == before.0)
         #expect(try Data(contentsOf: walURL) == before.1)
@@ -382,8 +424,11 @@ import Testing
     @Test func corruptFilesAreReportedClearly() throws {
         let directory = try F.temporaryDirectory()
         let text = directory.appendingPathComponent("notes.sqlite")
-        try Data("just some text, not a database at all, long enough to have a header of 100 bytes...........................".utf8)
-            .write(to: text)
+        try Data(
+            "just some text, not a database at all, long enough to have a header of 100 bytes..........................."
+                .utf8
+        )
+        .write(to: text)
         let source = try F.corpusCopy("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite")
         let truncated = directory.appendingPathComponent("truncated.sqlite")
         try Data(contentsOf: source).prefix(300_000).write(to: truncated)
@@ -393,7 +438,8 @@ import Testing
                     if attempt == 0 { _ = try SQLiteStoreType().metadata(at: file) } else { _ = try F.open(file) }
                 } throws: { error in
                     let error = error as! ObjectGraphError
-                    return error.code == .corruptStore && error.message.contains(file.path) && error.message.contains(fragment)
+                    return error.code == .corruptStore && error.message.contains(file.path)
+                        && error.message.contains(fragment)
                 }
             }
         }

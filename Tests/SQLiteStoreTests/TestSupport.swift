@@ -25,23 +25,27 @@ enum Fixtures {
                     attributes: attributes + [AttributeDescription(name: "scratch", type: .string, isTransient: true)],
                     relationships: [
                         RelationshipDescription(name: "owner", destinationEntityName: "Owner", inverseName: "items"),
-                        RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "items", isToMany: true),
+                        RelationshipDescription(
+                            name: "tags", destinationEntityName: "Tag", inverseName: "items", isToMany: true)
                     ]),
                 EntityDescription(
-                    name: "SpecialItem", parentName: "Item", attributes: [AttributeDescription(name: "extra", type: .string)]),
+                    name: "SpecialItem", parentName: "Item",
+                    attributes: [AttributeDescription(name: "extra", type: .string)]),
                 EntityDescription(
                     name: "Owner", attributes: [AttributeDescription(name: "name", type: .string)],
                     relationships: [
                         RelationshipDescription(
-                            name: "items", destinationEntityName: "Item", inverseName: "owner", isToMany: true, isOrdered: true),
-                        RelationshipDescription(name: "favorite", destinationEntityName: "Item"),
+                            name: "items", destinationEntityName: "Item", inverseName: "owner", isToMany: true,
+                            isOrdered: true),
+                        RelationshipDescription(name: "favorite", destinationEntityName: "Item")
                     ]),
                 EntityDescription(
                     name: "Tag", attributes: [AttributeDescription(name: "label", type: .string)],
                     relationships: [
                         RelationshipDescription(
-                            name: "items", destinationEntityName: "Item", inverseName: "tags", isToMany: true, isOrdered: true)
-                    ]),
+                            name: "items", destinationEntityName: "Item", inverseName: "tags", isToMany: true,
+                            isOrdered: true)
+                    ])
             ], versionIdentifier: "7")
     }
 
@@ -64,7 +68,8 @@ enum Fixtures {
     }
 
     static func open(_ url: URL, model: ManagedObjectModel? = nil, readOnly: Bool = false) throws -> SQLiteStore {
-        try SQLiteStoreType().open(at: url, model: model, options: StoreOptions(readOnly: readOnly), initialMetadata: StoreMetadata())
+        try SQLiteStoreType().open(
+            at: url, model: model, options: StoreOptions(readOnly: readOnly), initialMetadata: StoreMetadata())
             as! SQLiteStore
     }
 

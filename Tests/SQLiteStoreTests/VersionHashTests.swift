@@ -21,7 +21,7 @@ import Testing
     /// The model each corpus store is checked with when it has no model storefs can read.
     static let reconstructedModels = [
         "magicalpanda_MagicalRecord_Recipes.sqlite": "Recipes.xcdatamodel",
-        "mvt-project_mvt_DataUsage_0d609c54856a.sqlite": "DataUsage.xcdatamodel",
+        "mvt-project_mvt_DataUsage_0d609c54856a.sqlite": "DataUsage.xcdatamodel"
     ]
 
     /// Entities whose model the corpus does not give (docs/MODELS.md): DataUsage's `WiFiData`,
@@ -42,7 +42,9 @@ import Testing
         } else {
             let store = try F.open(url, readOnly: true)
             defer { store.close() }
-            #expect(store.modelSource == .coreDataCache, "\(name) has no model cache storefs reads and no reconstructed model")
+            #expect(
+                store.modelSource == .coreDataCache,
+                "\(name) has no model cache storefs reads and no reconstructed model")
             model = store.model
         }
         let computed = VersionHash.entityHashes(of: model)
@@ -50,7 +52,9 @@ import Testing
         let unknown = Self.unknownEntities[name] ?? []
         for (entity, hash) in recorded.sorted(by: { $0.key < $1.key }) {
             if unknown.contains(entity) {
-                #expect(computed[entity] != hash, "\(name) \(entity) now matches: update docs/MODELS.md and the fixture README")
+                #expect(
+                    computed[entity] != hash,
+                    "\(name) \(entity) now matches: update docs/MODELS.md and the fixture README")
             } else {
                 #expect(computed[entity] == hash, "\(name) entity \(entity)")
             }
@@ -92,8 +96,9 @@ import Testing
         let comparison = VersionHashComparison(computed: VersionHash.entityHashes(of: model), recorded: recorded)
         #expect(comparison.matching == ["CDCart", "CDCartItem", "CDCartItemModifier"])
         #expect(comparison.isMatch)
-        let info = try PropertyListSerialization.propertyList(
-            from: Data(contentsOf: momd.appendingPathComponent("VersionInfo.plist")), format: nil) as? [String: Any]
+        let info =
+            try PropertyListSerialization.propertyList(
+                from: Data(contentsOf: momd.appendingPathComponent("VersionInfo.plist")), format: nil) as? [String: Any]
         let checksums = info?["NSManagedObjectModel_VersionChecksums"] as? [String: String]
         #expect(checksums?["CartStorage"] == VersionHash.checksum(of: recorded).base64EncodedString())
     }
@@ -151,7 +156,9 @@ import Testing
             try ManagedObjectModel(entities: [
                 EntityDescription(
                     name: "Item",
-                    attributes: [AttributeDescription(name: "a", type: .string), AttributeDescription(name: "b", type: .string)],
+                    attributes: [
+                        AttributeDescription(name: "a", type: .string), AttributeDescription(name: "b", type: .string)
+                    ],
                     uniquenessConstraints: constraints)
             ])
         }
@@ -167,7 +174,8 @@ import Testing
     @Test func newStoreFromXcodeModelCarriesCoreDatasHashes() throws {
         let source = try F.corpusCopy("alemar11_CoreDataPlus_SampleModel_V1.sqlite")
         let model = try XcodeModelLoader.load(
-            from: F.corpus.appendingPathComponent("models/alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
+            from: F.corpus.appendingPathComponent(
+                "models/alemar11_CoreDataPlus_SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
         let url = try F.temporaryDirectory().appendingPathComponent("New.sqlite")
         let store = try SQLiteStoreType().open(
             at: url, model: model, options: StoreOptions(createIfMissing: true), initialMetadata: StoreMetadata())
@@ -180,18 +188,26 @@ import Testing
         // The 2024 store (framework 1344) has the checksum too; this one (1044) does not: check it
         // against its definition, the SHA-256 of the hashes in entity name order.
         let hashes = try Self.storedHashes(source)
-        #expect(created["NSStoreModelVersionChecksumKey"] == .string(VersionHash.checksum(of: hashes).base64EncodedString()))
+        #expect(
+            created["NSStoreModelVersionChecksumKey"] == .string(VersionHash.checksum(of: hashes).base64EncodedString())
+        )
     }
 
     /// Digest and checksum definitions against every corpus store that has them.
-    @Test(arguments: ["alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
+    @Test(arguments: [
+        "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
         "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", "sergd2005_ResourcesManager_default.store",
-        "Karim-ezzedine_CartKit_CartKitSwiftData_v1.sqlite"])
+        "Karim-ezzedine_CartKit_CartKitSwiftData_v1.sqlite"
+    ])
     func digestAndChecksumFollowTheHashes(_ name: String) throws {
         let url = try F.corpusCopy(name)
         let metadata = try F.open(url, readOnly: true).metadata()
         let hashes = try Self.storedHashes(url)
-        #expect(metadata["NSStoreModelVersionHashesDigest"] == .string(VersionHash.digest(of: hashes).base64EncodedString()))
-        #expect(metadata["NSStoreModelVersionChecksumKey"] == .string(VersionHash.checksum(of: hashes).base64EncodedString()))
+        #expect(
+            metadata["NSStoreModelVersionHashesDigest"] == .string(VersionHash.digest(of: hashes).base64EncodedString())
+        )
+        #expect(
+            metadata["NSStoreModelVersionChecksumKey"]
+                == .string(VersionHash.checksum(of: hashes).base64EncodedString()))
     }
 }

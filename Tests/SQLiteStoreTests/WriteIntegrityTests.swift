@@ -26,16 +26,28 @@ import Testing
     /// and a history update.
     @Test func relinkingAOneToOneClearsBothOldPartners() throws {
         let s = try CorpusStore(Self.swiftData)
-        #expect(try s.sql("SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK") == ["1>1", "2>-", "3>7", "4>9"])
-        let versions = try [s.version("ZCRAFTINGRECIPE", 3), s.version("ZCRAFTINGRECIPE", 4), s.version("ZITEM", 7), s.version("ZITEM", 9)]
+        #expect(
+            try s.sql("SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK") == [
+                "1>1", "2>-", "3>7", "4>9"
+            ])
+        let versions = try [
+            s.version("ZCRAFTINGRECIPE", 3), s.version("ZCRAFTINGRECIPE", 4), s.version("ZITEM", 7),
+            s.version("ZITEM", 9)
+        ]
         let last = try s.lastTransaction()
         try s.context.setDestination(try s.id("Item", 9), of: "producedItem", for: try s.id("CraftingRecipe", 3))
         s.save()
-        #expect(try s.sql("SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK") == ["1>1", "2>-", "3>9", "4>-"])
+        #expect(
+            try s.sql("SELECT Z_PK || '>' || IFNULL(ZPRODUCEDITEM, '-') FROM ZCRAFTINGRECIPE ORDER BY Z_PK") == [
+                "1>1", "2>-", "3>9", "4>-"
+            ])
         #expect(try s.value("SELECT ZCRAFTINGRECIPE FROM ZITEM WHERE Z_PK = 9") == "3")
         #expect(try s.value("SELECT IFNULL(ZCRAFTINGRECIPE, '-') FROM ZITEM WHERE Z_PK = 7") == "-")
         #expect(try Self.disagreeingPairs(s) == "0")
-        let after = try [s.version("ZCRAFTINGRECIPE", 3), s.version("ZCRAFTINGRECIPE", 4), s.version("ZITEM", 7), s.version("ZITEM", 9)]
+        let after = try [
+            s.version("ZCRAFTINGRECIPE", 3), s.version("ZCRAFTINGRECIPE", 4), s.version("ZITEM", 7),
+            s.version("ZITEM", 9)
+        ]
         #expect(after == versions.map { $0 + 1 })
         let changes = try s.store.persistentHistory(after: last).flatMap(\.changes)
         #expect(changes.count == 4 && changes.allSatisfy { $0.kind == .update })
@@ -68,7 +80,8 @@ import Testing
     /// touch them leaves them as they are (the store never "repairs" on read or elsewhere).
     @Test func anUnrelatedSaveLeavesOneSidedLinksAlone() throws {
         let s = try CorpusStore("RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite")
-        let oneSided = "SELECT COUNT(*) FROM ZICCLOUDSYNCINGOBJECT o JOIN ZICCLOUDSTATE c ON c.Z_PK = o.ZCLOUDSTATE WHERE c.ZCLOUDSYNCINGOBJECT IS NULL"
+        let oneSided =
+            "SELECT COUNT(*) FROM ZICCLOUDSYNCINGOBJECT o JOIN ZICCLOUDSTATE c ON c.Z_PK = o.ZCLOUDSTATE WHERE c.ZCLOUDSYNCINGOBJECT IS NULL"
         let before = try s.value(oneSided)
         #expect(before != "0")
         try s.context.setValue(.string("Renamed"), of: "title", for: try s.id("ICFolder", 5))
@@ -103,7 +116,10 @@ import Testing
         s.save()
         try s.context.delete(try s.id("Item", 12))
         s.save()
-        for (zent, table) in [("1", "ZCOMPONENT"), ("2", "ZCRAFTINGRECIPE"), ("3", "ZITEM"), ("16001", "ACHANGE"), ("16002", "ATRANSACTION"), ("16003", "ATRANSACTIONSTRING")] {
+        for (zent, table) in [
+            ("1", "ZCOMPONENT"), ("2", "ZCRAFTINGRECIPE"), ("3", "ZITEM"), ("16001", "ACHANGE"),
+            ("16002", "ATRANSACTION"), ("16003", "ATRANSACTIONSTRING")
+        ] {
             let max = Int(try s.value("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = \(zent)")) ?? -1
             let top = Int(try s.value("SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)")) ?? Int.max
             #expect(max >= top, "\(table): Z_MAX \(max) below key \(top)")
@@ -120,13 +136,15 @@ import Testing
         func bytes(_ start: Int, _ count: Int) -> [UInt8] { Array(header[start..<(start + count)]) }
         return [
             "journal": bytes(18, 2), "page size": bytes(16, 2), "reserved": bytes(20, 1), "auto-vacuum": bytes(52, 4),
-            "encoding": bytes(56, 4), "user version": bytes(60, 4), "incremental vacuum": bytes(64, 4), "application id": bytes(68, 4),
+            "encoding": bytes(56, 4), "user version": bytes(60, 4), "incremental vacuum": bytes(64, 4),
+            "application id": bytes(68, 4)
         ]
     }
 
     @Test(arguments: [
-        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite", "magicalpanda_MagicalRecord_Recipes.sqlite",
-        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite", Self.swiftData,
+        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite",
+        "magicalpanda_MagicalRecord_Recipes.sqlite",
+        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite", Self.swiftData
     ])
     func aSaveKeepsTheFilesSettings(_ name: String) throws {
         let s = try CorpusStore(name)
@@ -135,7 +153,8 @@ import Testing
         // validation, as Core Data would refuse them too).
         var changed: (ObjectID, String)?
         search: for entity in s.model.entities {
-            guard let attribute = entity.persistentAttributes.first(where: { $0.type == .string && $0.maxValue == nil }) else { continue }
+            guard let attribute = entity.persistentAttributes.first(where: { $0.type == .string && $0.maxValue == nil })
+            else { continue }
             for object in try s.context.objectIDs(of: entity.id).prefix(3) {
                 try s.context.setValue(.string("changed by storefs"), of: attribute.name, for: object)
                 if s.context.save(holding: []).saved.contains(object) {
@@ -149,9 +168,13 @@ import Testing
         s.close()
         let after = try Self.settings(s.url)
         #expect(after == before, "\(name)")
-        #expect(!FileManager.default.fileExists(atPath: s.url.path + "-journal"), "a rollback store's journal goes with the commit")
+        #expect(
+            !FileManager.default.fileExists(atPath: s.url.path + "-journal"),
+            "a rollback store's journal goes with the commit")
         if before["journal"] == [1, 1] {
-            #expect(!FileManager.default.fileExists(atPath: s.url.path + "-wal"), "a rollback-journal store is not switched to WAL")
+            #expect(
+                !FileManager.default.fileExists(atPath: s.url.path + "-wal"),
+                "a rollback-journal store is not switched to WAL")
         }
         let reopened = try CorpusStore.reopen(s.url)
         defer { reopened.close() }

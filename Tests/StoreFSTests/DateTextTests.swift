@@ -53,8 +53,9 @@ struct DateTextTests {
         #expect(ValueText.format(next) == "10000-01-01T00:00:00Z")
         #expect(ValueText.parseDate("10000-01-01T00:00:00Z") == next)
         let before = try #require(ValueText.parseDate("1583-01-01T00:00:00Z"))
-        #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: before.timeIntervalSinceReferenceDate - 1))
-            == "1582-12-31T23:59:59Z")
+        #expect(
+            ValueText.format(Date(timeIntervalSinceReferenceDate: before.timeIntervalSinceReferenceDate - 1))
+                == "1582-12-31T23:59:59Z")
     }
 
     /// Before 1582 dates are ISO 8601's proleptic Gregorian, not Foundation's Julian calendar
@@ -63,7 +64,7 @@ struct DateTextTests {
         let cases: [(String, Double)] = [
             ("0001-01-01T00:00:00Z", -63_113_904_000), ("0000-12-30T00:00:00Z", -63_114_076_800),
             ("1582-10-04T00:00:00Z", -13_198_550_400), ("1582-10-15T00:00:00Z", -13_197_600_000),
-            ("1000-03-01T00:00:00Z", -31_583_433_600), ("0001-12-31T00:00:00Z", -63_082_454_400),
+            ("1000-03-01T00:00:00Z", -31_583_433_600), ("0001-12-31T00:00:00Z", -63_082_454_400)
         ]
         for (text, seconds) in cases {
             #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: seconds)) == text)
@@ -75,12 +76,16 @@ struct DateTextTests {
         let bc = try #require(ValueText.parseDate("-0001-12-31T23:59:59Z"))
         #expect(bc.timeIntervalSinceReferenceDate == -63_114_076_800 - 86_400 * 365 + 86_399)
         #expect(ValueText.format(bc) == "-0001-12-31T23:59:59Z")
-        #expect(ValueText.format(Date(timeIntervalSinceReferenceDate: bc.timeIntervalSinceReferenceDate + 1)) == "0000-01-01T00:00:00Z")
+        #expect(
+            ValueText.format(Date(timeIntervalSinceReferenceDate: bc.timeIntervalSinceReferenceDate + 1))
+                == "0000-01-01T00:00:00Z")
     }
 
     @Test func impossibleDaysAreRefused() {
-        for text in ["2023-02-29", "2024-02-30", "1900-02-29T00:00:00Z", "2023-04-31", "2023-13-01", "2016-12-31T23:59:60Z",
-                     "2020-06-01T12:00:60Z"] {
+        for text in [
+            "2023-02-29", "2024-02-30", "1900-02-29T00:00:00Z", "2023-04-31", "2023-13-01", "2016-12-31T23:59:60Z",
+            "2020-06-01T12:00:60Z"
+        ] {
             #expect(ValueText.parseDate(text) == nil, "\(text)")
         }
         #expect(ValueText.parseDate("2024-02-29") != nil)

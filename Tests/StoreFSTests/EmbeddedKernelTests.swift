@@ -8,7 +8,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The mapping driven through the embedded kernel: what the kernel is told to forget, what it
@@ -26,7 +26,8 @@ import Glibc
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let url = folder.appendingPathComponent("Company.sqlite")
             let seed = try PersistentStoreCoordinator.open(
-                at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+                at: url, types: [SQLiteStoreType()], model: SampleModel.make(),
+                options: StoreOptions(createIfMissing: true))
             try SampleGenerator(objectCount: objects).populate(seed.newContext())
             seed.close()
             coordinator = try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()])
@@ -64,7 +65,9 @@ import Glibc
         for entity in mount.coordinator.model.entities {
             for object in try mount.kernel.list(entity.name).prefix(15) {
                 let folder = "\(entity.name)/\(object)"
-                let files = try mount.kernel.list(folder).filter { (try? mount.kernel.stat("\(folder)/\($0)").kind) == .regularFile }
+                let files = try mount.kernel.list(folder).filter {
+                    (try? mount.kernel.stat("\(folder)/\($0)").kind) == .regularFile
+                }
                 guard let first = files.first else { continue }
                 _ = try mount.kernel.read("\(folder)/\(first)")
                 let preloaded = mount.kernel.preloadedContents
@@ -81,7 +84,8 @@ import Glibc
     @Test func aChangeInvalidatesWhatShowsIt() throws {
         let mount = try SampleMount()
         let kernel = mount.kernel
-        let employee = try #require(try kernel.list("Employee").first { (try? kernel.stat("Employee/\($0)").kind) == .directory })
+        let employee = try #require(
+            try kernel.list("Employee").first { (try? kernel.stat("Employee/\($0)").kind) == .directory })
         let file = try kernel.stat("Employee/\(employee)/lastName").inode
         _ = kernel.takeInvalidations()
         try kernel.write("Employee/\(employee)/lastName", Data("Hopper\n".utf8))
@@ -104,8 +108,10 @@ import Glibc
         let mount = try SampleMount()
         let kernel = mount.kernel
         var random = SplitMix64(seed: 7)
-        let keys = ["p9223372036854775807", "p9223372036854775806", "p4294967295", "p4294967296", "p0", "p-3", "p1e3", "p007",
-            "p18446744073709551616", String(repeating: "p", count: 255), "p\u{0}", "..", "."]
+        let keys = [
+            "p9223372036854775807", "p9223372036854775806", "p4294967295", "p4294967296", "p0", "p-3", "p1e3", "p007",
+            "p18446744073709551616", String(repeating: "p", count: 255), "p\u{0}", "..", "."
+        ]
         let sizes: [UInt64] = [0, 1, 64 << 20, (64 << 20) + 1, 1 << 40, UInt64(Int64.max), UInt64.max]
         var errors: [Int32: Int] = [:]
         for _ in 0..<3000 {
@@ -116,7 +122,10 @@ import Glibc
                 switch Int.random(in: 0..<7, using: &random) {
                 case 0: _ = try kernel.stat(path)
                 case 1: try kernel.mkdir(path)
-                case 2: try kernel.truncate("Employee/p20/\(["firstName", "photo", "level"].randomElement(using: &random)!)", to: sizes.randomElement(using: &random)!)
+                case 2:
+                    try kernel.truncate(
+                        "Employee/p20/\(["firstName", "photo", "level"].randomElement(using: &random)!)",
+                        to: sizes.randomElement(using: &random)!)
                 case 3: try kernel.symlink("../../\(entity)/\(name)", "Employee/p21/department")
                 case 4: try kernel.write("\(path)/name", Data("x\n".utf8))
                 case 5: try kernel.removeRecursively(path)
@@ -127,7 +136,9 @@ import Glibc
             }
         }
         // Every errno a user may meet here; never EIO (an internal failure) or a trap.
-        let expected: Set<Int32> = [ENOENT, EINVAL, EFBIG, EEXIST, EPERM, ENAMETOOLONG, ENOTDIR, ENODATA, EISDIR, ENOSPC]
+        let expected: Set<Int32> = [
+            ENOENT, EINVAL, EFBIG, EEXIST, EPERM, ENAMETOOLONG, ENOTDIR, ENODATA, EISDIR, ENOSPC
+        ]
         #expect(Set(errors.keys).isSubset(of: expected), "errors given: \(errors)")
         #expect(errors[EFBIG, default: 0] > 0 && errors[ENOENT, default: 0] > 0, "\(errors)")
         // Still answering.

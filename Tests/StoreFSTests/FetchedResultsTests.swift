@@ -23,7 +23,8 @@ import Testing
         _ = results.dropAll()
         #expect(results.set([member], for: folder, evaluatedIn: results.generation))
         #expect(results.get(folder) == [member])
-        #expect(Array(results.dropAll().keys) == [folder], "the change names the folder, so the kernel forgets its listing")
+        #expect(
+            Array(results.dropAll().keys) == [folder], "the change names the folder, so the kernel forgets its listing")
         #expect(results.get(folder) == nil)
     }
 

@@ -28,14 +28,20 @@ import Testing
             "isRemote": .boolean(true),
             "birthDate": .date(Date(timeIntervalSinceReferenceDate: -1e9 + 0.25)),
             "personID": .uuid(UUID(uuidString: "6F9619FF-8B86-D011-B42D-00CF4FC964FF")!),
-            "photo": .data(Data([0, 1, 2, 255])),
+            "photo": .data(Data([0, 1, 2, 255]))
         ]
         ada.toOne = ["department": ObjectID(entity: department, key: PrimaryKey(3))]
         let adaRecord = ObjectRecord(
             snapshot: ada,
-            toMany: ["projects": [ObjectID(entity: project, key: PrimaryKey(9)), ObjectID(entity: project, key: PrimaryKey(2))]])
+            toMany: [
+                "projects": [
+                    ObjectID(entity: project, key: PrimaryKey(9)), ObjectID(entity: project, key: PrimaryKey(2))
+                ]
+            ])
         var grace = Snapshot(objectID: ObjectID(entity: manager, key: PrimaryKey(4)), version: 1)
-        grace.attributes = ["firstName": .string("Grace"), "lastName": .string("Hopper"), "title": .string("Rear, Admiral")]
+        grace.attributes = [
+            "firstName": .string("Grace"), "lastName": .string("Hopper"), "title": .string("Rear, Admiral")
+        ]
         let graceRecord = ObjectRecord(
             snapshot: grace,
             toMany: ["projects": [], "directReports": [ObjectID(entity: employee, key: PrimaryKey(12))]])
@@ -45,7 +51,8 @@ import Testing
     @Test func jsonLinesHoldEveryValueAsTheFileShowsIt() throws {
         let (model, records) = try Self.records()
         let writer = try ObjectRecords(format: .jsonLines, model: model, storeUUID: Self.uuid, entity: nil)
-        let lines = String(decoding: writer.document(of: records), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = String(decoding: writer.document(of: records), as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 3 && lines[2].isEmpty, "one line per object, each ending in a newline")
         let ada = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         #expect(ada["@entity"] as? String == "Employee")
@@ -64,13 +71,16 @@ import Testing
         #expect(ada["department"] as? String == "x-coredata://\(Self.uuid)/Department/p3")
         #expect(ada["manager"] is NSNull)
         #expect(
-            ada["projects"] as? [String] == ["x-coredata://\(Self.uuid)/Project/p9", "x-coredata://\(Self.uuid)/Project/p2"],
+            ada["projects"] as? [String] == [
+                "x-coredata://\(Self.uuid)/Project/p9", "x-coredata://\(Self.uuid)/Project/p2"
+            ],
             "in the relationship's order")
         #expect(ada["nickname"] == nil, "transient attributes are not stored, so not written")
         // Keys in the model's order: @entity, @uri, attributes (inherited first), relationships.
-        let positions = ["@entity", "@uri", "firstName", "lastName", "photo", "employeeID", "department", "projects"].map {
-            lines[0].range(of: "\"\($0)\":")?.lowerBound
-        }
+        let positions = ["@entity", "@uri", "firstName", "lastName", "photo", "employeeID", "department", "projects"]
+            .map {
+                lines[0].range(of: "\"\($0)\":")?.lowerBound
+            }
         #expect(positions.allSatisfy { $0 != nil } && positions == positions.sorted { $0! < $1! }, "\(lines[0])")
         let grace = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
         #expect(grace["@entity"] as? String == "Manager")
@@ -82,9 +92,13 @@ import Testing
     @Test func jsonIsOneArray() throws {
         let (model, records) = try Self.records()
         let writer = try ObjectRecords(format: .json, model: model, storeUUID: Self.uuid, entity: nil)
-        let array = try #require(try JSONSerialization.jsonObject(with: writer.document(of: records)) as? [[String: Any]])
+        let array = try #require(
+            try JSONSerialization.jsonObject(with: writer.document(of: records)) as? [[String: Any]])
         #expect(array.count == 2)
-        #expect(array.map { $0["@uri"] as? String } == ["x-coredata://\(Self.uuid)/Employee/p12", "x-coredata://\(Self.uuid)/Manager/p4"])
+        #expect(
+            array.map { $0["@uri"] as? String } == [
+                "x-coredata://\(Self.uuid)/Employee/p12", "x-coredata://\(Self.uuid)/Manager/p4"
+            ])
         #expect(String(decoding: writer.document(of: []), as: UTF8.self) == "[]\n")
         #expect(try JSONSerialization.jsonObject(with: writer.document(of: Array(records.prefix(1)))) is [Any])
     }
@@ -109,7 +123,8 @@ import Testing
         #expect(cell(1, "badgeNumber") == .plain(""), "nil is an empty field")
         #expect(cell(1, "level") == .plain("-7"))
         #expect(cell(1, "photo") == .plain(Data([0, 1, 2, 255]).base64EncodedString()))
-        #expect(cell(1, "projects") == .plain("x-coredata://\(Self.uuid)/Project/p9 x-coredata://\(Self.uuid)/Project/p2"))
+        #expect(
+            cell(1, "projects") == .plain("x-coredata://\(Self.uuid)/Project/p9 x-coredata://\(Self.uuid)/Project/p2"))
         #expect(cell(1, "title") == .plain(""), "a column the entity lacks is empty")
         #expect(cell(2, "@entity") == .plain("Manager"))
         #expect(cell(2, "title") == .quoted("Rear, Admiral"))
@@ -119,7 +134,8 @@ import Testing
     @Test func streamingGivesTheDocument() throws {
         let (model, records) = try Self.records()
         for format in ObjectRecordFormat.allCases {
-            var writer = try ObjectRecords(format: format, model: model, storeUUID: Self.uuid, entity: model.entityID(named: "Person"))
+            var writer = try ObjectRecords(
+                format: format, model: model, storeUUID: Self.uuid, entity: model.entityID(named: "Person"))
             var out: [UInt8] = []
             writer.begin(into: &out)
             for record in records { writer.append(record, into: &out) }

@@ -10,7 +10,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small library model for the reference test: Author ⇄ Book (one-to-many; deleting an author
@@ -22,29 +22,32 @@ enum LibraryModel {
                 name: "Author",
                 attributes: [
                     AttributeDescription(name: "name", type: .string),
-                    AttributeDescription(name: "age", type: .integer16, minValue: .integer(0), maxValue: .integer(150)),
+                    AttributeDescription(name: "age", type: .integer16, minValue: .integer(0), maxValue: .integer(150))
                 ],
                 relationships: [
                     RelationshipDescription(
-                        name: "books", destinationEntityName: "Book", inverseName: "author", isToMany: true, deleteRule: .cascade)
+                        name: "books", destinationEntityName: "Book", inverseName: "author", isToMany: true,
+                        deleteRule: .cascade)
                 ]),
             EntityDescription(
                 name: "Book",
                 attributes: [
                     AttributeDescription(name: "title", type: .string),
                     AttributeDescription(name: "pages", type: .integer32),
-                    AttributeDescription(name: "price", type: .double),
+                    AttributeDescription(name: "price", type: .double)
                 ],
                 relationships: [
                     RelationshipDescription(name: "author", destinationEntityName: "Author", inverseName: "books"),
-                    RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "books", isToMany: true),
+                    RelationshipDescription(
+                        name: "tags", destinationEntityName: "Tag", inverseName: "books", isToMany: true)
                 ]),
             EntityDescription(
                 name: "Tag", attributes: [AttributeDescription(name: "label", type: .string)],
                 relationships: [
                     RelationshipDescription(
-                        name: "books", destinationEntityName: "Book", inverseName: "tags", isToMany: true, deleteRule: .deny)
-                ]),
+                        name: "books", destinationEntityName: "Book", inverseName: "tags", isToMany: true,
+                        deleteRule: .deny)
+                ])
         ])
     }
 }
@@ -214,7 +217,9 @@ struct ReferenceLibrary {
             let context = "seed \(seed), step \(step), \(name)"
             if expected != actual {
                 failures += 1
-                Issue.record("\(context): the reference says \(expected.map(describe) ?? "success"), storefs \(actual.map(describe) ?? "success")")
+                Issue.record(
+                    "\(context): the reference says \(expected.map(describe) ?? "success"), storefs \(actual.map(describe) ?? "success")"
+                )
             }
             // STOREFS_REFERENCE_STALE=1 checks what the kernel kept after every step (slow; it says
             // which step forgot an invalidation that a remount's check found).
@@ -228,14 +233,17 @@ struct ReferenceLibrary {
             if failures > 20 { break }
         }
         // Every kind of operation ran, and the store file holds what the reference holds.
-        for kind in ["write", "badWrite", "truncate", "rm", "mkdir", "rm -r", "ln author", "ln -sfn author", "ln member",
-            "rm author", "rm member", "rename over", "setfattr", "fsync", "remount"]
-        {
+        for kind in [
+            "write", "badWrite", "truncate", "rm", "mkdir", "rm -r", "ln author", "ln -sfn author", "ln member",
+            "rm author", "rm member", "rename over", "setfattr", "fsync", "remount"
+        ] {
             #expect(counts[kind, default: 0] > 0, "operation \(kind) ran \(counts[kind, default: 0]) times")
         }
         #expect(try mounted.remount() == nil, "everything was saved at the last unmount")
         for left in mounted.leftovers.prefix(5) { Issue.record("the kernel kept what changed: \(left)") }
-        for mismatch in compare(reference, mounted.kernel, [], whole: true).prefix(10) { Issue.record("after the run: \(mismatch)") }
+        for mismatch in compare(reference, mounted.kernel, [], whole: true).prefix(10) {
+            Issue.record("after the run: \(mismatch)")
+        }
     }
 
     private func describe(_ errno: Int32) -> String { "\(String(cString: strerror(errno))) (\(errno))" }
@@ -252,7 +260,9 @@ struct ReferenceLibrary {
         // Mostly existing objects, sometimes keys that do not exist.
         func pickKey(_ entity: String) -> Int64 {
             let keys = reference[entity].keys.sorted()
-            if keys.isEmpty || Int.random(in: 0..<10, using: &random) == 0 { return Int64.random(in: 1...60, using: &random) }
+            if keys.isEmpty || Int.random(in: 0..<10, using: &random) == 0 {
+                return Int64.random(in: 1...60, using: &random)
+            }
             return keys.randomElement(using: &random)!
         }
         func run(_ body: () throws(EmbeddedKernel.KernelError) -> Void) -> Int32? {
@@ -272,19 +282,23 @@ struct ReferenceLibrary {
             let attribute = ReferenceLibrary.attributes[entity]!.randomElement(using: &random)!
             let text = validText(for: attribute, &random)
             let pieces = Bool.random(using: &random) ? 3 : nil
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.write("\(path)/\(attribute)", Data((text + "\n").utf8), .init(pieceSize: pieces)) }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.write("\(path)/\(attribute)", Data((text + "\n").utf8), .init(pieceSize: pieces))
+            }
             if exists { reference[entity][key]?.attributes[attribute] = text }
             return ("write", [(entity, key)], exists ? nil : ENOENT, actual)
         case 20..<26:
             // A value its attribute refuses: EINVAL, at write or at close; nothing changes.
             let refused = [
                 "age": ["500", "-1", "ten", "1.5", "7\r"], "pages": ["abc", "1e3", " 7", "9999999999999999999999", "+"],
-                "price": ["abc", "1e999", " 7", "1e-400", "1,5"],
+                "price": ["abc", "1e999", " 7", "1e-400", "1,5"]
             ]
             let attribute = entity == "Author" ? "age" : ["pages", "price"].randomElement(using: &random)!
             let text = refused[attribute]!.randomElement(using: &random)!
             guard entity != "Tag" else { return ("badWrite", [], nil, nil) }
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.write("\(path)/\(attribute)", Data((text + "\n").utf8)) }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.write("\(path)/\(attribute)", Data((text + "\n").utf8))
+            }
             return ("badWrite", [(entity, key)], exists ? EINVAL : ENOENT, actual)
         case 26..<30:
             // truncate to 0 by path: a string becomes "", a number is refused.
@@ -292,7 +306,9 @@ struct ReferenceLibrary {
                 return ("truncate", [], nil, nil)
             }
             let isString = ["name", "title", "label"].contains(attribute)
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.truncate("\(path)/\(attribute)", to: 0) }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.truncate("\(path)/\(attribute)", to: 0)
+            }
             if isString { reference[entity][key]?.attributes[attribute] = "" }
             return ("truncate", [(entity, key)], isString ? nil : EINVAL, actual)
         case 30..<35:
@@ -334,19 +350,33 @@ struct ReferenceLibrary {
             let bookExists = reference.books[book] != nil
             let authorExists = reference.authors[author] != nil
             let set = reference.books[book]?.author != nil
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.symlink("../../Author/p\(author)", "Book/p\(book)/author") }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.symlink("../../Author/p\(author)", "Book/p\(book)/author")
+            }
             var expected: Int32? = nil
-            if !bookExists { expected = ENOENT } else if set { expected = EEXIST } else if !authorExists { expected = ENOENT } else {
+            if !bookExists {
+                expected = ENOENT
+            } else if set {
+                expected = EEXIST
+            } else if !authorExists {
+                expected = ENOENT
+            } else {
                 reference.setAuthor(ofBook: book, to: author)
             }
-            return ("ln author", [("Book", book), ("Author", author)] + authorTouched(book, reference), expected, actual)
+            return (
+                "ln author", [("Book", book), ("Author", author)] + authorTouched(book, reference), expected, actual
+            )
         case 58..<62:
             // ln -sfn: a scratch link renamed over the author link replaces it.
             let book = pickKey("Book")
             let author = pickKey("Author")
             let before = authorTouched(book, reference)
             var expected: Int32? = nil
-            if reference.books[book] == nil { expected = ENOENT } else if reference.authors[author] == nil { expected = ENOENT }
+            if reference.books[book] == nil {
+                expected = ENOENT
+            } else if reference.authors[author] == nil {
+                expected = ENOENT
+            }
             let actual = run { () throws(EmbeddedKernel.KernelError) in
                 try kernel.symlink("../../Author/p\(author)", "Book/p\(book)/author.tmp42")
                 defer { _ = try? kernel.unlink("Book/p\(book)/author.tmp42") }
@@ -356,17 +386,27 @@ struct ReferenceLibrary {
             return ("ln -sfn author", [("Book", book), ("Author", author)] + before, expected, actual)
         case 62..<72:
             // A member link in a to-many folder (either side of Book ⇄ Tag, or Author.books).
-            let (source, relationship, destination) = [("Book", "tags", "Tag"), ("Tag", "books", "Book"), ("Author", "books", "Book")]
-                .randomElement(using: &random)!
+            let (source, relationship, destination) = [
+                ("Book", "tags", "Tag"), ("Tag", "books", "Book"), ("Author", "books", "Book")
+            ]
+            .randomElement(using: &random)!
             let s = pickKey(source)
             let d = pickKey(destination)
             let sourceExists = reference[source][s] != nil
             let destinationExists = reference[destination][d] != nil
             let member = reference[source][s]?.members.contains(d) ?? false
             let before = source == "Author" ? authorTouched(d, reference) : []
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.symlink("../../../\(destination)/p\(d)", "\(source)/p\(s)/\(relationship)/p\(d)") }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.symlink("../../../\(destination)/p\(d)", "\(source)/p\(s)/\(relationship)/p\(d)")
+            }
             var expected: Int32? = nil
-            if !sourceExists { expected = ENOENT } else if member { expected = EEXIST } else if !destinationExists { expected = ENOENT } else {
+            if !sourceExists {
+                expected = ENOENT
+            } else if member {
+                expected = EEXIST
+            } else if !destinationExists {
+                expected = ENOENT
+            } else {
                 switch source {
                 case "Book": reference.link(book: s, tag: d)
                 case "Tag": reference.link(book: d, tag: s)
@@ -380,17 +420,26 @@ struct ReferenceLibrary {
             let author = reference.books[book]?.author
             let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.unlink("Book/p\(book)/author") }
             if author != nil { reference.setAuthor(ofBook: book, to: nil) }
-            return ("rm author", [("Book", book)] + (author.map { [("Author", $0)] } ?? []), author == nil ? ENOENT : nil, actual)
+            return (
+                "rm author", [("Book", book)] + (author.map { [("Author", $0)] } ?? []), author == nil ? ENOENT : nil,
+                actual
+            )
         case 76..<81:
             // rm of a member link.
-            let (source, relationship, destination) = [("Book", "tags", "Tag"), ("Tag", "books", "Book"), ("Author", "books", "Book")]
-                .randomElement(using: &random)!
+            let (source, relationship, destination) = [
+                ("Book", "tags", "Tag"), ("Tag", "books", "Book"), ("Author", "books", "Book")
+            ]
+            .randomElement(using: &random)!
             let s = pickKey(source)
             guard let d = reference[source][s]?.members.sorted().randomElement(using: &random) else {
-                let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.unlink("\(source)/p\(s)/\(relationship)/p1") }
+                let actual = run { () throws(EmbeddedKernel.KernelError) in
+                    try kernel.unlink("\(source)/p\(s)/\(relationship)/p1")
+                }
                 return ("rm member", [(source, s)], ENOENT, actual)
             }
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.unlink("\(source)/p\(s)/\(relationship)/p\(d)") }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in
+                try kernel.unlink("\(source)/p\(s)/\(relationship)/p\(d)")
+            }
             switch source {
             case "Book": reference.unlink(book: s, tag: d)
             case "Tag": reference.unlink(book: d, tag: s)
@@ -410,12 +459,15 @@ struct ReferenceLibrary {
         case 88..<91:
             let name = "user.k\(Int.random(in: 0..<4, using: &random))"
             let value = "v\(Int.random(in: 0..<1000, using: &random))"
-            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.setxattr("", name, Data(value.utf8)) }
+            let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.setxattr("", name, Data(value.utf8))
+            }
             reference.metadata[name] = value
             return ("setfattr", [], nil, actual)
         case 91..<99:
             // fsync of a file or folder: everything pending is saved (every change here is valid).
-            let target = exists && Bool.random(using: &random) ? path : (exists ? "\(path)/\(ReferenceLibrary.toMany[entity]!)" : "")
+            let target =
+                exists && Bool.random(using: &random)
+                ? path : (exists ? "\(path)/\(ReferenceLibrary.toMany[entity]!)" : "")
             let actual = run { () throws(EmbeddedKernel.KernelError) in try kernel.fsync(target) }
             reference.retired = [:]
             return ("fsync", [], nil, actual)
@@ -452,7 +504,10 @@ struct ReferenceLibrary {
         case "pages": String(Int.random(in: -5...100_000, using: &random))
         case "price": String(Double(Int.random(in: 0...2000, using: &random)) / 2)
         default:
-            String((0..<Int.random(in: 0...12, using: &random)).map { _ in "abcdefgh ÄéİJ-_.".randomElement(using: &random)! })
+            String(
+                (0..<Int.random(in: 0...12, using: &random)).map { _ in
+                    "abcdefgh ÄéİJ-_.".randomElement(using: &random)!
+                })
         }
     }
 
@@ -460,14 +515,18 @@ struct ReferenceLibrary {
 
     /// Differences between the reference and what the mount shows: the touched objects' folders,
     /// or (`whole`) every entity directory, every object and the metadata.
-    private func compare(_ reference: ReferenceLibrary, _ kernel: EmbeddedKernel, _ touched: Touched, whole: Bool) -> [String] {
+    private func compare(_ reference: ReferenceLibrary, _ kernel: EmbeddedKernel, _ touched: Touched, whole: Bool)
+        -> [String]
+    {
         var mismatches: [String] = []
         var objects = touched
         if whole {
             for entity in ReferenceLibrary.entities {
                 let expected = reference[entity].keys.sorted().map { "p\($0)" }
                 let listed = (try? kernel.list(entity)) ?? ["<list failed>"]
-                if listed.sorted() != expected.sorted() { mismatches.append("\(entity) lists \(listed), expected \(expected)") }
+                if listed.sorted() != expected.sorted() {
+                    mismatches.append("\(entity) lists \(listed), expected \(expected)")
+                }
                 objects += reference[entity].keys.map { (entity, $0) }
             }
             for (name, value) in reference.metadata {
@@ -488,16 +547,22 @@ struct ReferenceLibrary {
             }
             for (attribute, text) in object.attributes {
                 let content = (try? kernel.read("\(path)/\(attribute)")).map { String(decoding: $0, as: UTF8.self) }
-                if content != text + "\n" { mismatches.append("\(path)/\(attribute) reads \(content.debugDescription), expected \(text)") }
+                if content != text + "\n" {
+                    mismatches.append("\(path)/\(attribute) reads \(content.debugDescription), expected \(text)")
+                }
             }
             if entity == "Book", let author = object.author {
                 let link = try? kernel.readlink("\(path)/author")
-                if link != "../../Author/p\(author)" { mismatches.append("\(path)/author is \(link ?? "missing"), expected p\(author)") }
+                if link != "../../Author/p\(author)" {
+                    mismatches.append("\(path)/author is \(link ?? "missing"), expected p\(author)")
+                }
             }
             if let relationship = ReferenceLibrary.toMany[entity] {
                 let members = (try? kernel.list("\(path)/\(relationship)"))?.sorted() ?? ["<list failed>"]
                 let expected = object.members.map { "p\($0)" }.sorted()
-                if members != expected { mismatches.append("\(path)/\(relationship) lists \(members), expected \(expected)") }
+                if members != expected {
+                    mismatches.append("\(path)/\(relationship) lists \(members), expected \(expected)")
+                }
             }
         }
         return mismatches

@@ -14,8 +14,10 @@ import Testing
         let walked = Int64(RemovalLog.openingLimit) * 3
         for key in 1...walked { log.noteOpening(of: folder(key), by: 42) }
         #expect(log.isEmptying(folder(walked), by: 42), "the folder opened last")
-        #expect(log.isEmptying(folder(walked - Int64(RemovalLog.openingLimit) + 1), by: 42), "the oldest one still kept")
-        #expect(!log.isEmptying(folder(walked - Int64(RemovalLog.openingLimit)), by: 42), "one opening older: forgotten")
+        #expect(
+            log.isEmptying(folder(walked - Int64(RemovalLog.openingLimit) + 1), by: 42), "the oldest one still kept")
+        #expect(
+            !log.isEmptying(folder(walked - Int64(RemovalLog.openingLimit)), by: 42), "one opening older: forgotten")
         #expect(!log.isEmptying(folder(1), by: 42))
         #expect(log.rememberedOpenings == RemovalLog.openingLimit)
     }

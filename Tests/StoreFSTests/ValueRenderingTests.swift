@@ -11,17 +11,21 @@ import Testing
 /// every note Notes wrote in the corpus reads, through `.pb.txt`, as text holding its title.
 @Suite struct ValueRenderingTests {
     static let notesStores = [
-        "RhetTbull_apple-notes-parser_NoteStore-macOS-13-Ventura.sqlite", "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-13-Ventura.sqlite",
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"
     ]
 
     /// A read-only engine on a copy of corpus store `name`.
     static func open(_ name: String) throws -> PersistentStoreCoordinator {
         let folder = try ScratchSpace.folder("renderings")
         let url = folder.appendingPathComponent(name)
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
-            try FileManager.default.copyItem(atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: url.path + suffix)
+        for suffix in ["", "-wal"]
+        where FileManager.default.fileExists(atPath: Corpus.url("sqlite/\(name)").path + suffix) {
+            try FileManager.default.copyItem(
+                atPath: Corpus.url("sqlite/\(name)").path + suffix, toPath: url.path + suffix)
         }
-        return try PersistentStoreCoordinator.open(at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        return try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
     }
 
     /// `s` as ProtobufText writes a string's content.
@@ -51,7 +55,9 @@ import Testing
                 encrypted += 1
                 for rendering in ValueRendering.all {
                     let rendered = rendering.render(bytes).map { String(decoding: $0, as: UTF8.self) } ?? ""
-                    #expect(!rendered.contains(title ?? "\u{0}"), "\(store) \(note.key): encrypted, yet \(rendering.suffix) shows its title")
+                    #expect(
+                        !rendered.contains(title ?? "\u{0}"),
+                        "\(store) \(note.key): encrypted, yet \(rendering.suffix) shows its title")
                 }
                 continue
             }
@@ -62,13 +68,19 @@ import Testing
                 titled += 1
                 // The note's text, on one line: its title first (after a blank line in one note).
                 let textLine = rendered.split(separator: "\n").first { $0.hasPrefix("    2: \"") }
-                #expect(textLine?.contains(Self.escaped(title)) == true, "\(store) note \(note.key) \(title): \(rendered.prefix(300))")
+                #expect(
+                    textLine?.contains(Self.escaped(title)) == true,
+                    "\(store) note \(note.key) \(title): \(rendered.prefix(300))")
             } else {
                 #expect(rendered.contains("\n    2: \"\"\n"), "\(store) note \(note.key) has neither title nor text")
             }
-            #expect(ValueRendering.inflated.render(bytes).map(ProtobufText.render) == .some(ValueRendering.protobufText.render(bytes)))
+            #expect(
+                ValueRendering.inflated.render(bytes).map(ProtobufText.render)
+                    == .some(ValueRendering.protobufText.render(bytes)))
         }
-        #expect(readable == 7 && titled == 6 && encrypted == 1, "\(store): \(readable) read, \(titled) with a title, \(encrypted) encrypted")
+        #expect(
+            readable == 7 && titled == 6 && encrypted == 1,
+            "\(store): \(readable) read, \(titled) with a title, \(encrypted) encrypted")
     }
 
     /// Core Data's own values: a keyed archive (Photos' location names) has `.json` and `.plist`;
@@ -78,7 +90,8 @@ import Testing
             "RhetTbull_merge_photos_libraries_Photos.sqlite", "Moment", "localizedLocationNames")
         #expect(ValueRendering.names(for: photos) == ["json", "plist"])
         let plist = try #require(ValueRendering.propertyList.render(photos).map { String(decoding: $0, as: UTF8.self) })
-        #expect(plist.contains("\t\t<string>Washington</string>\n") && plist.contains("<key>$archiver</key>"), "\(plist)")
+        #expect(
+            plist.contains("\t\t<string>Washington</string>\n") && plist.contains("<key>$archiver</key>"), "\(plist)")
         let note = try ArchivedValueRenderingTests.corpusValue(Self.notesStores[1], "ICNoteData", "data")
         #expect(ValueRendering.names(for: note) == ["inflated", "pb.txt"])
         #expect(ValueRendering.names(for: Data("plain text\n".utf8)) == [])

@@ -24,7 +24,8 @@ enum AtomicStoreScenarios {
         #expect(try store.metadata().storeType == type.name)
         #expect(try store.metadata()["Custom"] == .string("kept"))
 
-        let withModel = try type.open(at: url, model: SampleModel.make(), options: StoreOptions(), initialMetadata: StoreMetadata())
+        let withModel = try type.open(
+            at: url, model: SampleModel.make(), options: StoreOptions(), initialMetadata: StoreMetadata())
         try StoreFixtures.expectSameGraph(store, withModel)
         let withoutModel = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
         #expect(withoutModel.model.entities.map(\.name) == SampleModel.make().entities.map(\.name))
@@ -34,14 +35,17 @@ enum AtomicStoreScenarios {
 
         // Keys handed out survive a reopen: the next key is above every key ever used.
         let person = withoutModel.model.entityID(named: "Person")!
-        let maxPerson = try withoutModel.model.entityAndSubentities(of: person).flatMap { try withoutModel.objectIDs(of: $0) }
-            .map(\.key).max()!
+        let maxPerson = try withoutModel.model.entityAndSubentities(of: person).flatMap {
+            try withoutModel.objectIDs(of: $0)
+        }
+        .map(\.key).max()!
         #expect(try withoutModel.reserveKeys(in: person, count: 1) == [PrimaryKey(maxPerson.rawValue + 1)])
 
         // The graph also goes through the engine: a context reads and saves it.
         let coordinator = PersistentStoreCoordinator(store: withoutModel)
         let context = coordinator.newContext()
-        let department = try #require(try withoutModel.objectIDs(of: withoutModel.model.entityID(named: "Department")!).first)
+        let department = try #require(
+            try withoutModel.objectIDs(of: withoutModel.model.entityID(named: "Department")!).first)
         try context.setValue(.string("Renamed <&>"), of: "name", for: department)
         try context.save()
         let reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
@@ -108,7 +112,8 @@ enum AtomicStoreScenarios {
         try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 100), to: store)
         let before = try Data(contentsOf: url)
 
-        let readOnly = try type.open(at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+        let readOnly = try type.open(
+            at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         #expect(readOnly.isReadOnly)
         let department = readOnly.model.entityID(named: "Department")!
         let original = try #require(try readOnly.snapshots(for: readOnly.objectIDs(of: department)).first)
@@ -139,8 +144,10 @@ enum AtomicStoreScenarios {
     }
 
     /// Every listed damage gives .corruptStore naming the file.
-    static func expectCorrupt(_ type: any PersistentStoreType, _ data: Data, model: ManagedObjectModel? = SampleModel.make(),
-                              mentioning: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectCorrupt(
+        _ type: any PersistentStoreType, _ data: Data, model: ManagedObjectModel? = SampleModel.make(),
+        mentioning: String = "", sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let dir = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("bad.\(type.fileExtensions[0])")

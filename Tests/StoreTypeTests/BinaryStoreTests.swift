@@ -97,7 +97,8 @@ import AtomicStore
         var version = good
         version[8] = 9
         try AtomicStoreScenarios.expectCorrupt(type, version, mentioning: "version 9")
-        try AtomicStoreScenarios.expectCorrupt(type, Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }), mentioning: "STOREFS")
+        try AtomicStoreScenarios.expectCorrupt(
+            type, Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }), mentioning: "STOREFS")
         try AtomicStoreScenarios.expectCorrupt(type, good + Data([0]))
     }
 
@@ -109,7 +110,8 @@ import AtomicStore
         _ = graph.load(
             Snapshot(
                 objectID: ObjectID(entity: employee, key: PrimaryKey(1)), version: 1,
-                attributes: ["firstName": .string("A")], toOne: ["department": ObjectID(entity: department, key: PrimaryKey(42))]),
+                attributes: ["firstName": .string("A")],
+                toOne: ["department": ObjectID(entity: department, key: PrimaryKey(42))]),
             root: model[employee].rootID)
         let bytes = try BinaryStoreFormat.encode(graph, model: model, keepDanglingReferences: true)
         try AtomicStoreScenarios.expectCorrupt(type, bytes, mentioning: "which does not exist")

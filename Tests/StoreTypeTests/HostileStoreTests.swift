@@ -7,7 +7,7 @@ import XMLStore
 import BinaryStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Store files that once ended the process that opened them (Tests/Fixtures/hostile, found by
@@ -22,7 +22,8 @@ import Glibc
     @discardableResult
     static func openAndWalk(_ file: URL, readOnly: Bool = true) throws -> PersistentStoreCoordinator {
         _ = try PersistentStoreCoordinator.metadata(at: file, types: types)
-        let coordinator = try PersistentStoreCoordinator.open(at: file, types: types, options: StoreOptions(readOnly: readOnly))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: file, types: types, options: StoreOptions(readOnly: readOnly))
         let context = coordinator.newContext()
         let model = coordinator.model
         _ = try coordinator.store.metadata()
@@ -171,7 +172,8 @@ import Glibc
     @Test func textInAToOneColumnIsAClearErrorNamingTheRow() throws {
         let (folder, file) = try HostileInputs.copy("sqlite-store", "foreign-key-text.sqlite")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let coordinator = try PersistentStoreCoordinator.open(at: file, types: Self.types, options: StoreOptions(readOnly: true))
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: file, types: Self.types, options: StoreOptions(readOnly: true))
         defer { coordinator.store.close() }
         let employee = try #require(coordinator.model.entityID(named: "Employee"))
         do {
@@ -223,7 +225,9 @@ import Glibc
     @Test func zPrimaryKeyWithoutZMaxIsAClearError() throws {
         let (folder, file) = try HostileInputs.copy("sqlite-store", "zprimarykey-without-zmax.sqlite")
         defer { try? FileManager.default.removeItem(at: folder) }
-        Self.expectRefusal(.corruptStore, naming: file, ["Z_PRIMARYKEY has no column Z_MAX"]) { try Self.openAndWalk(file) }
+        Self.expectRefusal(.corruptStore, naming: file, ["Z_PRIMARYKEY has no column Z_MAX"]) {
+            try Self.openAndWalk(file)
+        }
     }
 
     @Test func nonPositiveKeysAreLeftOutAndTheStoreMigratesToEveryType() throws {
@@ -238,7 +242,8 @@ import Glibc
         #expect(try coordinator.store.count(of: project) == 1)
         for suffix in ["xml", "binary"] {
             let target = folder.appendingPathComponent("migrated.\(suffix)")
-            try coordinator.migrate(to: target, type: try PersistentStoreCoordinator.storeType(for: target, among: Self.types))
+            try coordinator.migrate(
+                to: target, type: try PersistentStoreCoordinator.storeType(for: target, among: Self.types))
             let reopened = try Self.openAndWalk(target)
             #expect(try reopened.store.count(of: project) == 1, "\(suffix)")
             reopened.store.close()
@@ -275,15 +280,19 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("Company.\(suffix)")
         let type = try PersistentStoreCoordinator.storeType(for: file, among: Self.types)
-        try type.open(at: file, model: SampleModel.make(), options: StoreOptions(createIfMissing: true), initialMetadata: StoreMetadata())
-            .close()
+        try type.open(
+            at: file, model: SampleModel.make(), options: StoreOptions(createIfMissing: true),
+            initialMetadata: StoreMetadata()
+        )
+        .close()
         var dead: pid_t = 4_000_000
         while kill(dead, 0) == 0 || errno != ESRCH { dead -= 1 }
         let stale = folder.appendingPathComponent(".Company.\(suffix).storefs-\(dead)-12345")
         let live = folder.appendingPathComponent(".Company.\(suffix).storefs-\(getpid())-678")
         let other = folder.appendingPathComponent(".Other.\(suffix).storefs-\(dead)-9")
         for url in [stale, live, other] { try Data("half a save".utf8).write(to: url) }
-        try type.open(at: file, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata()).close()
+        try type.open(at: file, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+            .close()
         #expect(FileManager.default.fileExists(atPath: stale.path), "a read-only open removed a file")
         try type.open(at: file, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata()).close()
         #expect(!FileManager.default.fileExists(atPath: stale.path), "the dead save's file is still there")
@@ -305,15 +314,24 @@ import Glibc
     @Test func xmlStoreNested200000ElementsDeepIsAClearError() throws {
         let folder = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let text = try String(contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
+        let text = try String(
+            contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
         for (label, deep) in [
-            ("object", text.replacingOccurrences(
-                of: "<attribute name=\"title\"",
-                with: String(repeating: "<x>", count: 200_000) + String(repeating: "</x>", count: 200_000) + "<attribute name=\"title\"")),
-            ("metadata", text.replacingOccurrences(
-                of: "<metadata></metadata>",
-                with: "<metadata><plist version=\"1.0\"><dict><key>k</key>" + String(repeating: "<array>", count: 200_000)
-                    + String(repeating: "</array>", count: 200_000) + "</dict></plist></metadata>")),
+            (
+                "object",
+                text.replacingOccurrences(
+                    of: "<attribute name=\"title\"",
+                    with: String(repeating: "<x>", count: 200_000) + String(repeating: "</x>", count: 200_000)
+                        + "<attribute name=\"title\"")
+            ),
+            (
+                "metadata",
+                text.replacingOccurrences(
+                    of: "<metadata></metadata>",
+                    with: "<metadata><plist version=\"1.0\"><dict><key>k</key>"
+                        + String(repeating: "<array>", count: 200_000)
+                        + String(repeating: "</array>", count: 200_000) + "</dict></plist></metadata>")
+            )
         ] {
             let file = folder.appendingPathComponent("deep-\(label).xml")
             try Data(deep.utf8).write(to: file)
@@ -340,8 +358,11 @@ import Glibc
 
     /// The one-note XML fixture with `declarations` as its internal DTD subset and `title` (an
     /// entity reference) as the note's title, written to `folder/name`.
-    static func xmlStore(in folder: URL, named name: String, declaring declarations: String, title: String) throws -> URL {
-        var text = try String(contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
+    static func xmlStore(in folder: URL, named name: String, declaring declarations: String, title: String) throws
+        -> URL
+    {
+        var text = try String(
+            contentsOf: HostileInputs.url("xml-store", "next-object-id-int64-max.xml"), encoding: .utf8)
         text = text.replacingOccurrences(
             of: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">",
             with: "<!DOCTYPE database [\(declarations)]>")
@@ -366,7 +387,8 @@ import Glibc
         let secret = folder.appendingPathComponent("secret.txt")
         try Data("top secret".utf8).write(to: secret)
         let file = try Self.xmlStore(
-            in: folder, named: "external.xml", declaring: "<!ENTITY xxe SYSTEM \"file://\(secret.path)\">", title: "&xxe;")
+            in: folder, named: "external.xml", declaring: "<!ENTITY xxe SYSTEM \"file://\(secret.path)\">",
+            title: "&xxe;")
         do {
             for title in try Self.noteTitles(of: file) {
                 #expect(title != .string("top secret"))

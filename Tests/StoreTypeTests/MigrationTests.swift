@@ -29,7 +29,8 @@ import XMLStore
         let name = "mvt-project_mvt_DataUsage_0d609c54856a.sqlite"
         let source = directory.appendingPathComponent(name)
         try FileManager.default.copyItem(at: StoreFixtures.corpus.appendingPathComponent("sqlite/\(name)"), to: source)
-        let recorded = try #require(VersionHashComparison.recordedHashes(in: try SQLiteStoreType().metadata(at: source)))
+        let recorded = try #require(
+            VersionHashComparison.recordedHashes(in: try SQLiteStoreType().metadata(at: source)))
         let xml = directory.appendingPathComponent("DataUsage.xml")
         let coordinator = try open(source)
         #expect(coordinator.modelSource == .inferred)
@@ -75,8 +76,10 @@ import XMLStore
 
         for store in [xmlStore.store, binaryStore.store, memory, again.store] {
             let metadata = try store.metadata()
-            #expect(metadata["com.example.custom"] == .string("kept"), "custom metadata comes along (\(store.storeType))")
-            #expect(metadata.storeUUID == uuid, "the store UUID is kept, so object URIs stay valid (\(store.storeType))")
+            #expect(
+                metadata["com.example.custom"] == .string("kept"), "custom metadata comes along (\(store.storeType))")
+            #expect(
+                metadata.storeUUID == uuid, "the store UUID is kept, so object URIs stay valid (\(store.storeType))")
         }
         #expect(try xmlStore.store.metadata().storeType == "XML")
         #expect(try binaryStore.store.metadata().storeType == "Binary")
@@ -84,16 +87,19 @@ import XMLStore
         #expect(try again.store.metadata().embeddedModel != nil, "the new store keeps the model")
         for coordinator in [sqliteStore, xmlStore, binaryStore, again] { coordinator.close() }
         #expect(try sha256(first) == checksum, "the source was only read")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("migrating") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("migrating") }
+                .isEmpty)
     }
 
     @Test(arguments: [
         "alemar11_CoreDataPlus_SampleModel_V1.sqlite", "alemar11_CoreDataPlus_SampleModel_V2.sqlite",
         "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
-        "magicalpanda_MagicalRecord_Recipes.sqlite", "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite",
+        "magicalpanda_MagicalRecord_Recipes.sqlite",
+        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_1.sqlite",
         "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_2.sqlite",
         "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite",
-        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite",
+        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_WAL.sqlite"
     ])
     func corpusStoresMigrateToXMLAndBinaryAndBack(_ name: String) throws {
         let directory = try StoreFixtures.tempDirectory()
@@ -153,7 +159,9 @@ import XMLStore
                 try source.migrate(to: target, type: type)
             }
             #expect(error != nil)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty, "nothing is left behind (\(type.name))")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: small.path).isEmpty,
+                "nothing is left behind (\(type.name))")
         }
 
         // A value the target cannot hold: SQLite has no NaN.
@@ -166,7 +174,9 @@ import XMLStore
         try context.save()
         let nanChecksum = try sha256(xml)
         let nanTarget = directory.appendingPathComponent("WithNaN.sqlite")
-        let nan = #expect(throws: ObjectGraphError.self) { try xmlStore.migrate(to: nanTarget, type: SQLiteStoreType()) }
+        let nan = #expect(throws: ObjectGraphError.self) {
+            try xmlStore.migrate(to: nanTarget, type: SQLiteStoreType())
+        }
         #expect(nan?.message.contains("NaN") == true)
         #expect(!FileManager.default.fileExists(atPath: nanTarget.path))
         #expect(try sha256(xml) == nanChecksum)

@@ -16,7 +16,8 @@ import XMLStore
         let folder = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: folder) }
         let apple = folder.appendingPathComponent("apple.sqlite")
-        try FileManager.default.copyItem(at: Corpus.url("sqlite/alemar11_CoreDataPlus_SampleModel_V1.sqlite"), to: apple)
+        try FileManager.default.copyItem(
+            at: Corpus.url("sqlite/alemar11_CoreDataPlus_SampleModel_V1.sqlite"), to: apple)
         let expected = try SQLiteStoreType().metadata(at: apple)["NSStoreModelVersionHashes"]
         #expect(expected != nil)
 

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The PostgreSQL store against a real server the tests start (``PostgresServer``): values
@@ -15,8 +15,10 @@ import Glibc
 /// locking property by property, every commit announced to the other stores, migration from
 /// SQLite and back unchanged, and a server that goes away and comes back.
 @Suite struct PostgresStoreTests {
-    func open(_ url: URL, model: ManagedObjectModel? = SampleModel.make(), create: Bool = true) throws -> PostgresStore {
-        try PostgresStore(location: try PostgresLocation(url), model: model, options: StoreOptions(createIfMissing: create))
+    func open(_ url: URL, model: ManagedObjectModel? = SampleModel.make(), create: Bool = true) throws -> PostgresStore
+    {
+        try PostgresStore(
+            location: try PostgresLocation(url), model: model, options: StoreOptions(createIfMissing: create))
     }
 
     // MARK: - Locations (no server)
@@ -24,7 +26,8 @@ import Glibc
     @Test func urlsNameTheSchemaAndNeverShowThePassword() throws {
         let plain = try PostgresLocation(URL(string: "postgresql://app@db.example/graphs")!)
         #expect(plain.schema == "storefs")
-        let named = try PostgresLocation(URL(string: "postgresql://app:s3cret@db.example:6432/graphs?schema=team_a&sslmode=require")!)
+        let named = try PostgresLocation(
+            URL(string: "postgresql://app:s3cret@db.example:6432/graphs?schema=team_a&sslmode=require")!)
         #expect(named.schema == "team_a")
         #expect(!named.description.contains("s3cret"), "\(named.description)")
         #expect(named.description.contains("sslmode=require") && named.description.contains("schema=team_a"))
@@ -32,7 +35,9 @@ import Glibc
         #expect(path.schema == "proj_x")
         #expect(StoreURL.describe(URL(string: "postgresql://u:pw@h/db")!) == "postgresql://u:***@h/db")
         for bad in ["schema=1abc", "schema=a%20b", "schema=a;drop", "schema=" + String(repeating: "x", count: 64)] {
-            #expect(throws: ObjectGraphError.self, "\(bad)") { try PostgresLocation(URL(string: "postgresql://h/db?\(bad)")!) }
+            #expect(throws: ObjectGraphError.self, "\(bad)") {
+                try PostgresLocation(URL(string: "postgresql://h/db?\(bad)")!)
+            }
         }
     }
 
@@ -61,19 +66,26 @@ import Glibc
         #expect(reopened.modelSource == .keptByStoreFS, "the model is kept in the store")
         let employee = store.model.entityID(named: "Employee")!
         let name = try #require(store.model[employee].allAttributes.first { $0.name == "firstName" })
-        StoreFixtures.expectError(.validation, mentioning: "NUL") { try store.check(.string("a\u{0}b"), for: name, of: employee) }
+        StoreFixtures.expectError(.validation, mentioning: "NUL") {
+            try store.check(.string("a\u{0}b"), for: name, of: employee)
+        }
         // Core Data's schema, in PostgreSQL's types.
         let schema = try #require(url.query?.split(separator: "&").first { $0.hasPrefix("schema=") }?.dropFirst(7))
-        let tables = try server.psql("SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = '\(schema)'")
-        for table in ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING", "ZDEPARTMENT", "ZPERSON", "ZPROJECT", "Z_METADATA", "Z_PRIMARYKEY"] {
+        let tables = try server.psql(
+            "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = '\(schema)'")
+        for table in [
+            "ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING", "ZDEPARTMENT", "ZPERSON", "ZPROJECT", "Z_METADATA",
+            "Z_PRIMARYKEY"
+        ] {
             #expect(tables.contains(table), "table \(table) in \(tables)")
         }
         let types = try server.psql(
             "SELECT string_agg(column_name || ':' || data_type, ' ' ORDER BY column_name) FROM information_schema.columns "
                 + "WHERE table_schema = '\(schema)' AND table_name = 'ZPERSON'")
-        for column in ["Z_PK:bigint", "Z_ENT:integer", "Z_OPT:bigint", "ZBADGENUMBER:bigint", "ZLEVEL:smallint", "ZRATING:real",
-            "ZSALARY:numeric", "ZPHOTO:bytea", "ZPERSONID:uuid", "ZISREMOTE:boolean", "ZFIRSTNAME:text"]
-        {
+        for column in [
+            "Z_PK:bigint", "Z_ENT:integer", "Z_OPT:bigint", "ZBADGENUMBER:bigint", "ZLEVEL:smallint", "ZRATING:real",
+            "ZSALARY:numeric", "ZPHOTO:bytea", "ZPERSONID:uuid", "ZISREMOTE:boolean", "ZFIRSTNAME:text"
+        ] {
             #expect(types.contains(column), "\(column) in \(types)")
         }
     }
@@ -121,7 +133,9 @@ import Glibc
         let employee = model.entityID(named: "Employee")!
         let id = ObjectID(entity: employee, key: PrimaryKey(1))
         var insert = SaveRequest()
-        insert.inserted = [Snapshot(objectID: id, version: 1, attributes: ["firstName": .string("Ada"), "lastName": .string("Byron")])]
+        insert.inserted = [
+            Snapshot(objectID: id, version: 1, attributes: ["firstName": .string("Ada"), "lastName": .string("Byron")])
+        ]
         try a.save(insert)
         let read = try #require(try b.snapshots(for: [id]).first)
         func update(_ name: String, _ value: String, from original: Snapshot) -> SaveRequest {
@@ -142,12 +156,15 @@ import Glibc
             try b.save(update("lastName", "King", from: read))
             Issue.record("a conflicting update was saved")
         } catch {
-            #expect(error.code == .conflict && error.objects == [id] && error.message.contains("Employee p1"), "\(error)")
+            #expect(
+                error.code == .conflict && error.objects == [id] && error.message.contains("Employee p1"), "\(error)")
         }
         var delete = SaveRequest()
         delete.deleted = [.init(objectID: id, expectedVersion: read.version)]
         #expect(throws: ObjectGraphError.self) { try b.save(delete) }
-        #expect(try a.snapshots(for: [id]).first?.attributes["lastName"] == .string("Lovelace"), "the first writer's value stays")
+        #expect(
+            try a.snapshots(for: [id]).first?.attributes["lastName"] == .string("Lovelace"),
+            "the first writer's value stays")
     }
 
     @Test func everyCommitIsAnnouncedToTheOtherStoresWithItsObjects() throws {
@@ -189,14 +206,19 @@ import Glibc
         let department = writer.model.entityID(named: "Department")!
         func insert(_ key: Int64) -> SaveRequest {
             var request = SaveRequest()
-            request.inserted = [Snapshot(objectID: ObjectID(entity: department, key: PrimaryKey(key)), version: 1, attributes: ["name": .string("d\(key)")])]
+            request.inserted = [
+                Snapshot(
+                    objectID: ObjectID(entity: department, key: PrimaryKey(key)), version: 1,
+                    attributes: ["name": .string("d\(key)")])
+            ]
             return request
         }
         try writer.save(insert(1))
         let standby = try PostgresServer(name: "standby", standbyOf: primary)
         defer { standby.remove() }
         let reader = try PostgresStore(
-            location: try PostgresLocation(standby.url(schema: "replicated")), model: nil, options: StoreOptions(readOnly: true))
+            location: try PostgresLocation(standby.url(schema: "replicated")), model: nil,
+            options: StoreOptions(readOnly: true))
         defer { reader.close() }
         #expect(reader.takeAnnouncedChanges().isEmpty, "starts the listener, which reads the history on a standby")
         Thread.sleep(forTimeInterval: 0.5)
@@ -209,7 +231,9 @@ import Glibc
             Thread.sleep(forTimeInterval: 0.05)
         }
         #expect(heard.changed.contains(id), "the standby's store learnt of the primary's commit")
-        print("postgresql: a commit on the primary was heard on the standby after \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        print(
+            "postgresql: a commit on the primary was heard on the standby after \(String(format: "%.2f", Date().timeIntervalSince(started))) s"
+        )
         #expect(try reader.snapshots(for: [id]).first?.attributes["name"] == .string("d2"))
         // A store opened for writing on the standby is refused at its first save.
         let wrong = try PostgresStore(location: try PostgresLocation(standby.url(schema: "replicated")), model: nil)
@@ -222,16 +246,19 @@ import Glibc
     @Test(arguments: [
         "alemar11_CoreDataPlus_SampleModel_V1.sqlite", "alemar11_CoreDataPlus_SampleModel2_V1.sqlite",
         "alemar11_CoreDataPlus_SampleModel3_V1.sqlite", "magicalpanda_MagicalRecord_Recipes.sqlite",
-        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite", "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
-        "sergd2005_ResourcesManager_default.store",
+        "wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite",
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
+        "sergd2005_ResourcesManager_default.store"
     ])
     func corpusStoresMigrateIntoPostgreSQLAndBackUnchanged(_ name: String) throws {
         let server = try PostgresServer.shared()
         let directory = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let copy = directory.appendingPathComponent(name)
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: StoreFixtures.corpus.path + "/sqlite/\(name)" + suffix) {
-            try FileManager.default.copyItem(atPath: StoreFixtures.corpus.path + "/sqlite/\(name)" + suffix, toPath: copy.path + suffix)
+        for suffix in ["", "-wal"]
+        where FileManager.default.fileExists(atPath: StoreFixtures.corpus.path + "/sqlite/\(name)" + suffix) {
+            try FileManager.default.copyItem(
+                atPath: StoreFixtures.corpus.path + "/sqlite/\(name)" + suffix, toPath: copy.path + suffix)
         }
         let types: [any PersistentStoreType] = [SQLiteStoreType(), PostgresStoreType()]
         let url = server.url(schema: PostgresServer.uniqueSchema("corpus"))
@@ -262,7 +289,11 @@ import Glibc
         let department = store.model.entityID(named: "Department")!
         func insert(_ key: Int64) -> SaveRequest {
             var request = SaveRequest()
-            request.inserted = [Snapshot(objectID: ObjectID(entity: department, key: PrimaryKey(key)), version: 1, attributes: ["name": .string("d")])]
+            request.inserted = [
+                Snapshot(
+                    objectID: ObjectID(entity: department, key: PrimaryKey(key)), version: 1,
+                    attributes: ["name": .string("d")])
+            ]
             return request
         }
         try store.save(insert(1))
@@ -279,14 +310,17 @@ import Glibc
         #expect(throws: ObjectGraphError.self) { try store.objectIDs(of: department) }
         try server.start()
         try store.save(insert(3))
-        #expect(try store.objectIDs(of: department).map(\.key.rawValue) == [1, 3], "nothing acknowledged lost, nothing failed saved")
+        #expect(
+            try store.objectIDs(of: department).map(\.key.rawValue) == [1, 3],
+            "nothing acknowledged lost, nothing failed saved")
         // The listener reconnects by itself and says so: announcements may have been missed.
         let deadline = Date().addingTimeInterval(10)
         while try store.externalChangeToken() == generation && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try store.externalChangeToken() != generation, "the change token moved after the reconnection")
         // A server that stops answering (its processes stopped, its connections open): the save
         // fails with EIO within the store's statement timeout and a reconnect (3 s and 2 s here; 30 s and 10 s by default).
-        let quick = try open(URL(string: url.absoluteString + "&timeout=3&connect_timeout=2")!, model: nil, create: false)
+        let quick = try open(
+            URL(string: url.absoluteString + "&timeout=3&connect_timeout=2")!, model: nil, create: false)
         defer { quick.close() }
         try quick.save(insert(4))
         try server.signalAll(SIGSTOP)

@@ -16,7 +16,9 @@ import Testing
         return coordinator
     }
 
-    func entity(_ model: ManagedObjectModel, _ name: String) throws -> EntityID { try #require(model.entityID(named: name)) }
+    func entity(_ model: ManagedObjectModel, _ name: String) throws -> EntityID {
+        try #require(model.entityID(named: name))
+    }
 
     /// The company the sample describes, read back from `store`: every unit's shape, and both
     /// sides of every relationship agreeing.
@@ -26,7 +28,9 @@ import Testing
             let ids = try store.objectIDs(of: try entity(model, name))
             return Dictionary(uniqueKeysWithValues: try store.snapshots(for: ids).map { ($0.objectID, $0) })
         }
-        func lists(_ relationship: String, of objects: [ObjectID: Snapshot], in name: String) throws -> [ObjectID: [ObjectID]] {
+        func lists(_ relationship: String, of objects: [ObjectID: Snapshot], in name: String) throws -> [ObjectID:
+            [ObjectID]]
+        {
             try store.toManyDestinations(of: relationship, in: try entity(model, name), for: Array(objects.keys))
         }
         let departments = try all("Department")
@@ -48,7 +52,9 @@ import Testing
             #expect(managers[head]?.toOne["headOf"] == id, "\(what): \(id)'s head is head of it")
         }
         let reports = try lists("directReports", of: managers, in: "Manager")
-        #expect(reports.values.reduce(0) { $0 + $1.count } == units * 84, "\(what): everyone but the heads reports to someone")
+        #expect(
+            reports.values.reduce(0) { $0 + $1.count } == units * 84,
+            "\(what): everyone but the heads reports to someone")
         for (id, list) in reports {
             #expect(list.allSatisfy { people[$0]?.toOne["manager"] == id }, "\(what): \(id)'s reports name it")
             #expect(list == list.sorted(), "\(what): \(id)'s reports in the order they were added")

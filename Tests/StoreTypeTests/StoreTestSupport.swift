@@ -91,7 +91,8 @@ enum StoreFixtures {
                 #expect(mismatches == 0, "\(entity.name).\(relationship.name) lists", sourceLocation: sourceLocation)
             }
         }
-        #expect(total == (try model.entities.reduce(0) { $0 + (try b.count(of: $1.id)) }), sourceLocation: sourceLocation)
+        #expect(
+            total == (try model.entities.reduce(0) { $0 + (try b.count(of: $1.id)) }), sourceLocation: sourceLocation)
         if compareMetadata {
             var ma = try a.metadata(), mb = try b.metadata()
             for key in StoreMetadata.managedKeys {
@@ -109,19 +110,26 @@ enum StoreFixtures {
         let strings = [
             "a<b>&c\"d'e</attribute>]]>", "line1\nline2\r\nline3\rend", "\ttab\t", "  lead and trail  ", "   ",
             "emoji 👩‍👩‍👧 ✓ é", "\u{1}\u{0}\u{1F}\u{7F}\u{FFFE}x", "\\u3c00 is a literal backslash-u", "\\", "",
-            "&amp; &lt; <![CDATA[x]]>",
+            "&amp; &lt; <![CDATA[x]]>"
         ]
-        let doubles: [Double] = [-0.0, .nan, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, -1e-300, 123456789012345678]
-        let floats: [Float] = [-0.0, .nan, .infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.leastNormalMagnitude, 0.1, 16777217]
+        let doubles: [Double] = [
+            -0.0, .nan, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, -1e-300,
+            123456789012345678
+        ]
+        let floats: [Float] = [
+            -0.0, .nan, .infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.leastNormalMagnitude, 0.1,
+            16777217
+        ]
         let integers: [Int64] = [.min, .max, 0, -1, 1 << 53 + 1]
         let dates = [
             Date(timeIntervalSinceReferenceDate: 259_257_125.711286), Date(timeIntervalSince1970: -1234.567891),
             Date(timeIntervalSinceReferenceDate: -1e10 + 0.000123), Date(timeIntervalSinceReferenceDate: 1e-300),
-            Date(timeIntervalSinceReferenceDate: 0.1),
+            Date(timeIntervalSinceReferenceDate: 0.1)
         ]
         let decimals = [
-            Decimal(string: "12345678901234567890.123456789012345678")!, Decimal(string: "-0.000000000000000000000001")!,
-            Decimal(0), Decimal(string: "99999999999999999999999999999999999999")!,
+            Decimal(string: "12345678901234567890.123456789012345678")!,
+            Decimal(string: "-0.000000000000000000000001")!,
+            Decimal(0), Decimal(string: "99999999999999999999999999999999999999")!
         ]
         let datas = [Data(), Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }), Data([0, 0xFF])]
         var request = SaveRequest()
@@ -141,7 +149,7 @@ enum StoreFixtures {
                 "personID": .uuid(UUID()),
                 "isRemote": .boolean(i % 2 == 0),
                 "homepage": .string(i % 2 == 0 ? "https://example.com/a?b=c&d=<e>" : "file:///tmp/x%20y"),
-                "preferences": .data(Data("prefs \(i)".utf8)),
+                "preferences": .data(Data("prefs \(i)".utf8))
             ]
             if i == 0 { attributes["hoursPerWeek"] = nil }
             request.inserted.append(
@@ -151,7 +159,9 @@ enum StoreFixtures {
                     toOne: ["department": ObjectID(entity: department, key: PrimaryKey(1))]))
         }
         request.inserted.append(
-            Snapshot(objectID: ObjectID(entity: department, key: PrimaryKey(1)), version: 1, attributes: ["name": .string("R&D <main>")]))
+            Snapshot(
+                objectID: ObjectID(entity: department, key: PrimaryKey(1)), version: 1,
+                attributes: ["name": .string("R&D <main>")]))
         request.toManyChanges.append(
             .init(
                 source: ObjectID(entity: department, key: PrimaryKey(1)), relationship: "employees",
@@ -174,7 +184,8 @@ enum StoreFixtures {
             Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
         } catch let error as ObjectGraphError {
             #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-            #expect(error.message.contains(text), "\(error.message) should mention \(text)", sourceLocation: sourceLocation)
+            #expect(
+                error.message.contains(text), "\(error.message) should mention \(text)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
         }

@@ -59,23 +59,30 @@ import Testing
             </database>
             """
         let events = try events(xml)
-        #expect(events.filter { !$0.hasPrefix("text ") } == [
-            "<database> line 9", "<object type=[NOTE] id=[z102]> line 10", "<attribute name=[title] type=[string]> line 11",
-            "</attribute>", "<relationship name=[folder] type=[1/1] destination=[FOLDER] idrefs=[z1 z2]> line 12",
-            "</relationship>", "</object>", "</database>",
-        ])
+        #expect(
+            events.filter { !$0.hasPrefix("text ") } == [
+                "<database> line 9", "<object type=[NOTE] id=[z102]> line 10",
+                "<attribute name=[title] type=[string]> line 11",
+                "</attribute>", "<relationship name=[folder] type=[1/1] destination=[FOLDER] idrefs=[z1 z2]> line 12",
+                "</relationship>", "</object>", "</database>"
+            ])
         #expect(events.contains("text Hello"))
     }
 
     @Test func referencesAreExpandedAndLineEndsAndAttributeWhiteSpaceNormalized() throws {
-        let xml = "<a v=\"x&#10;y\tz\r\nw &lt;&amp;&gt;&quot;&apos;\">1 &lt; 2 &amp;&#x263A;&#233;\r\nnext\rlast<![CDATA[<raw> & \r\n]]></a>"
-        #expect(try events(xml) == [
-            "<a v=[x\ny z w <&>\"']> line 1", "text 1 < 2 &\u{263A}\u{E9}\nnext\nlast<raw> & \n", "</a>",
-        ])
+        let xml =
+            "<a v=\"x&#10;y\tz\r\nw &lt;&amp;&gt;&quot;&apos;\">1 &lt; 2 &amp;&#x263A;&#233;\r\nnext\rlast<![CDATA[<raw> & \r\n]]></a>"
+        #expect(
+            try events(xml) == [
+                "<a v=[x\ny z w <&>\"']> line 1", "text 1 < 2 &\u{263A}\u{E9}\nnext\nlast<raw> & \n", "</a>"
+            ])
     }
 
     @Test func emptyElementsGiveAStartAndAnEnd() throws {
-        #expect(try events("<a><b/><c x='1' /></a>") == ["<a> line 1", "<b> line 1", "</b>", "<c x=[1]> line 1", "</c>", "</a>"])
+        #expect(
+            try events("<a><b/><c x='1' /></a>") == [
+                "<a> line 1", "<b> line 1", "</b>", "<c x=[1]> line 1", "</c>", "</a>"
+            ])
     }
 
     @Test(arguments: [
@@ -110,7 +117,7 @@ import Testing
         ("<a>\n<![CDATA[ok\n\u{2}]]></a>", "control character U+0002", 3),
         ("<a>&#+65;</a>", "&#+65; is not a character XML allows", 1),
         ("<a>&#x+41;</a>", "is not a character XML allows", 1),
-        ("<a " + (0...256).map { "a\($0)='1'" }.joined(separator: " ") + "/>", "more than 256 attributes", 1),
+        ("<a " + (0...256).map { "a\($0)='1'" }.joined(separator: " ") + "/>", "more than 256 attributes", 1)
     ])
     func malformedDocumentsAreRefusedAtTheirLine(xml: String, message: String, line: Int) {
         let error = refusal(xml)

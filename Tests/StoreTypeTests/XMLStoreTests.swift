@@ -4,7 +4,7 @@ import Testing
 @testable import XMLStore
 
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 @Suite struct XMLStoreTests {
@@ -28,7 +28,10 @@ import FoundationXML
 
     @Test func fileLooksLikeCoreDataXML() throws {
         let text = String(decoding: try AtomicStoreScenarios.smallStoreBytes(type), as: UTF8.self)
-        #expect(text.hasPrefix("<?xml version=\"1.0\" standalone=\"yes\"?>\n<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">\n\n<database>"))
+        #expect(
+            text.hasPrefix(
+                "<?xml version=\"1.0\" standalone=\"yes\"?>\n<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">\n\n<database>"
+            ))
         #expect(text.contains("<version>134481920</version>"))
         #expect(text.contains("<object type=\"EMPLOYEE\" id=\"z"))
         #expect(text.contains("<attribute name=\"firstname\" type=\"string\">"))
@@ -75,37 +78,49 @@ import FoundationXML
     @Test func uuidsAndBase64ReadAsFoundationReadsThem() {
         var random = SplitMix64(seed: 4)
         for _ in 0..<2_000 {
-            let uuid = UUID(uuid: (
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
-                UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random)))
+            let uuid = UUID(
+                uuid: (
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random),
+                    UInt8.random(in: 0...255, using: &random), UInt8.random(in: 0...255, using: &random)
+                ))
             #expect(XMLValueFormat.canonicalUUID(uuid.uuidString) == uuid)
             #expect(XMLValueFormat.canonicalUUID(uuid.uuidString.lowercased()) == uuid)
         }
-        for text in ["", "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "E621E1F8-C36C-495A-93FC-0C247A3E6E5FF", "E621E1F8C36C-495A-93FC-0C247A3E6E5F0",
-            "G621E1F8-C36C-495A-93FC-0C247A3E6E5F", "E621E1F8-C36C-495A-93FC+0C247A3E6E5F", "é621E1F8-C36C-495A-93FC-0C247A3E6E5"]
-        {
+        for text in [
+            "", "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "E621E1F8-C36C-495A-93FC-0C247A3E6E5FF",
+            "E621E1F8C36C-495A-93FC-0C247A3E6E5F0",
+            "G621E1F8-C36C-495A-93FC-0C247A3E6E5F", "E621E1F8-C36C-495A-93FC+0C247A3E6E5F",
+            "é621E1F8-C36C-495A-93FC-0C247A3E6E5"
+        ] {
             #expect(XMLValueFormat.canonicalUUID(text) == nil, "\(text)")
         }
-        #expect(XMLValueFormat.value(" e621e1f8-c36c-495a-93fc-0c247a3e6e5f\n", as: .uuid) == .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
+        #expect(
+            XMLValueFormat.value(" e621e1f8-c36c-495a-93fc-0c247a3e6e5f\n", as: .uuid)
+                == .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
 
         let bytes = Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
         let lines = XMLValueFormat.base64Lines(bytes)
         #expect(XMLValueFormat.value(lines, as: .binaryData) == .data(bytes))
-        #expect(XMLValueFormat.value("\t" + lines.replacingOccurrences(of: "\n", with: "\r\n\u{0B}\u{0C} "), as: .binaryData) == .data(bytes))
-        #expect(XMLValueFormat.value(lines.replacingOccurrences(of: "\n", with: "\u{A0}\u{2028}"), as: .binaryData) == .data(bytes))
+        #expect(
+            XMLValueFormat.value(
+                "\t" + lines.replacingOccurrences(of: "\n", with: "\r\n\u{0B}\u{0C} "), as: .binaryData) == .data(bytes)
+        )
+        #expect(
+            XMLValueFormat.value(lines.replacingOccurrences(of: "\n", with: "\u{A0}\u{2028}"), as: .binaryData)
+                == .data(bytes))
         #expect(XMLValueFormat.value("AAE=é", as: .binaryData) == nil)
     }
 
     @Test(arguments: [
         "haraldmartin_things-rb_Database.xml",
         "wibosco_CoreDataMigration-Example_Migration1to2.xcmappingmodel_xcmapping.xml",
-        "wibosco_CoreDataMigration-Example_Migration2to3.xcmappingmodel_xcmapping.xml",
+        "wibosco_CoreDataMigration-Example_Migration2to3.xcmappingmodel_xcmapping.xml"
     ])
     func corpusFileLoadsWithoutModelAndRoundTrips(name: String) throws {
         let dir = try StoreFixtures.tempDirectory()
@@ -142,14 +157,20 @@ import FoundationXML
         try StoreFixtures.expectSameGraph(store, reopened)
         // Keys are the file's z-numbers, kept on write-back.
         let written = try String(contentsOf: url, encoding: .utf8)
-        for id in text.matches(of: /id="(z\d+)"/).map(\.output.1).prefix(20) { #expect(written.contains("id=\"\(id)\"")) }
+        for id in text.matches(of: /id="(z\d+)"/).map(\.output.1).prefix(20) {
+            #expect(written.contains("id=\"\(id)\""))
+        }
     }
 
     @Test func thingsFileKeepsEscapedStringsDatesAndInferredInheritance() throws {
         let url = StoreFixtures.corpus.appendingPathComponent("xml/haraldmartin_things-rb_Database.xml")
-        let store = try type.open(at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+        let store = try type.open(
+            at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         let todo = try #require(store.model.entity(named: "TODO"))
-        #expect(store.model.entity(named: "THING").map { todo.rootID == $0.id || store.model.entity(todo.id, isKindOf: $0.id) } == true)
+        #expect(
+            store.model.entity(named: "THING").map {
+                todo.rootID == $0.id || store.model.entity(todo.id, isKindOf: $0.id)
+            } == true)
         let snapshots = try store.snapshots(for: store.objectIDs(of: todo.id))
         let contents = snapshots.compactMap { if case .string(let s)? = $0.attributes["content"] { s } else { nil } }
         #expect(contents.contains("<note xml:space=\"preserve\">I'm hungry</note>"))
@@ -161,8 +182,10 @@ import FoundationXML
     }
 
     @Test func mappingFileInfersInverses() throws {
-        let url = StoreFixtures.corpus.appendingPathComponent("xml/wibosco_CoreDataMigration-Example_Migration2to3.xcmappingmodel_xcmapping.xml")
-        let store = try type.open(at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+        let url = StoreFixtures.corpus.appendingPathComponent(
+            "xml/wibosco_CoreDataMigration-Example_Migration2to3.xcmappingmodel_xcmapping.xml")
+        let store = try type.open(
+            at: url, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         let entityMapping = try #require(store.model.entity(named: "XDDEVENTITYMAPPING"))
         #expect(entityMapping.relationship(named: "mappingmodel")?.inverseName == "entitymappings")
         #expect(entityMapping.relationship(named: "attributemappings")?.isToMany == true)
@@ -174,13 +197,16 @@ import FoundationXML
         for cut in [10, 200, good.count / 2, good.count - 12] {
             try AtomicStoreScenarios.expectCorrupt(type, good.prefix(cut))
         }
-        try AtomicStoreScenarios.expectCorrupt(type, Data("garbage \u{0} not xml".utf8), mentioning: "not a Core Data XML store")
         try AtomicStoreScenarios.expectCorrupt(
-            type, Data(text.replacingOccurrences(of: "<version>134481920</version>", with: "<version>99</version>").utf8),
+            type, Data("garbage \u{0} not xml".utf8), mentioning: "not a Core Data XML store")
+        try AtomicStoreScenarios.expectCorrupt(
+            type,
+            Data(text.replacingOccurrences(of: "<version>134481920</version>", with: "<version>99</version>").utf8),
             mentioning: "version 99")
         let firstRef = try #require(text.firstMatch(of: /idrefs="(z\d+)/)).output.1
         try AtomicStoreScenarios.expectCorrupt(
-            type, Data(text.replacingOccurrences(of: "idrefs=\"\(firstRef)", with: "idrefs=\"z987654").utf8), mentioning: "z987654")
+            type, Data(text.replacingOccurrences(of: "idrefs=\"\(firstRef)", with: "idrefs=\"z987654").utf8),
+            mentioning: "z987654")
         try AtomicStoreScenarios.expectCorrupt(
             type, Data(text.replacingOccurrences(of: "type=\"DEPARTMENT\"", with: "type=\"NOSUCHENTITY\"").utf8),
             mentioning: "NOSUCHENTITY")

@@ -17,8 +17,14 @@ import Testing
     @Test(arguments: [
         (["info", "/nonexistent/Missing.sqlite"], "storefs info", "/nonexistent/Missing.sqlite does not exist"),
         (["sample", "--objects", "0", "/nonexistent/New.sqlite"], "storefs sample", "--objects must be positive"),
-        (["mount", "/nonexistent/A.sqlite", "/nonexistent/mnt"], "storefs mount", "mount point /nonexistent/mnt does not exist"),
-        (["migrate", "/nonexistent/A.sqlite", "/nonexistent/B.xml"], "storefs migrate", "/nonexistent/A.sqlite does not exist"),
+        (
+            ["mount", "/nonexistent/A.sqlite", "/nonexistent/mnt"], "storefs mount",
+            "mount point /nonexistent/mnt does not exist"
+        ),
+        (
+            ["migrate", "/nonexistent/A.sqlite", "/nonexistent/B.xml"], "storefs migrate",
+            "/nonexistent/A.sqlite does not exist"
+        )
     ])
     func anErrorsUsageNamesTheSubcommand(arguments: [String], command: String, message: String) throws {
         let result = try run(try storefsBinary(), arguments)
@@ -64,7 +70,8 @@ import Testing
     func sampleWritesWhatItsHelpSays(requested: Int, written: Int) throws {
         let binary = try storefsBinary()
         // Help wraps at 80 columns: compare words.
-        let help = try run(binary, ["sample", "--help"]).output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let help = try run(binary, ["sample", "--help"]).output.split(whereSeparator: \.isWhitespace).joined(
+            separator: " ")
         #expect(help.contains("rounded down to a multiple of 100, at least 100"), "sample --help: \(help)")
         let scratch = try Scratch()
         defer { scratch.remove() }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `storefs demo`, and the README's examples, which are written against the store it mounts: the
@@ -81,7 +81,9 @@ import Glibc
             if command.hasPrefix("ls -l ") {
                 // "attributes are files, relationships are links": both kinds, and folders for to-many.
                 let kinds = Set(result.output.split(separator: "\n").compactMap(\.first))
-                #expect(kinds.isSuperset(of: ["-", "l", "d"]), "\(command) shows files, links and folders: \(result.output)")
+                #expect(
+                    kinds.isSuperset(of: ["-", "l", "d"]), "\(command) shows files, links and folders: \(result.output)"
+                )
             } else if command.hasPrefix("getfattr") {
                 #expect(result.output.contains("user.NSStoreType=\"SQLite\""), "\(command): \(result.output)")
             } else if command.hasPrefix("ls ") || command.hasPrefix("cat ") || command.hasPrefix("readlink ") {
@@ -97,11 +99,13 @@ import Glibc
         defer { demo.scratch.remove() }
         let output = demo.output
         let store = try #require(
-            output.split(separator: "\n").first { $0.hasPrefix("storefs demo: writing") }?.split(separator: " ").last.map(String.init),
+            output.split(separator: "\n").first { $0.hasPrefix("storefs demo: writing") }?.split(separator: " ").last
+                .map(String.init),
             "the demo says where its store is: \(output)")
         #expect(FileManager.default.fileExists(atPath: store))
-        guard let tries = output.components(separatedBy: "Try, in another terminal:\n").last?
-            .components(separatedBy: "\n\nPress Ctrl-C").first
+        guard
+            let tries = output.components(separatedBy: "Try, in another terminal:\n").last?
+                .components(separatedBy: "\n\nPress Ctrl-C").first
         else { throw SystemTestError("no commands to try in: \(output)") }
         let commands = tries.split(separator: "\n").map { String($0.split(separator: "#").first ?? "") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -109,7 +113,9 @@ import Glibc
         for command in commands {
             #expect(command.contains(demo.scratch.mountPoint), "\(command) is not about the demo's mount")
             let result = try demo.shell(command)
-            #expect(result.succeeded && !result.output.isEmpty || command.hasPrefix("echo "), "\(command): \(result.errorOutput)")
+            #expect(
+                result.succeeded && !result.output.isEmpty || command.hasPrefix("echo "),
+                "\(command): \(result.errorOutput)")
         }
         // The example object is an Employee's own folder (not a link to a Manager's).
         let employee = try #require(commands.first { $0.hasPrefix("ls -l ") && $0.contains("/Employee/") })

@@ -9,7 +9,8 @@ import Testing
 @Suite struct DiffCommandTests {
     /// Opens `path` with the engine, lets `change` edit it, and saves.
     static func edit(_ path: String, _ change: (ObjectContext, ManagedObjectModel) throws -> Void) throws {
-        let coordinator = try PersistentStoreCoordinator.open(at: URL(fileURLWithPath: path), types: [SQLiteStoreType()])
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: URL(fileURLWithPath: path), types: [SQLiteStoreType()])
         defer { coordinator.close() }
         let context = coordinator.newContext()
         try change(context, coordinator.model)
@@ -45,14 +46,16 @@ import Testing
         try Self.edit(changed) { context, model in
             let employee = ObjectID(entity: model.entityID(named: "Employee")!, key: PrimaryKey(60))
             guard case .string(let last)? = try context.value(of: "lastName", for: employee),
-                let department = try context.destination(of: "department", for: employee), department.key != PrimaryKey(2),
+                let department = try context.destination(of: "department", for: employee),
+                department.key != PrimaryKey(2),
                 try context.value(of: "rating", for: employee) != nil
             else { throw SystemTestError("the sample's Employee/p60 is not as this test expects") }
             oldLastName = last
             oldDepartment = "Department/\(department.key)"
             try context.setValue(.string("Hopper\n"), of: "lastName", for: employee)
             try context.setValue(nil, of: "rating", for: employee)
-            try context.setDestination(ObjectID(entity: department.entity, key: PrimaryKey(2)), of: "department", for: employee)
+            try context.setDestination(
+                ObjectID(entity: department.entity, key: PrimaryKey(2)), of: "department", for: employee)
             let milestone = try context.insertObject(of: model.entityID(named: "Milestone")!)
             try context.setValue(.string("Launch"), of: "title", for: milestone)
             inserted = "Milestone/\(milestone.key)"
@@ -70,9 +73,10 @@ import Testing
             "~ Department/p2", "    employees: +Employee/p60",
             "- Milestone/p3",
             "+ \(inserted)",
-            "~ Employee/p60", "    lastName: \"\(oldLastName)\" -> \"Hopper\\n\"", "RATING", "    department: \(oldDepartment) -> Department/p2",
+            "~ Employee/p60", "    lastName: \"\(oldLastName)\" -> \"Hopper\\n\"", "RATING",
+            "    department: \(oldDepartment) -> Department/p2",
             "~ \(project)", "    milestones: -Milestone/p3",
-            "",
+            ""
         ]
         #expect(lines.count == expected.count, "\(diff.output)")
         for (line, want) in zip(lines, expected) {
@@ -96,10 +100,13 @@ import Testing
         #expect(properties["department"]?["old"] as? String == oldDepartment)
         #expect(changes.contains { $0["change"] as? String == "inserted" && $0["object"] as? String == inserted })
         #expect(changes.contains { $0["change"] as? String == "deleted" && $0["object"] as? String == "Milestone/p3" })
-        let milestones = try #require(changes.first { $0["object"] as? String == project }?["properties"] as? [String: [String: Any]])
+        let milestones = try #require(
+            changes.first { $0["object"] as? String == project }?["properties"] as? [String: [String: Any]])
         #expect(milestones["milestones"]?["removed"] as? [String] == ["Milestone/p3"])
         let old = try #require(milestones["milestones"]?["old"] as? [String])
-        #expect(milestones["milestones"]?["new"] as? [String] == old.filter { $0 != "Milestone/p3" }, "an ordered one's lists")
+        #expect(
+            milestones["milestones"]?["new"] as? [String] == old.filter { $0 != "Milestone/p3" },
+            "an ordered one's lists")
     }
 
     @Test func anOrderedRelationshipsNewOrderIsAChangeAcrossStoreTypes() throws {
@@ -121,7 +128,8 @@ import Testing
         let names = order.map { "Milestone/\($0.key)" }
         #expect(
             diff.output
-                == "~ Project/p1\n    milestones: order \(names.joined(separator: " ")) -> \(names.reversed().joined(separator: " "))\n")
+                == "~ Project/p1\n    milestones: order \(names.joined(separator: " ")) -> \(names.reversed().joined(separator: " "))\n"
+        )
     }
 
     @Test func aRealStoreChangedAsTheAppWouldIsDiffed() throws {

@@ -17,14 +17,18 @@ import Testing
             if isMounted(folder + "/mnt") { _ = try? run("/usr/bin/fusermount3", ["-u", "-z", folder + "/mnt"]) }
             scratch.remove()
         }
-        let script = String(text[open.upperBound..<close.lowerBound]).replacingOccurrences(of: "/tmp/case", with: folder)
+        let script = String(text[open.upperBound..<close.lowerBound]).replacingOccurrences(
+            of: "/tmp/case", with: folder)
         try FileManager.default.createDirectory(atPath: scratch.path + "/bin", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: scratch.path + "/bin/storefs", withDestinationPath: try storefsBinary())
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.path + "/bin/storefs", withDestinationPath: try storefsBinary())
         let path = scratch.path + "/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let result = try run("/usr/bin/timeout", ["300", "/bin/sh", "-e", "-c", script], environment: ["PATH": path])
         #expect(result.status != 124, "the example did not finish within 300 s")
         #expect(result.succeeded, "\(result.errorOutput)\n\(result.output.suffix(1000))")
-        #expect(result.output.contains("\(folder)/evidence/Company.sqlite: OK"), "sha256sum -c: \(result.output.suffix(600))")
+        #expect(
+            result.output.contains("\(folder)/evidence/Company.sqlite: OK"),
+            "sha256sum -c: \(result.output.suffix(600))")
         #expect(result.output.contains("\"sha256\""), "user.storefs.evidence lists the hashes")
         #expect(result.output.hasSuffix("Hopper\n"), "the copy shows the edit: \(result.output.suffix(300))")
         #expect(!isMounted(folder + "/mnt"), "the example unmounts what it mounts")

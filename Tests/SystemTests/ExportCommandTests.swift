@@ -28,7 +28,8 @@ import Testing
             let path = folder + "/" + name
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             let hash = try run(try tool("sha256sum", package: "coreutils"), [path]).output.prefix(64)
-            return "\(name) \(attributes[.size] ?? 0) \((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0) \(hash)"
+            return
+                "\(name) \(attributes[.size] ?? 0) \((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0) \(hash)"
         }
     }
 
@@ -44,15 +45,18 @@ import Testing
     static func objectCount(_ store: String) throws -> Int {
         let info = try run(try storefsBinary(), ["info", "--json", store])
         let json = try JSONSerialization.jsonObject(with: Data(info.output.utf8)) as? [String: Any]
-        guard let count = json?["objects"] as? Int else { throw SystemTestError("storefs info: \(info.output)\(info.errorOutput)") }
+        guard let count = json?["objects"] as? Int else {
+            throw SystemTestError("storefs info: \(info.output)\(info.errorOutput)")
+        }
         return count
     }
 
     // MARK: - Real stores
 
     @Test(arguments: [
-        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", "RhetTbull_merge_photos_libraries_Photos.sqlite",
-        "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "sergd2005_ResourcesManager_default.store",
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite",
+        "RhetTbull_merge_photos_libraries_Photos.sqlite",
+        "alemar11_CoreDataPlus_SampleModel2_V1.sqlite", "sergd2005_ResourcesManager_default.store"
     ])
     func everyObjectOfARealStoreIsWrittenOnce(_ name: String) throws {
         let scratch = try Scratch()
@@ -62,7 +66,9 @@ import Testing
         let expected = try Self.objectCount(store)
         let export = try run(try storefsBinary(), ["export", store])
         #expect(export.succeeded, "\(export.errorOutput)")
-        #expect(!export.errorOutput.contains("\r") && !export.errorOutput.contains("error"), "no progress bar when stderr is not a terminal: \(export.errorOutput)")
+        #expect(
+            !export.errorOutput.contains("\r") && !export.errorOutput.contains("error"),
+            "no progress bar when stderr is not a terminal: \(export.errorOutput)")
         let objects = try Self.jsonLines(export.output)
         #expect(objects.count == expected, "storefs info counts \(expected)")
         let uris = objects.compactMap { $0["@uri"] as? String }
@@ -70,7 +76,9 @@ import Testing
         #expect(uris.allSatisfy { $0.hasPrefix("x-coredata://") })
         let array = try run(try storefsBinary(), ["export", "--format", "json", store])
         #expect((try JSONSerialization.jsonObject(with: Data(array.output.utf8)) as? [Any])?.count == expected)
-        #expect(try Self.fingerprint(scratch.path, only: before.map { String($0.prefix { $0 != " " }) }) == before, "the store's files are untouched")
+        #expect(
+            try Self.fingerprint(scratch.path, only: before.map { String($0.prefix { $0 != " " }) }) == before,
+            "the store's files are untouched")
 
         // Relationships are URIs of objects of the same store (a reference to an object the
         // store lacks is written as the store holds it, so dangling ones are counted apart).
@@ -111,10 +119,11 @@ import Testing
             ("Person", #"firstName BEGINSWITH[c] "a" AND birthDate > CAST("1960-06-01T12:00:00Z", "NSDate")"#),
             ("Department", "employees.@avg.salary > 100000"),
             ("Project", "ALL milestones.done == NO AND members.@count > 20"),
-            ("Manager", "directReports.@count == 0"),
+            ("Manager", "directReports.@count == 0")
         ]
         for (entity, predicate) in cases {
-            let export = try run(try storefsBinary(), ["export", scratch.store, "--entity", entity, "--where", predicate])
+            let export = try run(
+                try storefsBinary(), ["export", scratch.store, "--entity", entity, "--where", predicate])
             #expect(export.succeeded, "\(predicate): \(export.errorOutput)")
             let uris = try Self.jsonLines(export.output).compactMap { $0["@uri"] as? String }
             let expected = try context.objects(
@@ -148,7 +157,8 @@ import Testing
         let scratch = try Scratch()
         defer { scratch.remove() }
         try scratch.makeStore(objects: 200)
-        let export = try run(try storefsBinary(), ["export", scratch.store, "--entity", "Department", "--format", "csv"])
+        let export = try run(
+            try storefsBinary(), ["export", scratch.store, "--entity", "Department", "--format", "csv"])
         #expect(export.succeeded, "\(export.errorOutput)")
         let lines = export.output.split(separator: "\n")
         #expect(lines.first == "@entity,@uri,name,code,budget,founded,employees,projects,head")
@@ -167,7 +177,9 @@ import Testing
         #expect(try Self.fingerprint(scratch.path) == before)
         let sha256sum = try run(try tool("sha256sum", package: "coreutils"), [scratch.store])
         let storeHash = sha256sum.output.split(separator: " ").first.map(String.init) ?? "?"
-        #expect(evidence.errorOutput.contains("\(storeHash)  \(scratch.store)"), "the files read, with their SHA-256: \(evidence.errorOutput)")
+        #expect(
+            evidence.errorOutput.contains("\(storeHash)  \(scratch.store)"),
+            "the files read, with their SHA-256: \(evidence.errorOutput)")
         let plain = try run(try storefsBinary(), ["export", scratch.store])
         #expect(evidence.output == plain.output)
     }
@@ -178,8 +190,14 @@ import Testing
         try scratch.makeStore(objects: 3000)
         let bash = try tool("bash", package: "bash")
         let result = try run(
-            bash, ["-c", "\(quoted(try storefsBinary())) export \(quoted(scratch.store)) | head -c 100 >/dev/null; echo ${PIPESTATUS[0]}"])
-        #expect(["0", "141"].contains(result.output.trimmingCharacters(in: .whitespacesAndNewlines)), "status \(result.output)")
+            bash,
+            [
+                "-c",
+                "\(quoted(try storefsBinary())) export \(quoted(scratch.store)) | head -c 100 >/dev/null; echo ${PIPESTATUS[0]}"
+            ])
+        #expect(
+            ["0", "141"].contains(result.output.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "status \(result.output)")
         #expect(result.errorOutput.isEmpty, "\(result.errorOutput)")
     }
 
@@ -189,8 +207,11 @@ import Testing
         (["--format", "xml"], "--format must be jsonl, json or csv"),
         (["--entity", "Employe"], "the store's model has no entity Employe (it has Department, Employee,"),
         (["--entity", "Employee", "--where", "level >"], "--where: predicate \"level >\" at position 8"),
-        (["--entity", "Employee", "--where", "levle > 5"], "--where: key path levle: entity Employee has no attribute or relationship named levle"),
-        (["--entity", "Employee", "--where", "photo == 'x'"], "compares only with nil"),
+        (
+            ["--entity", "Employee", "--where", "levle > 5"],
+            "--where: key path levle: entity Employee has no attribute or relationship named levle"
+        ),
+        (["--entity", "Employee", "--where", "photo == 'x'"], "compares only with nil")
     ])
     func mistakesAreRefusedWithTheReason(_ arguments: [String], _ message: String) throws {
         let scratch = try Scratch()

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `storefs mount --foreground` as systemd runs it: readiness through NOTIFY_SOCKET, and SIGTERM
@@ -19,7 +19,9 @@ import Glibc
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         let log = scratch.path + "/server.log"
-        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        if !FileManager.default.fileExists(atPath: log) {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+        }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
@@ -107,7 +109,8 @@ import Glibc
         try listener.run()
         defer { if listener.isRunning { kill(listener.processIdentifier, SIGKILL) } }
         try #require(eventually { FileManager.default.fileExists(atPath: socketPath) || !listener.isRunning })
-        try #require(listener.isRunning, "the listener failed: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        try #require(
+            listener.isRunning, "the listener failed: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
 
         let server = try Self.start(scratch, options: "ro", environment: ["NOTIFY_SOCKET": socketPath])
         defer { Self.stop(server) }

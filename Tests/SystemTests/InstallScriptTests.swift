@@ -40,7 +40,7 @@ import Testing
             "usr/local/share/doc/storefs/LIBFUSE.md", "usr/local/share/doc/storefs/LGPL2.txt",
             "usr/local/share/bash-completion/completions/storefs", "usr/local/share/zsh/site-functions/_storefs",
             "usr/local/share/fish/vendor_completions.d/storefs.fish", "usr/local/share/doc/storefs/LICENSE",
-            "usr/local/share/man/man8/mount.fuse.storefs.8",
+            "usr/local/share/man/man8/mount.fuse.storefs.8"
         ]
         expectedFiles += try installScriptHelpers().map { "sbin/" + $0.installedName }
         expectedFiles += try manPageNames(in: manPages).map { "usr/local/share/man/man1/" + $0 }
@@ -60,10 +60,13 @@ import Testing
         #expect(install.output.contains("skipped systemctl daemon-reload"), "DESTDIR installs never reload systemd")
         // The binary is installed as built: install says which toolchain's runtime it needs.
         let runtime = try run("ldd", [binary]).output.split(separator: "\n").first { $0.contains("libswiftCore.so") }
-        let runtimeFolder = try #require(runtime?.split(separator: " ").first { $0.hasPrefix("/") }).split(separator: "/").dropLast()
+        let runtimeFolder = try #require(runtime?.split(separator: " ").first { $0.hasPrefix("/") }).split(
+            separator: "/"
+        ).dropLast()
             .joined(separator: "/")
         #expect(
-            install.output.contains("storefs loads the Swift runtime from /\(runtimeFolder): keep that toolchain installed"),
+            install.output.contains(
+                "storefs loads the Swift runtime from /\(runtimeFolder): keep that toolchain installed"),
             "install.sh names the runtime the binary needs: \(install.output)")
         #expect(
             try String(contentsOfFile: root + "/usr/local/share/doc/storefs/LICENSE", encoding: .utf8)
@@ -72,7 +75,8 @@ import Testing
         // An administrator's configuration, added after install, stays with its folder.
         try "STORE=/srv/a.sqlite\n".write(toFile: root + "/etc/storefs/library.conf", atomically: true, encoding: .utf8)
         let uninstall = try run(
-            "/bin/sh", [packageRoot.appendingPathComponent("scripts/uninstall.sh").path], environment: ["DESTDIR": root])
+            "/bin/sh", [packageRoot.appendingPathComponent("scripts/uninstall.sh").path], environment: ["DESTDIR": root]
+        )
         try #require(uninstall.succeeded, "uninstall.sh: \(uninstall.errorOutput)")
         #expect(Self.tree(root) == (before + ["etc/", "etc/storefs/", "etc/storefs/library.conf"]).sorted())
 

@@ -27,7 +27,9 @@ import Testing
         let lines = try Self.lineCount(xml)
         // In the background the log would go to the system log, or /var/log/storefs.log here: keep it in scratch.
         let arguments =
-            ["mount"] + (foreground ? ["--foreground"] : ["--log-file", scratch.path + "/log"]) + [xml, scratch.mountPoint, "-o", "ro"]
+            ["mount"] + (foreground ? ["--foreground"] : ["--log-file", scratch.path + "/log"]) + [
+                xml, scratch.mountPoint, "-o", "ro"
+            ]
         let command = ([try storefsBinary()] + arguments).map(quoted).joined(separator: " ")
         // script(1) gives the command a terminal and copies what it writes there to stdout.
         let typescript = scratch.path + "/typescript"
@@ -45,17 +47,21 @@ import Testing
         #expect(try run("/bin/ls", [scratch.mountPoint]).output.contains("Employee"))
         let finished = "loading Company.xml [\(String(repeating: "#", count: 30))] \(lines)/\(lines) lines"
         // In the background, `storefs mount` draws the end of the load as it returns.
-        #expect(eventually(timeout: 10) { Self.text(typescript).contains(finished) }, "the terminal showed: \(Self.text(typescript))")
+        #expect(
+            eventually(timeout: 10) { Self.text(typescript).contains(finished) },
+            "the terminal showed: \(Self.text(typescript))")
     }
 
     @Test func aMountWithoutATerminalDrawsNothing() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let xml = try Self.makeXMLStore(scratch, objects: 1_000)
-        let mounted = try run(try storefsBinary(), ["mount", xml, scratch.mountPoint, "-o", "ro", "--log-file", scratch.path + "/log"])
+        let mounted = try run(
+            try storefsBinary(), ["mount", xml, scratch.mountPoint, "-o", "ro", "--log-file", scratch.path + "/log"])
         defer { _ = try? run("/usr/bin/fusermount3", ["-u", scratch.mountPoint]) }
         #expect(mounted.succeeded, "\(mounted.errorOutput)")
-        #expect(mounted.errorOutput.isEmpty && mounted.output.isEmpty, "printed: \(mounted.output) \(mounted.errorOutput)")
+        #expect(
+            mounted.errorOutput.isEmpty && mounted.output.isEmpty, "printed: \(mounted.output) \(mounted.errorOutput)")
     }
 
     static func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the server's log goes and what it says: syslog priorities on the journal's stream, the
@@ -19,14 +19,16 @@ import Glibc
             scratch, options: "rw", arguments: arguments, environment: environment)
         defer { ForegroundMountTests.stop(server) }
         try #require(
-            eventually { isMounted(scratch.mountPoint) || !server.isRunning }, "no mount: \(ForegroundMountTests.log(scratch))")
+            eventually { isMounted(scratch.mountPoint) || !server.isRunning },
+            "no mount: \(ForegroundMountTests.log(scratch))")
         let employee = scratch.mountPoint + "/Employee/p6"
         // The shell does not report the EINVAL of the close; the log says why.
         _ = try shell("echo not-a-number > \(quoted(employee + "/salary"))")
         let department = try run("/bin/readlink", [employee + "/department"]).output.trimmingCharacters(in: .newlines)
         // Another department when the store has one (a link to one that does not exist is
         // refused), else the same one again: either way both sides of the relationship change.
-        let departments = try run("/bin/ls", [scratch.mountPoint + "/Department"]).output.split(separator: "\n").map(String.init)
+        let departments = try run("/bin/ls", [scratch.mountPoint + "/Department"]).output.split(separator: "\n").map(
+            String.init)
         let other = departments.map { "../../Department/" + $0 }.first { $0 != department } ?? department
         #expect(try run("/bin/rm", [employee + "/department"]).succeeded)
         #expect(try run("/bin/ln", ["-s", other, employee + "/department"]).succeeded)
@@ -69,7 +71,8 @@ import Glibc
         #expect(!log.contains("<6>") && !log.contains("<3>"), "log: \(log)")
         let error = log.split(separator: "\n").first { $0.contains("write Employee/p6/salary") }
         #expect(
-            error?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} error: write"#, options: .regularExpression)
+            error?.range(
+                of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} error: write"#, options: .regularExpression)
                 != nil,
             "a plain line is TIME LEVEL: MESSAGE; got \(error ?? "nothing")")
     }
@@ -86,7 +89,9 @@ import Glibc
         defer { verboseScratch.remove() }
         try verboseScratch.makeStore()
         let verbose = try Self.serverLog(verboseScratch, arguments: ["-v"])
-        for expected in ["debug: options: read-write, commit_delay 0.2 s", "debug: store ", "debug: committed", "debug: served "] {
+        for expected in [
+            "debug: options: read-write, commit_delay 0.2 s", "debug: store ", "debug: committed", "debug: served "
+        ] {
             #expect(verbose.contains(expected), "-v lacks \(expected): \(verbose)")
         }
         #expect(!verbose.contains("notify "), "-v shows per-request notifications: \(verbose)")
@@ -140,7 +145,8 @@ import Glibc
             unlink("/dev/log")
         }
         let received = { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
-        try #require(eventually { received().hasPrefix("ready") || !logger.isRunning }, "the logger failed: \(received())")
+        try #require(
+            eventually { received().hasPrefix("ready") || !logger.isRunning }, "the logger failed: \(received())")
 
         // No --log-file, no --foreground: what an fstab mount does.
         let mounted = try run(try storefsBinary(), ["mount", scratch.store, scratch.mountPoint])
@@ -153,8 +159,12 @@ import Glibc
             try? JSONSerialization.jsonObject(with: Data($0.utf8), options: .fragmentsAllowed) as? String
         }
         // <30> is daemon.info, <27> daemon.err (facility 3 × 8 + priority).
-        #expect(messages.contains { $0.hasPrefix("<30>") && $0.contains(" storefs[") && $0.contains("]: mounted \(scratch.store)") })
-        #expect(messages.contains { $0.hasPrefix("<27>") && $0.contains("]: write Employee/p6/salary: ") }, "\(messages)")
+        #expect(
+            messages.contains {
+                $0.hasPrefix("<30>") && $0.contains(" storefs[") && $0.contains("]: mounted \(scratch.store)")
+            })
+        #expect(
+            messages.contains { $0.hasPrefix("<27>") && $0.contains("]: write Employee/p6/salary: ") }, "\(messages)")
         #expect(messages.contains { $0.hasPrefix("<30>") && $0.contains("]: unmounted \(scratch.mountPoint)") })
     }
 }

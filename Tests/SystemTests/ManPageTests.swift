@@ -22,14 +22,19 @@ import Testing
 
     /// The statuses the section lists: the numbers its entries start with.
     func codes(_ section: [String]) -> Set<String> {
-        Set(section.compactMap { line in line.split(whereSeparator: \.isWhitespace).first.map(String.init) }.filter { Int($0) != nil })
+        Set(
+            section.compactMap { line in line.split(whereSeparator: \.isWhitespace).first.map(String.init) }.filter {
+                Int($0) != nil
+            })
     }
 
     @Test(arguments: ["storefs.1", "storefs.mount.1", "storefs.unmount.1"])
     func pagesOfCommandsThatKeepChangesInARecoveryFileList75(page: String) throws {
         let text = try rendered(try generatedManPages().appendingPathComponent(page))
         let statuses = exitStatus(text)
-        #expect(codes(statuses).contains("75") && statuses.joined(separator: " ").contains("recovery file"), "\(page): \(statuses)")
+        #expect(
+            codes(statuses).contains("75") && statuses.joined(separator: " ").contains("recovery file"),
+            "\(page): \(statuses)")
         #expect(!text.contains(">0 if an error occurs"), "the generator's generic sentence is replaced")
     }
 
@@ -38,7 +43,8 @@ import Testing
         for name in try manPageNames(in: folder) {
             let statuses = exitStatus(try rendered(folder.appendingPathComponent(name)))
             #expect(codes(statuses).isSuperset(of: ["0", "1", "64"]), "\(name): \(statuses)")
-            let lint = try run("sh", ["-c", "timeout 60 groff -mandoc -ww -z '\(folder.appendingPathComponent(name).path)'"])
+            let lint = try run(
+                "sh", ["-c", "timeout 60 groff -mandoc -ww -z '\(folder.appendingPathComponent(name).path)'"])
             #expect(lint.succeeded && lint.errorOutput.isEmpty, "\(name): \(lint.errorOutput)")
         }
     }
@@ -50,7 +56,8 @@ import Testing
         let text = try rendered(page)
         #expect(text.contains("mount.fuse.storefs store mountpoint [-sfnv] [-o options]"), "\(text.prefix(600))")
         #expect(text.contains("log_file=path"))
-        let script = try String(contentsOf: packageRoot.appendingPathComponent("scripts/mount.storefs"), encoding: .utf8)
+        let script = try String(
+            contentsOf: packageRoot.appendingPathComponent("scripts/mount.storefs"), encoding: .utf8)
         // Every status the script exits with is on the page, and the page names no other.
         let exits = Set(script.matches(of: /exit (\d+)/).map { String($0.1) })
         let listed = codes(exitStatus(text))

@@ -39,7 +39,8 @@ import Testing
         try Self.withHelper {
             // log_file keeps the test's log in its scratch folder (the default is the system log).
             let mounted = try run(
-                mount, ["-t", "fuse.storefs", scratch.store, scratch.mountPoint, "-o", "ro,log_file=\(scratch.path)/log"])
+                mount,
+                ["-t", "fuse.storefs", scratch.store, scratch.mountPoint, "-o", "ro,log_file=\(scratch.path)/log"])
             #expect(mounted.succeeded, "mount -t fuse.storefs: \(mounted.errorOutput)")
             defer { _ = try? run(umount, [scratch.mountPoint]) }
             // mount(8) returns once the mount answers: no waiting here.
@@ -74,7 +75,11 @@ import Testing
         #expect(created.succeeded, "storefs create URL: \(created.errorOutput)")
         try Self.withHelper {
             let mounted = try run(
-                mount, ["-t", "fuse.storefs", url.absoluteString, scratch.mountPoint, "-o", "_netdev,log_file=\(scratch.path)/log"])
+                mount,
+                [
+                    "-t", "fuse.storefs", url.absoluteString, scratch.mountPoint, "-o",
+                    "_netdev,log_file=\(scratch.path)/log"
+                ])
             #expect(mounted.succeeded, "mount -t fuse.storefs URL: \(mounted.errorOutput)")
             defer { _ = try? run(umount, [scratch.mountPoint]) }
             #expect(mountType(scratch.mountPoint) == "fuse.storefs")
@@ -125,7 +130,11 @@ import Testing
         defer { scratch.remove() }
         try Self.withHelper {
             let result = try run(
-                mount, ["-t", "fuse.storefs", scratch.path + "/missing.sqlite", scratch.mountPoint, "-o", "log_file=\(scratch.path)/log"])
+                mount,
+                [
+                    "-t", "fuse.storefs", scratch.path + "/missing.sqlite", scratch.mountPoint, "-o",
+                    "log_file=\(scratch.path)/log"
+                ])
             #expect(result.status == 32, "mount(8)'s status for a failed mount")
             #expect(result.errorOutput.contains("missing.sqlite"), "the reason names the store: \(result.errorOutput)")
             #expect(!isMounted(scratch.mountPoint))
@@ -140,7 +149,9 @@ import Testing
                 let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
             else { return nil }
             let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard arguments.contains(mountPoint), arguments.contains(where: { $0.hasSuffix("storefs") }) else { return nil }
+            guard arguments.contains(mountPoint), arguments.contains(where: { $0.hasSuffix("storefs") }) else {
+                return nil
+            }
             return pid
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Short runs of the reliability scripts (docs/RELIABILITY.md gives the long ones and their
@@ -37,8 +37,12 @@ import Glibc
         try Self.requireTools()
         let result = try run(
             packageRoot.appendingPathComponent("scripts/mutate-stores").path,
-            ["--variants", "30", "--seed", "5", "--storefs", try storefsBinary(), "--keep",
-             FileManager.default.temporaryDirectory.appendingPathComponent("mutate-failures-\(UUID().uuidString.prefix(8))").path])
+            [
+                "--variants", "30", "--seed", "5", "--storefs", try storefsBinary(), "--keep",
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "mutate-failures-\(UUID().uuidString.prefix(8))"
+                ).path
+            ])
         #expect(result.succeeded, "mutate-stores failed:\n\(result.output)\(result.errorOutput)")
         #expect(result.output.contains("mutate-stores: 30 variants"), "\(result.output)")
         #expect(

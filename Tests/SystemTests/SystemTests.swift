@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // The system tests drive the storefs binary the way an administrator does: mount(8) and the
@@ -25,7 +25,7 @@ func storefsBinary() throws -> String {
     let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let candidates = [
         beside.appendingPathComponent("storefs").path,
-        packageRoot.appendingPathComponent(".build/debug/storefs").path,
+        packageRoot.appendingPathComponent(".build/debug/storefs").path
     ]
     for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
         return candidate
@@ -38,7 +38,8 @@ func storefsBinary() throws -> String {
 /// The absolute path of `name`, or an error naming the Debian package that provides it.
 func tool(_ name: String, package: String) throws -> String {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-    let folders = path.split(separator: ":").map(String.init) + ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+    let folders =
+        path.split(separator: ":").map(String.init) + ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
     for folder in folders where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
         return folder + "/" + name
     }
@@ -98,7 +99,8 @@ struct Scratch {
     var mountPoint: String { path + "/mnt" }
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-system-\(UUID().uuidString.prefix(8))")
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "storefs-system-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: url.path + "/mnt", withIntermediateDirectories: true)
     }
 
@@ -163,7 +165,8 @@ func generatedManPages() throws -> URL {
     let folder = packageRoot.appendingPathComponent(".build/plugins/GenerateManual/outputs/storefs")
     guard FileManager.default.fileExists(atPath: folder.path + "/storefs.1") else {
         throw SystemTestError(
-            "no generated man pages in \(folder.path): run `scripts/manpages debug` before `swift test` (scripts/test does)")
+            "no generated man pages in \(folder.path): run `scripts/manpages debug` before `swift test` (scripts/test does)"
+        )
     }
     return folder
 }
@@ -180,7 +183,8 @@ func installScriptHelpers() throws -> [(source: String, installedName: String)] 
     guard let start = text.range(of: "\nHELPERS=\""),
         let end = text.range(of: "\"", range: start.upperBound..<text.endIndex)
     else { throw SystemTestError("scripts/install.sh has no HELPERS=\"...\" list") }
-    let helpers = text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line -> (String, String)? in
+    let helpers = text[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap {
+        line -> (String, String)? in
         let fields = line.split(separator: " ").map(String.init)
         return fields.count == 2 ? (fields[0], fields[1]) : nil
     }

@@ -49,7 +49,7 @@ import Testing
     @Test(arguments: [
         ("Type=notify", "Typ=notify"),
         ("KillMode=mixed", "KillMode=mixd"),
-        ("ExecStart=/usr/local/bin/storefs", "ExecStart=/usr/local/bin/storefs-missing"),
+        ("ExecStart=/usr/local/bin/storefs", "ExecStart=/usr/local/bin/storefs-missing")
     ])
     func aBrokenCopyFailsVerify(original: String, broken: String) throws {
         let scratch = try Scratch()
@@ -68,14 +68,14 @@ import Testing
         let lines = Set(text.split(separator: "\n").map(String.init))
         for expected in [
             "Type=notify", "NotifyAccess=main", "KillSignal=SIGTERM", "KillMode=mixed", "Restart=on-failure",
-            "EnvironmentFile=/etc/storefs/%i.conf", "DeviceAllow=/dev/fuse rw",
+            "EnvironmentFile=/etc/storefs/%i.conf", "DeviceAllow=/dev/fuse rw"
         ] {
             #expect(lines.contains(expected), "storefs@.service lacks \(expected)")
         }
         // Any of these gives the service its own mount namespace: the mount would not reach the host.
         for setting in [
             "ProtectSystem=", "ProtectHome=", "PrivateTmp=", "PrivateDevices=", "PrivateMounts=", "ReadWritePaths=",
-            "ReadOnlyPaths=", "InaccessiblePaths=", "ProtectKernelTunables=", "ProtectControlGroups=",
+            "ReadOnlyPaths=", "InaccessiblePaths=", "ProtectKernelTunables=", "ProtectControlGroups="
         ] {
             #expect(!lines.contains { $0.hasPrefix(setting) }, "storefs@.service must not set \(setting)")
         }

@@ -16,7 +16,8 @@ import Testing
             "\(error)".contains("did not finish within 1 s and was killed")
         }
         #expect(Date().timeIntervalSince(started) < 15, "it returned soon after the timeout")
-        let child = try #require(Int32(String(contentsOf: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let child = try #require(
+            Int32(String(contentsOf: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(eventually(timeout: 10) { kill(child, 0) != 0 }, "the program's child was killed too")
     }
 

@@ -6,7 +6,8 @@ import Foundation
 /// opening it (opening a WAL store checkpoints and deletes its -wal file).
 public enum Corpus {
     /// `Tests/Fixtures/corpus` of this checkout.
-    public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("Fixtures/corpus").standardizedFileURL
 
     /// A file or folder of the corpus, e.g. `sqlite/magicalpanda_MagicalRecord_Recipes.sqlite`.

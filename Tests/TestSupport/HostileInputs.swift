@@ -5,7 +5,8 @@ import Foundation
 /// for what it holds. scripts/fuzz also mutates them; its README says how each was made.
 public enum HostileInputs {
     /// `Tests/Fixtures/hostile` of this checkout.
-    public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("Fixtures/hostile").standardizedFileURL
 
     /// The kept input `name` of fuzz target `target` (`sqlite-store`, `xml-store`, ...).
@@ -18,14 +19,16 @@ public enum HostileInputs {
     /// cases.
     public static func names(in target: String) -> [String] {
         let path = directory.appendingPathComponent(target).path
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }
+            .sorted()
         return names.isEmpty ? ["<no inputs in \(path): the hostile fixtures are missing from this checkout>"] : names
     }
 
     /// A copy of a kept input in a new temporary folder (opening a store may write beside it, and
     /// fixtures stay as they are); remove `folder` when done.
     public static func copy(_ target: String, _ name: String) throws -> (folder: URL, file: URL) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hostile-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent(name)
         try FileManager.default.copyItem(at: url(target, name), to: file)

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A private PostgreSQL cluster for tests: `initdb` in a new folder, the server run as the
@@ -61,19 +61,26 @@ public final class PostgresServer: Sendable {
                     + "scripts/setup installs Debian's postgresql package")
         }
         guard getpwnam("postgres") != nil else {
-            throw TestServerError("this test runs PostgreSQL as the user postgres, which does not exist: install Debian's postgresql package")
+            throw TestServerError(
+                "this test runs PostgreSQL as the user postgres, which does not exist: install Debian's postgresql package"
+            )
         }
         self.bin = bin
         Self.removeLeftovers()
-        folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("\(Self.prefix)\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
+        folder = URL(fileURLWithPath: "/tmp").appendingPathComponent(
+            "\(Self.prefix)\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Self.run("chown", ["postgres", folder.path])
         do {
             let data = folder.appendingPathComponent("data").path
             if let primary {
-                try asPostgres("\(bin)/pg_basebackup", ["-D", data, "-R", "-h", primary.folder.path, "-p", "5432", "-U", "postgres", "-X", "stream"])
+                try asPostgres(
+                    "\(bin)/pg_basebackup",
+                    ["-D", data, "-R", "-h", primary.folder.path, "-p", "5432", "-U", "postgres", "-X", "stream"])
             } else {
-                try asPostgres("\(bin)/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+                try asPostgres(
+                    "\(bin)/initdb",
+                    ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
             }
             try start()
         } catch {
@@ -99,24 +106,30 @@ public final class PostgresServer: Sendable {
         let options = "-k \(folder.path) -p 5432 -c listen_addresses='' -c fsync=off -c max_connections=200"
         try asPostgres(
             "\(bin)/pg_ctl",
-            ["-D", folder.appendingPathComponent("data").path, "-o", options, "-l", folder.appendingPathComponent("server.log").path, "-w",
-                "-t", "60", "start"])
+            [
+                "-D", folder.appendingPathComponent("data").path, "-o", options, "-l",
+                folder.appendingPathComponent("server.log").path, "-w",
+                "-t", "60", "start"
+            ])
     }
 
     /// Stops the server as `pg_ctl stop -m MODE` does: `immediate` is a crash (every server process
     /// killed at once, recovery at the next start); `fast` a clean stop.
     public func stop(mode: String = "fast") throws {
-        try asPostgres("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", mode, "-w", "-t", "60", "stop"])
+        try asPostgres(
+            "\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", mode, "-w", "-t", "60", "stop"])
     }
 
     /// Stops (SIGSTOP) or continues (SIGCONT) the server and every process it started: a
     /// server that keeps its connections open and answers nothing.
     public func signalAll(_ signal: Int32) throws {
         let pidFile = folder.appendingPathComponent("data/postmaster.pid")
-        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let first = text.split(separator: "\n").first,
+        guard let text = try? String(contentsOf: pidFile, encoding: .utf8),
+            let first = text.split(separator: "\n").first,
             let postmaster = pid_t(first)
         else { throw TestServerError("no running server in \(folder.path)") }
-        let children = try Self.run("timeout", ["10", "pgrep", "-P", String(postmaster)]).split(separator: "\n").compactMap { pid_t($0) }
+        let children = try Self.run("timeout", ["10", "pgrep", "-P", String(postmaster)]).split(separator: "\n")
+            .compactMap { pid_t($0) }
         for pid in [postmaster] + children { kill(pid, signal) }
     }
 
@@ -125,8 +138,11 @@ public final class PostgresServer: Sendable {
     public func psql(_ sql: String) throws -> String {
         try Self.run(
             "timeout",
-            ["\(Self.commandTimeout)", "runuser", "-u", "postgres", "--", "\(bin)/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
-                folder.path, "-p", "5432", "-d", "postgres", "-c", sql])
+            [
+                "\(Self.commandTimeout)", "runuser", "-u", "postgres", "--", "\(bin)/psql", "-X", "-q", "-A", "-t",
+                "-v", "ON_ERROR_STOP=1", "-h",
+                folder.path, "-p", "5432", "-d", "postgres", "-c", sql
+            ])
     }
 
     /// Stops the server (if it runs) and removes its folder.
@@ -137,7 +153,9 @@ public final class PostgresServer: Sendable {
 
     /// What the server logged (for a failing test's message).
     public var log: String {
-        (try? String(contentsOf: folder.appendingPathComponent("server.log"), encoding: .utf8)).map { String($0.suffix(3000)) } ?? ""
+        (try? String(contentsOf: folder.appendingPathComponent("server.log"), encoding: .utf8)).map {
+            String($0.suffix(3000))
+        } ?? ""
     }
 
     private func asPostgres(_ executable: String, _ arguments: [String]) throws {
@@ -151,7 +169,8 @@ public final class PostgresServer: Sendable {
             let what = ([executable] + arguments).joined(separator: " ")
             throw TestServerError(
                 result.status == 124
-                    ? "\(what) did not finish within \(commandTimeout) s" : "\(what) failed (\(result.status)): \(result.error)\(result.output)")
+                    ? "\(what) did not finish within \(commandTimeout) s"
+                    : "\(what) failed (\(result.status)): \(result.error)\(result.output)")
         }
         return result.output
     }
@@ -159,8 +178,11 @@ public final class PostgresServer: Sendable {
     /// The newest installed PostgreSQL's bin folder.
     private static func binaries() -> String? {
         let root = "/usr/lib/postgresql"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
-        return versions.reversed().map { "\(root)/\($0)/bin" }.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init)
+            .sorted()
+        return versions.reversed().map { "\(root)/\($0)/bin" }.first {
+            FileManager.default.isExecutableFile(atPath: "\($0)/initdb")
+        }
     }
 
     /// Clusters of test processes that ended without removing theirs: stopped and removed.
@@ -168,10 +190,14 @@ public final class PostgresServer: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
-            guard let pid = pid_t(pidText), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            guard let pid = pid_t(pidText), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else {
+                continue
+            }
             let data = "/tmp/\(name)/data"
             if let bin = binaries() {
-                _ = try? runTool("timeout", ["30", "runuser", "-u", "postgres", "--", "\(bin)/pg_ctl", "-D", data, "-m", "immediate", "stop"])
+                _ = try? runTool(
+                    "timeout",
+                    ["30", "runuser", "-u", "postgres", "--", "\(bin)/pg_ctl", "-D", data, "-m", "immediate", "stop"])
             }
             try? FileManager.default.removeItem(atPath: "/tmp/\(name)")
         }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Scratch folders for tests whose files outlive one test function (stores shared by a suite,

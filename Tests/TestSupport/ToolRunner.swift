@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a tool printed and how it ended.
@@ -78,7 +78,9 @@ public func runTool(
         let reaped = waitpid(pid, &status, WNOHANG)
         if reaped == pid { break }
         if reaped < 0 {
-            guard errno == EINTR else { throw ToolError("waitpid for \(executable): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else {
+                throw ToolError("waitpid for \(executable): \(String(cString: strerror(errno)))")
+            }
             continue
         }
         if Date() > deadline {

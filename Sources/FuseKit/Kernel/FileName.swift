@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The checks every name from the kernel passes before a filesystem sees it.
@@ -25,7 +25,8 @@ public enum FileName {
     /// EINVAL (new) when it is not UTF-8, empty, or holds a slash.
     public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, for use: Use) throws(FileSystemError) -> String {
         guard bytes.count <= maximumLength else { throw .nameTooLong }
-        guard !bytes.isEmpty, !bytes.contains(UInt8(ascii: "/")), let name = String(validating: bytes, as: UTF8.self) else {
+        guard !bytes.isEmpty, !bytes.contains(UInt8(ascii: "/")), let name = String(validating: bytes, as: UTF8.self)
+        else {
             throw use == .existing ? .notFound : .invalid
         }
         return name
@@ -52,7 +53,8 @@ public enum FileName {
         let failure: FileSystemError = use == .existing ? .noAttribute : .invalid
         guard let name else { throw failure }
         let bytes = UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self)
-        guard let decoded = String(validating: UnsafeBufferPointer(start: bytes, count: strlen(name)), as: UTF8.self) else {
+        guard let decoded = String(validating: UnsafeBufferPointer(start: bytes, count: strlen(name)), as: UTF8.self)
+        else {
             throw failure
         }
         return decoded

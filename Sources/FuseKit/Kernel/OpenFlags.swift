@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The flags of an `open(2)` or `creat(2)` as the kernel hands them to OPEN and CREATE: what a
@@ -18,7 +18,9 @@ public struct OpenFlags: RawRepresentable, Hashable, Sendable {
     public var appends: Bool { rawValue & O_APPEND != 0 }
 
     /// Flags for tests and embedded use: reading, writing, or both, with O_TRUNC and O_APPEND.
-    public static func make(reading: Bool = true, writing: Bool = false, truncating: Bool = false, appending: Bool = false)
+    public static func make(
+        reading: Bool = true, writing: Bool = false, truncating: Bool = false, appending: Bool = false
+    )
         -> OpenFlags
     {
         var raw: Int32 = reading && writing ? O_RDWR : writing ? O_WRONLY : O_RDONLY

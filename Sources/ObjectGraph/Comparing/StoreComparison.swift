@@ -106,11 +106,15 @@ public struct StoreComparison {
                 let b = try newSide.peek()
                 guard a != nil || b != nil else { break }
                 if let a, b == nil || a.objectID.key < b!.objectID.key {
-                    try report(ObjectDifference(kind: .deleted, object: ObjectReference(entityName: name, key: a.objectID.key)))
+                    try report(
+                        ObjectDifference(kind: .deleted, object: ObjectReference(entityName: name, key: a.objectID.key))
+                    )
                     count += 1
                     oldSide.advance()
                 } else if let b, a == nil || b.objectID.key < a!.objectID.key {
-                    try report(ObjectDifference(kind: .inserted, object: ObjectReference(entityName: name, key: b.objectID.key)))
+                    try report(
+                        ObjectDifference(
+                            kind: .inserted, object: ObjectReference(entityName: name, key: b.objectID.key)))
                     count += 1
                     newSide.advance()
                 } else if let a, let b {
@@ -118,7 +122,8 @@ public struct StoreComparison {
                     if !properties.isEmpty {
                         try report(
                             ObjectDifference(
-                                kind: .updated, object: ObjectReference(entityName: name, key: a.objectID.key), properties: properties))
+                                kind: .updated, object: ObjectReference(entityName: name, key: a.objectID.key),
+                                properties: properties))
                         count += 1
                     }
                     oldSide.advance()
@@ -138,7 +143,8 @@ public struct StoreComparison {
 
         init(coordinator: PersistentStoreCoordinator, entityName: String, pageSize: Int) {
             if let entity = coordinator.model.entityID(named: entityName) {
-                pages = ObjectRecordPages(coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize)
+                pages = ObjectRecordPages(
+                    coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize)
             } else {
                 finished = true
             }
@@ -190,7 +196,8 @@ public struct StoreComparison {
                 if xs != ys || (ordered && x != y) {
                     result.append(
                         .toMany(
-                            name: name, removed: x.filter { !ys.contains($0) }.sorted(), added: y.filter { !xs.contains($0) }.sorted(),
+                            name: name, removed: x.filter { !ys.contains($0) }.sorted(),
+                            added: y.filter { !xs.contains($0) }.sorted(),
                             old: ordered ? x : [], new: ordered ? y : []))
                 }
             } else {
@@ -203,7 +210,9 @@ public struct StoreComparison {
     }
 
     private func reference(_ id: ObjectID, in model: ManagedObjectModel) -> ObjectReference {
-        let name = id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count ? model[id.entity].name : "\(id.entity)"
+        let name =
+            id.entity.rawValue >= 1 && id.entity.rawValue <= model.entities.count
+            ? model[id.entity].name : "\(id.entity)"
         return ObjectReference(entityName: name, key: id.key)
     }
 

@@ -47,7 +47,8 @@ extension ObjectContext {
 
     /// Replaces the contents of to-many relationship `name` of `id` (in order, for ordered ones),
     /// keeping inverses consistent.
-    public func setDestinations(_ destinations: [ObjectID], of name: String, for id: ObjectID) throws(ObjectGraphError) {
+    public func setDestinations(_ destinations: [ObjectID], of name: String, for id: ObjectID) throws(ObjectGraphError)
+    {
         let relationship = try self.relationship(name, of: id.entity)
         guard relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-one relationship")
@@ -74,10 +75,12 @@ extension ObjectContext {
     }
 
     /// Removes `destination` from to-many relationship `name` of `id`.
-    public func removeDestination(_ destination: ObjectID, from name: String, of id: ObjectID) throws(ObjectGraphError) {
+    public func removeDestination(_ destination: ObjectID, from name: String, of id: ObjectID) throws(ObjectGraphError)
+    {
         let list = try destinations(of: name, for: id)
         guard list.contains(destination) else {
-            throw ObjectGraphError(.notFound, "\(describe(destination)) is not in \(model[id.entity].name).\(name) of \(describe(id))")
+            throw ObjectGraphError(
+                .notFound, "\(describe(destination)) is not in \(model[id.entity].name).\(name) of \(describe(id))")
         }
         try setDestinations(list.filter { $0 != destination }, of: name, for: id)
     }
@@ -90,7 +93,8 @@ extension ObjectContext {
     public func insertObject(of entity: EntityID, key: PrimaryKey? = nil) throws(ObjectGraphError) -> ObjectID {
         let description = model[entity]
         guard !description.isAbstract else {
-            throw ObjectGraphError(.validation, "entity \(description.name) is abstract: insert an object of one of its subentities")
+            throw ObjectGraphError(
+                .validation, "entity \(description.name) is abstract: insert an object of one of its subentities")
         }
         return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID in
             beginChange(&state)
@@ -135,7 +139,8 @@ extension ObjectContext {
     public func insertObject(_ snapshot: Snapshot) throws(ObjectGraphError) {
         state.withLock { state in
             insertLocked(
-                Snapshot(objectID: snapshot.objectID, version: 0, attributes: snapshot.attributes), &state, touching: false)
+                Snapshot(objectID: snapshot.objectID, version: 0, attributes: snapshot.attributes), &state,
+                touching: false)
         }
     }
 
@@ -186,7 +191,8 @@ extension ObjectContext {
                 }
             }
             for current in closure {
-                for relationship in model[current.entity].persistentRelationships where relationship.deleteRule == .deny {
+                for relationship in model[current.entity].persistentRelationships where relationship.deleteRule == .deny
+                {
                     let blocking = try relatedLocked(relationship, current, &state).filter { !seen.contains($0) }
                     if !blocking.isEmpty {
                         throw ObjectGraphError(
@@ -306,7 +312,8 @@ extension ObjectContext {
             model.entity(d.entity, isKindOf: destinationEntity)
         else {
             throw ObjectGraphError(
-                .validation, "\(relationship.name) holds \(relationship.destinationEntityName) objects; \(describe(d)) is not one")
+                .validation,
+                "\(relationship.name) holds \(relationship.destinationEntityName) objects; \(describe(d)) is not one")
         }
         guard state.deleted[d] == nil, try snapshotLocked(d, &state) != nil else {
             throw ObjectGraphError(.notFound, "object \(describe(d)) does not exist")
@@ -328,7 +335,8 @@ extension ObjectContext {
     }
 
     /// Applies `change` to the pending state of `id`, registering it as updated on first change.
-    func modify(_ id: ObjectID, _ state: inout State, _ change: (inout PendingObject) -> Void) throws(ObjectGraphError) {
+    func modify(_ id: ObjectID, _ state: inout State, _ change: (inout PendingObject) -> Void) throws(ObjectGraphError)
+    {
         if state.pending[id] == nil {
             let snapshot = try existingSnapshot(id, &state)
             state.pending[id] = PendingObject(snapshot: snapshot, original: snapshot, isInserted: false)
@@ -340,7 +348,9 @@ extension ObjectContext {
 
     /// Sets the pending contents of to-many `name` of `id`, remembering the contents as read the
     /// first time.
-    func setToManyPending(_ name: String, _ list: [ObjectID], _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) {
+    func setToManyPending(_ name: String, _ list: [ObjectID], _ id: ObjectID, _ state: inout State)
+        throws(ObjectGraphError)
+    {
         let before = try toManyLocked(name, id, &state)
         try modify(id, &state) { pending in
             if pending.toMany[name] == nil && !pending.isInserted { pending.originalToMany[name] = before }
@@ -354,7 +364,9 @@ extension ObjectContext {
         for id in ids where state.pending[id]?.isInserted == true { state.touched.append(id) }
     }
 
-    func setToOneLocked(_ destination: ObjectID?, _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
+    func setToOneLocked(
+        _ destination: ObjectID?, _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State
+    )
         throws(ObjectGraphError)
     {
         let old = try existingSnapshot(id, &state).toOne[relationship.name]
@@ -367,7 +379,9 @@ extension ObjectContext {
         if let destination { touchInserted([destination], &state) }
     }
 
-    func setToManyLocked(_ list: [ObjectID], _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
+    func setToManyLocked(
+        _ list: [ObjectID], _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State
+    )
         throws(ObjectGraphError)
     {
         _ = try existingSnapshot(id, &state)

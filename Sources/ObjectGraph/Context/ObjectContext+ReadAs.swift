@@ -16,7 +16,8 @@ extension ObjectContext {
         try state.withLock { (state) throws(ObjectGraphError) in
             beginChange(&state)
             defer { endChange(&state) }
-            let untouched = state.pending[id].map { $0.snapshot.attributes[name] == $0.original.attributes[name] } ?? true
+            let untouched =
+                state.pending[id].map { $0.snapshot.attributes[name] == $0.original.attributes[name] } ?? true
             try modify(id, &state) { pending in
                 pending.snapshot.attributes[name] = value
                 if untouched && !pending.isInserted { pending.original.attributes[name] = expected }

@@ -267,7 +267,9 @@ extension ObjectContext {
         return groups.values.sorted { $0[0] < $1[0] }
     }
 
-    private func fail(_ group: [ObjectID], _ error: ObjectGraphError, _ state: inout State, _ outcome: inout SaveOutcome) {
+    private func fail(
+        _ group: [ObjectID], _ error: ObjectGraphError, _ state: inout State, _ outcome: inout SaveOutcome
+    ) {
         for id in group {
             state.failures[id] = Failure(error: error, changeCount: state.changeCount[id, default: 0])
             outcome.failed[id] = error
@@ -310,7 +312,8 @@ extension ObjectContext {
                 for (name, list) in pending.toMany.sorted(by: { $0.key < $1.key }) {
                     let original = pending.originalToMany[name] ?? []
                     guard list != original || pending.isInserted else { continue }
-                    request.toManyChanges.append(.init(source: id, relationship: name, destinations: list, original: original))
+                    request.toManyChanges.append(
+                        .init(source: id, relationship: name, destinations: list, original: original))
                 }
             } else if let deleted = state.deleted[id] {
                 request.deleted.append(SaveRequest.Deletion(objectID: id, expectedVersion: deleted.version))
@@ -369,7 +372,8 @@ extension ObjectContext {
         let entity = model[id.entity]
         for attribute in entity.persistentAttributes {
             do throws(ObjectGraphError) {
-                try Validator.check(pending.snapshot.attributes[attribute.name], for: attribute, in: entity, object: describe(id))
+                try Validator.check(
+                    pending.snapshot.attributes[attribute.name], for: attribute, in: entity, object: describe(id))
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }

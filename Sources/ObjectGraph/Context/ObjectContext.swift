@@ -173,7 +173,9 @@ public final class ObjectContext: Sendable {
             for next in Self.keys(following: key, count: state.pending.isEmpty ? batchSize - 1 : 0) {
                 for entity in entities {
                     let other = ObjectID(entity: entity, key: next)
-                    if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) { wanted.append(other) }
+                    if state.pending[other] == nil && state.deleted[other] == nil && !cache.contains(other) {
+                        wanted.append(other)
+                    }
                 }
             }
             return .fetch(wanted)
@@ -186,7 +188,8 @@ public final class ObjectContext: Sendable {
         return state.withLock { state -> ObjectID? in
             // What changed while the store was asked: an insert or delete of this key here.
             if let found = candidates.first(where: { state.pending[$0] != nil }) { return found }
-            return snapshots.first(where: { candidates.contains($0.objectID) && state.deleted[$0.objectID] == nil })?.objectID
+            return snapshots.first(where: { candidates.contains($0.objectID) && state.deleted[$0.objectID] == nil })?
+                .objectID
         }
     }
 
@@ -285,7 +288,8 @@ public final class ObjectContext: Sendable {
     /// are not in memory (see ``snapshotLocked(_:_:)``).
     func faultCandidates(_ id: ObjectID, _ state: State) -> [ObjectID] {
         let following = Self.keys(following: id.key, count: state.pending.isEmpty ? batchSize - 1 : 0)
-        return [id] + following.map { ObjectID(entity: id.entity, key: $0) }
+        return [id]
+            + following.map { ObjectID(entity: id.entity, key: $0) }
             .filter { state.pending[$0] == nil && state.deleted[$0] == nil && !cache.contains($0) }
     }
 

@@ -20,7 +20,8 @@ enum Validator {
         }
         if case .integer(let i) = value, let range = attribute.type.integerRange, !range.contains(i) {
             throw ObjectGraphError(
-                .validation, "\(subject) is an \(attribute.type.rawValue) attribute: \(i) is outside "
+                .validation,
+                "\(subject) is an \(attribute.type.rawValue) attribute: \(i) is outside "
                     + "\(range.lowerBound)...\(range.upperBound)")
         }
         if let min = attribute.minValue, let order = compare(value, min), order < 0 {
@@ -38,18 +39,21 @@ enum Validator {
         // non-optional to-many is empty when its minimum count is 0 (docs/SEMANTICS.md).
         if count == 0 && !relationship.isToMany {
             if !relationship.isOptional {
-                throw ObjectGraphError(.validation, "\(object()).\(relationship.name) is not optional and cannot be empty")
+                throw ObjectGraphError(
+                    .validation, "\(object()).\(relationship.name) is not optional and cannot be empty")
             }
             return
         }
         if relationship.isToMany {
             if relationship.minCount > 0 && count < relationship.minCount {
                 throw ObjectGraphError(
-                    .validation, "\(object()).\(relationship.name) needs at least \(relationship.minCount) objects, has \(count)")
+                    .validation,
+                    "\(object()).\(relationship.name) needs at least \(relationship.minCount) objects, has \(count)")
             }
             if relationship.maxCount > 0 && count > relationship.maxCount {
                 throw ObjectGraphError(
-                    .validation, "\(object()).\(relationship.name) holds at most \(relationship.maxCount) objects, has \(count)")
+                    .validation,
+                    "\(object()).\(relationship.name) holds at most \(relationship.maxCount) objects, has \(count)")
             }
         }
     }

@@ -31,7 +31,8 @@ extension PersistentStoreCoordinator {
                 let batch = Array(ids[start..<min(start + Self.migrationBatchSize, ids.count)])
                 let snapshots = try source.snapshots(for: batch)
                 guard snapshots.count == batch.count else {
-                    throw ObjectGraphError(.corruptStore, "the source store changed while it was being migrated; try again")
+                    throw ObjectGraphError(
+                        .corruptStore, "the source store changed while it was being migrated; try again")
                 }
                 request.inserted += snapshots
                 for relationship in entity.persistentRelationships where relationship.isToMany {
@@ -39,7 +40,8 @@ extension PersistentStoreCoordinator {
                     for id in batch {
                         let list = lists[id] ?? []
                         if !list.isEmpty {
-                            request.toManyChanges.append(.init(source: id, relationship: relationship.name, destinations: list))
+                            request.toManyChanges.append(
+                                .init(source: id, relationship: relationship.name, destinations: list))
                         }
                     }
                 }
@@ -77,7 +79,8 @@ extension PersistentStoreCoordinator {
         }
         var metadata = StoreMetadata()
         metadata.storeUUID = try store.metadata().storeUUID
-        try Self.writeNewStore(at: url, type: type, model: model, metadata: metadata) { (destination) throws(ObjectGraphError) in
+        try Self.writeNewStore(at: url, type: type, model: model, metadata: metadata) {
+            (destination) throws(ObjectGraphError) in
             try migrate(into: destination, progress: progress)
         }
     }
@@ -120,7 +123,8 @@ extension PersistentStoreCoordinator {
             }
             try beforeRename(temporary)
             guard rename(temporary.path, url.path) == 0 else {
-                throw ObjectGraphError(.io, "cannot move the new store to \(url.path): \(String(cString: strerror(errno)))")
+                throw ObjectGraphError(
+                    .io, "cannot move the new store to \(url.path): \(String(cString: strerror(errno)))")
             }
             StoreFiles.syncFolder(url.deletingLastPathComponent())
             for folder in type.companionFolders(of: temporary) { try? FileManager.default.removeItem(at: folder) }
@@ -135,14 +139,19 @@ extension PersistentStoreCoordinator {
     /// Migrates into a new store on a server (PostgreSQL): created empty, then filled by one save
     /// (one transaction: all objects or none); when anything fails, the new store is removed, so
     /// there is never a half-written store at `url`.
-    private func migrate(toService url: URL, type: any PersistentStoreType, progress: (Int, Int) -> Void) throws(ObjectGraphError) {
+    private func migrate(toService url: URL, type: any PersistentStoreType, progress: (Int, Int) -> Void)
+        throws(ObjectGraphError)
+    {
         guard try !type.storeExists(at: url) else {
-            throw ObjectGraphError(.exists, "\(StoreURL.describe(url)) holds a store; migration writes a new store and never overwrites one")
+            throw ObjectGraphError(
+                .exists,
+                "\(StoreURL.describe(url)) holds a store; migration writes a new store and never overwrites one")
         }
         var metadata = StoreMetadata()
         metadata.storeUUID = try store.metadata().storeUUID
         metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))
-        let destination = try type.open(at: url, model: model, options: StoreOptions(createIfMissing: true), initialMetadata: metadata)
+        let destination = try type.open(
+            at: url, model: model, options: StoreOptions(createIfMissing: true), initialMetadata: metadata)
         do throws(ObjectGraphError) {
             try migrate(into: destination, progress: progress)
             destination.close()
@@ -150,7 +159,9 @@ extension PersistentStoreCoordinator {
             destination.close()
             do { try type.removeStore(at: url) } catch let removal {
                 throw ObjectGraphError(
-                    error.code, "\(error.message); removing the new, incomplete store failed too (\(removal.message)): remove it by hand")
+                    error.code,
+                    "\(error.message); removing the new, incomplete store failed too (\(removal.message)): remove it by hand"
+                )
             }
             throw error
         }

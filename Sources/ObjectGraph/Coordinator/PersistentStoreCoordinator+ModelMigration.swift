@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a model migration did.
@@ -35,10 +35,12 @@ extension PersistentStoreCoordinator {
             throw ObjectGraphError(.invalidModel, "a model migration needs at least one step")
         }
         guard first.source == model else {
-            throw ObjectGraphError(.invalidModel, "the store is open with another model than the one its migration starts from")
+            throw ObjectGraphError(
+                .invalidModel, "the store is open with another model than the one its migration starts from")
         }
         guard destination.model == last.destination else {
-            throw ObjectGraphError(.invalidModel, "the destination store has another model than the one the migration ends with")
+            throw ObjectGraphError(
+                .invalidModel, "the destination store has another model than the one the migration ends with")
         }
         // Every step's mapping is checked before any object is read: a custom policy in the
         // last step refuses the migration at once.
@@ -64,7 +66,8 @@ extension PersistentStoreCoordinator {
                 throw ObjectGraphError(error.code, where_ + error.message, objects: error.objects)
             }
             history = history.map { $0.then(output.history) } ?? output.history
-            let target: any PersistentStore = index == steps.count - 1 ? destination : GraphStore(model: step.destination)
+            let target: any PersistentStore =
+                index == steps.count - 1 ? destination : GraphStore(model: step.destination)
             var request = output.request
             request.metadata = try Self.migratedMetadata(kept, into: target, model: step.destination)
             try target.save(request)
@@ -77,7 +80,8 @@ extension PersistentStoreCoordinator {
         {
             carried = try target.adoptHistory(log, mapping: history)
         }
-        return ModelMigrationResult(steps: steps.map(\.description), objectCount: count, historyTransactions: carried, backup: nil)
+        return ModelMigrationResult(
+            steps: steps.map(\.description), objectCount: count, historyTransactions: carried, backup: nil)
     }
 
     /// The metadata of a migrated store: `target`'s own bookkeeping for `model`, and every other
@@ -101,7 +105,9 @@ extension PersistentStoreCoordinator {
     public func migrateModel(
         to url: URL, type: any PersistentStoreType, steps: [MigrationStep], progress: (Int, Int) -> Void = { _, _ in }
     ) throws(ObjectGraphError) -> ModelMigrationResult {
-        guard let last = steps.last else { throw ObjectGraphError(.invalidModel, "a model migration needs at least one step") }
+        guard let last = steps.last else {
+            throw ObjectGraphError(.invalidModel, "a model migration needs at least one step")
+        }
         var metadata = StoreMetadata()
         metadata.storeUUID = try store.metadata().storeUUID
         return try Self.writeNewStore(at: url, type: type, model: last.destination, metadata: metadata) {
@@ -121,11 +127,14 @@ extension PersistentStoreCoordinator {
     public static func migrateInPlace(
         at url: URL, types: [any PersistentStoreType], forcedType: (any PersistentStoreType)? = nil,
         sourceModel: ManagedObjectModel? = nil, modelDescription: ModelSource? = nil,
-        plan: (PersistentStoreCoordinator) throws(ObjectGraphError) -> [MigrationStep], progress: (Int, Int) -> Void = { _, _ in }
+        plan: (PersistentStoreCoordinator) throws(ObjectGraphError) -> [MigrationStep],
+        progress: (Int, Int) -> Void = { _, _ in }
     ) throws(ObjectGraphError) -> ModelMigrationResult {
         let type: any PersistentStoreType
         if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
-        guard FileManager.default.fileExists(atPath: url.path) else { throw ObjectGraphError(.notFound, "\(url.path) does not exist") }
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw ObjectGraphError(.notFound, "\(url.path) does not exist")
+        }
         let lock = try StoreLock.acquire(for: url)
         defer { lock.release() }
         // What reading the store makes beside it (SQLite's -shm, an empty -wal) goes again on a
@@ -139,7 +148,8 @@ extension PersistentStoreCoordinator {
         let opened: PersistentStoreCoordinator
         do {
             opened = try open(
-                at: url, types: types, model: sourceModel, options: StoreOptions(readOnly: true), modelDescription: modelDescription,
+                at: url, types: types, model: sourceModel, options: StoreOptions(readOnly: true),
+                modelDescription: modelDescription,
                 forcedType: type)
         } catch {
             removeNewSidecars()
@@ -200,7 +210,9 @@ extension PersistentStoreCoordinator {
                                 try FileManager.default.createDirectory(
                                     at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
                             } catch {
-                                throw ObjectGraphError(.io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
+                                throw ObjectGraphError(
+                                    .io,
+                                    "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
                             }
                             try StoreFiles.linkOrCopy(folder.appendingPathComponent(relative), to: to)
                         }
@@ -209,7 +221,9 @@ extension PersistentStoreCoordinator {
                 })
             // The old store's companion files now belong to the backup alone.
             for ((folder, _), files) in zip(companions, oldFiles) {
-                for relative in files { try? FileManager.default.removeItem(at: folder.appendingPathComponent(relative)) }
+                for relative in files {
+                    try? FileManager.default.removeItem(at: folder.appendingPathComponent(relative))
+                }
             }
             result.backup = backup
             return result

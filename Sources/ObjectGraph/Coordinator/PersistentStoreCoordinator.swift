@@ -27,7 +27,9 @@ public final class PersistentStoreCoordinator: Sendable {
         self.init(store: store, configuration: configuration, lock: nil, modelSource: modelSource)
     }
 
-    private init(store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?, modelSource: ModelSource?) {
+    private init(
+        store: any PersistentStore, configuration: EngineConfiguration, lock: StoreLock?, modelSource: ModelSource?
+    ) {
         self.store = store
         self.configuration = configuration
         self.rowCache = RowCache(limit: configuration.rowCacheLimit)
@@ -61,7 +63,8 @@ public final class PersistentStoreCoordinator: Sendable {
         if StoreURL.isService(url) {
             let scheme = url.scheme?.lowercased() ?? ""
             if let type = types.first(where: { $0.urlSchemes.contains(scheme) }) { return type }
-            throw ObjectGraphError(.unsupported, "\(StoreURL.describe(url)): storefs knows no store type for URLs of scheme \(scheme)")
+            throw ObjectGraphError(
+                .unsupported, "\(StoreURL.describe(url)): storefs knows no store type for URLs of scheme \(scheme)")
         }
         let suffix = url.pathExtension.lowercased()
         if let type = types.first(where: { $0.fileExtensions.contains(suffix) }) { return type }
@@ -105,8 +108,10 @@ public final class PersistentStoreCoordinator: Sendable {
         let lock = options.readOnly || type.allowsSeveralWriters ? nil : try StoreLock.acquire(for: url)
         do throws(ObjectGraphError) {
             let (store, source) = try open(
-                at: url, type: type, model: model, options: options, metadata: metadata, modelDescription: modelDescription)
-            return PersistentStoreCoordinator(store: store, configuration: configuration, lock: lock, modelSource: source)
+                at: url, type: type, model: model, options: options, metadata: metadata,
+                modelDescription: modelDescription)
+            return PersistentStoreCoordinator(
+                store: store, configuration: configuration, lock: lock, modelSource: source)
         } catch {
             lock?.release()
             throw error
@@ -116,7 +121,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The store and, when the caller or the store's metadata gave the model, where it came from
     /// (nil: the store says, see ``PersistentStore/modelSource``).
     private static func open(
-        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions, metadata: StoreMetadata,
+        at url: URL, type: any PersistentStoreType, model: ManagedObjectModel?, options: StoreOptions,
+        metadata: StoreMetadata,
         modelDescription: ModelSource?
     ) throws(ObjectGraphError) -> (any PersistentStore, ModelSource?) {
         let exists = try type.storeExists(at: url)

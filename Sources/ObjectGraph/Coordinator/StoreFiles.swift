@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The file moves a migration makes around a store: a new store written under a temporary name
@@ -30,12 +30,15 @@ enum StoreFiles {
             var info = stat()
             if lstat(candidate.path, &info) != 0 && errno == ENOENT { return candidate }
         }
-        throw ObjectGraphError(.exists, "\(folder.path) holds 1000 backups of \(url.lastPathComponent) already; remove old ones")
+        throw ObjectGraphError(
+            .exists, "\(folder.path) holds 1000 backups of \(url.lastPathComponent) already; remove old ones")
     }
 
     /// Removes a store file that was being written and whatever SQLite left beside it.
     static func removeStore(_ url: URL, type: any PersistentStoreType) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
         for folder in type.companionFolders(of: url) { try? FileManager.default.removeItem(at: folder) }
     }
 
@@ -60,7 +63,9 @@ enum StoreFiles {
             let size = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
             guard size == 0 else {
                 throw ObjectGraphError(
-                    .busy, "\(url.path) was written by another program during the migration (its -wal holds data); nothing was replaced")
+                    .busy,
+                    "\(url.path) was written by another program during the migration (its -wal holds data); nothing was replaced"
+                )
             }
             try? FileManager.default.removeItem(atPath: wal)
         }
@@ -73,7 +78,8 @@ enum StoreFiles {
         var result: [String] = []
         while let next = enumerator.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder.appendingPathComponent(next).path, isDirectory: &isDirectory),
+            if FileManager.default.fileExists(
+                atPath: folder.appendingPathComponent(next).path, isDirectory: &isDirectory),
                 !isDirectory.boolValue
             {
                 result.append(next)
@@ -91,15 +97,19 @@ enum StoreFiles {
             let from = source.appendingPathComponent(relative)
             let to = destination.appendingPathComponent(relative)
             do {
-                try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
             } catch {
-                throw ObjectGraphError(.io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
+                throw ObjectGraphError(
+                    .io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
             }
             guard !FileManager.default.fileExists(atPath: to.path) else {
-                throw ObjectGraphError(.exists, "\(to.path) exists; the new store's file of that name was not moved over it")
+                throw ObjectGraphError(
+                    .exists, "\(to.path) exists; the new store's file of that name was not moved over it")
             }
             guard rename(from.path, to.path) == 0 else {
-                throw ObjectGraphError(.io, "cannot move \(from.path) to \(to.path): \(String(cString: strerror(errno)))")
+                throw ObjectGraphError(
+                    .io, "cannot move \(from.path) to \(to.path): \(String(cString: strerror(errno)))")
             }
             moved.append(to)
         }
@@ -113,7 +123,8 @@ enum StoreFiles {
         do {
             try FileManager.default.copyItem(at: source, to: destination)
         } catch {
-            throw ObjectGraphError(.io, "cannot keep a backup of \(source.path) at \(destination.path): \(error.localizedDescription)")
+            throw ObjectGraphError(
+                .io, "cannot keep a backup of \(source.path) at \(destination.path): \(error.localizedDescription)")
         }
     }
 
@@ -122,9 +133,11 @@ enum StoreFiles {
         for relative in files(under: folder) {
             let to = destination.appendingPathComponent(relative)
             do {
-                try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
             } catch {
-                throw ObjectGraphError(.io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
+                throw ObjectGraphError(
+                    .io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
             }
             try linkOrCopy(folder.appendingPathComponent(relative), to: to)
         }

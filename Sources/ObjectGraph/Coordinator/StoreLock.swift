@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One writer per store file: a lock file beside the store (`.Company.sqlite.storefs-lock`),
@@ -43,7 +43,8 @@ public final class StoreLock: Sendable {
                         + "(\(String(cString: strerror(errno)))); open it read-only (-o ro)")
             }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-                let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(
+                    in: .whitespacesAndNewlines)
                 close(fd)
                 throw ObjectGraphError(
                     .busy,

@@ -18,7 +18,8 @@ extension ObjectContext {
         var records: [ObjectRecord] = []
         records.reserveCapacity(ids.count)
         for id in ids {
-            guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count, let snapshot = try snapshot(of: id)
+            guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count,
+                let snapshot = try snapshot(of: id)
             else { continue }
             var toMany: [String: [ObjectID]] = [:]
             for relationship in model[id.entity].persistentRelationships where relationship.isToMany {

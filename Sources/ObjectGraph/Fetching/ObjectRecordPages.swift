@@ -55,8 +55,8 @@ public struct ObjectRecordPages {
                 throw ObjectGraphError(.notFound, "\(entity) is not an entity of the model")
             }
             if let page = try store.snapshots(
-                of: entity, includingSubentities: includingSubentities, matching: predicate, after: nil, limit: pageSize)
-            {
+                of: entity, includingSubentities: includingSubentities, matching: predicate, after: nil, limit: pageSize
+            ) {
                 snapshots = page
                 progress = page.count < pageSize ? .done : .paged(after: page.last?.objectID.key)
             } else {
@@ -73,7 +73,8 @@ public struct ObjectRecordPages {
         case .paged(let after):
             guard
                 let page = try store.snapshots(
-                    of: entity, includingSubentities: includingSubentities, matching: predicate, after: after, limit: pageSize)
+                    of: entity, includingSubentities: includingSubentities, matching: predicate, after: after,
+                    limit: pageSize)
             else {
                 throw ObjectGraphError(.unsupported, "the \(store.storeType) store stopped reading pages part-way")
             }

@@ -45,7 +45,8 @@ public enum CompiledMappingModelDecoder {
                 mapping.filterPredicate = try filter(of: expression)
             }
             mapping.attributeMappings = try properties(object, "NSAttributeMappings", mapping: name, source: source)
-            mapping.relationshipMappings = try properties(object, "NSRelationshipMappings", mapping: name, source: source)
+            mapping.relationshipMappings = try properties(
+                object, "NSRelationshipMappings", mapping: name, source: source)
             mappings.append(mapping)
         }
         return MappingModel(source: source, entityMappings: mappings)
@@ -64,7 +65,8 @@ public enum CompiledMappingModelDecoder {
         var result: [PropertyMapping] = []
         for property in try object.object(key)?.elements() ?? [] {
             guard let name = try property.string("NSDestinationPropertyName"), !name.isEmpty else {
-                throw ObjectGraphError(.invalidModel, "\(source): entity mapping \(mapping) has a property mapping without a name")
+                throw ObjectGraphError(
+                    .invalidModel, "\(source): entity mapping \(mapping) has a property mapping without a name")
             }
             var expression: MappingExpression?
             if let archived = try property.object("NSValueExpression") {
@@ -89,7 +91,9 @@ public enum CompiledMappingModelDecoder {
         var visited: Set<Int> = []
         while let next = pending.popLast(), visited.count < 256 {
             guard next.uid < 0 || visited.insert(next.uid).inserted else { continue }
-            if next.isKind(of: "NSFunctionExpression"), try next.string("NSSelectorName") == "fetchRequestForSourceEntityNamed:predicateString:" {
+            if next.isKind(of: "NSFunctionExpression"),
+                try next.string("NSSelectorName") == "fetchRequestForSourceEntityNamed:predicateString:"
+            {
                 let arguments = try next.object("NSArguments")?.elements() ?? []
                 guard arguments.count == 2, let constant = try arguments[1].object("NSConstantValue"),
                     let predicate = try constant.stringValue()
@@ -101,7 +105,9 @@ public enum CompiledMappingModelDecoder {
                 guard case .string(let key) = entry.key, key != "$class" else { continue }
                 if let child = try next.object(key), child.className != nil { pending.append(child) }
                 if case .array(let items) = entry.value {
-                    for case .uid(let uid) in items { if let child = try next.archive.object(uid) { pending.append(child) } }
+                    for case .uid(let uid) in items {
+                        if let child = try next.archive.object(uid) { pending.append(child) }
+                    }
                 }
             }
         }

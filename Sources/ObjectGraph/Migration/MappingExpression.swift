@@ -50,7 +50,9 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
         case .variable(let name, let path): return "$" + name + path.map { "." + $0 }.joined()
         case .keyPath(let path):
             // A first key that spells a keyword is written #KEY, as NSExpression requires.
-            guard let first = path.first, Self.keywords.contains(first.uppercased()) else { return path.joined(separator: ".") }
+            guard let first = path.first, Self.keywords.contains(first.uppercased()) else {
+                return path.joined(separator: ".")
+            }
             return "#" + path.joined(separator: ".")
         case .function(let target, let selector, let arguments):
             return "FUNCTION(\(target), \(Expression.Literal.string(selector))\(arguments.map { ", \($0)" }.joined()))"
@@ -74,7 +76,8 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
 
         func error(_ expectation: String) -> ObjectGraphError {
             let quoted = text.count <= 200 ? "\"\(text)\"" : "\"\(text.prefix(100))…\" (\(text.count) characters)"
-            return ObjectGraphError(.invalidModel, "value expression \(quoted) at position \(index + 1): \(expectation)")
+            return ObjectGraphError(
+                .invalidModel, "value expression \(quoted) at position \(index + 1): \(expectation)")
         }
 
         mutating func skipSpace() {
@@ -112,12 +115,16 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             guard index < chars.count else { throw error("expected a value, a key path or a function") }
             let c = chars[index]
             if c == "\"" || c == "'" { return .constant(.string(try string(quote: c))) }
-            if c.isASCII && c.isNumber || ((c == "-" || c == "+") && index + 1 < chars.count && chars[index + 1].isNumber) {
+            if c.isASCII && c.isNumber
+                || ((c == "-" || c == "+") && index + 1 < chars.count && chars[index + 1].isNumber)
+            {
                 return .constant(try number())
             }
             if c == "$" {
                 index += 1
-                guard index < chars.count, Self.isNameStart(chars[index]) else { throw error("expected a variable name after \"$\"") }
+                guard index < chars.count, Self.isNameStart(chars[index]) else {
+                    throw error("expected a variable name after \"$\"")
+                }
                 let variable = name()
                 return .variable(variable, keyPath: try keyPathTail())
             }
@@ -137,7 +144,9 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             }
             if c == "#" {
                 index += 1
-                guard index < chars.count, Self.isNameStart(chars[index]) else { throw error("expected a key after \"#\"") }
+                guard index < chars.count, Self.isNameStart(chars[index]) else {
+                    throw error("expected a key after \"#\"")
+                }
                 let first = name()
                 return .keyPath([first] + (try keyPathTail()))
             }
@@ -238,7 +247,8 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
                     case "r": value.append("\r")
                     case "u":
                         let hex = index + 5 <= chars.count ? String(chars[(index + 1)..<(index + 5)]) : ""
-                        guard hex.count == 4, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code) else {
+                        guard hex.count == 4, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code)
+                        else {
                             throw error("expected four hexadecimal digits after \\u")
                         }
                         value.unicodeScalars.append(scalar)
@@ -261,8 +271,11 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
         mutating func number() throws(ObjectGraphError) -> Expression.Literal {
             let start = index
             if chars[index] == "-" || chars[index] == "+" { index += 1 }
-            while index < chars.count, chars[index].isASCII, chars[index].isNumber || chars[index] == "." || chars[index] == "e"
-                || chars[index] == "E" || ((chars[index] == "-" || chars[index] == "+") && (chars[index - 1] == "e" || chars[index - 1] == "E"))
+            while index < chars.count, chars[index].isASCII,
+                chars[index].isNumber || chars[index] == "." || chars[index] == "e"
+                    || chars[index] == "E"
+                    || ((chars[index] == "-" || chars[index] == "+")
+                        && (chars[index - 1] == "e" || chars[index - 1] == "E"))
             {
                 index += 1
             }

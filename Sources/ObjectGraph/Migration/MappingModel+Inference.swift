@@ -24,7 +24,9 @@ extension MappingModel {
         for entity in destination.entities.sorted(by: { $0.name < $1.name }) {
             let sourceName = difference.entityMatches.first { $0.value == entity.name }?.key
             guard let sourceName, let old = source.entity(named: sourceName) else {
-                mappings.append(EntityMapping(name: "\(entity.name)", kind: .add, sourceEntityName: nil, destinationEntityName: entity.name))
+                mappings.append(
+                    EntityMapping(
+                        name: "\(entity.name)", kind: .add, sourceEntityName: nil, destinationEntityName: entity.name))
                 continue
             }
             let names = difference.propertyMatches[entity.name] ?? [:]
@@ -34,7 +36,8 @@ extension MappingModel {
                     attributes.append(PropertyMapping(name: attribute.name, valueExpression: nil))
                     continue
                 }
-                attributes.append(PropertyMapping(name: attribute.name, valueExpression: .variable("source", keyPath: [oldName])))
+                attributes.append(
+                    PropertyMapping(name: attribute.name, valueExpression: .variable("source", keyPath: [oldName])))
             }
             var relationships: [PropertyMapping] = []
             for relationship in entity.persistentRelationships {
@@ -42,18 +45,23 @@ extension MappingModel {
                     relationships.append(PropertyMapping(name: relationship.name, valueExpression: nil))
                     continue
                 }
-                relationships.append(PropertyMapping(name: relationship.name, valueExpression: .followingSourceRelationship(oldName)))
+                relationships.append(
+                    PropertyMapping(name: relationship.name, valueExpression: .followingSourceRelationship(oldName)))
             }
             mappings.append(
                 EntityMapping(
                     name: "\(sourceName)To\(entity.name)", kind: old.name == entity.name ? .copy : .transform,
                     sourceEntityName: sourceName, destinationEntityName: entity.name,
                     sourceEntityVersionHash: VersionHash.hash(of: old.id, in: source),
-                    destinationEntityVersionHash: VersionHash.hash(of: entity.id, in: destination), attributeMappings: attributes,
+                    destinationEntityVersionHash: VersionHash.hash(of: entity.id, in: destination),
+                    attributeMappings: attributes,
                     relationshipMappings: relationships))
         }
-        for entity in source.entities.sorted(by: { $0.name < $1.name }) where difference.entityMatches[entity.name] == nil {
-            mappings.append(EntityMapping(name: "\(entity.name)", kind: .remove, sourceEntityName: entity.name, destinationEntityName: nil))
+        for entity in source.entities.sorted(by: { $0.name < $1.name })
+        where difference.entityMatches[entity.name] == nil {
+            mappings.append(
+                EntityMapping(
+                    name: "\(entity.name)", kind: .remove, sourceEntityName: entity.name, destinationEntityName: nil))
         }
         return MappingModel(source: "lightweight (inferred)", entityMappings: mappings, isInferred: true)
     }

@@ -133,7 +133,9 @@ public struct EntityMapping: Sendable, Hashable {
 
     /// Whether the mapping names a policy class other than Core Data's own default one.
     public var hasCustomPolicy: Bool {
-        guard let name = migrationPolicyClassName?.trimmingCharacters(in: .whitespaces), !name.isEmpty else { return false }
+        guard let name = migrationPolicyClassName?.trimmingCharacters(in: .whitespaces), !name.isEmpty else {
+            return false
+        }
         return name != "NSEntityMigrationPolicy"
     }
 }
@@ -162,10 +164,12 @@ extension MappingModel {
         var copy = self
         for index in copy.entityMappings.indices {
             let entity = copy.entityMappings[index].sourceEntityName.flatMap { source.entity(named: $0) }
-            for p in copy.entityMappings[index].attributeMappings.indices where copy.entityMappings[index].attributeMappings[p].isAutomatic {
+            for p in copy.entityMappings[index].attributeMappings.indices
+            where copy.entityMappings[index].attributeMappings[p].isAutomatic {
                 let name = copy.entityMappings[index].attributeMappings[p].name
                 if let entity, let attribute = entity.attribute(named: name), !attribute.isTransient {
-                    copy.entityMappings[index].attributeMappings[p].valueExpression = .variable("source", keyPath: [name])
+                    copy.entityMappings[index].attributeMappings[p].valueExpression = .variable(
+                        "source", keyPath: [name])
                 }
                 copy.entityMappings[index].attributeMappings[p].isAutomatic = false
             }
@@ -173,7 +177,8 @@ extension MappingModel {
             where copy.entityMappings[index].relationshipMappings[p].isAutomatic {
                 let name = copy.entityMappings[index].relationshipMappings[p].name
                 if let entity, let relationship = entity.relationship(named: name), !relationship.isTransient {
-                    copy.entityMappings[index].relationshipMappings[p].valueExpression = .followingSourceRelationship(name)
+                    copy.entityMappings[index].relationshipMappings[p].valueExpression = .followingSourceRelationship(
+                        name)
                 }
                 copy.entityMappings[index].relationshipMappings[p].isAutomatic = false
             }

@@ -10,7 +10,9 @@ import Foundation
 /// Stateless; safe from any thread.
 public enum MappingModelLoader {
     /// The mapping model at `url`.
-    public static func load(from url: URL, xmlStoreType: any PersistentStoreType) throws(ObjectGraphError) -> MappingModel {
+    public static func load(from url: URL, xmlStoreType: any PersistentStoreType) throws(ObjectGraphError)
+        -> MappingModel
+    {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw ObjectGraphError(.notFound, "\(url.path): no such mapping model")
@@ -19,7 +21,8 @@ public enum MappingModelLoader {
         if isDirectory.boolValue {
             file = url.appendingPathComponent("xcmapping.xml")
             guard FileManager.default.fileExists(atPath: file.path) else {
-                throw ObjectGraphError(.invalidModel, "\(url.path): a folder without xcmapping.xml is not an Xcode mapping model")
+                throw ObjectGraphError(
+                    .invalidModel, "\(url.path): a folder without xcmapping.xml is not an Xcode mapping model")
             }
         }
         let head: Data
@@ -41,14 +44,17 @@ public enum MappingModelLoader {
             }
             return try CompiledMappingModelDecoder.decode(data, source: url.path)
         }
-        let store = try xmlStoreType.open(at: file, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+        let store = try xmlStoreType.open(
+            at: file, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
         defer { store.close() }
         return try XcodeMappingModelReader.read(store, source: url.path)
     }
 
     /// Every mapping model `paths` name: each a mapping model, or a folder searched (one level,
     /// and inside `.app`-like folders not at all) for `.xcmappingmodel` folders and `.cdm` files.
-    public static func loadAll(_ paths: [String], xmlStoreType: any PersistentStoreType) throws(ObjectGraphError) -> [MappingModel] {
+    public static func loadAll(_ paths: [String], xmlStoreType: any PersistentStoreType) throws(ObjectGraphError)
+        -> [MappingModel]
+    {
         var result: [MappingModel] = []
         for path in paths {
             let url = URL(fileURLWithPath: path)
@@ -65,7 +71,9 @@ public enum MappingModelLoader {
                 guard !found.isEmpty else {
                     throw ObjectGraphError(.notFound, "\(path) holds no mapping model (.xcmappingmodel or .cdm)")
                 }
-                for name in found { result.append(try load(from: url.appendingPathComponent(name), xmlStoreType: xmlStoreType)) }
+                for name in found {
+                    result.append(try load(from: url.appendingPathComponent(name), xmlStoreType: xmlStoreType))
+                }
             } else {
                 result.append(try load(from: url, xmlStoreType: xmlStoreType))
             }

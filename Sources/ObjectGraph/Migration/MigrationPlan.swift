@@ -11,7 +11,9 @@ public struct MigrationStep: Sendable {
     public var destination: ManagedObjectModel
     public var mapping: MappingModel
 
-    public init(from: String, to: String, source: ManagedObjectModel, destination: ManagedObjectModel, mapping: MappingModel) {
+    public init(
+        from: String, to: String, source: ManagedObjectModel, destination: ManagedObjectModel, mapping: MappingModel
+    ) {
         self.from = from
         self.to = to
         self.source = source
@@ -67,7 +69,8 @@ public struct MigrationPlan: Sendable {
     ///   is newer than the current version, a step needs a mapping model none of `mappings` is,
     ///   or a mapping model fits no step.
     public static func make(
-        storeModel: ManagedObjectModel, storeModelSource: ModelSource, recordedHashes: [String: Data]?, target: ModelVersions,
+        storeModel: ManagedObjectModel, storeModelSource: ModelSource, recordedHashes: [String: Data]?,
+        target: ModelVersions,
         mappings: [MappingModel], store: String
     ) throws(ObjectGraphError) -> MigrationPlan {
         let carried: [String: Data]? = storeModelSource == .inferred ? nil : VersionHash.entityHashes(of: storeModel)
@@ -76,13 +79,15 @@ public struct MigrationPlan: Sendable {
             guard mappings.isEmpty else {
                 throw ObjectGraphError(
                     .unsupported,
-                    "\(store) is already at \(current.name), the current version of \(target.source); no mapping model applies")
+                    "\(store) is already at \(current.name), the current version of \(target.source); no mapping model applies"
+                )
             }
             return MigrationPlan(storeVersion: current.name, steps: [], storeModel: current.model)
         }
         let order = target.versions
         guard let currentIndex = order.firstIndex(where: { $0.name == current.name }) else {
-            throw ObjectGraphError(.invalidModel, "\(target.source): its current version \(current.name) is not one of its versions")
+            throw ObjectGraphError(
+                .invalidModel, "\(target.source): its current version \(current.name) is not one of its versions")
         }
         var chain: [(name: String, model: ManagedObjectModel)] = []
         let storeVersion: String
@@ -111,12 +116,17 @@ public struct MigrationPlan: Sendable {
             let fitting = unused.filter { fits(mappings[$0], from: from, to: to, onlyStep: chain.count == 2) }
             if let chosen = fitting.first {
                 unused.removeAll { $0 == chosen }
-                steps.append(MigrationStep(from: from.name, to: to.name, source: from.model, destination: to.model, mapping: mappings[chosen]))
+                steps.append(
+                    MigrationStep(
+                        from: from.name, to: to.name, source: from.model, destination: to.model,
+                        mapping: mappings[chosen]))
                 continue
             }
             do {
                 let inferred = try MappingModel.inferred(from: from.model, to: to.model)
-                steps.append(MigrationStep(from: from.name, to: to.name, source: from.model, destination: to.model, mapping: inferred))
+                steps.append(
+                    MigrationStep(
+                        from: from.name, to: to.name, source: from.model, destination: to.model, mapping: inferred))
             } catch {
                 throw ObjectGraphError(.unsupported, "the step \(from.name) → \(to.name): \(error.message)")
             }
@@ -126,7 +136,9 @@ public struct MigrationPlan: Sendable {
             throw ObjectGraphError(
                 .unsupported,
                 "mapping model \(mappings[left].source) fits no step of this migration (\(stepNames))"
-                    + (mappings[left].sourceModelName.map { "; it maps \($0) to \(mappings[left].destinationModelName ?? "?")" } ?? ""))
+                    + (mappings[left].sourceModelName.map {
+                        "; it maps \($0) to \(mappings[left].destinationModelName ?? "?")"
+                    } ?? ""))
         }
         return MigrationPlan(storeVersion: storeVersion, steps: steps, storeModel: chain[0].model)
     }
@@ -136,7 +148,8 @@ public struct MigrationPlan: Sendable {
     /// is one of the models'), else by the model version names an Xcode mapping model records,
     /// else, when the migration has one step, because it was given for it.
     static func fits(
-        _ mapping: MappingModel, from: (name: String, model: ManagedObjectModel), to: (name: String, model: ManagedObjectModel),
+        _ mapping: MappingModel, from: (name: String, model: ManagedObjectModel),
+        to: (name: String, model: ManagedObjectModel),
         onlyStep: Bool
     ) -> Bool {
         let sourceHashes = mapping.entityMappings.compactMap(\.sourceEntityVersionHash)
@@ -155,7 +168,9 @@ public struct MigrationPlan: Sendable {
     }
 
     /// Whether every entity a mapping names is in the models.
-    static func namesFit(_ mapping: MappingModel, _ source: ManagedObjectModel, _ destination: ManagedObjectModel) -> Bool {
+    static func namesFit(_ mapping: MappingModel, _ source: ManagedObjectModel, _ destination: ManagedObjectModel)
+        -> Bool
+    {
         mapping.entityMappings.allSatisfy { entityMapping in
             (entityMapping.sourceEntityName.map { source.entity(named: $0) != nil } ?? true)
                 && (entityMapping.destinationEntityName.map { destination.entity(named: $0) != nil } ?? true)

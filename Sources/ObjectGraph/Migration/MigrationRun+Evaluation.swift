@@ -52,7 +52,9 @@ extension MigrationRun {
             objects: [context.source])
     }
 
-    func evaluate(_ expression: MappingExpression, _ context: EvaluationContext, depth: Int) throws(ObjectGraphError) -> Value {
+    func evaluate(_ expression: MappingExpression, _ context: EvaluationContext, depth: Int) throws(ObjectGraphError)
+        -> Value
+    {
         guard depth <= MappingExpression.maximumNesting else { throw failure(context, "the expression nests too deep") }
         switch expression {
         case .constant(let literal):
@@ -71,12 +73,19 @@ extension MigrationRun {
             case "source": base = .sources([context.source])
             case "destination":
                 guard let index = context.destination else {
-                    throw failure(context, "$destination has no value while attributes are set (Core Data sets it for relationship mappings)")
+                    throw failure(
+                        context,
+                        "$destination has no value while attributes are set (Core Data sets it for relationship mappings)"
+                    )
                 }
                 base = .destinations([index])
             case "manager": base = .manager
             case "entityPolicy": base = .entityPolicy
-            default: throw failure(context, "the variable $\(name) is not one a migration sets ($source, $destination, $manager, $entityPolicy)")
+            default:
+                throw failure(
+                    context,
+                    "the variable $\(name) is not one a migration sets ($source, $destination, $manager, $entityPolicy)"
+                )
             }
             return try follow(path, from: base, context)
         case .keyPath(let path):
@@ -99,7 +108,9 @@ extension MigrationRun {
 
     // MARK: - Key paths
 
-    private func follow(_ path: [String], from start: Value, _ context: EvaluationContext) throws(ObjectGraphError) -> Value {
+    private func follow(_ path: [String], from start: Value, _ context: EvaluationContext) throws(ObjectGraphError)
+        -> Value
+    {
         var value = start
         for (position, key) in path.enumerated() {
             if key == "@count" {
@@ -112,7 +123,9 @@ extension MigrationRun {
                 }
                 continue
             }
-            if key.hasPrefix("@") { throw failure(context, "the collection operator \(key) is not supported (only @count)") }
+            if key.hasPrefix("@") {
+                throw failure(context, "the collection operator \(key) is not supported (only @count)")
+            }
             switch value {
             case .null: return .null
             case .sources(let ids):
@@ -164,10 +177,11 @@ extension MigrationRun {
 
     /// The methods storefs runs on values, by the kind of value they apply to.
     static let stringSelectors: Set<String> = [
-        "uppercaseString", "lowercaseString", "capitalizedString", "length", "intValue", "integerValue", "longLongValue",
+        "uppercaseString", "lowercaseString", "capitalizedString", "length", "intValue", "integerValue",
+        "longLongValue",
         "doubleValue", "floatValue", "boolValue", "description", "stringByAppendingString:", "substringToIndex:",
         "substringFromIndex:", "hasPrefix:", "hasSuffix:", "stringByReplacingOccurrencesOfString:withString:",
-        "lastPathComponent", "pathExtension", "stringByDeletingPathExtension", "self",
+        "lastPathComponent", "pathExtension", "stringByDeletingPathExtension", "self"
     ]
 
     private func call(_ selector: String, on receiver: Value, with arguments: [Value], _ context: EvaluationContext)
@@ -181,9 +195,12 @@ extension MigrationRun {
             guard arguments.count == 2, case .scalar(.string(let name)) = arguments[0] else {
                 throw failure(context, "\(selector) takes an entity mapping's name and objects of the old store")
             }
-            guard let table = associations[name] ?? mapping.entityMapping(named: name).flatMap({ associations[$0.name] }) else {
+            guard
+                let table = associations[name] ?? mapping.entityMapping(named: name).flatMap({ associations[$0.name] })
+            else {
                 if mapping.entityMapping(named: name) != nil { return .destinations([]) }
-                throw failure(context, "\(selector) names the entity mapping \(name), which the mapping model does not have")
+                throw failure(
+                    context, "\(selector) names the entity mapping \(name), which the mapping model does not have")
             }
             return .destinations(try sources(arguments[1], context).flatMap { table[$0] ?? [] })
         case .entityPolicy:
@@ -229,7 +246,9 @@ extension MigrationRun {
         }
     }
 
-    private func scalarMethod(_ selector: String, on value: AttributeValue, with arguments: [Value], _ context: EvaluationContext)
+    private func scalarMethod(
+        _ selector: String, on value: AttributeValue, with arguments: [Value], _ context: EvaluationContext
+    )
         throws(ObjectGraphError) -> Value
     {
         func stringArgument(_ index: Int) throws(ObjectGraphError) -> String {
@@ -239,7 +258,8 @@ extension MigrationRun {
             return s
         }
         func integerArgument(_ index: Int) throws(ObjectGraphError) -> Int {
-            guard index < arguments.count, case .scalar(let v) = arguments[index], let i = Self.number(v).flatMap({ Int(exactly: $0) })
+            guard index < arguments.count, case .scalar(let v) = arguments[index],
+                let i = Self.number(v).flatMap({ Int(exactly: $0) })
             else { throw failure(context, "\(selector) takes an integer as argument \(index + 1)") }
             return i
         }
@@ -313,7 +333,9 @@ extension MigrationRun {
 
     // MARK: - NSExpression's functions
 
-    private func builtin(_ name: String, _ arguments: [Value], _ context: EvaluationContext) throws(ObjectGraphError) -> Value {
+    private func builtin(_ name: String, _ arguments: [Value], _ context: EvaluationContext) throws(ObjectGraphError)
+        -> Value
+    {
         func scalar(_ index: Int) -> AttributeValue? {
             if index < arguments.count, case .scalar(let v) = arguments[index] { return v }
             return nil
@@ -322,7 +344,9 @@ extension MigrationRun {
             if index < arguments.count, case .null = arguments[index] { return true }
             return false
         }
-        func arithmetic(_ op: (Int64, Int64) -> (Int64, Bool), _ real: (Double, Double) -> Double) throws(ObjectGraphError) -> Value {
+        func arithmetic(_ op: (Int64, Int64) -> (Int64, Bool), _ real: (Double, Double) -> Double)
+            throws(ObjectGraphError) -> Value
+        {
             guard arguments.count == 2 else { throw failure(context, "\(name): takes two numbers") }
             if isNull(0) || isNull(1) { return .null }
             guard let a = scalar(0), let b = scalar(1), let x = Self.number(a), let y = Self.number(b) else {
@@ -337,7 +361,9 @@ extension MigrationRun {
         switch name {
         case "uppercase", "lowercase":
             if isNull(0) { return .null }
-            guard arguments.count == 1, case .string(let s)? = scalar(0) else { throw failure(context, "\(name): takes a string") }
+            guard arguments.count == 1, case .string(let s)? = scalar(0) else {
+                throw failure(context, "\(name): takes a string")
+            }
             return .scalar(.string(name == "uppercase" ? s.uppercased() : s.lowercased()))
         case "add:to": return try arithmetic({ $0.addingReportingOverflow($1) }, +)
         case "from:subtract": return try arithmetic({ $0.subtractingReportingOverflow($1) }, -)
@@ -376,16 +402,20 @@ extension MigrationRun {
                 throw failure(context, "CAST takes a value and a class name")
             }
             if isNull(0) { return .null }
-            guard let value = scalar(0) else { throw failure(context, "CAST of \(arguments[0].summary) is not supported") }
+            guard let value = scalar(0) else {
+                throw failure(context, "CAST of \(arguments[0].summary) is not supported")
+            }
             switch (type, value) {
             case ("NSString", .string): return .scalar(value)
-            case ("NSString", .integer), ("NSString", .double), ("NSString", .float), ("NSString", .decimal), ("NSString", .boolean):
+            case ("NSString", .integer), ("NSString", .double), ("NSString", .float), ("NSString", .decimal),
+                ("NSString", .boolean):
                 return .scalar(.string(Self.numberText(value)))
             case ("NSNumber", .string(let s)):
                 if let i = Int64(s.trimmingCharacters(in: .whitespaces)) { return .scalar(.integer(i)) }
                 if let d = Double(s.trimmingCharacters(in: .whitespaces)), d.isFinite { return .scalar(.double(d)) }
                 throw failure(context, "CAST(\"\(s)\", \"NSNumber\"): not a number")
-            case ("NSNumber", .integer), ("NSNumber", .double), ("NSNumber", .float), ("NSNumber", .decimal), ("NSNumber", .boolean):
+            case ("NSNumber", .integer), ("NSNumber", .double), ("NSNumber", .float), ("NSNumber", .decimal),
+                ("NSNumber", .boolean):
                 return .scalar(value)
             case ("NSNumber", .date(let d)): return .scalar(.double(d.timeIntervalSinceReferenceDate))
             case ("NSDate", .date): return .scalar(value)
@@ -407,7 +437,9 @@ extension MigrationRun {
 
     /// The value `value` gives `attribute`: converted where the conversion is exact, refused
     /// (naming the object) where it is not.
-    func attributeValue(_ value: Value, for attribute: AttributeDescription, of entity: EntityDescription, context: EvaluationContext)
+    func attributeValue(
+        _ value: Value, for attribute: AttributeDescription, of entity: EntityDescription, context: EvaluationContext
+    )
         throws(ObjectGraphError) -> AttributeValue?
     {
         switch value {
@@ -419,7 +451,8 @@ extension MigrationRun {
                 "gives \(AttributeConversion.describe(scalar)), which is not a value of \(entity.name).\(attribute.name) "
                     + "(\(attribute.type.rawValue))")
         default:
-            throw failure(context, "gives \(value.summary), not a value for the attribute \(entity.name).\(attribute.name)")
+            throw failure(
+                context, "gives \(value.summary), not a value for the attribute \(entity.name).\(attribute.name)")
         }
     }
 
@@ -484,7 +517,8 @@ extension MigrationRun {
         let lower: Int64 = bits == 32 ? Int64(Int32.min) : .min
         var value: Int64 = 0
         for scalar in scalars {
-            guard let digit = scalar.properties.numericType == .decimal ? Int64(String(scalar)) : nil, scalar.isASCII else { break }
+            guard let digit = scalar.properties.numericType == .decimal ? Int64(String(scalar)) : nil, scalar.isASCII
+            else { break }
             let (times, o1) = value.multipliedReportingOverflow(by: 10)
             let (sum, o2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
             if o1 || o2 || sum > upper || sum < lower { return negative ? lower : upper }

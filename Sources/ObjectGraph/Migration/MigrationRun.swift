@@ -102,46 +102,60 @@ struct MigrationRun {
                         + "value expressions and relationship mappings (docs/MIGRATION.md shows how)")
             }
             if entityMapping.effectiveKind == .custom {
-                throw ObjectGraphError(.unsupported, "\(here) is a custom entity mapping, made by code storefs cannot run")
+                throw ObjectGraphError(
+                    .unsupported, "\(here) is a custom entity mapping, made by code storefs cannot run")
             }
             if let filter = entityMapping.filterPredicate?.trimmingCharacters(in: .whitespaces), !filter.isEmpty,
                 filter != "TRUEPREDICATE"
             {
                 throw ObjectGraphError(
-                    .unsupported, "\(here) has the filter predicate \"\(filter)\"; storefs migrates whole entities only")
+                    .unsupported, "\(here) has the filter predicate \"\(filter)\"; storefs migrates whole entities only"
+                )
             }
             var source: EntityDescription?
             if let name = entityMapping.sourceEntityName {
                 source = sourceModel.entity(named: name)
                 if source == nil && entityMapping.effectiveKind != .add {
-                    throw ObjectGraphError(.invalidModel, "\(here) names source entity \(name), which the old model does not have")
+                    throw ObjectGraphError(
+                        .invalidModel, "\(here) names source entity \(name), which the old model does not have")
                 }
             }
-            guard let destinationName = entityMapping.destinationEntityName, entityMapping.effectiveKind != .remove else { continue }
+            guard let destinationName = entityMapping.destinationEntityName, entityMapping.effectiveKind != .remove
+            else { continue }
             guard let destination = destinationModel.entity(named: destinationName) else {
                 throw ObjectGraphError(
-                    .invalidModel, "\(here) names destination entity \(destinationName), which the new model does not have")
+                    .invalidModel,
+                    "\(here) names destination entity \(destinationName), which the new model does not have")
             }
             for property in entityMapping.attributeMappings {
                 guard let attribute = destination.attribute(named: property.name), !attribute.isTransient else {
                     throw ObjectGraphError(
-                        .invalidModel, "\(here) maps attribute \(property.name), which \(destinationName) does not keep in the store")
+                        .invalidModel,
+                        "\(here) maps attribute \(property.name), which \(destinationName) does not keep in the store")
                 }
-                if let expression = property.valueExpression { try checkKeys(expression, source: source, here: "\(here).\(property.name)") }
+                if let expression = property.valueExpression {
+                    try checkKeys(expression, source: source, here: "\(here).\(property.name)")
+                }
             }
             for property in entityMapping.relationshipMappings {
-                guard let relationship = destination.relationship(named: property.name), !relationship.isTransient else {
+                guard let relationship = destination.relationship(named: property.name), !relationship.isTransient
+                else {
                     throw ObjectGraphError(
-                        .invalidModel, "\(here) maps relationship \(property.name), which \(destinationName) does not have")
+                        .invalidModel,
+                        "\(here) maps relationship \(property.name), which \(destinationName) does not have")
                 }
-                if let expression = property.valueExpression { try checkKeys(expression, source: source, here: "\(here).\(property.name)") }
+                if let expression = property.valueExpression {
+                    try checkKeys(expression, source: source, here: "\(here).\(property.name)")
+                }
             }
         }
     }
 
     /// A `$source.key` must name a property of the source entity (a typo would otherwise give
     /// nil to every object).
-    private func checkKeys(_ expression: MappingExpression, source: EntityDescription?, here: String) throws(ObjectGraphError) {
+    private func checkKeys(_ expression: MappingExpression, source: EntityDescription?, here: String)
+        throws(ObjectGraphError)
+    {
         var pending = [expression]
         var seen = 0
         while let next = pending.popLast() {
@@ -158,10 +172,12 @@ struct MigrationRun {
             }
             guard let key = first, !key.hasPrefix("@") else { continue }
             guard let source else {
-                throw ObjectGraphError(.invalidModel, "\(here): \(next) reads $source, but the mapping has no source entity")
+                throw ObjectGraphError(
+                    .invalidModel, "\(here): \(next) reads $source, but the mapping has no source entity")
             }
             if source.attribute(named: key) == nil && source.relationship(named: key) == nil {
-                throw ObjectGraphError(.invalidModel, "\(here): \(next) names \(key), which \(source.name) of the old model does not have")
+                throw ObjectGraphError(
+                    .invalidModel, "\(here): \(next) names \(key), which \(source.name) of the old model does not have")
             }
         }
     }
@@ -169,7 +185,9 @@ struct MigrationRun {
     // MARK: - Running
 
     /// Reads every object of `store` (opened with the old model) and makes the new graph.
-    mutating func run(on store: any PersistentStore, progress: (Int, Int) -> Void = { _, _ in }) throws(ObjectGraphError) -> Output {
+    mutating func run(on store: any PersistentStore, progress: (Int, Int) -> Void = { _, _ in })
+        throws(ObjectGraphError) -> Output
+    {
         try check()
         try load(store, progress: progress)
         try createObjects()
@@ -217,13 +235,15 @@ struct MigrationRun {
         for entityMapping in mapping.entityMappings {
             let kind = entityMapping.effectiveKind
             guard kind == .transform || kind == .copy, let sourceName = entityMapping.sourceEntityName,
-                let sourceID = sourceModel.entityID(named: sourceName), let destinationName = entityMapping.destinationEntityName,
+                let sourceID = sourceModel.entityID(named: sourceName),
+                let destinationName = entityMapping.destinationEntityName,
                 let destinationID = destinationModel.entityID(named: destinationName)
             else { continue }
             let destination = destinationModel[destinationID]
             let attributeMappings =
                 kind == .copy && entityMapping.attributeMappings.isEmpty
-                ? Self.sameNameAttributeMappings(from: sourceModel[sourceID], to: destination) : entityMapping.attributeMappings
+                ? Self.sameNameAttributeMappings(from: sourceModel[sourceID], to: destination)
+                : entityMapping.attributeMappings
             var table: [ObjectID: [Int]] = [:]
             if destination.isAbstract, let first = objectsByEntity[sourceID]?.first {
                 throw ObjectGraphError(
@@ -238,7 +258,8 @@ struct MigrationRun {
             let sourceEntity = sourceModel[sourceID]
             let plans: [(attribute: AttributeDescription, expression: MappingExpression, copies: String?)] =
                 attributeMappings.compactMap { property in
-                    guard let expression = property.valueExpression, let attribute = destination.attribute(named: property.name)
+                    guard let expression = property.valueExpression,
+                        let attribute = destination.attribute(named: property.name)
                     else { return nil }
                     var copies: String?
                     if case .variable("source", let path) = expression, path.count == 1,
@@ -248,7 +269,8 @@ struct MigrationRun {
                     }
                     return (attribute, expression, copies)
                 }
-            var prototype = PropertyValues<AttributeValue>(layout: PropertyNames(destination.persistentAttributes.map(\.name)))
+            var prototype = PropertyValues<AttributeValue>(
+                layout: PropertyNames(destination.persistentAttributes.map(\.name)))
             for attribute in destination.persistentAttributes {
                 if let value = attribute.defaultValue { prototype[attribute.name] = value }
             }
@@ -256,7 +278,8 @@ struct MigrationRun {
                 var object = NewObject(entity: destinationID, origin: id, mappingName: entityMapping.name)
                 object.attributes = prototype
                 for (attribute, expression, copies) in plans {
-                    let context = EvaluationContext(source: id, destination: nil, mapping: entityMapping, property: attribute.name)
+                    let context = EvaluationContext(
+                        source: id, destination: nil, mapping: entityMapping, property: attribute.name)
                     let value: Value
                     if let copies {
                         value = snapshots[id]?.attributes[copies].map(Value.scalar) ?? .null
@@ -266,7 +289,9 @@ struct MigrationRun {
                     var converted = try attributeValue(value, for: attribute, of: destination, context: context)
                     // Lightweight: a value the old store left nil takes the default of an
                     // attribute that is mandatory now (optional → mandatory with a default).
-                    if converted == nil, mapping.isInferred, !attribute.isOptional { converted = attribute.defaultValue }
+                    if converted == nil, mapping.isInferred, !attribute.isOptional {
+                        converted = attribute.defaultValue
+                    }
                     object.attributes[attribute.name] = converted
                 }
                 table[id] = [objects.count]
@@ -280,8 +305,10 @@ struct MigrationRun {
     /// Stage 2: relationships, by the relationship mappings' expressions.
     private mutating func createRelationships() throws(ObjectGraphError) {
         for entityMapping in mapping.entityMappings {
-            guard let table = associations[entityMapping.name], let destinationName = entityMapping.destinationEntityName,
-                let destination = destinationModel.entity(named: destinationName), let sourceName = entityMapping.sourceEntityName,
+            guard let table = associations[entityMapping.name],
+                let destinationName = entityMapping.destinationEntityName,
+                let destination = destinationModel.entity(named: destinationName),
+                let sourceName = entityMapping.sourceEntityName,
                 let source = sourceModel.entity(named: sourceName)
             else { continue }
             let relationshipMappings =
@@ -289,14 +316,16 @@ struct MigrationRun {
                 ? Self.sameNameRelationshipMappings(from: source, to: destination) : entityMapping.relationshipMappings
             let origins = table.sorted(by: { $0.key < $1.key })
             for property in relationshipMappings {
-                guard let expression = property.valueExpression, let relationship = destination.relationship(named: property.name),
+                guard let expression = property.valueExpression,
+                    let relationship = destination.relationship(named: property.name),
                     let target = destinationModel.entityID(named: relationship.destinationEntityName)
                 else { continue }
                 let kinds = Set(destinationModel.entityAndSubentities(of: target))
                 // The new objects of what an old relationship held (every relationship mapping of
                 // a lightweight step): read straight from the old graph, not evaluated per object.
                 var follows: RelationshipDescription?
-                if expression == .followingSourceRelationship(expression.sourceKey ?? ""), let name = expression.sourceKey,
+                if expression == .followingSourceRelationship(expression.sourceKey ?? ""),
+                    let name = expression.sourceKey,
                     let old = source.relationship(named: name), !old.isTransient
                 {
                     follows = old
@@ -309,11 +338,13 @@ struct MigrationRun {
                         if let follows {
                             let reached =
                                 follows.isToMany
-                                ? toMany[origin]?[follows.name] ?? [] : snapshots[origin]?.toOne[follows.name].map { [$0] } ?? []
+                                ? toMany[origin]?[follows.name] ?? []
+                                : snapshots[origin]?.toOne[follows.name].map { [$0] } ?? []
                             var unique: [Int] = []
                             var seen: Set<Int> = []
                             for old in reached {
-                                for item in madeFrom[old] ?? [] where kinds.contains(objects[item].entity) && seen.insert(item).inserted {
+                                for item in madeFrom[old] ?? []
+                                where kinds.contains(objects[item].entity) && seen.insert(item).inserted {
                                     unique.append(item)
                                 }
                             }
@@ -329,7 +360,8 @@ struct MigrationRun {
                             throw failure(
                                 context,
                                 "gives objects of the old store; relationship mappings give new objects through "
-                                    + "FUNCTION($manager, \"destinationInstancesForEntityMappingNamed:sourceInstances:\", \"MAPPING\", $source.\(property.name))")
+                                    + "FUNCTION($manager, \"destinationInstancesForEntityMappingNamed:sourceInstances:\", \"MAPPING\", $source.\(property.name))"
+                            )
                         case let other:
                             throw failure(context, "gives \(other.summary), not objects")
                         }
@@ -367,7 +399,9 @@ struct MigrationRun {
                     if list.count <= 16 {
                         has = list.contains(index)
                     } else {
-                        if present[target]?[inverse.name] == nil { present[target, default: [:]][inverse.name] = Set(list) }
+                        if present[target]?[inverse.name] == nil {
+                            present[target, default: [:]][inverse.name] = Set(list)
+                        }
                         has = !present[target, default: [:]][inverse.name, default: []].insert(index).inserted
                     }
                     if !has { objects[target].relationships[inverse.name, default: []].append(index) }
@@ -410,7 +444,8 @@ struct MigrationRun {
             let root = destinationModel[objects[index].entity].rootID
             let (next, overflow) = (highest[root] ?? 0).addingReportingOverflow(1)
             guard !overflow else {
-                throw ObjectGraphError(.unsupported, "\(destinationModel[root].name) has no primary key left for new objects")
+                throw ObjectGraphError(
+                    .unsupported, "\(destinationModel[root].name) has no primary key left for new objects")
             }
             highest[root] = next
             keys[index] = PrimaryKey(next)
@@ -426,7 +461,8 @@ struct MigrationRun {
             if let origin = object.origin, origin.key != keys[index] || sourceModel[origin.entity].name != entity.name {
                 name += " (from \(sourceModel[origin.entity].name) \(origin.key))"
             }
-            for attribute in entity.persistentAttributes where attribute.derivationExpression == nil && validates(attribute.name, of: entity.id) {
+            for attribute in entity.persistentAttributes
+            where attribute.derivationExpression == nil && validates(attribute.name, of: entity.id) {
                 do {
                     try Validator.check(object.attributes[attribute.name], for: attribute, in: entity, object: name)
                 } catch {
@@ -437,7 +473,8 @@ struct MigrationRun {
             }
             for relationship in entity.persistentRelationships where validates(relationship.name, of: entity.id) {
                 do {
-                    try Validator.check(count: object.relationships[relationship.name]?.count ?? 0, for: relationship, object: name)
+                    try Validator.check(
+                        count: object.relationships[relationship.name]?.count ?? 0, for: relationship, object: name)
                 } catch {
                     throw ObjectGraphError(
                         .validation, "the migrated store would not be valid: \(error.message)",
@@ -492,15 +529,20 @@ struct MigrationRun {
         for entityMapping in mapping.entityMappings {
             let kind = entityMapping.effectiveKind
             guard kind == .transform || kind == .copy, let sourceName = entityMapping.sourceEntityName,
-                let old = sourceModel.entityID(named: sourceName), let destinationName = entityMapping.destinationEntityName,
+                let old = sourceModel.entityID(named: sourceName),
+                let destinationName = entityMapping.destinationEntityName,
                 let new = destinationModel.entityID(named: destinationName)
             else { continue }
-            if let chosen = entities[old], destinationModel[chosen].name == sourceName || destinationName != sourceName { continue }
+            if let chosen = entities[old], destinationModel[chosen].name == sourceName || destinationName != sourceName
+            {
+                continue
+            }
             entities[old] = new
             var names: [String: String] = [:]
             let attributeMappings =
                 kind == .copy && entityMapping.attributeMappings.isEmpty
-                ? Self.sameNameAttributeMappings(from: sourceModel[old], to: destinationModel[new]) : entityMapping.attributeMappings
+                ? Self.sameNameAttributeMappings(from: sourceModel[old], to: destinationModel[new])
+                : entityMapping.attributeMappings
             let relationshipMappings =
                 kind == .copy && entityMapping.relationshipMappings.isEmpty
                 ? Self.sameNameRelationshipMappings(from: sourceModel[old], to: destinationModel[new])
@@ -516,7 +558,9 @@ struct MigrationRun {
     // MARK: - Generated mappings
 
     /// A Copy mapping without property mappings copies every property the two entities share by name.
-    static func sameNameAttributeMappings(from source: EntityDescription, to destination: EntityDescription) -> [PropertyMapping] {
+    static func sameNameAttributeMappings(from source: EntityDescription, to destination: EntityDescription)
+        -> [PropertyMapping]
+    {
         destination.persistentAttributes.compactMap { attribute in
             source.attribute(named: attribute.name).map { _ in
                 PropertyMapping(name: attribute.name, valueExpression: .variable("source", keyPath: [attribute.name]))
@@ -524,10 +568,13 @@ struct MigrationRun {
         }
     }
 
-    static func sameNameRelationshipMappings(from source: EntityDescription, to destination: EntityDescription) -> [PropertyMapping] {
+    static func sameNameRelationshipMappings(from source: EntityDescription, to destination: EntityDescription)
+        -> [PropertyMapping]
+    {
         destination.persistentRelationships.compactMap { relationship in
             source.relationship(named: relationship.name).map { _ in
-                PropertyMapping(name: relationship.name, valueExpression: .followingSourceRelationship(relationship.name))
+                PropertyMapping(
+                    name: relationship.name, valueExpression: .followingSourceRelationship(relationship.name))
             }
         }
     }
@@ -547,7 +594,8 @@ extension MappingExpression {
     /// the new objects of what an old relationship held, as Xcode writes a relationship mapping.
     static func followingSourceRelationship(_ name: String) -> MappingExpression {
         .function(
-            .variable("entityPolicy", keyPath: []), selector: "destinationInstancesForSourceRelationshipNamed:sourceInstances:",
+            .variable("entityPolicy", keyPath: []),
+            selector: "destinationInstancesForSourceRelationshipNamed:sourceInstances:",
             arguments: [.constant(.string(name)), .variable("source", keyPath: [name])])
     }
 

@@ -28,7 +28,9 @@ extension ModelDifference {
                 switch property.change {
                 case .added: text = "    + \(property.name) (\(property.kind.rawValue)): added"
                 case .removed: text = "    - \(property.name) (\(property.kind.rawValue)): removed"
-                case .renamed(let from): text = "    > \(property.name) (\(property.kind.rawValue)): renamed from \(from) (renaming identifier)"
+                case .renamed(let from):
+                    text =
+                        "    > \(property.name) (\(property.kind.rawValue)): renamed from \(from) (renaming identifier)"
                 default: text = "    ~ \(property.name) (\(property.kind.rawValue)): changed"
                 }
                 if !property.details.isEmpty { text += ", " + property.details.joined(separator: ", ") }

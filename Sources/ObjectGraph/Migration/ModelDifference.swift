@@ -129,7 +129,9 @@ public struct ModelDifference: Sendable, Hashable {
             matches[old.name] = entity.name
             var difference = Self.compare(old, in: source, with: entity, in: destination, matches: &matches)
             difference.hashDiffers = sourceHashes[old.name] != destinationHashes[entity.name] || old.name != entity.name
-            if difference.hashDiffers && difference.properties.isEmpty && difference.details.isEmpty, let parent = entity.parentName {
+            if difference.hashDiffers && difference.properties.isEmpty && difference.details.isEmpty,
+                let parent = entity.parentName
+            {
                 difference.details.append("what it inherits from \(parent) changed")
             }
             if !difference.hashDiffers && difference.change == .changed && difference.properties.isEmpty
@@ -163,7 +165,9 @@ public struct ModelDifference: Sendable, Hashable {
                     matches: matches)
                 {
                     result[index].properties[p].verdict = .refused(refusal)
-                    result[index].properties[p].details.append("destination \(oldRelationship.destinationEntityName) → \(newRelationship.destinationEntityName)")
+                    result[index].properties[p].details.append(
+                        "destination \(oldRelationship.destinationEntityName) → \(newRelationship.destinationEntityName)"
+                    )
                     result[index].change = result[index].change == .unchanged ? .changed : result[index].change
                 }
             }
@@ -184,7 +188,9 @@ public struct ModelDifference: Sendable, Hashable {
         -> [(new: PropertyRef, old: PropertyRef)]
     {
         var oldByIdentifier: [String: PropertyRef] = [:]
-        for attribute in old.persistentAttributes { oldByIdentifier[attribute.renamingIdentifier ?? attribute.name] = .attribute(attribute) }
+        for attribute in old.persistentAttributes {
+            oldByIdentifier[attribute.renamingIdentifier ?? attribute.name] = .attribute(attribute)
+        }
         for relationship in old.persistentRelationships {
             oldByIdentifier[relationship.renamingIdentifier ?? relationship.name] = .relationship(relationship)
         }
@@ -247,7 +253,8 @@ public struct ModelDifference: Sendable, Hashable {
         if old.isAbstract != new.isAbstract {
             if new.isAbstract {
                 details.append("made abstract")
-                verdicts.append(.dependsOnData("\(new.name) is abstract now: the store must hold no object of \(old.name) itself"))
+                verdicts.append(
+                    .dependsOnData("\(new.name) is abstract now: the store must hold no object of \(old.name) itself"))
             } else {
                 details.append("no longer abstract")
             }
@@ -300,7 +307,8 @@ public struct ModelDifference: Sendable, Hashable {
                     details.append("mandatory, existing objects get the default \(AttributeConversion.describe(value))")
                 } else {
                     verdict = .dependsOnData(
-                        "\(entity).\(a.name) is a new mandatory attribute without a default value: the store must hold no \(entity)")
+                        "\(entity).\(a.name) is a new mandatory attribute without a default value: the store must hold no \(entity)"
+                    )
                 }
             }
             return PropertyDifference(
@@ -309,7 +317,8 @@ public struct ModelDifference: Sendable, Hashable {
             var verdict = Verdict.lightweight
             if !r.isOptional || r.minCount > 0 {
                 verdict = .dependsOnData(
-                    "\(entity).\(r.name) is a new mandatory relationship: the store must hold no \(entity) that would be left without one")
+                    "\(entity).\(r.name) is a new mandatory relationship: the store must hold no \(entity) that would be left without one"
+                )
             }
             return PropertyDifference(
                 name: r.name, sourceName: nil, kind: .relationship, change: .added, details: [], verdict: verdict)
@@ -337,16 +346,21 @@ public struct ModelDifference: Sendable, Hashable {
             }
             if a.isOptional && !b.isOptional {
                 if let value = b.defaultValue {
-                    details.append("made mandatory, nil values become the default \(AttributeConversion.describe(value))")
+                    details.append(
+                        "made mandatory, nil values become the default \(AttributeConversion.describe(value))")
                 } else {
                     details.append("made mandatory")
-                    verdicts.append(.dependsOnData("\(subject) is mandatory now and has no default value: every \(entity) must have a value"))
+                    verdicts.append(
+                        .dependsOnData(
+                            "\(subject) is mandatory now and has no default value: every \(entity) must have a value"))
                 }
             } else if !a.isOptional && b.isOptional {
                 details.append("made optional")
             }
             if a.defaultValue != b.defaultValue { details.append("default value changed") }
-            if a.allowsExternalBinaryDataStorage != b.allowsExternalBinaryDataStorage { details.append("external storage changed") }
+            if a.allowsExternalBinaryDataStorage != b.allowsExternalBinaryDataStorage {
+                details.append("external storage changed")
+            }
             if a.preservesValueInHistoryOnDeletion != b.preservesValueInHistoryOnDeletion {
                 details.append("preserve after deletion changed")
             }
@@ -363,7 +377,8 @@ public struct ModelDifference: Sendable, Hashable {
                     details.append("to-one → to-many")
                 } else {
                     details.append("to-many → to-one")
-                    verdicts.append(.dependsOnData("\(subject) is to-one now: no \(entity) may have more than one object in it"))
+                    verdicts.append(
+                        .dependsOnData("\(subject) is to-one now: no \(entity) may have more than one object in it"))
                 }
             }
             if a.isToMany && b.isToMany && a.isOrdered != b.isOrdered {
@@ -375,18 +390,26 @@ public struct ModelDifference: Sendable, Hashable {
                 if a.isToMany == b.isToMany && (a.minCount != b.minCount || a.maxCount != b.maxCount) {
                     details.append("counts \(a.minCount)...\(a.maxCount) → \(b.minCount)...\(b.maxCount)")
                 }
-                if (!b.isOptional && a.isOptional) || b.minCount > a.minCount || (b.maxCount > 0 && (a.maxCount == 0 || b.maxCount < a.maxCount)) {
+                if (!b.isOptional && a.isOptional) || b.minCount > a.minCount
+                    || (b.maxCount > 0 && (a.maxCount == 0 || b.maxCount < a.maxCount))
+                {
                     verdicts.append(.dependsOnData("\(subject) has new count limits: every \(entity) must fit them"))
                 }
             }
-            if a.inverseName != b.inverseName { details.append("inverse \(a.inverseName ?? "none") → \(b.inverseName ?? "none")") }
-            if a.deleteRule != b.deleteRule { details.append("delete rule \(a.deleteRule.rawValue) → \(b.deleteRule.rawValue)") }
+            if a.inverseName != b.inverseName {
+                details.append("inverse \(a.inverseName ?? "none") → \(b.inverseName ?? "none")")
+            }
+            if a.deleteRule != b.deleteRule {
+                details.append("delete rule \(a.deleteRule.rawValue) → \(b.deleteRule.rawValue)")
+            }
             if a.versionHashModifier != b.versionHashModifier { details.append("version hash modifier changed") }
         case (.attribute(let a), .relationship):
-            verdicts.append(.refused("\(subject): attribute \(a.name) became a relationship; Core Data cannot infer that"))
+            verdicts.append(
+                .refused("\(subject): attribute \(a.name) became a relationship; Core Data cannot infer that"))
             details.append("attribute → relationship")
         case (.relationship(let a), .attribute):
-            verdicts.append(.refused("\(subject): relationship \(a.name) became an attribute; Core Data cannot infer that"))
+            verdicts.append(
+                .refused("\(subject): relationship \(a.name) became an attribute; Core Data cannot infer that"))
             details.append("relationship → attribute")
         }
         let change: Change = old.name == new.name ? .changed : .renamed(from: old.name)
@@ -407,10 +430,12 @@ public struct ModelDifference: Sendable, Hashable {
         guard let mapped = matches[old.destinationEntityName] else {
             return "\(entity).\(new.name): its old destination \(old.destinationEntityName) is gone from the new model"
         }
-        guard let oldDestination = destination.entityID(named: mapped), let newDestination = destination.entityID(named: new.destinationEntityName)
+        guard let oldDestination = destination.entityID(named: mapped),
+            let newDestination = destination.entityID(named: new.destinationEntityName)
         else { return nil }
         if destination.entity(oldDestination, isKindOf: newDestination) { return nil }
-        return "\(entity).\(new.name): its destination changed from \(old.destinationEntityName) to \(new.destinationEntityName); "
+        return
+            "\(entity).\(new.name): its destination changed from \(old.destinationEntityName) to \(new.destinationEntityName); "
             + "Core Data cannot infer that (a mapping model can)"
     }
 }

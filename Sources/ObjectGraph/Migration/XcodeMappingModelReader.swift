@@ -26,7 +26,8 @@ public enum XcodeMappingModelReader {
             model.entities.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
         }
         func failure(_ message: String) -> ObjectGraphError { ObjectGraphError(.invalidModel, "\(source): \(message)") }
-        guard let modelEntity = entity("XDDevMappingModel"), let entityMappingEntity = entity("XDDevEntityMapping") else {
+        guard let modelEntity = entity("XDDevMappingModel"), let entityMappingEntity = entity("XDDevEntityMapping")
+        else {
             throw failure("not an Xcode mapping model: it has no XDDevMappingModel and XDDevEntityMapping objects")
         }
         let models = try objects(of: modelEntity, in: store)
@@ -49,20 +50,29 @@ public enum XcodeMappingModelReader {
                 migrationPolicyClassName: nonEmpty(string(object, "migrationpolicyclassname")))
             // Xcode's "Filter Predicate" and custom source expressions: kept as text to be refused
             // (storefs migrates whole entities).
-            for (key, value) in object.attributes where key.lowercased().contains("predicate") || key.lowercased().hasPrefix("sourceexpression") {
+            for (key, value) in object.attributes
+            where key.lowercased().contains("predicate") || key.lowercased().hasPrefix("sourceexpression") {
                 switch value {
-                case .string(let text) where !text.trimmingCharacters(in: .whitespaces).isEmpty: mapping.filterPredicate = text
+                case .string(let text) where !text.trimmingCharacters(in: .whitespaces).isEmpty:
+                    mapping.filterPredicate = text
                 case .data(let data) where !data.isEmpty: mapping.filterPredicate = "(an archived source expression)"
                 default: break
                 }
             }
-            for (relationship, kindName) in [("attributemappings", "XDDevAttributeMapping"), ("relationshipmappings", "XDDevRelationshipMapping")] {
+            for (relationship, kindName) in [
+                ("attributemappings", "XDDevAttributeMapping"), ("relationshipmappings", "XDDevRelationshipMapping")
+            ] {
                 guard let propertyEntity = propertyEntities[kindName],
-                    let relationshipName = entityMappingEntity.allRelationships.first(where: { $0.name.lowercased() == relationship })?.name
+                    let relationshipName = entityMappingEntity.allRelationships.first(where: {
+                        $0.name.lowercased() == relationship
+                    })?.name
                 else { continue }
-                let ids = try store.toManyDestinations(of: relationshipName, in: object.objectID.entity, for: [object.objectID])[object.objectID] ?? []
+                let ids =
+                    try store.toManyDestinations(
+                        of: relationshipName, in: object.objectID.entity, for: [object.objectID])[object.objectID] ?? []
                 var properties: [PropertyMapping] = []
-                for property in try store.snapshots(for: ids) where store.model.entity(property.objectID.entity, isKindOf: propertyEntity.id) {
+                for property in try store.snapshots(for: ids)
+                where store.model.entity(property.objectID.entity, isKindOf: propertyEntity.id) {
                     guard let propertyName = nonEmpty(string(property, "name")) else {
                         throw failure("entity mapping \(name) has a property mapping without a name")
                     }
@@ -70,13 +80,18 @@ public enum XcodeMappingModelReader {
                         let expression = try decodeExpression(data, source: "\(source): \(name).\(propertyName)")
                         properties.append(PropertyMapping(name: propertyName, valueExpression: expression))
                     } else if let text = nonEmpty(string(property, "valueexpression")) {
-                        properties.append(PropertyMapping(name: propertyName, valueExpression: try MappingExpression.parse(text)))
+                        properties.append(
+                            PropertyMapping(name: propertyName, valueExpression: try MappingExpression.parse(text)))
                     } else {
                         properties.append(PropertyMapping(name: propertyName, valueExpression: nil, isAutomatic: true))
                     }
                 }
                 properties.sort { $0.name < $1.name }
-                if relationship == "attributemappings" { mapping.attributeMappings = properties } else { mapping.relationshipMappings = properties }
+                if relationship == "attributemappings" {
+                    mapping.attributeMappings = properties
+                } else {
+                    mapping.relationshipMappings = properties
+                }
             }
             entityMappings.append((integer(object, "mappingnumber") ?? Int64(entityMappings.count), mapping))
         }
@@ -99,7 +114,9 @@ public enum XcodeMappingModelReader {
 
     // MARK: - Reading objects
 
-    private static func objects(of entity: EntityDescription, in store: any PersistentStore) throws(ObjectGraphError) -> [Snapshot] {
+    private static func objects(of entity: EntityDescription, in store: any PersistentStore) throws(ObjectGraphError)
+        -> [Snapshot]
+    {
         var ids: [ObjectID] = []
         for id in store.model.entityAndSubentities(of: entity.id) { ids += try store.objectIDs(of: id) }
         return try store.snapshots(for: ids)

@@ -30,7 +30,8 @@ public enum DecimalConversion {
         let exponent = value.exponent
         // A significand below 2^53 and a power of ten up to 10^22 are exact Doubles, so one
         // multiplication or division rounds once, correctly (Clinger's fast path).
-        if !value.isNaN, (-22...22).contains(exponent), let significand = significand(of: value), significand < 1 << 53 {
+        if !value.isNaN, (-22...22).contains(exponent), let significand = significand(of: value), significand < 1 << 53
+        {
             var power = 1.0
             for _ in 0..<exponent.magnitude { power *= 10 }
             let magnitude = exponent >= 0 ? Double(significand) * power : Double(significand) / power

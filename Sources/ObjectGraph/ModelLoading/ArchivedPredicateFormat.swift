@@ -74,7 +74,9 @@ enum ArchivedPredicateFormat {
         guard depth <= maximumDepth else { throw failure(object, "nests deeper than \(maximumDepth) levels") }
         if object.isKind(of: "NSSelfExpression") { return "SELF" }
         if object.isKind(of: "NSVariableExpression") {
-            guard let name = try object.string("NSVariable"), !name.isEmpty else { throw failure(object, "has no variable name") }
+            guard let name = try object.string("NSVariable"), !name.isEmpty else {
+                throw failure(object, "has no variable name")
+            }
             return "$" + name
         }
         if object.isKind(of: "NSKeyPathSpecifierExpression") {
@@ -108,7 +110,9 @@ enum ArchivedPredicateFormat {
                 guard let operand, !operand.isKind(of: "NSSelfExpression") else { return keyPath(path) }
                 return try expression(operand, depth: depth + 1) + "." + path
             }
-            let texts = try arguments.map { (argument) throws(ObjectGraphError) in try expression(argument, depth: depth + 1) }
+            let texts = try arguments.map { (argument) throws(ObjectGraphError) in
+                try expression(argument, depth: depth + 1)
+            }
             // Functions of the predicate utilities (count:, sum:, now ...) have a constant operand.
             guard let operand, !operand.isKind(of: "NSConstantValueExpression") else {
                 if selector == "count:", texts.count == 1 { return texts[0] + ".@count" }
@@ -134,10 +138,14 @@ enum ArchivedPredicateFormat {
         default: break
         }
         if let s = try value.stringValue() { return Expression.Literal.string(s).description }
-        if value.isKind(of: "NSDate"), case .real(let t)? = value["NS.time"] { return Expression.Literal.date(t).description }
+        if value.isKind(of: "NSDate"), case .real(let t)? = value["NS.time"] {
+            return Expression.Literal.date(t).description
+        }
         if value.isKind(of: "NSNull") { return "nil" }
         if value.isKind(of: "NSArray") || value.isKind(of: "NSSet") || value.isKind(of: "NSOrderedSet") {
-            let items = try value.elements().map { (item) throws(ObjectGraphError) in try constant(item, depth: depth + 1) }
+            let items = try value.elements().map { (item) throws(ObjectGraphError) in
+                try constant(item, depth: depth + 1)
+            }
             return "{" + items.joined(separator: ", ") + "}"
         }
         throw failure(value, "is a constant of unsupported class")
@@ -150,6 +158,7 @@ enum ArchivedPredicateFormat {
 
     private static func failure(_ object: ArchivedObject, _ message: String) -> ObjectGraphError {
         ObjectGraphError(
-            .invalidModel, "\(object.archive.source): archived \(object.className ?? "value") (object \(object.uid)) \(message)")
+            .invalidModel,
+            "\(object.archive.source): archived \(object.className ?? "value") (object \(object.uid)) \(message)")
     }
 }

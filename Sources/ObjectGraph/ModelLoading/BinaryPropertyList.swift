@@ -53,13 +53,15 @@ public enum BinaryPropertyList {
             let table = Self.bigEndian(bytes, trailer + 24, 8)
             guard (1...8).contains(offsetSize), (1...8).contains(referenceSize) else {
                 throw ObjectGraphError(
-                    .invalidModel, "\(source): binary property list trailer has offset size \(offsetSize) and reference size "
+                    .invalidModel,
+                    "\(source): binary property list trailer has offset size \(offsetSize) and reference size "
                         + "\(referenceSize); both must be 1 to 8")
             }
             // Every object takes at least one byte between the header and the offset table.
             guard count >= 1, count <= UInt64(trailer), top < count, table >= 8, table <= UInt64(trailer) else {
                 throw ObjectGraphError(
-                    .invalidModel, "\(source): binary property list trailer is inconsistent (\(count) objects, top \(top), "
+                    .invalidModel,
+                    "\(source): binary property list trailer is inconsistent (\(count) objects, top \(top), "
                         + "offset table at \(table) in \(bytes.count) bytes)")
             }
             objectCount = Int(count)
@@ -68,7 +70,8 @@ public enum BinaryPropertyList {
             let (tableSize, overflow) = objectCount.multipliedReportingOverflow(by: offsetSize)
             guard !overflow, offsetTable + tableSize <= trailer else {
                 throw ObjectGraphError(
-                    .invalidModel, "\(source): binary property list offset table (\(objectCount) entries) runs past the file")
+                    .invalidModel,
+                    "\(source): binary property list offset table (\(objectCount) entries) runs past the file")
             }
         }
 
@@ -113,7 +116,9 @@ public enum BinaryPropertyList {
             let size = 1 << Int(lengthMarker & 0x0F)
             let body = try range(head.upperBound, size, of: "length")
             let value = Self.bigEndian(bytes, body.lowerBound, size)
-            guard value <= UInt64(offsetTable) else { throw failure("has a length of \(value), more than the file holds") }
+            guard value <= UInt64(offsetTable) else {
+                throw failure("has a length of \(value), more than the file holds")
+            }
             return (Int(value), body.upperBound)
         }
 
@@ -163,9 +168,12 @@ public enum BinaryPropertyList {
                 guard low == 2 || low == 3 else { throw failure("has a real of 2^\(low) bytes at byte \(position)") }
                 let body = try range(position + 1, 1 << low, of: "real")
                 let raw = Self.bigEndian(bytes, body.lowerBound, 1 << low)
-                return .real(low == 2 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: raw))) : Double(bitPattern: raw))
+                return .real(
+                    low == 2 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: raw))) : Double(bitPattern: raw))
             case 0x3:
-                guard marker == 0x33 else { throw failure("has unknown marker 0x\(String(marker, radix: 16)) at byte \(position)") }
+                guard marker == 0x33 else {
+                    throw failure("has unknown marker 0x\(String(marker, radix: 16)) at byte \(position)")
+                }
                 let body = try range(position + 1, 8, of: "date")
                 return .date(Double(bitPattern: Self.bigEndian(bytes, body.lowerBound, 8)))
             case 0x4:

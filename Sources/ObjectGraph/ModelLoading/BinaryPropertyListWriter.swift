@@ -70,7 +70,8 @@ public enum BinaryPropertyListWriter {
             let offsetSize = tableStart <= 0xFF ? 1 : tableStart <= 0xFFFF ? 2 : tableStart <= 0xFFFF_FFFF ? 4 : 8
             for offset in offsets { out += Self.bigEndian(UInt64(offset), offsetSize) }
             out += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)]
-            out += Self.bigEndian(UInt64(objects.count), 8) + Self.bigEndian(0, 8) + Self.bigEndian(UInt64(tableStart), 8)
+            out +=
+                Self.bigEndian(UInt64(objects.count), 8) + Self.bigEndian(0, 8) + Self.bigEndian(UInt64(tableStart), 8)
             return Data(out)
         }
 

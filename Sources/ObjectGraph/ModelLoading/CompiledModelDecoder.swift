@@ -40,7 +40,8 @@ struct CompiledModelDecoder {
         let entityEntries = try root.object("NSEntities")?.entries() ?? []
         for (key, entity) in entityEntries {
             guard entity.isKind(of: "NSEntityDescription") else {
-                throw failure("entity \(key) is archived as \(entity.className ?? "a plain value"), not an NSEntityDescription")
+                throw failure(
+                    "entity \(key) is archived as \(entity.className ?? "a plain value"), not an NSEntityDescription")
             }
             entityNames[entity.uid] = try entity.string("NSEntityName") ?? key
             propertyNames[entity.uid] = Set(try entity.object("NSProperties")?.entries().map(\.key) ?? [])
@@ -53,7 +54,8 @@ struct CompiledModelDecoder {
         for (name, request) in try root.object("NSFetchRequestTemplates")?.entries() ?? [] {
             let (entity, predicate, options) = try decodeRequest(request, owner: "fetch request template \(name)")
             guard let entity else { throw failure("fetch request template \(name) names no entity") }
-            templates.append(FetchRequestTemplate(name: name, entityName: entity, predicateString: predicate, options: options))
+            templates.append(
+                FetchRequestTemplate(name: name, entityName: entity, predicateString: predicate, options: options))
         }
         var configurations: [ModelConfiguration] = []
         for (name, members) in try root.object("NSConfigurations")?.entries() ?? [] {
@@ -138,7 +140,9 @@ struct CompiledModelDecoder {
             } else if property.isKind(of: "NSFetchedPropertyDescription") {
                 entity.fetchedProperties.append(try decodeFetchedProperty(property, name: propertyName, here))
             } else {
-                notes.append("\(archive.source): \(here) is a \(property.className ?? "plain value"), which storefs does not model; left out")
+                notes.append(
+                    "\(archive.source): \(here) is a \(property.className ?? "plain value"), which storefs does not model; left out"
+                )
             }
         }
         entity.attributes.sort { $0.name < $1.name }
@@ -166,19 +170,22 @@ struct CompiledModelDecoder {
     static let attributeTypes: [Int64: AttributeType] = [
         0: .undefined, 100: .integer16, 200: .integer32, 300: .integer64, 400: .decimal, 500: .double, 600: .float,
         700: .string, 800: .boolean, 900: .date, 1000: .binaryData, 1100: .uuid, 1200: .uri, 1800: .transformable,
-        2000: .objectID,
+        2000: .objectID
     ]
 
     /// Bits of NSFlagsKey, as the corpus shows them next to the Xcode models they came from.
     static let externalStorageFlag: Int64 = 4
     static let preserveAfterDeletionFlag: Int64 = 16
 
-    private mutating func decodeAttribute(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
+    private mutating func decodeAttribute(_ object: ArchivedObject, name: String, _ here: String)
+        throws(ObjectGraphError)
         -> AttributeDescription?
     {
         let code = object.integer("NSAttributeType") ?? 0
         guard let type = Self.attributeTypes[code] else {
-            notes.append("\(archive.source): \(here) has attribute type \(code) (a composite attribute?), which storefs does not model; left out")
+            notes.append(
+                "\(archive.source): \(here) has attribute type \(code) (a composite attribute?), which storefs does not model; left out"
+            )
             return nil
         }
         let flags = object.integer("NSFlagsKey") ?? 0
@@ -205,7 +212,9 @@ struct CompiledModelDecoder {
         if let value = try object.object("NSDefaultValue") {
             attribute.defaultValue = try defaultValue(value, type: type)
             if attribute.defaultValue == nil {
-                notes.append("\(archive.source): the default value of \(here) (\(value.className ?? "a plain value")) cannot be kept")
+                notes.append(
+                    "\(archive.source): the default value of \(here) (\(value.className ?? "a plain value")) cannot be kept"
+                )
             }
         }
         if let rules = try object.object("NSValidationPredicates") {
@@ -216,7 +225,8 @@ struct CompiledModelDecoder {
 
     /// A default value, in the representation the engine keeps for `type`; nil when it has none
     /// (a transformable's custom object, binary data).
-    private func defaultValue(_ value: ArchivedObject, type: AttributeType) throws(ObjectGraphError) -> AttributeValue? {
+    private func defaultValue(_ value: ArchivedObject, type: AttributeType) throws(ObjectGraphError) -> AttributeValue?
+    {
         switch (type, value.value) {
         case (.integer16, .integer(let i)), (.integer32, .integer(let i)), (.integer64, .integer(let i)):
             guard let range = type.integerRange, range.contains(i) else { return nil }
@@ -243,7 +253,12 @@ struct CompiledModelDecoder {
         case .uuid:
             if value.isKind(of: "NSUUID"), case .data(let bytes)? = value["NS.uuidbytes"], bytes.count == 16 {
                 let b = [UInt8](bytes)
-                return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                return .uuid(
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
             }
         case .decimal:
             return decimal(value).map(AttributeValue.decimal)
@@ -268,7 +283,9 @@ struct CompiledModelDecoder {
 
     /// Xcode compiles an attribute's minimum and maximum into validation predicates
     /// (`length >= 3`, `SELF <= 10`); those come back as the range. Other rules are not modelled.
-    private func readRange(from rules: [ArchivedObject], into attribute: inout AttributeDescription) throws(ObjectGraphError) {
+    private func readRange(from rules: [ArchivedObject], into attribute: inout AttributeDescription)
+        throws(ObjectGraphError)
+    {
         var pending = rules
         var visited = 0
         while let rule = pending.popLast() {
@@ -301,7 +318,8 @@ struct CompiledModelDecoder {
 
     // MARK: - Relationships and fetched properties
 
-    private mutating func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String) throws(ObjectGraphError)
+    private mutating func decodeRelationship(_ object: ArchivedObject, name: String, _ here: String)
+        throws(ObjectGraphError)
         -> RelationshipDescription
     {
         let destination: String
@@ -339,7 +357,8 @@ struct CompiledModelDecoder {
             name: name, destinationEntityName: destination, inverseName: inverse, isToMany: maxCount != 1,
             isOrdered: object.bool("NSIsOrdered"), isOptional: object.bool("NSIsOptional"),
             isTransient: object.bool("NSIsTransient"), minCount: max(0, minCount), maxCount: maxCount, deleteRule: rule,
-            userInfo: try userInfo(object, here), renamingIdentifier: renaming(try object.string("NSRenamingIdentifier"), name),
+            userInfo: try userInfo(object, here),
+            renamingIdentifier: renaming(try object.string("NSRenamingIdentifier"), name),
             versionHashModifier: try object.string("NSVersionHashModifier"))
     }
 
@@ -368,7 +387,9 @@ struct CompiledModelDecoder {
         var entity: String?
         if let target = try request.object("NSEntity") {
             entity = entityNames[target.uid]
-            guard entity != nil else { throw failure("\(owner) fetches something that is not one of the model's entities") }
+            guard entity != nil else {
+                throw failure("\(owner) fetches something that is not one of the model's entities")
+            }
         } else {
             entity = try request.string("NSEntityName")
         }
@@ -409,7 +430,8 @@ struct CompiledModelDecoder {
     /// The note for a property whose `what` storefs does not model although Core Data hashes it.
     private func unhashed(_ here: String, _ what: String) -> String {
         let entity = here.prefix { $0 != "." }
-        return "\(archive.source): \(here) \(what), which storefs does not model; the version hash of \(entity) will not be Core Data's"
+        return
+            "\(archive.source): \(here) \(what), which storefs does not model; the version hash of \(entity) will not be Core Data's"
     }
 
     private func failure(_ message: String) -> ObjectGraphError {

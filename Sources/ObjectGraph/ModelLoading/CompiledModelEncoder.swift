@@ -21,7 +21,9 @@ public enum CompiledModelEncoder {
 
     /// The model's cache, or nil when the model has what the cache could not reproduce.
     public static func encode(_ model: ManagedObjectModel) -> Data? {
-        guard !model.entities.contains(where: { $0.attributes.contains { $0.derivationExpression != nil } }) else { return nil }
+        guard !model.entities.contains(where: { $0.attributes.contains { $0.derivationExpression != nil } }) else {
+            return nil
+        }
         var archive = KeyedArchiveWriter()
         let root = archive.reserve()
         let entities = model.entities.sorted { $0.name < $1.name }
@@ -48,7 +50,8 @@ public enum CompiledModelEncoder {
                 let property = propertyUIDs[entity.name]![relationship.name]!
                 let inverse = relationship.inverseName.flatMap { propertyUIDs[relationship.destinationEntityName]?[$0] }
                 write(
-                    relationship, as: property, entity: uid, destination: entityUIDs[relationship.destinationEntityName],
+                    relationship, as: property, entity: uid,
+                    destination: entityUIDs[relationship.destinationEntityName],
                     inverse: inverse, into: &archive)
                 properties.append((archive.string(relationship.name), .uid(property)))
             }
@@ -65,7 +68,7 @@ public enum CompiledModelEncoder {
                 ("NSProperties", archive.dictionary(properties, className: "NSMutableDictionary")),
                 ("NSRenamingIdentifier", archive.string(entity.renamingIdentifier ?? entity.name)),
                 ("NSManagedObjectModel", .uid(root)),
-                ("NSSuperentity", entity.parentName.flatMap { entityUIDs[$0] }.map(PropertyListValue.uid) ?? .uid(0)),
+                ("NSSuperentity", entity.parentName.flatMap { entityUIDs[$0] }.map(PropertyListValue.uid) ?? .uid(0))
             ]
             if entity.isAbstract { fields.append(("NSIsAbstract", .boolean(true))) }
             if !entity.uniquenessConstraints.isEmpty {
@@ -75,30 +78,42 @@ public enum CompiledModelEncoder {
                 }
                 fields.append(("NSUniqueTuples", archive.array(tuples, className: "NSMutableArray")))
             }
-            archive.set(uid, className: "NSEntityDescription", classes: ["NSEntityDescription", "NSObject"], fields: fields)
+            archive.set(
+                uid, className: "NSEntityDescription", classes: ["NSEntityDescription", "NSObject"], fields: fields)
         }
         // The entities by name: Core Data's known-keys dictionary, keys and values in name order.
         let keys = archive.array(entities.map { archive.string($0.name) })
         let mapping = archive.add(
-            className: "NSKnownKeysMappingStrategy1", classes: ["NSKnownKeysMappingStrategy1", "NSKnownKeysMappingStrategy", "NSObject"],
+            className: "NSKnownKeysMappingStrategy1",
+            classes: ["NSKnownKeysMappingStrategy1", "NSKnownKeysMappingStrategy", "NSObject"],
             fields: [("length", .integer(Int64(entities.count))), ("keys", keys), ("version", .integer(1))])
         let values = archive.array(entities.map { .uid(entityUIDs[$0.name]!) })
         let byName = archive.add(
             className: "NSKnownKeysDictionary1",
-            classes: ["NSKnownKeysDictionary1", "NSKnownKeysDictionary", "NSMutableDictionary", "NSDictionary", "NSObject"],
-            fields: [("values", values), ("searchMapping", mapping), ("emptyToken", archive.string(emptySlotToken)), ("version", .integer(1))])
+            classes: [
+                "NSKnownKeysDictionary1", "NSKnownKeysDictionary", "NSMutableDictionary", "NSDictionary", "NSObject"
+            ],
+            fields: [
+                ("values", values), ("searchMapping", mapping), ("emptyToken", archive.string(emptySlotToken)),
+                ("version", .integer(1))
+            ])
         let identifiers = archive.add(
-            className: "NSSet", classes: ["NSSet", "NSObject"], fields: [("NS.objects", .array([archive.string(model.versionIdentifier ?? "")]))])
+            className: "NSSet", classes: ["NSSet", "NSObject"],
+            fields: [("NS.objects", .array([archive.string(model.versionIdentifier ?? "")]))])
         archive.set(
             root, className: "NSManagedObjectModel", classes: ["NSManagedObjectModel", "NSObject"],
-            fields: [("NSEntities", byName), ("NSFetchRequestTemplates", .uid(0)), ("NSVersionIdentifiers", identifiers)])
+            fields: [
+                ("NSEntities", byName), ("NSFetchRequestTemplates", .uid(0)), ("NSVersionIdentifiers", identifiers)
+            ])
         return archive.finish(root: root)
     }
 
     // MARK: - Properties
 
     /// Core Data's `_P` flags as the corpus shows them: 0xF1, plus 2 when optional, 8 when transient.
-    private static func flags(optional: Bool, transient: Bool) -> Int64 { 0xF1 | (optional ? 2 : 0) | (transient ? 8 : 0) }
+    private static func flags(optional: Bool, transient: Bool) -> Int64 {
+        0xF1 | (optional ? 2 : 0) | (transient ? 8 : 0)
+    }
 
     private static func write(
         _ attribute: AttributeDescription, as uid: Int, entity: Int, into archive: inout KeyedArchiveWriter
@@ -114,13 +129,17 @@ public enum CompiledModelEncoder {
             ("NSValueTransformerName", archive.string(attribute.valueTransformerName)),
             ("NSFlagsKey", .integer(bits)),
             ("NSRenamingIdentifier", archive.string(attribute.renamingIdentifier ?? attribute.name)),
-            ("_P", .integer(flags(optional: attribute.isOptional, transient: attribute.isTransient))),
+            ("_P", .integer(flags(optional: attribute.isOptional, transient: attribute.isTransient)))
         ]
         if attribute.isOptional { fields.append(("NSIsOptional", .boolean(true))) }
         if attribute.isTransient { fields.append(("NSIsTransient", .boolean(true))) }
-        if let modifier = attribute.versionHashModifier { fields.append(("NSVersionHashModifier", archive.string(modifier))) }
+        if let modifier = attribute.versionHashModifier {
+            fields.append(("NSVersionHashModifier", archive.string(modifier)))
+        }
         if !attribute.userInfo.isEmpty { fields.append(("NSUserInfo", userInfo(attribute.userInfo, into: &archive))) }
-        archive.set(uid, className: "NSAttributeDescription", classes: ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], fields: fields)
+        archive.set(
+            uid, className: "NSAttributeDescription",
+            classes: ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], fields: fields)
     }
 
     private static func write(
@@ -140,18 +159,24 @@ public enum CompiledModelEncoder {
             ("_NSDestinationEntityName", archive.string(relationship.destinationEntityName)),
             ("NSInverseRelationship", inverse.map(PropertyListValue.uid) ?? .uid(0)),
             ("_NSInverseRelationshipName", archive.string(relationship.inverseName)),
-            ("NSMaxCount", .integer(Int64(relationship.maxCount))), ("NSMinCount", .integer(Int64(relationship.minCount))),
+            ("NSMaxCount", .integer(Int64(relationship.maxCount))),
+            ("NSMinCount", .integer(Int64(relationship.minCount))),
             ("NSDeleteRule", .integer(rule)),
             ("NSRenamingIdentifier", archive.string(relationship.renamingIdentifier ?? relationship.name)),
-            ("_P", .integer(flags(optional: relationship.isOptional, transient: relationship.isTransient))),
+            ("_P", .integer(flags(optional: relationship.isOptional, transient: relationship.isTransient)))
         ]
         if relationship.isOptional { fields.append(("NSIsOptional", .boolean(true))) }
         if relationship.isTransient { fields.append(("NSIsTransient", .boolean(true))) }
         if relationship.isOrdered { fields.append(("NSIsOrdered", .boolean(true))) }
-        if let modifier = relationship.versionHashModifier { fields.append(("NSVersionHashModifier", archive.string(modifier))) }
-        if !relationship.userInfo.isEmpty { fields.append(("NSUserInfo", userInfo(relationship.userInfo, into: &archive))) }
+        if let modifier = relationship.versionHashModifier {
+            fields.append(("NSVersionHashModifier", archive.string(modifier)))
+        }
+        if !relationship.userInfo.isEmpty {
+            fields.append(("NSUserInfo", userInfo(relationship.userInfo, into: &archive)))
+        }
         archive.set(
-            uid, className: "NSRelationshipDescription", classes: ["NSRelationshipDescription", "NSPropertyDescription", "NSObject"],
+            uid, className: "NSRelationshipDescription",
+            classes: ["NSRelationshipDescription", "NSPropertyDescription", "NSObject"],
             fields: fields)
     }
 
@@ -170,7 +195,9 @@ public enum CompiledModelEncoder {
         }
     }
 
-    private static func defaultValue(_ value: AttributeValue, into archive: inout KeyedArchiveWriter) -> PropertyListValue {
+    private static func defaultValue(_ value: AttributeValue, into archive: inout KeyedArchiveWriter)
+        -> PropertyListValue
+    {
         switch value {
         case .integer(let i): return archive.add(.integer(i))
         case .boolean(let b): return archive.add(.boolean(b))
@@ -178,10 +205,13 @@ public enum CompiledModelEncoder {
         case .float(let f): return archive.add(.real(Double(f)))
         case .string(let s): return archive.string(s)
         case .date(let d):
-            return archive.add(className: "NSDate", classes: ["NSDate", "NSObject"], fields: [("NS.time", .real(d.timeIntervalSinceReferenceDate))])
+            return archive.add(
+                className: "NSDate", classes: ["NSDate", "NSObject"],
+                fields: [("NS.time", .real(d.timeIntervalSinceReferenceDate))])
         case .uuid(let u):
             let bytes = withUnsafeBytes(of: u.uuid) { Data($0) }
-            return archive.add(className: "NSUUID", classes: ["NSUUID", "NSObject"], fields: [("NS.uuidbytes", .data(bytes))])
+            return archive.add(
+                className: "NSUUID", classes: ["NSUUID", "NSObject"], fields: [("NS.uuidbytes", .data(bytes))])
         case .decimal(let d):
             return decimal(d, into: &archive) ?? .uid(0)
         case .data: return .uid(0)
@@ -201,20 +231,23 @@ public enum CompiledModelEncoder {
             exponent -= 1
             steps += 1
         }
-        guard let whole = UInt64(exactly: NSDecimalNumber(decimal: significand).doubleValue), (-128...127).contains(exponent)
+        guard let whole = UInt64(exactly: NSDecimalNumber(decimal: significand).doubleValue),
+            (-128...127).contains(exponent)
         else { return nil }
         var mantissa = Data()
         for i in 0..<8 { mantissa.append(UInt8(truncatingIfNeeded: whole >> UInt64(8 * i))) }
         return archive.add(
             className: "NSDecimalNumber", classes: ["NSDecimalNumber", "NSNumber", "NSValue", "NSObject"],
             fields: [
-                ("NS.mantissa", .data(mantissa)), ("NS.mantissa.bo", .integer(1)), ("NS.exponent", .integer(Int64(exponent))),
+                ("NS.mantissa", .data(mantissa)), ("NS.mantissa.bo", .integer(1)),
+                ("NS.exponent", .integer(Int64(exponent))),
                 ("NS.length", .integer(whole == 0 ? 0 : whole <= 0xFFFF ? 1 : whole <= 0xFFFF_FFFF ? 2 : 4)),
-                ("NS.negative", .boolean(value < 0)), ("NS.compact", .boolean(true)),
+                ("NS.negative", .boolean(value < 0)), ("NS.compact", .boolean(true))
             ])
     }
 
-    private static func userInfo(_ info: [String: String], into archive: inout KeyedArchiveWriter) -> PropertyListValue {
+    private static func userInfo(_ info: [String: String], into archive: inout KeyedArchiveWriter) -> PropertyListValue
+    {
         let entries = info.sorted { $0.key < $1.key }.map { (archive.string($0.key), archive.string($0.value)) }
         return archive.dictionary(entries)
     }

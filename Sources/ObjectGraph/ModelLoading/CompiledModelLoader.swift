@@ -22,7 +22,8 @@ public enum CompiledModelLoader {
     public static func decode(archive data: Data, source: String) throws(ObjectGraphError) -> Decoded {
         guard data.count <= maximumArchiveSize else {
             throw ObjectGraphError(
-                .invalidModel, "\(source): \(data.count) bytes, more than the \(maximumArchiveSize >> 20) MiB a model may have")
+                .invalidModel,
+                "\(source): \(data.count) bytes, more than the \(maximumArchiveSize >> 20) MiB a model may have")
         }
         var decoder = CompiledModelDecoder(archive: try KeyedArchive(data: data, source: source))
         let result = try decoder.decode()
@@ -56,11 +57,15 @@ public enum CompiledModelLoader {
             let file = folder.appendingPathComponent(name + ".mom")
             guard FileManager.default.fileExists(atPath: file.path) else {
                 throw ObjectGraphError(
-                    .invalidModel, "\(info.path) names current version \"\(name)\", but \(folder.lastPathComponent) has no \(name).mom")
+                    .invalidModel,
+                    "\(info.path) names current version \"\(name)\", but \(folder.lastPathComponent) has no \(name).mom"
+                )
             }
             return file
         }
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".mom") }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter {
+            $0.hasSuffix(".mom")
+        }
         guard names.count == 1 else {
             throw ObjectGraphError(
                 .invalidModel,
@@ -90,7 +95,8 @@ public enum CompiledModelLoader {
         let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
         guard size <= maximumArchiveSize else {
             throw ObjectGraphError(
-                .invalidModel, "\(url.path): \(size) bytes, more than the \(maximumArchiveSize >> 20) MiB a model may have")
+                .invalidModel,
+                "\(url.path): \(size) bytes, more than the \(maximumArchiveSize >> 20) MiB a model may have")
         }
         do {
             return try Data(contentsOf: url)

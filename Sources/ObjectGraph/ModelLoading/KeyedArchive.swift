@@ -25,7 +25,8 @@ public struct KeyedArchive: Sendable {
             throw ObjectGraphError(.invalidModel, "\(source): a property list, but not an NSKeyedArchiver archive")
         }
         guard let objects = root["$objects"]?.array, let top = root["$top"], case .dictionary = top else {
-            throw ObjectGraphError(.invalidModel, "\(source): keyed archive without its $objects array or $top dictionary")
+            throw ObjectGraphError(
+                .invalidModel, "\(source): keyed archive without its $objects array or $top dictionary")
         }
         self.objects = objects
         self.top = top
@@ -103,7 +104,9 @@ public struct ArchivedObject: Sendable {
     public func stringValue() throws(ObjectGraphError) -> String? {
         if case .string(let s) = value { return s }
         if isKind(of: "NSString"), let s = value["NS.string"]?.string { return s }
-        if isKind(of: "NSString"), case .data(let bytes)? = value["NS.bytes"] { return String(decoding: bytes, as: UTF8.self) }
+        if isKind(of: "NSString"), case .data(let bytes)? = value["NS.bytes"] {
+            return String(decoding: bytes, as: UTF8.self)
+        }
         return nil
     }
 

@@ -27,7 +27,9 @@ public struct KeyedArchiveWriter {
     }
 
     /// A new object of `className` with `fields`.
-    public mutating func add(className: String, classes: [String], fields: [(String, PropertyListValue)]) -> PropertyListValue {
+    public mutating func add(className: String, classes: [String], fields: [(String, PropertyListValue)])
+        -> PropertyListValue
+    {
         let uid = reserve()
         set(uid, className: className, classes: classes, fields: fields)
         return .uid(uid)
@@ -45,21 +47,31 @@ public struct KeyedArchiveWriter {
     public mutating func string(_ text: String?) -> PropertyListValue { add(text.map(PropertyListValue.string)) }
 
     public mutating func array(_ items: [PropertyListValue], className: String = "NSArray") -> PropertyListValue {
-        add(className: className, classes: className == "NSArray" ? ["NSArray", "NSObject"] : [className, "NSArray", "NSObject"],
+        add(
+            className: className,
+            classes: className == "NSArray" ? ["NSArray", "NSObject"] : [className, "NSArray", "NSObject"],
             fields: [("NS.objects", .array(items))])
     }
 
-    public mutating func dictionary(_ entries: [(PropertyListValue, PropertyListValue)], className: String = "NSDictionary")
+    public mutating func dictionary(
+        _ entries: [(PropertyListValue, PropertyListValue)], className: String = "NSDictionary"
+    )
         -> PropertyListValue
     {
-        add(className: className,
-            classes: className == "NSDictionary" ? ["NSDictionary", "NSObject"] : [className, "NSDictionary", "NSObject"],
+        add(
+            className: className,
+            classes: className == "NSDictionary"
+                ? ["NSDictionary", "NSObject"] : [className, "NSDictionary", "NSObject"],
             fields: [("NS.keys", .array(entries.map(\.0))), ("NS.objects", .array(entries.map(\.1)))])
     }
 
     private mutating func classRecord(_ name: String, _ classes: [String]) -> Int {
         if let known = classRecords[name] { return known }
-        objects.append(.dictionary([(.string("$classname"), .string(name)), (.string("$classes"), .array(classes.map(PropertyListValue.string)))]))
+        objects.append(
+            .dictionary([
+                (.string("$classname"), .string(name)),
+                (.string("$classes"), .array(classes.map(PropertyListValue.string)))
+            ]))
         classRecords[name] = objects.count - 1
         return objects.count - 1
     }
@@ -69,7 +81,7 @@ public struct KeyedArchiveWriter {
         BinaryPropertyListWriter.encode(
             .dictionary([
                 (.string("$version"), .integer(100000)), (.string("$archiver"), .string("NSKeyedArchiver")),
-                (.string("$top"), .dictionary([(.string("root"), .uid(root))])), (.string("$objects"), .array(objects)),
+                (.string("$top"), .dictionary([(.string("root"), .uid(root))])), (.string("$objects"), .array(objects))
             ]))
     }
 }

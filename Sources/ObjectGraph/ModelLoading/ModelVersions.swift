@@ -83,7 +83,9 @@ public struct ModelVersions: Sendable {
                 notes += decoded.notes
                 return ModelVersions(single: decoded.model, name: name, source: url.path)
             }
-            let files = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { $0.hasSuffix(".mom") }
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter {
+                $0.hasSuffix(".mom")
+            }
             guard !files.isEmpty else { throw ObjectGraphError(.invalidModel, "\(url.path): no .mom model inside") }
             var versions: [Version] = []
             for file in files {
@@ -105,9 +107,12 @@ public struct ModelVersions: Sendable {
             let model = try XcodeModelLoader.load(from: location)
             versions.append(
                 Version(
-                    name: String(folder.dropLast(".xcdatamodel".count)), model: model, hashes: VersionHash.entityHashes(of: model)))
+                    name: String(folder.dropLast(".xcdatamodel".count)), model: model,
+                    hashes: VersionHash.entityHashes(of: model)))
         }
-        guard !versions.isEmpty else { throw ObjectGraphError(.invalidModel, "\(url.path): holds no .xcdatamodel version") }
+        guard !versions.isEmpty else {
+            throw ObjectGraphError(.invalidModel, "\(url.path): holds no .xcdatamodel version")
+        }
         let current = try XcodeModelLoader.currentVersion(in: url).deletingPathExtension().lastPathComponent
         return ModelVersions(source: url.path, versions: versions, currentName: current)
     }

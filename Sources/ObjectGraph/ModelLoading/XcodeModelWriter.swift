@@ -18,7 +18,7 @@ public enum XcodeModelWriter {
             [
                 ("type", "com.apple.IDECoreDataModeler.DataModel"), ("documentVersion", "1.0"),
                 ("minimumToolsVersion", "Automatic"), ("sourceLanguage", "Swift"),
-                ("userDefinedModelVersionIdentifier", model.versionIdentifier ?? ""),
+                ("userDefinedModelVersionIdentifier", model.versionIdentifier ?? "")
             ], closed: false, depth: 0)
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             write(entity, into: &out)
@@ -99,7 +99,7 @@ public enum XcodeModelWriter {
             attributes.append(("derivationExpression", expression))
         }
         for (prefix, value) in [
-            ("min", attribute.minValue), ("max", attribute.maxValue), ("default", attribute.defaultValue),
+            ("min", attribute.minValue), ("max", attribute.maxValue), ("default", attribute.defaultValue)
         ] {
             guard let value else { continue }
             if case .date(let date) = value {

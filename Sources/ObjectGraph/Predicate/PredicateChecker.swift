@@ -48,16 +48,20 @@ public enum PredicateChecker {
             let right = try check(rhs, entity, model)
             let isNil = { (e: Expression) in if case .constant(.null) = e { true } else { false } }
             for (side, reach, other) in [(lhs, left, rhs), (rhs, right, lhs)] {
-                guard case .values(let type, _)? = reach, type == .binaryData || type == .transformable else { continue }
+                guard case .values(let type, _)? = reach, type == .binaryData || type == .transformable else {
+                    continue
+                }
                 guard isNil(other), op == .equal || op == .notEqual else {
                     throw ObjectGraphError(
-                        .validation, "\(side) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
+                        .validation,
+                        "\(side) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
                 }
             }
             if op == .matches, case .constant(.string(let pattern)) = rhs,
                 !PredicateEvaluator.isValidRegularExpression(pattern)
             {
-                throw ObjectGraphError(.validation, "MATCHES\(options.formatText) \"\(pattern)\" is not a valid regular expression")
+                throw ObjectGraphError(
+                    .validation, "MATCHES\(options.formatText) \"\(pattern)\" is not a valid regular expression")
             }
             if op == .between {
                 guard case .aggregate(let bounds) = rhs, bounds.count == 2 else {
@@ -77,16 +81,20 @@ public enum PredicateChecker {
             return nil
         case .aggregate(let items):
             for item in items {
-                if case .values(let type, _)? = try check(item, entity, model), type == .binaryData || type == .transformable {
+                if case .values(let type, _)? = try check(item, entity, model),
+                    type == .binaryData || type == .transformable
+                {
                     throw ObjectGraphError(
-                        .validation, "\(item) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
+                        .validation,
+                        "\(item) holds \(type.rawValue) values, which a query compares only with nil (== nil, != nil)")
                 }
             }
             return nil
         case .variable(let name, let path):
             let written = "$" + ([name] + path).joined(separator: ".")
             throw ObjectGraphError(
-                .validation, "\(written): a query has no variables (no $FETCH_SOURCE, no substitutions); write the value itself")
+                .validation,
+                "\(written): a query has no variables (no $FETCH_SOURCE, no substitutions); write the value itself")
         case .keyPath(let path):
             let components = path.first == "SELF" ? Array(path.dropFirst()) : path
             return try reach(components[...], from: .objects(entity, collection: false), path, model)
@@ -116,7 +124,8 @@ public enum PredicateChecker {
                     } else {
                         guard case .objects(let entity, _) = current else {
                             throw ObjectGraphError(
-                                .validation, "key path \(written): \(key) follows values, which have no key \(rest.first!)")
+                                .validation,
+                                "key path \(written): \(key) follows values, which have no key \(rest.first!)")
                         }
                         values = try reach(rest, from: .objects(entity, collection: true), path, model)
                     }
@@ -126,7 +135,9 @@ public enum PredicateChecker {
                     case .result(let t): type = t
                     case .objects: type = nil
                     }
-                    let numeric: Set<AttributeType> = [.integer16, .integer32, .integer64, .decimal, .double, .float, .boolean]
+                    let numeric: Set<AttributeType> = [
+                        .integer16, .integer32, .integer64, .decimal, .double, .float, .boolean
+                    ]
                     let ordered = numeric.union([.date, .string, .uri])
                     let allowed = key.lowercased() == "@sum" || key.lowercased() == "@avg" ? numeric : ordered
                     guard let type, allowed.contains(type) else {
@@ -139,7 +150,8 @@ public enum PredicateChecker {
                     return .result(key.lowercased() == "@min" || key.lowercased() == "@max" ? type : .decimal)
                 default:
                     throw ObjectGraphError(
-                        .validation, "key path \(written): \(key) is not a collection operator (@count, @sum, @avg, @min, @max)")
+                        .validation,
+                        "key path \(written): \(key) is not a collection operator (@count, @sum, @avg, @min, @max)")
                 }
             }
             guard case .objects(let id, let collection) = current else {
@@ -149,13 +161,15 @@ public enum PredicateChecker {
             if let attribute = entity.attribute(named: key) {
                 guard !attribute.isTransient else {
                     throw ObjectGraphError(
-                        .validation, "key path \(written): \(entity.name).\(key) is transient (not stored), so it cannot be queried")
+                        .validation,
+                        "key path \(written): \(entity.name).\(key) is transient (not stored), so it cannot be queried")
                 }
                 current = .values(attribute.type, collection: collection)
             } else if let relationship = entity.relationship(named: key) {
                 guard !relationship.isTransient else {
                     throw ObjectGraphError(
-                        .validation, "key path \(written): \(entity.name).\(key) is transient (not stored), so it cannot be queried")
+                        .validation,
+                        "key path \(written): \(entity.name).\(key) is transient (not stored), so it cannot be queried")
                 }
                 guard let destination = model.entityID(named: relationship.destinationEntityName) else {
                     throw ObjectGraphError(
@@ -164,10 +178,12 @@ public enum PredicateChecker {
                 current = .objects(destination, collection: collection || relationship.isToMany)
             } else if entity.fetchedProperty(named: key) != nil {
                 throw ObjectGraphError(
-                    .validation, "key path \(written): \(entity.name).\(key) is a fetched property, which a query cannot use")
+                    .validation,
+                    "key path \(written): \(entity.name).\(key) is a fetched property, which a query cannot use")
             } else {
                 throw ObjectGraphError(
-                    .validation, "key path \(written): entity \(entity.name) has no attribute or relationship named \(key)")
+                    .validation,
+                    "key path \(written): entity \(entity.name) has no attribute or relationship named \(key)")
             }
             index += 1
         }

@@ -245,7 +245,8 @@ public struct PredicateEvaluator: Sendable {
                     return try Self.aggregate(key.lowercased(), present, path)
                 default:
                     throw ObjectGraphError(
-                        .unsupported, "key path \(path.joined(separator: ".")): \(key) is not supported "
+                        .unsupported,
+                        "key path \(path.joined(separator: ".")): \(key) is not supported "
                             + "(use @count, @sum, @avg, @min or @max)")
                 }
             } else {
@@ -288,11 +289,13 @@ public struct PredicateEvaluator: Sendable {
         }
         if entity.fetchedProperty(named: key) != nil {
             throw ObjectGraphError(
-                .unsupported, "key path \(path.joined(separator: ".")): fetched property \(entity.name).\(key) "
+                .unsupported,
+                "key path \(path.joined(separator: ".")): fetched property \(entity.name).\(key) "
                     + "cannot be used inside a predicate")
         }
         throw ObjectGraphError(
-            .notFound, "key path \(path.joined(separator: ".")): entity \(entity.name) has no attribute or "
+            .notFound,
+            "key path \(path.joined(separator: ".")): entity \(entity.name) has no attribute or "
                 + "relationship named \(key)")
     }
 

@@ -29,7 +29,7 @@ struct PredicateLexer {
     static let reservedWords: Set<String> = [
         "AND", "OR", "NOT", "ANY", "ALL", "NONE", "SOME", "IN", "LIKE", "CONTAINS", "BEGINSWITH",
         "ENDSWITH", "MATCHES", "BETWEEN", "TRUEPREDICATE", "FALSEPREDICATE", "YES", "NO", "TRUE",
-        "FALSE", "NIL", "NULL", "SELF", "CAST", "SUBQUERY", "FUNCTION",
+        "FALSE", "NIL", "NULL", "SELF", "CAST", "SUBQUERY", "FUNCTION"
     ]
 
     let text: String

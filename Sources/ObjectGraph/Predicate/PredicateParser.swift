@@ -74,7 +74,8 @@ public enum PredicateParser {
         mutating func nest(at token: Token) throws(ObjectGraphError) {
             guard nesting < PredicateParser.maximumNesting else {
                 throw error(
-                    at: token, "the predicate nests more than \(PredicateParser.maximumNesting) levels deep here; simplify it")
+                    at: token,
+                    "the predicate nests more than \(PredicateParser.maximumNesting) levels deep here; simplify it")
             }
             nesting += 1
         }
@@ -296,7 +297,7 @@ public enum PredicateParser {
         }
 
         /// `CAST(number, "NSDate")`: a date constant, as Xcode's predicate editor writes one;
-    /// `CAST("2024-05-01T12:30:00Z", "NSDate")`: the same from ISO 8601 text.
+        /// `CAST("2024-05-01T12:30:00Z", "NSDate")`: the same from ISO 8601 text.
         mutating func cast() throws(ObjectGraphError) -> Expression {
             let word = advance()
             guard isSymbol("(") else { throw error(at: peek, "expected \"(\" after CAST") }
@@ -318,7 +319,8 @@ public enum PredicateParser {
             default:
                 throw error(
                     at: peek,
-                    "expected a number of seconds since 2001 or a quoted ISO 8601 date in CAST at position \(word.position)")
+                    "expected a number of seconds since 2001 or a quoted ISO 8601 date in CAST at position \(word.position)"
+                )
             }
             _ = advance()
             guard isSymbol(",") else { throw error(at: peek, "expected \",\" in CAST at position \(word.position)") }

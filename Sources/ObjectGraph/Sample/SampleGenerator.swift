@@ -26,13 +26,16 @@ public struct SampleGenerator: Sendable {
 
     /// Inserts the sample into the store of `context` and saves; `progress` gets (objects
     /// written, total). The context must have no changes of its own: the sample goes to its store.
-    public func populate(_ context: ObjectContext, progress: (Int, Int) -> Void = { _, _ in }) throws(ObjectGraphError) {
+    public func populate(_ context: ObjectContext, progress: (Int, Int) -> Void = { _, _ in }) throws(ObjectGraphError)
+    {
         try populate(context.coordinator.store, progress: progress)
     }
 
     /// Inserts the sample into `store` (of the sample model), one save per ``unitsPerSave`` units,
     /// or one save of everything for an atomic store.
-    public func populate(_ store: any PersistentStore, progress: (Int, Int) -> Void = { _, _ in }) throws(ObjectGraphError) {
+    public func populate(_ store: any PersistentStore, progress: (Int, Int) -> Void = { _, _ in })
+        throws(ObjectGraphError)
+    {
         let model = store.model
         guard let department = model.entityID(named: "Department"), let manager = model.entityID(named: "Manager"),
             let employee = model.entityID(named: "Employee"), let project = model.entityID(named: "Project"),
@@ -66,8 +69,9 @@ public struct SampleGenerator: Sendable {
                 departmentObject.attributes = [
                     "name": .string(Self.departmentNames[number % Self.departmentNames.count] + " \(number)"),
                     "code": .string(Self.code(number)),
-                    "budget": .decimal(Self.decimal(units: Int64(100_000 + random.next() % 900_000) * 100 + 25, scale: 2)),
-                    "founded": .date(Self.date(random.next(), from: 1980, years: 40)),
+                    "budget": .decimal(
+                        Self.decimal(units: Int64(100_000 + random.next() % 900_000) * 100 + 25, scale: 2)),
+                    "founded": .date(Self.date(random.next(), from: 1980, years: 40))
                 ]
                 departmentObject.toOne["head"] = unitManagers[0]
                 batch.insert(departmentObject)
@@ -91,7 +95,7 @@ public struct SampleGenerator: Sendable {
                         "name": .string("Project \(number)-\(i + 1)"),
                         "startDate": .date(Self.date(random.next(), from: 2015, years: 10)),
                         "budget": .double(Double(random.next() % 5_000_000) / 4),
-                        "isActive": .boolean(i != 3),
+                        "isActive": .boolean(i != 3)
                     ]
                     object.toOne["department"] = d
                     batch.append(p, to: "projects", of: d)
@@ -103,7 +107,7 @@ public struct SampleGenerator: Sendable {
                     object.attributes = [
                         "title": .string(Self.milestoneTitles[i % Self.milestoneTitles.count]),
                         "dueDate": .date(Self.date(random.next(), from: 2020, years: 8)),
-                        "done": .boolean(random.next() % 2 == 0),
+                        "done": .boolean(random.next() % 2 == 0)
                     ]
                     object.toOne["project"] = p
                     batch.append(ms, to: "milestones", of: p)
@@ -151,7 +155,8 @@ public struct SampleGenerator: Sendable {
                 request.toManyChanges[index].destinations.append(destination)
             } else {
                 listIndex[key] = request.toManyChanges.count
-                request.toManyChanges.append(.init(source: source, relationship: relationship, destinations: [destination]))
+                request.toManyChanges.append(
+                    .init(source: source, relationship: relationship, destinations: [destination]))
             }
         }
     }
@@ -163,7 +168,7 @@ public struct SampleGenerator: Sendable {
             "firstName": .string(first),
             "lastName": .string(last),
             "birthDate": .date(Self.date(random.next(), from: 1955, years: 50)),
-            "personID": .uuid(Self.uuid(&random)),
+            "personID": .uuid(Self.uuid(&random))
         ]
         if nextEmployeeID % 10 == 1 {
             values["photo"] = .data(Self.photo(&random))
@@ -218,8 +223,11 @@ public struct SampleGenerator: Sendable {
         }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// A tiny valid PNG-like blob: a fixed signature and pseudo-random bytes (binary, not text).
@@ -233,14 +241,16 @@ public struct SampleGenerator: Sendable {
 
     static let firstNames = [
         "Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Dennis", "Margaret",
-        "John", "Radia", "Niklaus", "Adele", "Tim", "Hedy", "Linus", "Sophie", "Guido", "Katherine",
+        "John", "Radia", "Niklaus", "Adele", "Tim", "Hedy", "Linus", "Sophie", "Guido", "Katherine"
     ]
     static let lastNames = [
         "Lovelace", "Hopper", "Turing", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson", "Ritchie",
         "Hamilton", "Backus", "Perlman", "Wirth", "Goldberg", "Berners-Lee", "Lamarr", "Torvalds", "Wilson",
-        "van Rossum", "Johnson",
+        "van Rossum", "Johnson"
     ]
-    static let departmentNames = ["Engineering", "Sales", "Research", "Support", "Design", "Finance", "Legal", "Operations"]
+    static let departmentNames = [
+        "Engineering", "Sales", "Research", "Support", "Design", "Finance", "Legal", "Operations"
+    ]
     static let titles = ["Director", "Team Lead", "Head of Unit", "Principal", "Vice President"]
     static let milestoneTitles = ["Kick-off", "Design review", "Beta", "Launch", "Retrospective"]
 }

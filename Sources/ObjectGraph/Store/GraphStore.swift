@@ -114,7 +114,8 @@ public final class GraphStore: PersistentStore {
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         try access { (state) throws(ObjectGraphError) in
             guard !isReadOnly else {
-                throw ObjectGraphError(.readOnly, "\(url?.path ?? "the store") was opened read-only; the save was not written")
+                throw ObjectGraphError(
+                    .readOnly, "\(url?.path ?? "the store") was opened read-only; the save was not written")
             }
             try readAgainIfReplaced(&state)
             var copy = state.graph

@@ -44,7 +44,8 @@ public struct HistoryMapping: Sendable {
     /// migration carried straight across.
     public var properties: [EntityID: [String: String]]
 
-    public init(objects: [ObjectID: ObjectID], entities: [EntityID: EntityID], properties: [EntityID: [String: String]]) {
+    public init(objects: [ObjectID: ObjectID], entities: [EntityID: EntityID], properties: [EntityID: [String: String]])
+    {
         self.objects = objects
         self.entities = entities
         self.properties = properties

@@ -2,7 +2,7 @@ import Digest
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file a store read when it opened, as it was read: its path, size, modification time and,
@@ -74,7 +74,8 @@ public struct InputFile: Sendable, Hashable, Codable {
         public var quietSeconds: Double {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - (Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9)
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+                - (Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9)
         }
 
         /// The modification time as ISO 8601 in UTC with nanoseconds (`2026-11-25T10:15:00.123456789Z`).
@@ -83,7 +84,8 @@ public struct InputFile: Sendable, Hashable, Codable {
             var parts = tm()
             gmtime_r(&seconds, &parts)
             return String(
-                format: "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday),
                 Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(modified.tv_nsec))
         }
     }
@@ -99,7 +101,9 @@ public struct InputFile: Sendable, Hashable, Codable {
     /// The file is opened read-only (a symlink is followed: a store may be one), without blocking
     /// on a FIFO (anything but a regular file is refused) and, where the kernel allows, without
     /// updating its access time. Nothing is written beside it.
-    public static func read(_ url: URL, copyingTo destination: URL?, hashing: Bool) throws(ObjectGraphError) -> (InputFile, Stamp) {
+    public static func read(_ url: URL, copyingTo destination: URL?, hashing: Bool) throws(ObjectGraphError) -> (
+        InputFile, Stamp
+    ) {
         let path = url.path
         func failure(_ what: String, _ code: Int32 = errno) -> ObjectGraphError {
             ObjectGraphError(.io, "\(path): \(what) (\(String(cString: strerror(code))))")
@@ -115,7 +119,8 @@ public struct InputFile: Sendable, Hashable, Codable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure("cannot be examined") }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ObjectGraphError(.io, "\(path) is not a regular file; storefs reads only regular files beside a store")
+            throw ObjectGraphError(
+                .io, "\(path) is not a regular file; storefs reads only regular files beside a store")
         }
         let stamp = Stamp(info)
         var out: Int32 = -1
@@ -123,7 +128,9 @@ public struct InputFile: Sendable, Hashable, Codable {
             out = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard out >= 0 else {
                 throw ObjectGraphError(
-                    .io, "cannot make the private copy \(destination.path) (\(String(cString: strerror(errno)))); set TMPDIR to a folder with room")
+                    .io,
+                    "cannot make the private copy \(destination.path) (\(String(cString: strerror(errno)))); set TMPDIR to a folder with room"
+                )
             }
         }
         defer { if out >= 0 { close(out) } }
@@ -149,14 +156,17 @@ public struct InputFile: Sendable, Hashable, Codable {
                         if errno == EINTR { continue }
                         let code = errno
                         throw ObjectGraphError(
-                            .io, "cannot write the private copy \(destination!.path) (\(String(cString: strerror(code)))); set TMPDIR to a folder with room")
+                            .io,
+                            "cannot write the private copy \(destination!.path) (\(String(cString: strerror(code)))); set TMPDIR to a folder with room"
+                        )
                     }
                     written += w
                 }
             }
             total += Int64(n)
         }
-        let file = InputFile(path: path, size: total, modified: stamp.modifiedText, sha256: hashing ? hasher.finalizeHex() : nil)
+        let file = InputFile(
+            path: path, size: total, modified: stamp.modifiedText, sha256: hashing ? hasher.finalizeHex() : nil)
         return (file, stamp)
     }
 

@@ -30,7 +30,8 @@ public enum MetadataValue: Sendable, Hashable {
             }
         case let v as Date: self = .date(v)
         case let v as Data: self = .data(v)
-        case let v as [Any]: self = .array(try v.map { (e) throws(ObjectGraphError) in try MetadataValue(propertyList: e) })
+        case let v as [Any]:
+            self = .array(try v.map { (e) throws(ObjectGraphError) in try MetadataValue(propertyList: e) })
         case let v as [String: Any]:
             var dict: [String: MetadataValue] = [:]
             for (k, e) in v { dict[k] = try MetadataValue(propertyList: e) }
@@ -54,4 +55,3 @@ public enum MetadataValue: Sendable, Hashable {
         }
     }
 }
-

@@ -85,12 +85,18 @@ public final class OverlayStore: PersistentStore {
         var fromBase: [ObjectID] = []
         let deleted = try access { state in
             for id in ids where !state.deleted.contains(id) {
-                if let snapshot = state.changed[id] { found[id] = Self.without(state.deleted, snapshot) } else if !state.inserted.contains(id) { fromBase.append(id) }
+                if let snapshot = state.changed[id] {
+                    found[id] = Self.without(state.deleted, snapshot)
+                } else if !state.inserted.contains(id) {
+                    fromBase.append(id)
+                }
             }
             return state.deleted
         }
         if !fromBase.isEmpty {
-            for snapshot in try base.snapshots(for: fromBase) { found[snapshot.objectID] = Self.without(deleted, snapshot) }
+            for snapshot in try base.snapshots(for: fromBase) {
+                found[snapshot.objectID] = Self.without(deleted, snapshot)
+            }
         }
         var seen: Set<ObjectID> = []
         return ids.compactMap { id in seen.insert(id).inserted ? found[id] : nil }
@@ -189,20 +195,27 @@ public final class OverlayStore: PersistentStore {
         // What the base holds of the objects and lists this save touches for the first time.
         let now = try access { $0 }
         let touched = request.updated.map(\.objectID) + request.deleted.map(\.objectID)
-        let fromBase = touched.filter { now.changed[$0] == nil && !now.inserted.contains($0) && !now.deleted.contains($0) }
+        let fromBase = touched.filter {
+            now.changed[$0] == nil && !now.inserted.contains($0) && !now.deleted.contains($0)
+        }
         var baseSnapshots: [ObjectID: Snapshot] = [:]
-        for snapshot in try base.snapshots(for: Array(Set(fromBase)).sorted()) { baseSnapshots[snapshot.objectID] = snapshot }
+        for snapshot in try base.snapshots(for: Array(Set(fromBase)).sorted()) {
+            baseSnapshots[snapshot.objectID] = snapshot
+        }
         var baseLists: [StoreGraph.ToManyKey: [ObjectID]] = [:]
         var needed: [String: [EntityID: [ObjectID]]] = [:]
         for change in request.toManyChanges {
             let key = StoreGraph.ToManyKey(source: change.source, relationship: change.relationship)
-            guard now.toMany[key] == nil, !now.inserted.contains(change.source), !now.deleted.contains(change.source) else { continue }
+            guard now.toMany[key] == nil, !now.inserted.contains(change.source), !now.deleted.contains(change.source)
+            else { continue }
             needed[change.relationship, default: [:]][change.source.entity, default: []].append(change.source)
         }
         for (relationship, byEntity) in needed.sorted(by: { $0.key < $1.key }) {
             for (entity, sources) in byEntity.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 let lists = try base.toManyDestinations(of: relationship, in: entity, for: sources)
-                for source in sources { baseLists[StoreGraph.ToManyKey(source: source, relationship: relationship)] = lists[source] ?? [] }
+                for source in sources {
+                    baseLists[StoreGraph.ToManyKey(source: source, relationship: relationship)] = lists[source] ?? []
+                }
             }
         }
 
@@ -228,7 +241,9 @@ public final class OverlayStore: PersistentStore {
             let id = snapshot.objectID
             let root = model[id.entity].rootID
             let tree = model.entities.filter { $0.rootID == root }.map { ObjectID(entity: $0.id, key: id.key) }
-            guard inserting.insert(id).inserted, !tree.contains(where: { next.changed[$0] != nil || next.deleted.contains($0) }) else {
+            guard inserting.insert(id).inserted,
+                !tree.contains(where: { next.changed[$0] != nil || next.deleted.contains($0) })
+            else {
                 throw ObjectGraphError(.exists, "\(model[id.entity].name) key \(id.key) already exists", objects: [id])
             }
         }
@@ -267,10 +282,13 @@ public final class OverlayStore: PersistentStore {
         }
         for change in request.toManyChanges {
             let source = change.source
-            guard next.changed[source] != nil || (!next.deleted.contains(source) && !next.inserted.contains(source)) else { continue }
+            guard next.changed[source] != nil || (!next.deleted.contains(source) && !next.inserted.contains(source))
+            else { continue }
             let key = StoreGraph.ToManyKey(source: source, relationship: change.relationship)
             let held = next.toMany[key] ?? (baseLists[key] ?? []).filter { !next.deleted.contains($0) }
-            if !next.inserted.contains(source), next.originalToMany[key] == nil { next.originalToMany[key] = baseLists[key] ?? [] }
+            if !next.inserted.contains(source), next.originalToMany[key] == nil {
+                next.originalToMany[key] = baseLists[key] ?? []
+            }
             next.toMany[key] = change.applied(to: held)
         }
         if var metadata = request.metadata {
@@ -290,7 +308,8 @@ public final class OverlayStore: PersistentStore {
     private func conflict(_ id: ObjectID, deleted: Bool) -> ObjectGraphError {
         let what = "\(model[id.entity].name)/\(id.key)"
         return ObjectGraphError(
-            .conflict, deleted ? "\(what) was deleted since it was read" : "\(what) was changed since it was read", objects: [id])
+            .conflict, deleted ? "\(what) was deleted since it was read" : "\(what) was changed since it was read",
+            objects: [id])
     }
 
     // MARK: - The overlay as a save
@@ -320,7 +339,8 @@ public final class OverlayStore: PersistentStore {
             let original = state.inserted.contains(key.source) ? [] : state.originalToMany[key] ?? []
             guard destinations != original else { continue }
             request.toManyChanges.append(
-                SaveRequest.ToManyChange(source: key.source, relationship: key.relationship, destinations: destinations, original: original))
+                SaveRequest.ToManyChange(
+                    source: key.source, relationship: key.relationship, destinations: destinations, original: original))
         }
         if let metadata = state.metadata, metadata != (try? base.metadata()) { request.metadata = metadata }
         return request

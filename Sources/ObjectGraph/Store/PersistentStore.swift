@@ -62,7 +62,8 @@ public protocol PersistentStore: AnyObject, Sendable {
 
     /// Refuses a value this store type cannot hold for `attribute` of `entity` (SQLite has no NaN),
     /// so the write that sets it fails instead of the save.
-    func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError)
+    func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
+        throws(ObjectGraphError)
 
     /// Refuses setting `attribute` of `entity` to nil where the store computes its values itself
     /// (a derived attribute Core Data's triggers keep), so the removal fails instead of the save.
@@ -86,7 +87,6 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// the new store (``SaveRequest/keyCounters``).
     func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64
 
-
     /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key, in
     /// one store request; nil when the store cannot evaluate this predicate exactly as
     /// ``PredicateEvaluator`` would (the engine then evaluates it in memory). `predicate` has no
@@ -105,7 +105,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// once and holds no list of every key. Nil when the store cannot read pages (or cannot
     /// evaluate `predicate`); the caller then lists the objects' IDs and reads their snapshots.
     func snapshots(
-        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?, limit: Int
+        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?,
+        limit: Int
     ) throws(ObjectGraphError) -> [Snapshot]?
 }
 
@@ -153,7 +154,8 @@ extension PersistentStore {
 
     /// Stores that hold their objects in memory list them instead.
     public func snapshots(
-        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?, limit: Int
+        of entity: EntityID, includingSubentities: Bool, matching predicate: Predicate?, after key: PrimaryKey?,
+        limit: Int
     ) throws(ObjectGraphError) -> [Snapshot]? { nil }
 }
 
@@ -168,11 +170,15 @@ extension PersistentStoreType {
     public var allowsSeveralWriters: Bool { false }
 
     /// A store file exists when the file does.
-    public func storeExists(at url: URL) throws(ObjectGraphError) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+    public func storeExists(at url: URL) throws(ObjectGraphError) -> Bool {
+        FileManager.default.fileExists(atPath: url.path)
+    }
 
     /// A store file is removed with the files beside it that its type writes while open.
     public func removeStore(at url: URL) throws(ObjectGraphError) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
     }
 
     public var findsKeptModel: Bool { false }
@@ -199,7 +205,9 @@ public struct StoreOptions: Sendable, Hashable {
     /// (`storefs info`, evidence mounts).
     public var hashesInputs: Bool
 
-    public init(readOnly: Bool = false, createIfMissing: Bool = false, progress: LoadProgress? = nil, hashesInputs: Bool = false) {
+    public init(
+        readOnly: Bool = false, createIfMissing: Bool = false, progress: LoadProgress? = nil, hashesInputs: Bool = false
+    ) {
         self.readOnly = readOnly
         self.createIfMissing = createIfMissing
         self.progress = progress
@@ -266,7 +274,9 @@ public enum StoreURL {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "(a URL)" }
         if components.password != nil { components.password = "***" }
         if let items = components.queryItems, items.contains(where: { $0.name == "password" }) {
-            components.queryItems = items.map { $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0 }
+            components.queryItems = items.map {
+                $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0
+            }
         }
         return components.string ?? "(a URL)"
     }

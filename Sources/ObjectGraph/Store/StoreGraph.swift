@@ -123,12 +123,18 @@ public struct StoreGraph: Sendable {
     ///   naming an inserted object whose key is taken.
     /// `keepsStoreUUID`: the graph keeps its own store UUID whatever the request's metadata says
     /// (a file's identity); otherwise a request that brings a UUID (a migration) sets it.
-    public mutating func apply(_ request: SaveRequest, model: ManagedObjectModel, storeType: String, keepsStoreUUID: Bool)
+    public mutating func apply(
+        _ request: SaveRequest, model: ManagedObjectModel, storeType: String, keepsStoreUUID: Bool
+    )
         throws(ObjectGraphError)
     {
         for update in request.updated where !update.isEmpty {
-            guard let current = snapshots[update.objectID] else { throw conflict(update.objectID, model, deleted: true) }
-            let attributeMoved = update.changedAttributes.contains { current.attributes[$0] != update.original.attributes[$0] }
+            guard let current = snapshots[update.objectID] else {
+                throw conflict(update.objectID, model, deleted: true)
+            }
+            let attributeMoved = update.changedAttributes.contains {
+                current.attributes[$0] != update.original.attributes[$0]
+            }
             let toOneMoved = update.changedToOne.contains { current.toOne[$0] != update.original.toOne[$0] }
             if attributeMoved || toOneMoved { throw conflict(update.objectID, model, deleted: false) }
         }
@@ -140,7 +146,8 @@ public struct StoreGraph: Sendable {
             let root = model[s.objectID.entity].rootID
             guard keysByRoot[root]?[s.objectID.key] == nil, inserting.insert(s.objectID).inserted else {
                 throw ObjectGraphError(
-                    .exists, "\(model[s.objectID.entity].name) key \(s.objectID.key) already exists", objects: [s.objectID])
+                    .exists, "\(model[s.objectID.entity].name) key \(s.objectID.key) already exists",
+                    objects: [s.objectID])
             }
         }
         for s in request.inserted {

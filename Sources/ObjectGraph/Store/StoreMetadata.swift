@@ -20,7 +20,7 @@ public struct StoreMetadata: Sendable, Hashable {
     public static let bookkeepingKeys: Set<String> = [
         "NSStoreModelVersionHashes", "NSStoreModelVersionHashesVersion", "NSStoreModelVersionIdentifiers",
         "NSPersistenceFrameworkVersion", "NSStoreModelVersionHashesDigest", "NSStoreModelVersionChecksumKey",
-        "_NSAutoVacuumLevel", modelKey, "StoreFSKeys",
+        "_NSAutoVacuumLevel", modelKey, "StoreFSKeys"
     ]
 
     public var values: [String: MetadataValue]

@@ -118,7 +118,9 @@ public enum ISO8601DateText {
         }
         // Four digits, or more for years after 9999 (bounded: no Int overflow below).
         var yearDigits = 0
-        while i + yearDigits < scalars.count, yearDigits < 13, scalars[i + yearDigits] >= 48 && scalars[i + yearDigits] <= 57 {
+        while i + yearDigits < scalars.count, yearDigits < 13,
+            scalars[i + yearDigits] >= 48 && scalars[i + yearDigits] <= 57
+        {
             yearDigits += 1
         }
         guard (4...12).contains(yearDigits), let unsignedYear = number(yearDigits), expect(UInt8(ascii: "-")),
@@ -142,7 +144,8 @@ public enum ISO8601DateText {
                     let start = i
                     i += 1
                     while i < scalars.count, scalars[i] >= 48 && scalars[i] <= 57 { i += 1 }
-                    guard i > start + 1, let f = Double("0" + String(decoding: scalars[start..<i], as: UTF8.self)) else {
+                    guard i > start + 1, let f = Double("0" + String(decoding: scalars[start..<i], as: UTF8.self))
+                    else {
                         return nil
                     }
                     fraction = f

@@ -19,21 +19,26 @@ enum MetadataCoding {
         }
         for column in ["Z_UUID", "Z_PLIST"] where !columns.contains(column) {
             throw ObjectGraphError(
-                .corruptStore, "\(file): table Z_METADATA has no column \(column): this is not a Core Data store, or it was damaged")
+                .corruptStore,
+                "\(file): table Z_METADATA has no column \(column): this is not a Core Data store, or it was damaged")
         }
         let order = columns.contains("Z_VERSION") ? " ORDER BY Z_VERSION" : ""
-        guard let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA\(order) LIMIT 1") else { return nil }
+        guard let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA\(order) LIMIT 1") else {
+            return nil
+        }
         let values = row.storedValues
         return try decode(uuid: values[0], plist: values[1], file: file)
     }
 
-    static func decode(uuid uuidValue: DatabaseValue, plist plistValue: DatabaseValue, file: String) throws(ObjectGraphError)
+    static func decode(uuid uuidValue: DatabaseValue, plist plistValue: DatabaseValue, file: String)
+        throws(ObjectGraphError)
         -> StoreMetadata
     {
         let uuid = uuidValue.storedText
         guard uuid != nil || uuidValue.isNull else {
             throw ObjectGraphError(
-                .corruptStore, "\(file): Z_METADATA.Z_UUID holds \(uuidValue.storedDescription), not the store's UUID text")
+                .corruptStore,
+                "\(file): Z_METADATA.Z_UUID holds \(uuidValue.storedDescription), not the store's UUID text")
         }
         let plist = plistValue.storedBytes
         guard plist != nil || plistValue.isNull else {
@@ -47,7 +52,9 @@ enum MetadataCoding {
     }
 
     /// The plist bytes for `metadata` (``MetadataPlist/encode(_:)``).
-    static func encode(_ metadata: StoreMetadata) throws(ObjectGraphError) -> Data { try MetadataPlist.encode(metadata) }
+    static func encode(_ metadata: StoreMetadata) throws(ObjectGraphError) -> Data {
+        try MetadataPlist.encode(metadata)
+    }
 
     /// The metadata of a new store: `initial` plus Core Data's bookkeeping keys.
     static func initial(_ initial: StoreMetadata, model: ManagedObjectModel) -> StoreMetadata {

@@ -169,7 +169,11 @@ enum PredicateValueCoding {
                 guard let part = chunk(16) else { return nil }
                 let b = Array(part)
                 return .uuid(
-                    UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
             case .object:
                 guard let entity = word(), let key = word() else { return nil }
                 return PredicateValueCoding.object(zent: Int64(bitPattern: entity), key: Int64(bitPattern: key))

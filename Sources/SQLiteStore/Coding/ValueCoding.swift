@@ -25,7 +25,8 @@ enum ValueCoding {
 
     // MARK: - Writing
 
-    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String) throws(ObjectGraphError)
+    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String)
+        throws(ObjectGraphError)
         -> DatabaseValue
     {
         guard let value else { return .null }
@@ -38,7 +39,9 @@ enum ValueCoding {
         switch value {
         case .integer(let v):
             if let range = attribute.type.integerRange, !range.contains(v) {
-                throw invalid("\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))")
+                throw invalid(
+                    "\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))"
+                )
             }
             return v.databaseValue
         case .boolean(let v): return (v ? 1 : 0 as Int64).databaseValue
@@ -149,7 +152,11 @@ enum ValueCoding {
                 guard data.count == 16 else { throw bad(" (a UUID is 16 bytes)") }
                 let b = [UInt8](data)
                 return .uuid(
-                    UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
             case .string, .uri:
                 guard let s = String(data: data, encoding: .utf8) else { throw bad(" (not UTF-8)") }
                 return .string(s)

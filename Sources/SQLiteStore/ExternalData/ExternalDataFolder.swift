@@ -4,7 +4,7 @@ import Logging
 import ObjectGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Core Data's external binary data: values of attributes that allow external storage ("Allows
@@ -69,7 +69,9 @@ struct ExternalDataFolder: Sendable {
             do {
                 return try Self.read(file).databaseValue
             } catch {
-                logger.error("\(place()): its value is kept in \(file.path), which cannot be read (\(error)); it reads as absent")
+                logger.error(
+                    "\(place()): its value is kept in \(file.path), which cannot be read (\(error)); it reads as absent"
+                )
                 return .null
             }
         default:
@@ -84,7 +86,8 @@ struct ExternalDataFolder: Sendable {
         var bytes = data.dropFirst()
         guard data.first == externalMarker else { return nil }
         if bytes.last == 0 { bytes = bytes.dropLast() }
-        guard bytes.count == 36, let text = String(bytes: bytes, encoding: .ascii), let uuid = UUID(uuidString: text) else {
+        guard bytes.count == 36, let text = String(bytes: bytes, encoding: .ascii), let uuid = UUID(uuidString: text)
+        else {
             return nil
         }
         // Core Data's UUIDs are upper case; a lower-case name on disk is kept as written.
@@ -161,7 +164,9 @@ struct ExternalDataFolder: Sendable {
 
     private func write(_ data: Data, to file: URL) throws {
         let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ObjectGraphError(.io, "cannot create \(file.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ObjectGraphError(.io, "cannot create \(file.path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var written = 0
         try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
@@ -169,12 +174,16 @@ struct ExternalDataFolder: Sendable {
             while written < buffer.count {
                 let n = Glibc.write(fd, base + written, buffer.count - written)
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw ObjectGraphError(.io, "writing \(file.path): \(String(cString: strerror(errno)))") }
+                guard n > 0 else {
+                    throw ObjectGraphError(.io, "writing \(file.path): \(String(cString: strerror(errno)))")
+                }
                 written += n
             }
         }
         adoptOwnership(fd: fd, mode: storeMode & 0o666)
-        guard fsync(fd) == 0 else { throw ObjectGraphError(.io, "syncing \(file.path): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            throw ObjectGraphError(.io, "syncing \(file.path): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Makes `.X_SUPPORT/_EXTERNAL_DATA` as Core Data would, owned like the store (storefs
@@ -209,9 +218,13 @@ struct ExternalDataFolder: Sendable {
 
     static func sync(_ directory: String) throws {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw ObjectGraphError(.io, "cannot open \(directory): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ObjectGraphError(.io, "cannot open \(directory): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw ObjectGraphError(.io, "syncing \(directory): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            throw ObjectGraphError(.io, "syncing \(directory): \(String(cString: strerror(errno)))")
+        }
     }
 }
 

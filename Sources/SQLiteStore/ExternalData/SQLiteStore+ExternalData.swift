@@ -14,7 +14,8 @@ extension SQLiteStore {
             $0.attribute.allowsExternalBinaryDataStorage && (attributes?.contains($0.attribute.name) ?? true)
         }.compactMap(\.column)
         guard !columns.isEmpty, let table = layout[id.entity].table else { return }
-        let sql = "SELECT \(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?"
+        let sql =
+            "SELECT \(columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?"
         do {
             for row in try rows(db, sql, [id.key.rawValue]) {
                 for value in row.databaseValues {

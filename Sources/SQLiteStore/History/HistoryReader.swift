@@ -32,15 +32,20 @@ struct HistoryReader: Sendable {
     /// The reader of `schema`'s history; nil when the file keeps none.
     init?(schema: FileSchema, model: ManagedObjectModel) {
         let required = [
-            "ATRANSACTION": ["Z_PK", "ZTIMESTAMP"], "ACHANGE": ["Z_PK", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID"],
-            "ATRANSACTIONSTRING": ["Z_PK", "ZNAME"],
+            "ATRANSACTION": ["Z_PK", "ZTIMESTAMP"],
+            "ACHANGE": ["Z_PK", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID"],
+            "ATRANSACTIONSTRING": ["Z_PK", "ZNAME"]
         ]
         for (table, columns) in required {
-            guard schema.table(named: table) != nil, columns.allSatisfy({ schema.hasColumn($0, in: table) }) else { return nil }
+            guard schema.table(named: table) != nil, columns.allSatisfy({ schema.hasColumn($0, in: table) }) else {
+                return nil
+            }
         }
         let tombstones = schema.columns(of: "ACHANGE").map(\.name).filter { $0.uppercased().hasPrefix("ZTOMBSTONE") }
-            .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
-        decoder = PersistentHistory(tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: tombstones), model: model)
+            .compactMap { name in Int(name.dropFirst("ZTOMBSTONE".count)).map { (name, $0) } }.sorted { $0.1 < $1.1 }
+            .map(\.0)
+        decoder = PersistentHistory(
+            tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: tombstones), model: model)
         // Author, bundle ID, context name, process ID: interned, then plain, NULL where absent.
         var joins = ""
         var names: [String] = []
@@ -72,7 +77,8 @@ struct HistoryReader: Sendable {
         let values = row.storedValues
         func name(_ i: Int) -> String? { values[2 + i].storedText ?? values[6 + i].storedText }
         return HistoryTransaction(
-            number: SQLiteStore.integer(values[0]), timestamp: Date(timeIntervalSinceReferenceDate: SQLiteStore.seconds(values[1])),
+            number: SQLiteStore.integer(values[0]),
+            timestamp: Date(timeIntervalSinceReferenceDate: SQLiteStore.seconds(values[1])),
             author: name(0), bundleID: name(1), contextName: name(2), processID: name(3))
     }
 
@@ -86,7 +92,8 @@ struct HistoryReader: Sendable {
         let id = ObjectID(entity: entity, key: PrimaryKey(SQLiteStore.integer(values[4])))
         var change = HistoryChange(changeID: SQLiteStore.integer(values[0]), kind: kind, objectID: id)
         if kind == .update, let mask = values[5].storedBytes {
-            change.updatedProperties = decoder.decode(mask: mask, of: entity) ?? ["<\(mask.count) bytes that do not fit the model>"]
+            change.updatedProperties =
+                decoder.decode(mask: mask, of: entity) ?? ["<\(mask.count) bytes that do not fit the model>"]
         }
         if kind == .delete {
             for (i, name) in decoder.preservedAttributes(of: entity).enumerated() where 6 + i < values.count {

@@ -69,7 +69,8 @@ struct PersistentHistory: Sendable {
         let names = ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
         guard names.allSatisfy({ schema.table(named: $0) != nil }) else { return nil }
         guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.ATRANSACTION)") == true else {
-            logger.info("\(file): its persistent history tables are empty (tracking turned off); storefs writes no history")
+            logger.info(
+                "\(file): its persistent history tables are empty (tracking turned off); storefs writes no history")
             return nil
         }
         func refuse(_ why: String) -> ObjectGraphError {
@@ -80,40 +81,56 @@ struct PersistentHistory: Sendable {
         }
         let required: [String: [String]] = [
             "ACHANGE": ["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"],
-            "ATRANSACTION": ["Z_PK", "Z_ENT", "Z_OPT", "ZAUTHORTS", "ZBUNDLEIDTS", "ZCONTEXTNAMETS", "ZPROCESSIDTS", "ZTIMESTAMP"],
-            "ATRANSACTIONSTRING": ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME"],
+            "ATRANSACTION": [
+                "Z_PK", "Z_ENT", "Z_OPT", "ZAUTHORTS", "ZBUNDLEIDTS", "ZCONTEXTNAMETS", "ZPROCESSIDTS", "ZTIMESTAMP"
+            ],
+            "ATRANSACTIONSTRING": ["Z_PK", "Z_ENT", "Z_OPT", "ZNAME"]
         ]
         for (table, columns) in required.sorted(by: { $0.key < $1.key }) {
             let missing = columns.filter { !schema.hasColumn($0, in: table) }
-            if !missing.isEmpty { throw refuse("its table \(table) has no column \(missing.joined(separator: ", ")) (an unknown layout)") }
+            if !missing.isEmpty {
+                throw refuse("its table \(table) has no column \(missing.joined(separator: ", ")) (an unknown layout)")
+            }
         }
         var ents: [String: Int64] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT Z_NAME, Z_ENT FROM main.Z_PRIMARYKEY WHERE Z_NAME IN ('CHANGE', 'TRANSACTION', 'TRANSACTIONSTRING')") {
+        for row in try Row.fetchAll(
+            db,
+            sql:
+                "SELECT Z_NAME, Z_ENT FROM main.Z_PRIMARYKEY WHERE Z_NAME IN ('CHANGE', 'TRANSACTION', 'TRANSACTIONSTRING')"
+        ) {
             // By storage class: GRDB's typed reads trap on a value that does not convert.
             let values = row.storedValues
             if let name = values[0].storedText, let zent = values[1].storedInteger { ents[name] = zent }
         }
-        guard let change = ents["CHANGE"], let transaction = ents["TRANSACTION"], let string = ents["TRANSACTIONSTRING"] else {
+        guard let change = ents["CHANGE"], let transaction = ents["TRANSACTION"], let string = ents["TRANSACTIONSTRING"]
+        else {
             throw refuse("Z_PRIMARYKEY has no rows CHANGE, TRANSACTION and TRANSACTIONSTRING for it")
         }
         if case .inferred = modelSource {
-            throw refuse("the store holds no model (Z_MODELCACHE) and the model inferred from its schema cannot say which bits a change sets; give the app's model with --model")
+            throw refuse(
+                "the store holds no model (Z_MODELCACHE) and the model inferred from its schema cannot say which bits a change sets; give the app's model with --model"
+            )
         }
         let tombstones = schema.tombstoneColumns
         let history = PersistentHistory(
-            tables: Tables(change: change, transaction: transaction, string: string, tombstoneColumns: tombstones), model: model)
+            tables: Tables(change: change, transaction: transaction, string: string, tombstoneColumns: tombstones),
+            model: model)
         // The last updates Core Data wrote must fit this model's slots: if they do not, the slots
         // storefs would mark would name other properties to the app.
         for row in try Row.fetchAll(
-            db, sql: "SELECT ZENTITY, ZCOLUMNS FROM main.ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL ORDER BY Z_PK DESC LIMIT 200")
-        {
+            db,
+            sql:
+                "SELECT ZENTITY, ZCOLUMNS FROM main.ACHANGE WHERE ZCHANGETYPE = 1 AND ZCOLUMNS IS NOT NULL ORDER BY Z_PK DESC LIMIT 200"
+        ) {
             let values = row.storedValues
-            guard let zent = values[0].storedInteger, let entity = layout.entityByZent[zent], let mask = values[1].storedBytes
+            guard let zent = values[0].storedInteger, let entity = layout.entityByZent[zent],
+                let mask = values[1].storedBytes
             else { continue }
             if history.decode(mask: mask, of: entity) == nil {
                 throw refuse(
                     "its recorded changes of \(model[entity].name) do not fit the properties of the model storefs has "
-                        + "(\(history.slots.slots(of: entity).count) slots, \(mask.count) bytes); give the app's model with --model")
+                        + "(\(history.slots.slots(of: entity).count) slots, \(mask.count) bytes); give the app's model with --model"
+                )
             }
         }
         return history
@@ -122,7 +139,9 @@ struct PersistentHistory: Sendable {
     // MARK: - Appending
 
     /// Appends one transaction recording `changes`, in the caller's write transaction.
-    func append(_ changes: WrittenChanges, layout: StoreLayout, db: Database, run: (String, StatementArguments) throws -> Void) throws {
+    func append(
+        _ changes: WrittenChanges, layout: StoreLayout, db: Database, run: (String, StatementArguments) throws -> Void
+    ) throws {
         guard !changes.isEmpty else { return }
         var nextKeys: [Int64: Int64] = [:]
         func nextKey(_ zent: Int64, table: String) throws -> Int64 {
@@ -142,13 +161,16 @@ struct PersistentHistory: Sendable {
             return next
         }
         func intern(_ text: String) throws -> Int64 {
-            if let key = try Row.fetchOne(db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text])?
+            if let key = try Row.fetchOne(
+                db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text])?
                 .storedValues.first?.storedInteger
             {
                 return key
             }
             let key = try nextKey(tables.string, table: "ATRANSACTIONSTRING")
-            try run("INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, NULL, ?)", [key, tables.string, text])
+            try run(
+                "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, NULL, ?)",
+                [key, tables.string, text])
             return key
         }
         let name = try intern(Self.author)
@@ -167,7 +189,7 @@ struct PersistentHistory: Sendable {
             let key = try nextKey(tables.change, table: "ACHANGE")
             var values: [DatabaseValue] = [
                 key.databaseValue, tables.change.databaseValue, type.databaseValue, zent(id).databaseValue,
-                id.key.rawValue.databaseValue, transaction.databaseValue, columns?.databaseValue ?? .null,
+                id.key.rawValue.databaseValue, transaction.databaseValue, columns?.databaseValue ?? .null
             ]
             for i in tables.tombstoneColumns.indices { values.append(i < tombstone.count ? tombstone[i] : .null) }
             try run(insert, StatementArguments(values))
@@ -178,7 +200,9 @@ struct PersistentHistory: Sendable {
         }
         for (id, tombstone) in changes.deleted { try add(2, id, columns: nil, tombstone: tombstone) }
         for (zent, next) in nextKeys.sorted(by: { $0.key < $1.key }) {
-            try run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [next - 1, zent, next - 1])
+            try run(
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [next - 1, zent, next - 1]
+            )
         }
     }
 

@@ -12,8 +12,11 @@ extension SQLiteStore: PersistentHistoryStore {
     {
         guard let reader = historyReader, limit > 0 else { return [] }
         return try read { db in
-            let transactions = try rows(db, reader.pageSQL, [after, min(limit, Self.historyPageLimit)]).map(reader.transaction)
-            guard includingChanges, let first = transactions.first, let last = transactions.last else { return transactions }
+            let transactions = try rows(db, reader.pageSQL, [after, min(limit, Self.historyPageLimit)]).map(
+                reader.transaction)
+            guard includingChanges, let first = transactions.first, let last = transactions.last else {
+                return transactions
+            }
             return try withChanges(transactions, from: first.number, to: last.number, reader: reader, db)
         }
     }
@@ -49,7 +52,9 @@ extension SQLiteStore: PersistentHistoryStore {
         var result = transactions
         for row in try rows(db, reader.changesSQL, [first, last]) {
             // Changes of transactions the page does not hold (no ATRANSACTION row) are left out.
-            guard let (number, change) = reader.change(row, layout: layout, model: model), let i = index[number] else { continue }
+            guard let (number, change) = reader.change(row, layout: layout, model: model), let i = index[number] else {
+                continue
+            }
             result[i].changes.append(change)
         }
         return result
@@ -77,7 +82,8 @@ extension SQLiteStore: PersistentHistoryStore {
         let names = history.preservedAttributes(of: id.entity)
         guard !names.isEmpty else { return [] }
         let columns = names.map { name in
-            layout[id.entity].attributes.first { $0.attribute.name == name }?.column.map(\.quotedDatabaseIdentifier) ?? "NULL"
+            layout[id.entity].attributes.first { $0.attribute.name == name }?.column.map(\.quotedDatabaseIdentifier)
+                ?? "NULL"
         }
         do {
             let found = try rows(

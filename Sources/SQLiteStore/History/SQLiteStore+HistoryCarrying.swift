@@ -35,7 +35,9 @@ extension SQLiteStore: HistoryCarrying {
             var statements: [String] = []
             for kind in ["table", "index"] {
                 for row in try Row.fetchAll(
-                    db, sql: "SELECT name, tbl_name, sql FROM main.sqlite_master WHERE type = ? AND sql IS NOT NULL ORDER BY rowid",
+                    db,
+                    sql:
+                        "SELECT name, tbl_name, sql FROM main.sqlite_master WHERE type = ? AND sql IS NOT NULL ORDER BY rowid",
                     arguments: [kind])
                 {
                     let values = row.storedValues
@@ -49,43 +51,56 @@ extension SQLiteStore: HistoryCarrying {
             for table in Self.historyTables {
                 let columns = schema.columns(of: table).map(\.name)
                 let list = columns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", ")
-                let rows = try Row.fetchAll(db, sql: "SELECT \(list) FROM main.\(table.quotedDatabaseIdentifier) ORDER BY Z_PK")
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT \(list) FROM main.\(table.quotedDatabaseIdentifier) ORDER BY Z_PK")
                 tables[table] = (columns, rows.map(\.storedValues))
             }
             let names = Self.historyEntityNames.map { "'\($0)'" }.joined(separator: ", ")
             let keys = try Row.fetchAll(
                 db, sql: "SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM main.Z_PRIMARYKEY WHERE Z_NAME IN (\(names))"
             ).map(\.storedValues)
-            let payload = HistoryTables(schema: statements, primaryKeys: keys, rows: tables, entityByZent: layout.entityByZent)
+            let payload = HistoryTables(
+                schema: statements, primaryKeys: keys, rows: tables, entityByZent: layout.entityByZent)
             return CarriedHistory(
-                storeType: storeType, model: model, payload: payload, transactionCount: tables["ATRANSACTION"]?.rows.count ?? 0)
+                storeType: storeType, model: model, payload: payload,
+                transactionCount: tables["ATRANSACTION"]?.rows.count ?? 0)
         }
     }
 
     public func adoptHistory(_ history: CarriedHistory, mapping: HistoryMapping) throws(ObjectGraphError) -> Int {
         guard history.storeType == storeType, let tables = history.payload as? HistoryTables else {
-            throw ObjectGraphError(.unsupported, "persistent history of a \(history.storeType) store cannot be written into \(path)")
+            throw ObjectGraphError(
+                .unsupported, "persistent history of a \(history.storeType) store cannot be written into \(path)")
         }
-        let old = PersistentHistory(tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: []), model: history.model)
-        let new = PersistentHistory(tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: []), model: model)
+        let old = PersistentHistory(
+            tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: []), model: history.model)
+        let new = PersistentHistory(
+            tables: .init(change: 0, transaction: 0, string: 0, tombstoneColumns: []), model: model)
         return try write { db -> Int in
             for sql in tables.schema { try db.execute(sql: sql) }
             for row in tables.primaryKeys {
-                try db.execute(sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)", arguments: StatementArguments(row))
+                try db.execute(
+                    sql: "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)",
+                    arguments: StatementArguments(row))
             }
             for table in ["ATRANSACTIONSTRING", "ATRANSACTION"] {
                 guard let (columns, rows) = tables.rows[table], !columns.isEmpty else { continue }
-                let sql = "INSERT INTO \(table) (\(columns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES ("
+                let sql =
+                    "INSERT INTO \(table) (\(columns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES ("
                     + columns.map { _ in "?" }.joined(separator: ", ") + ")"
                 let statement = try db.makeStatement(sql: sql)
                 for row in rows { try statement.execute(arguments: StatementArguments(row)) }
             }
-            guard let (columns, rows) = tables.rows["ACHANGE"] else { return tables.rows["ATRANSACTION"]?.rows.count ?? 0 }
+            guard let (columns, rows) = tables.rows["ACHANGE"] else {
+                return tables.rows["ATRANSACTION"]?.rows.count ?? 0
+            }
             func position(_ name: String) -> Int? { columns.firstIndex { $0.uppercased() == name } }
-            guard let entityColumn = position("ZENTITY"), let keyColumn = position("ZENTITYPK"), let maskColumn = position("ZCOLUMNS"),
+            guard let entityColumn = position("ZENTITY"), let keyColumn = position("ZENTITYPK"),
+                let maskColumn = position("ZCOLUMNS"),
                 let kindColumn = position("ZCHANGETYPE")
             else {
-                throw ObjectGraphError(.unsupported, "the old store's ACHANGE table lacks ZENTITY, ZENTITYPK, ZCHANGETYPE or ZCOLUMNS")
+                throw ObjectGraphError(
+                    .unsupported, "the old store's ACHANGE table lacks ZENTITY, ZENTITYPK, ZCHANGETYPE or ZCOLUMNS")
             }
             let oldTombstones = columns.enumerated().filter { $0.element.uppercased().hasPrefix("ZTOMBSTONE") }
                 .compactMap { item in Int(item.element.dropFirst("ZTOMBSTONE".count)).map { (item.offset, $0) } }
@@ -100,14 +115,16 @@ extension SQLiteStore: HistoryCarrying {
                 allColumns.append(name)
                 tombstoneColumns.append(allColumns.count - 1)
             }
-            let sql = "INSERT INTO ACHANGE (\(allColumns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES ("
+            let sql =
+                "INSERT INTO ACHANGE (\(allColumns.map { $0.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES ("
                 + allColumns.map { _ in "?" }.joined(separator: ", ") + ")"
             let statement = try db.makeStatement(sql: sql)
             for row in rows {
                 guard let zent = row[entityColumn].storedInteger, let oldEntity = tables.entityByZent[zent],
                     let key = row[keyColumn].storedInteger,
                     let moved = mapping.object(ObjectID(entity: oldEntity, key: PrimaryKey(key))),
-                    moved.entity.rawValue >= 1, moved.entity.rawValue <= layout.entities.count, let newZent = layout[moved.entity].zent
+                    moved.entity.rawValue >= 1, moved.entity.rawValue <= layout.entities.count,
+                    let newZent = layout[moved.entity].zent
                 else { continue }
                 var values = row + Array(repeating: DatabaseValue.null, count: allColumns.count - columns.count)
                 values[entityColumn] = newZent.databaseValue
@@ -128,7 +145,8 @@ extension SQLiteStore: HistoryCarrying {
                         if let newName = names[name] { valueByNewName[newName] = row[oldTombstones[index]] }
                     }
                     for column in tombstoneColumns { values[column] = .null }
-                    for (index, name) in new.preservedAttributes(of: moved.entity).enumerated() where index < tombstoneColumns.count {
+                    for (index, name) in new.preservedAttributes(of: moved.entity).enumerated()
+                    where index < tombstoneColumns.count {
                         values[tombstoneColumns[index]] = valueByNewName[name] ?? .null
                     }
                 }

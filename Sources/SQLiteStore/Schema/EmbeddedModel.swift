@@ -7,9 +7,11 @@ enum EmbeddedModel {
     /// The embedded model, or nil (logged) when it does not load: the caller then infers one.
     static func load(_ contents: String, source: String, logger: Logger) -> ManagedObjectModel? {
         do {
-            return try XcodeModelLoader.load(contents: Data(contents.utf8), source: "\(source) metadata \(StoreMetadata.modelKey)")
+            return try XcodeModelLoader.load(
+                contents: Data(contents.utf8), source: "\(source) metadata \(StoreMetadata.modelKey)")
         } catch {
-            logger.warning("\(source): the model in its metadata does not load (\(error)); inferring one from the schema")
+            logger.warning(
+                "\(source): the model in its metadata does not load (\(error)); inferring one from the schema")
             return nil
         }
     }

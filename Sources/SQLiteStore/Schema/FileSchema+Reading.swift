@@ -17,12 +17,13 @@ extension FileSchema {
             if type == "table" {
                 // main.: a view in the temp schema may shadow the table (see textKeyViews).
                 // table_info: cid, name, type, notnull, dflt_value, pk.
-                let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(name.quotedDatabaseIdentifier))").compactMap {
-                    (info: Row) -> Column? in
-                    let values = info.storedValues
-                    guard values.count > 2, let column = values[1].storedText else { return nil }
-                    return Column(name: column, type: (values[2].storedText ?? "").uppercased())
-                }
+                let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(name.quotedDatabaseIdentifier))")
+                    .compactMap {
+                        (info: Row) -> Column? in
+                        let values = info.storedValues
+                        guard values.count > 2, let column = values[1].storedText else { return nil }
+                        return Column(name: column, type: (values[2].storedText ?? "").uppercased())
+                    }
                 schema.tables[name.uppercased()] = (name, columns)
             } else {
                 // index_info: seqno, cid, name (NULL for an expression).
@@ -39,7 +40,8 @@ extension FileSchema {
             for column in ["Z_ENT", "Z_NAME", "Z_SUPER", "Z_MAX"] where !names.contains(column) {
                 throw ObjectGraphError(
                     .corruptStore,
-                    "\(file): table Z_PRIMARYKEY has no column \(column): this is not a Core Data store, or its bookkeeping was damaged")
+                    "\(file): table Z_PRIMARYKEY has no column \(column): this is not a Core Data store, or its bookkeeping was damaged"
+                )
             }
             // Rows whose Z_ENT is not a positive integer (or its digits as text) name no entity a
             // row could point at; Z_NAME that is not text reads as empty (the entity is then named
@@ -68,11 +70,11 @@ extension FileSchema {
                 return ["Z_PK", "Z_ENT", "Z_OPT"].contains(column.name.uppercased())
                     ? "CAST(\(quoted) AS INTEGER) AS \(quoted)" : quoted
             }
-            return "CREATE TEMP VIEW IF NOT EXISTS \(name.quotedDatabaseIdentifier) AS SELECT \(columns.joined(separator: ", ")) "
+            return
+                "CREATE TEMP VIEW IF NOT EXISTS \(name.quotedDatabaseIdentifier) AS SELECT \(columns.joined(separator: ", ")) "
                 + "FROM main.\(name.quotedDatabaseIdentifier)"
         }
     }
-
 
     /// ACHANGE's `ZTOMBSTONE<n>` columns, by n.
     var tombstoneColumns: [String] {

@@ -19,7 +19,8 @@ enum ModelCache {
         case .absent: return nil
         case .model(let model): return model
         case .damaged(let reason):
-            logger.warning("\(file): the model in Z_MODELCACHE does not load (\(reason)); inferring one from the schema")
+            logger.warning(
+                "\(file): the model in Z_MODELCACHE does not load (\(reason)); inferring one from the schema")
             return nil
         }
     }
@@ -47,7 +48,8 @@ enum ModelCache {
         guard let last = blob.lastIndex(where: { $0 != 0 }) else { return "; all \(blob.count) bytes are zero" }
         let zeros = blob.endIndex - last - 1
         guard zeros >= 64 else { return "" }
-        return "; only the first \(last + 1 - blob.startIndex) of its \(blob.count) bytes hold data, the rest are zeros "
+        return
+            "; only the first \(last + 1 - blob.startIndex) of its \(blob.count) bytes hold data, the rest are zeros "
             + "(a damaged page of the file)"
     }
 

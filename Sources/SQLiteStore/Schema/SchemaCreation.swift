@@ -25,21 +25,29 @@ enum SchemaCreation {
             try queue.write { db in
                 for table in layout.plannedTables {
                     var parts = table.columns.map { "\($0.name) \($0.type)" }
-                    if !table.primaryKey.isEmpty { parts.append("PRIMARY KEY (\(table.primaryKey.joined(separator: ", ")))") }
+                    if !table.primaryKey.isEmpty {
+                        parts.append("PRIMARY KEY (\(table.primaryKey.joined(separator: ", ")))")
+                    }
                     try db.execute(sql: "CREATE TABLE \(table.name) ( \(parts.joined(separator: ", ")) )")
                     for index in table.indexes {
                         try db.execute(
-                            sql: "CREATE INDEX \(index.name) ON \(table.name) (\(index.columns.joined(separator: ", ")))")
+                            sql:
+                                "CREATE INDEX \(index.name) ON \(table.name) (\(index.columns.joined(separator: ", ")))"
+                        )
                     }
                 }
                 try db.execute(
-                    sql: "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
-                try db.execute(sql: "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+                    sql:
+                        "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)"
+                )
+                try db.execute(
+                    sql: "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
                 // Core Data's cache of the store's compiled model, which it reads when it migrates
                 // the store and cannot find its model in the app (ModelCache reads it back).
                 if let cache = CompiledModelEncoder.encode(model) {
                     try db.execute(sql: "CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
-                    try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [RawDeflate.stored(cache)])
+                    try db.execute(
+                        sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [RawDeflate.stored(cache)])
                 }
                 for entity in model.entities {
                     try db.execute(

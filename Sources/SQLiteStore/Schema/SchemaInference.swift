@@ -84,7 +84,8 @@ enum SchemaInference {
         let zentByUpperName = Dictionary(names.map { ($0.value.uppercased(), $0.key) }, uniquingKeysWith: { a, _ in a })
         func tableName(of zent: Int64) -> String? {
             guard let rootZent = rootOf[zent], let name = names[rootZent] else { return nil }
-            return (schema.table(named: StoreLayout.tableName(forRoot: name))
+            return
+                (schema.table(named: StoreLayout.tableName(forRoot: name))
                 ?? rowsByZent[rootZent].flatMap { schema.table(named: StoreLayout.tableName(forRoot: $0.name)) })?.name
         }
 
@@ -129,17 +130,21 @@ enum SchemaInference {
                     }
                 }
                 let name = claim(base, tree: row.zent)
-                entities[row.zent]?.attributes.append(AttributeDescription(name: name, type: attributeType(column.type)))
+                entities[row.zent]?.attributes.append(
+                    AttributeDescription(name: name, type: attributeType(column.type)))
             }
         }
         pairInverses(toOnes, names: names, rootOf: rootOf, entities: &entities, taken: &taken)
-        inferJoinTables(schema: schema, names: names, rootOf: rootOf, entities: &entities, taken: &taken, logger: logger)
-        inferHiddenToManyColumns(schema: schema, names: names, rootOf: rootOf, table: tableName, entities: &entities, taken: &taken)
+        inferJoinTables(
+            schema: schema, names: names, rootOf: rootOf, entities: &entities, taken: &taken, logger: logger)
+        inferHiddenToManyColumns(
+            schema: schema, names: names, rootOf: rootOf, table: tableName, entities: &entities, taken: &taken)
 
         do {
             return try ManagedObjectModel(entities: schema.entityRows.compactMap { entities[$0.zent] })
         } catch {
-            throw ObjectGraphError(.corruptStore, "\(file): the model inferred from its schema is inconsistent: \(error.message)")
+            throw ObjectGraphError(
+                .corruptStore, "\(file): the model inferred from its schema is inconsistent: \(error.message)")
         }
     }
 
@@ -194,7 +199,9 @@ enum SchemaInference {
         guard let first = entity.first else { return "objects" }
         var word = first.lowercased() + entity.dropFirst()
         let lower = word.lowercased()
-        if lower.hasSuffix("s") || lower.hasSuffix("x") || lower.hasSuffix("z") || lower.hasSuffix("ch") || lower.hasSuffix("sh") {
+        if lower.hasSuffix("s") || lower.hasSuffix("x") || lower.hasSuffix("z") || lower.hasSuffix("ch")
+            || lower.hasSuffix("sh")
+        {
             return word + "es"
         }
         if lower.hasSuffix("y"), let beforeY = lower.dropLast().last, !"aeiou".contains(beforeY) {
@@ -227,7 +234,8 @@ enum SchemaInference {
             let aTree = rootOf[aZent] ?? aZent
             let bTree = rootOf[bZent] ?? bZent
             guard !inverseName.isEmpty, !taken[aTree, default: []].contains(relName),
-                reflexive || !taken[bTree, default: []].contains(inverseName), reflexive || aZent != bZent || relName != inverseName
+                reflexive || !taken[bTree, default: []].contains(inverseName),
+                reflexive || aZent != bZent || relName != inverseName
             else {
                 logger.warning("join table \(table.name): its relationship names are taken; it is not mapped")
                 continue
@@ -235,7 +243,8 @@ enum SchemaInference {
             taken[aTree, default: []].insert(relName)
             entities[aZent]?.relationships.append(
                 RelationshipDescription(
-                    name: relName, destinationEntityName: bName, inverseName: reflexive ? relName : inverseName, isToMany: true,
+                    name: relName, destinationEntityName: bName, inverseName: reflexive ? relName : inverseName,
+                    isToMany: true,
                     isOrdered: columns.contains("Z_FOK_" + bColumn.dropFirst(2))))
             if !reflexive {
                 taken[bTree, default: []].insert(inverseName)

@@ -27,7 +27,7 @@ enum CoreDataFunctions {
     static let knownHooks = [
         "NSCoreDataTriggerUpdateAffectedObjectValue",
         "NSCoreDataDATriggerUpdatedAffectedObjectValue",
-        "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue",
+        "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue"
     ]
     static let now = "NSCoreDataNow"
     /// Arguments of every hook: table, Z_ENT, Z_PK, name, value.
@@ -37,7 +37,8 @@ enum CoreDataFunctions {
     /// trigger calling it is taken to report a changed row as the known hooks do.
     static func isHookFamily(_ name: String) -> Bool {
         name.hasPrefix("NSCoreData") && name.contains("Trigger") && name.hasSuffix("AffectedObjectValue")
-            && name.utf8.count <= 128 && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0 == "_") }
+            && name.utf8.count <= 128
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0 == "_") }
     }
 
     /// Whether a store's trigger may call `name` with `arity` arguments here.

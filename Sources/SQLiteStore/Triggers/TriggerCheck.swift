@@ -85,7 +85,7 @@ struct TriggerCheck: Sendable {
             let statements = [
                 "EXPLAIN INSERT INTO \(t) (\(quoted.joined(separator: ", "))) VALUES (\(quoted.map { _ in "NULL" }.joined(separator: ", ")))",
                 "EXPLAIN UPDATE \(t) SET \(quoted.map { "\($0) = \($0)" }.joined(separator: ", ")) WHERE 0",
-                "EXPLAIN DELETE FROM \(t) WHERE 0",
+                "EXPLAIN DELETE FROM \(t) WHERE 0"
             ]
             for sql in statements {
                 for _ in 0..<maximumRounds {
@@ -102,7 +102,9 @@ struct TriggerCheck: Sendable {
                             }
                             if !stubbed.contains(name) {
                                 result.problems.append(
-                                    Problem(function: name, table: table, triggers: triggersCalling(name), reason: "not provided"))
+                                    Problem(
+                                        function: name, table: table, triggers: triggersCalling(name),
+                                        reason: "not provided"))
                             }
                         } else if let name = wrongArity(in: message) {
                             if !stubbed.contains(name) {
@@ -134,7 +136,10 @@ struct TriggerCheck: Sendable {
         for problem in problems {
             let line: String
             if let function = problem.function {
-                let where_ = problem.triggers.isEmpty ? "a trigger on \(problem.table)" : "trigger \(problem.triggers.prefix(3).joined(separator: ", "))\(problem.triggers.count > 3 ? " and \(problem.triggers.count - 3) more" : "") on \(problem.table)"
+                let where_ =
+                    problem.triggers.isEmpty
+                    ? "a trigger on \(problem.table)"
+                    : "trigger \(problem.triggers.prefix(3).joined(separator: ", "))\(problem.triggers.count > 3 ? " and \(problem.triggers.count - 3) more" : "") on \(problem.table)"
                 line = "  \(function) (\(where_)): \(problem.reason)"
             } else {
                 line = "  triggers on \(problem.table): \(problem.reason)"
@@ -173,7 +178,8 @@ struct TriggerCheck: Sendable {
         var result: [(String, String)] = []
         var i = 0
         func keyword(_ index: Int, _ word: String) -> Bool {
-            index < tokens.count && !tokens[index].quoted && tokens[index].text.caseInsensitiveCompare(word) == .orderedSame
+            index < tokens.count && !tokens[index].quoted
+                && tokens[index].text.caseInsensitiveCompare(word) == .orderedSame
         }
         while i < tokens.count {
             defer { i += 1 }
@@ -201,8 +207,9 @@ struct TriggerCheck: Sendable {
                             depth += 1
                         } else if token.text == ")" {
                             depth -= 1
-                        } else if depth == 0 && (token.text == "," || token.text == ";" || keyword(j, "WHERE") || keyword(j, "FROM")
-                            || keyword(j, "END") || keyword(j, "RETURNING"))
+                        } else if depth == 0
+                            && (token.text == "," || token.text == ";" || keyword(j, "WHERE") || keyword(j, "FROM")
+                                || keyword(j, "END") || keyword(j, "RETURNING"))
                         {
                             break
                         }
@@ -269,7 +276,8 @@ private struct SQLTokens {
             } else if c.properties.isAlphabetic || c == "_" || ("0"..."9").contains(c) || c == "$" {
                 var text = String.UnicodeScalarView()
                 while i < scalars.count,
-                    scalars[i].properties.isAlphabetic || scalars[i] == "_" || ("0"..."9").contains(scalars[i]) || scalars[i] == "$"
+                    scalars[i].properties.isAlphabetic || scalars[i] == "_" || ("0"..."9").contains(scalars[i])
+                        || scalars[i] == "$"
                 {
                     text.append(scalars[i])
                     i += 1

@@ -38,7 +38,10 @@ public enum DifferenceRecords {
             case .toMany(_, let removed, let added, let old, let new):
                 var parts = removed.map { "-\($0)" } + added.map { "+\($0)" }
                 if removed.isEmpty && added.isEmpty {
-                    parts = ["order " + old.map(\.description).joined(separator: " ") + " -> " + new.map(\.description).joined(separator: " ")]
+                    parts = [
+                        "order " + old.map(\.description).joined(separator: " ") + " -> "
+                            + new.map(\.description).joined(separator: " ")
+                    ]
                 }
                 line += parts.joined(separator: " ")
             }

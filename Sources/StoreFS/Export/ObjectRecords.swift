@@ -65,7 +65,9 @@ public struct ObjectRecords: Sendable {
             entityNames.append((json, csv))
             properties.append(
                 description.persistentAttributes.map { Property(name: $0.name, type: $0.type, toMany: false) }
-                    + description.persistentRelationships.map { Property(name: $0.name, type: nil, toMany: $0.isToMany) })
+                    + description.persistentRelationships.map {
+                        Property(name: $0.name, type: nil, toMany: $0.isToMany)
+                    })
         }
         if format == .csv {
             guard let entity, entity.rawValue >= 1, entity.rawValue <= model.entities.count else {
@@ -285,7 +287,10 @@ public struct ObjectRecords: Sendable {
     static func appendCSVField(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         let needsQuotes =
             bytes.isEmpty
-            || bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }
+            || bytes.contains {
+                $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n")
+                    || $0 == UInt8(ascii: "\r")
+            }
         guard needsQuotes else {
             out.append(contentsOf: bytes)
             return

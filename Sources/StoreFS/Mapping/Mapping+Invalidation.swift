@@ -65,7 +65,8 @@ extension Mapping {
         guard let invalidator = invalidator.withLock({ $0 }) else { return }
         let others = Set(others)
         func invalidate(_ relationship: String, of id: ObjectID, members: Set<ObjectID>) {
-            guard isValid(id.entity), let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
+            guard isValid(id.entity),
+                let index = model[id.entity].allRelationships.firstIndex(where: { $0.name == relationship })
             else { return }
             let isToMany = model[id.entity].allRelationships[index].isToMany
             let node: Node = isToMany ? .toMany(id, index) : .toOne(id, index)
@@ -74,7 +75,9 @@ extension Mapping {
             invalidator.invalidateInode(Node.object(id).inode)
             // The names of members that came or went: the kernel would otherwise still find a
             // link that left the folder.
-            if isToMany { for member in members { invalidator.invalidateEntry(parent: node.inode, name: member.key.description) } }
+            if isToMany {
+                for member in members { invalidator.invalidateEntry(parent: node.inode, name: member.key.description) }
+            }
         }
         invalidate(name, of: object, members: others)
         guard isValid(object.entity), let relationship = model[object.entity].relationship(named: name),
@@ -104,7 +107,8 @@ extension Mapping {
             // copied link's inode: it answers as the member it names, as a consumed scratch entry
             // does. (Removed outright, `diff -r` right after `cp -a` could read ENOENT for a name
             // it had just listed.)
-            if let target = link.file.linkTarget, let member = (try? resolvePath(target, from: link.file.parent)) ?? nil {
+            if let target = link.file.linkTarget, let member = (try? resolvePath(target, from: link.file.parent)) ?? nil
+            {
                 session.scratch.consume(link.serial, becoming: .member(member))
             } else {
                 session.scratch.remove(link.serial)
@@ -115,7 +119,8 @@ extension Mapping {
         for link in copiedLinks { invalidator.invalidateEntry(parent: link.file.parent.inode, name: link.file.name) }
         for object in objects {
             invalidator.invalidateInode(Node.object(object).inode)
-            for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany {
+            for (index, relationship) in model[object.entity].allRelationships.enumerated() where relationship.isToMany
+            {
                 invalidator.invalidateInode(Node.toMany(object, index).inode)
             }
             for index in model[object.entity].allFetchedProperties.indices {

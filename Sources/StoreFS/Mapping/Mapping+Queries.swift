@@ -73,9 +73,10 @@ extension Mapping {
         mine[name] = predicate.map(MetadataValue.string)
         all[entityName] = mine.isEmpty ? nil : .dictionary(mine)
         let newValue: MetadataValue? = all.isEmpty ? nil : .dictionary(all)
-        try engine({ () throws(ObjectGraphError) in
-            try context.setMetadata(newValue, for: Self.queriesKey)
-        }, "setfattr \(attribute)")
+        try engine(
+            { () throws(ObjectGraphError) in
+                try context.setMetadata(newValue, for: Self.queriesKey)
+            }, "setfattr \(attribute)")
         queries.setError(nil, of: entity)
         queries.forgetSaved()
         changed()
@@ -123,9 +124,10 @@ extension Mapping {
         return try computedMembers(of: folder) { () throws(FileSystemError) in
             let (query, predicate) = try query(folder)
             let context = context
-            return try engine({ () throws(ObjectGraphError) in
-                try context.objects(matching: predicate, of: query.entity, includingSubentities: true)
-            }, "evaluate .query/\(model[query.entity].name)/\(query.name)")
+            return try engine(
+                { () throws(ObjectGraphError) in
+                    try context.objects(matching: predicate, of: query.entity, includingSubentities: true)
+                }, "evaluate .query/\(model[query.entity].name)/\(query.name)")
         }
     }
 

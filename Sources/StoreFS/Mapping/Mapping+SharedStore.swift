@@ -39,7 +39,8 @@ extension Mapping {
         for snapshot in before + after {
             let entity = model[snapshot.objectID.entity]
             for (name, destination) in snapshot.toOne {
-                guard let relationship = entity.relationship(named: name), let inverse = model.inverse(of: relationship),
+                guard let relationship = entity.relationship(named: name),
+                    let inverse = model.inverse(of: relationship),
                     inverse.isToMany
                 else { continue }
                 related.insert(destination)
@@ -51,10 +52,14 @@ extension Mapping {
         directories.dropUnopened()
         renderedValues.valuesChanged()
         invalidateRelated(Array(related))
-        let pending = Set(context.pendingChanges().filter { $0.kind == .updated && changes.changed.contains($0.objectID) }.map(\.objectID))
+        let pending = Set(
+            context.pendingChanges().filter { $0.kind == .updated && changes.changed.contains($0.objectID) }.map(
+                \.objectID))
         if !pending.isEmpty {
             session.commitLock.withLock { _ in
-                if let fresh = try? coordinator.store.snapshots(for: Array(pending)) { context.rebasePendingChanges(on: fresh) }
+                if let fresh = try? coordinator.store.snapshots(for: Array(pending)) {
+                    context.rebasePendingChanges(on: fresh)
+                }
             }
         }
         logger.debug("other writers changed \(changes.changed.count) objects; their cached rows and pages are dropped")
@@ -65,7 +70,9 @@ extension Mapping {
     /// be reached (EIO) is reported there, as fsync reports it (the value is then taken back).
     /// Files of folders a copy is still filling commit when the folder settles, as before.
     func commitOnClose(_ node: Node, handle: FuseKit.FileHandle) throws(FileSystemError) {
-        guard configuration.commitsOnClose, node.kind == .attribute, !session.copyIn.isFresh(node.object) else { return }
+        guard configuration.commitsOnClose, node.kind == .attribute, !session.copyIn.isFresh(node.object) else {
+            return
+        }
         try node.kind.type.fsync(node, handle: handle, in: self)
     }
 

@@ -24,7 +24,8 @@ extension Mapping {
     static let folderPreloadLimit = 256 << 10
 
     func preloadSiblings(of object: ObjectID, besides index: Int) {
-        guard configuration.readOnly, let invalidator = invalidator.withLock({ $0 }), preloadedObjects.insert(object) else { return }
+        guard configuration.readOnly, let invalidator = invalidator.withLock({ $0 }), preloadedObjects.insert(object)
+        else { return }
         let generation = renderedValues.generation
         // (Also checks that the object's entity is one of the model's, before `model[…]` below.)
         guard let snapshot = try? snapshot(of: object) else { return }

@@ -65,13 +65,16 @@ final class Mapping: Sendable {
         return node
     }
 
-    func attributes(of node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> FileAttributes {
+    func attributes(of node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError)
+        -> FileAttributes
+    {
         try node.kind.type.attributes(of: node, in: self, known: known, listed: listed)
     }
 
     func entry(for node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> Entry {
         Entry(
-            attributes: try attributes(of: node, known: known, listed: listed), entryTimeout: configuration.entryTimeout,
+            attributes: try attributes(of: node, known: known, listed: listed),
+            entryTimeout: configuration.entryTimeout,
             attributeTimeout: configuration.attributeTimeout)
     }
 
@@ -88,9 +91,13 @@ final class Mapping: Sendable {
     func make(_ node: Node, _ kind: NodeKind, permissions: UInt32? = nil, size: Int = 0, time: Date? = nil)
         -> FileAttributes
     {
-        let mode: UInt32 = permissions ?? (kind == .directory ? (configuration.readOnly ? 0o555 : 0o755) : (configuration.readOnly ? 0o444 : 0o644))
+        let mode: UInt32 =
+            permissions
+            ?? (kind == .directory
+                ? (configuration.readOnly ? 0o555 : 0o755) : (configuration.readOnly ? 0o444 : 0o644))
         return FileAttributes(
-            inode: node.inode, kind: kind, permissions: kind == .symbolicLink ? 0o777 : mode, size: UInt64(max(size, 0)),
+            inode: node.inode, kind: kind, permissions: kind == .symbolicLink ? 0o777 : mode,
+            size: UInt64(max(size, 0)),
             linkCount: kind == .directory ? 2 : 1, uid: configuration.uid, gid: configuration.gid,
             modificationTime: time ?? mountTime)
     }
@@ -105,7 +112,9 @@ final class Mapping: Sendable {
     func snapshot(of object: ObjectID, known: Snapshot? = nil) throws(FileSystemError) -> Snapshot {
         if let known, known.objectID == object { return known }
         guard isValid(object.entity) else { throw .notFound }
-        guard let snapshot = try engine({ () throws(ObjectGraphError) in try context.snapshot(of: object) }, "read \(object)")
+        guard
+            let snapshot = try engine(
+                { () throws(ObjectGraphError) in try context.snapshot(of: object) }, "read \(object)")
         else { throw .notFound }
         return snapshot
     }
@@ -116,12 +125,16 @@ final class Mapping: Sendable {
         guard isValid(object.entity) else { throw .notFound }
         let attributes = model[object.entity].allAttributes
         guard index < attributes.count else { throw .notFound }
-        guard let value = try snapshot(of: object, known: known).attributes[attributes[index].name] else { throw .notFound }
+        guard let value = try snapshot(of: object, known: known).attributes[attributes[index].name] else {
+            throw .notFound
+        }
         return (attributes[index], value)
     }
 
     /// Runs an engine call, mapping its error to an errno (and the log) in one place.
-    func engine<T>(_ body: () throws(ObjectGraphError) -> T, _ operation: @autoclosure () -> String) throws(FileSystemError) -> T {
+    func engine<T>(_ body: () throws(ObjectGraphError) -> T, _ operation: @autoclosure () -> String)
+        throws(FileSystemError) -> T
+    {
         do {
             return try body()
         } catch {
@@ -146,7 +159,8 @@ final class Mapping: Sendable {
     /// would otherwise read the store's metadata once per object.
     func storeUUID() throws(FileSystemError) -> String {
         if let known = cachedStoreUUID.withLock({ $0 }) { return known }
-        let uuid = try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata").storeUUID ?? ""
+        let uuid =
+            try engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata").storeUUID ?? ""
         cachedStoreUUID.withLock { $0 = uuid }
         return uuid
     }
@@ -159,7 +173,7 @@ final class Mapping: Sendable {
             "user.relationship.destination": Data(relationship.destinationEntityName.utf8),
             "user.relationship.toMany": Data((relationship.isToMany ? "true" : "false").utf8),
             "user.relationship.deleteRule": Data(relationship.deleteRule.rawValue.utf8),
-            "user.relationship.ordered": Data((relationship.isOrdered ? "true" : "false").utf8),
+            "user.relationship.ordered": Data((relationship.isOrdered ? "true" : "false").utf8)
         ]
         if let inverse = relationship.inverseName { result["user.relationship.inverse"] = Data(inverse.utf8) }
         if relationship.isToMany && relationship.isOrdered,
@@ -189,7 +203,9 @@ final class Mapping: Sendable {
         if node.kind == .attribute, isValid(node.entity), node.property < model[node.entity].allAttributes.count {
             return "\(describe(node.object))/\(model[node.entity].allAttributes[node.property].name)"
         }
-        if node.kind == .scratch { return session.scratch.file(node.serial).map { "scratch file \($0.name)" } ?? "a scratch file" }
+        if node.kind == .scratch {
+            return session.scratch.file(node.serial).map { "scratch file \($0.name)" } ?? "a scratch file"
+        }
         return pathComponents(of: node).joined(separator: "/")
     }
 }

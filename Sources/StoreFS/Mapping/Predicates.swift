@@ -12,7 +12,8 @@ final class Predicates: Sendable {
         for entity in model.entities {
             for property in entity.fetchedProperties {
                 do throws(ObjectGraphError) {
-                    fetched[entity.name, default: [:]][property.name] = try PredicateParser.parse(property.predicateString)
+                    fetched[entity.name, default: [:]][property.name] = try PredicateParser.parse(
+                        property.predicateString)
                 } catch {
                     report("fetched property \(entity.name).\(property.name) is left out: \(error.message)")
                 }

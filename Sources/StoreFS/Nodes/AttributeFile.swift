@@ -35,9 +35,11 @@ struct AttributeFile: NodeType {
         let (attribute, _) = try mapping.attributeValue(node.object, node.property)
         var result = [
             "user.attribute.type": Data(attribute.type.rawValue.utf8),
-            "user.attribute.optional": Data((attribute.isOptional ? "true" : "false").utf8),
+            "user.attribute.optional": Data((attribute.isOptional ? "true" : "false").utf8)
         ]
-        if let transformer = attribute.valueTransformerName { result["user.attribute.transformer"] = Data(transformer.utf8) }
+        if let transformer = attribute.valueTransformerName {
+            result["user.attribute.transformer"] = Data(transformer.utf8)
+        }
         // Renderings are not listed in the folder: this says which there are.
         let renderings = RenderingFile.renderings(of: node.object, node.property, mapping)
         if !renderings.isEmpty { result["user.attribute.renderings"] = Data(renderings.joined(separator: ",").utf8) }
@@ -64,13 +66,17 @@ struct AttributeFile: NodeType {
         } else {
             let generation = mapping.renderedValues.generation
             let (attribute, value) = try mapping.attributeValue(node.object, node.property)
-            content = mapping.renderedValues.render(node, generation: generation) { ValueText.content(of: value, type: attribute.type) }
+            content = mapping.renderedValues.render(node, generation: generation) {
+                ValueText.content(of: value, type: attribute.type)
+            }
         }
         if let file, file.node == node { mapping.session.openFiles.update(handle) { $0.rendered = content } }
         return content
     }
 
-    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping) throws(FileSystemError) -> Data {
+    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping)
+        throws(FileSystemError) -> Data
+    {
         let content = try content(of: node, handle: handle, in: mapping)
         if offset == 0 { mapping.preloadSiblings(of: node.object, besides: node.property) }
         guard offset < UInt64(content.count), size > 0 else { return Data() }
@@ -122,12 +128,14 @@ struct AttributeFile: NodeType {
             _ = try mapping.parsedValue(text, for: node.object, node.property)
         } else if !ValueText.canBecomeValue(text, type: attribute.type, changedFrom: offset) {
             mapping.logger.error(
-                "write \(mapping.describe(node)): the text written cannot become a \(attribute.type.rawValue) value; the value stays as it was")
+                "write \(mapping.describe(node)): the text written cannot become a \(attribute.type.rawValue) value; the value stays as it was"
+            )
             throw .invalid
         }
     }
 
-    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError) {
+    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError)
+    {
         let openFiles = mapping.session.openFiles
         if let handle, let file = openFiles.file(handle), file.node == node {
             let current = file.rejection != nil ? Data() : try content(of: node, handle: handle, in: mapping)
@@ -154,7 +162,9 @@ struct AttributeFile: NodeType {
     {
         let entity = mapping.model[node.entity]
         guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {
-            mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(folder)): one attribute cannot be renamed onto another; use cp")
+            mapping.logger.error(
+                "mv \(name) \(newName) in \(mapping.describe(folder)): one attribute cannot be renamed onto another; use cp"
+            )
             throw .notPermitted
         }
         let scratch = mapping.session.scratch
@@ -184,13 +194,15 @@ struct AttributeFile: NodeType {
             guard let error = mapping.unsavedError(of: object, attribute: attribute) else { return nil }
             let applied = openFiles.file(handle)?.applied
             let pending = try? mapping.context.value(of: attribute, for: object)
-            mapping.context.revert(attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
+            mapping.context.revert(
+                attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
             openFiles.update(handle) { $0.applied = nil }
             return error
         }
         guard let error = failure else { return }
         mapping.renderedValues.valuesChanged()
         mapping.invalidateRelated([object])
-        throw fileSystemError(error, "fsync \(mapping.describe(object))/\(attribute): not saved, and taken back", logger: mapping.logger)
+        throw fileSystemError(
+            error, "fsync \(mapping.describe(object))/\(attribute): not saved, and taken back", logger: mapping.logger)
     }
 }

@@ -26,18 +26,24 @@ struct EntityFolder: NodeType {
         // Keys the inode numbers cannot hold are never shown, so never looked for.
         guard let key = PrimaryKey(reference: name), Node.fits(key) else { throw .notFound }
         let context = mapping.context
-        guard let object = try mapping.engine({ () throws(ObjectGraphError) in
-            try context.objectID(forKey: key, in: node.entity)
-        }, "lookup \(mapping.model[node.entity].name)/\(name)") else { throw .notFound }
+        guard
+            let object = try mapping.engine(
+                { () throws(ObjectGraphError) in
+                    try context.objectID(forKey: key, in: node.entity)
+                }, "lookup \(mapping.model[node.entity].name)/\(name)")
+        else { throw .notFound }
         return object.entity == node.entity ? .object(object) : .subentityLink(object)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         guard mapping.isValid(node.entity) else { throw .notFound }
         let context = mapping.context
-        let ids = try mapping.engine({ () throws(ObjectGraphError) in
-            try context.objectIDs(of: node.entity, includingSubentities: true)
-        }, "list \(mapping.model[node.entity].name)")
+        let ids = try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try context.objectIDs(of: node.entity, includingSubentities: true)
+            }, "list \(mapping.model[node.entity].name)")
         return .objects(EntityListing(ids))
     }
 
@@ -48,11 +54,12 @@ struct EntityFolder: NodeType {
         let count = try mapping.engine({ () throws(ObjectGraphError) in try context.count(of: node.entity) }, "count")
         var result = [
             "user.entity.abstract": Data((entity.isAbstract ? "true" : "false").utf8),
-            "user.entity.count": Data(String(count).utf8),
+            "user.entity.count": Data(String(count).utf8)
         ]
         if let parent = entity.parentName { result["user.entity.parent"] = Data(parent.utf8) }
         if !entity.subentityIDs.isEmpty {
-            result["user.entity.subentities"] = Data(entity.subentityIDs.map { mapping.model[$0].name }.joined(separator: ",").utf8)
+            result["user.entity.subentities"] = Data(
+                entity.subentityIDs.map { mapping.model[$0].name }.joined(separator: ",").utf8)
         }
         if let className = entity.representedClassName { result["user.entity.class"] = Data(className.utf8) }
         for (name, predicate) in try mapping.savedQueries(of: node.entity) {
@@ -79,12 +86,14 @@ struct EntityFolder: NodeType {
         let model = mapping.model
         let context = mapping.context
         let requested = try requestedKey(name, in: entity, mapping)
-        let object = try mapping.engine({ () throws(ObjectGraphError) in try context.insertObject(of: entity, key: requested) },
+        let object = try mapping.engine(
+            { () throws(ObjectGraphError) in try context.insertObject(of: entity, key: requested) },
             "mkdir \(model[entity].name)/\(name)")
         guard Node.fits(object.key) else {
             context.discardChanges(of: [object])
             mapping.logger.error(
-                "mkdir \(model[entity].name)/\(name): the next key is \(object.key), beyond what storefs can show (p\(Node.maximumKey)); name the folder with a free key below it")
+                "mkdir \(model[entity].name)/\(name): the next key is \(object.key), beyond what storefs can show (p\(Node.maximumKey)); name the folder with a free key below it"
+            )
             throw .noSpace
         }
         // Core Data would refuse to save an object whose mandatory attributes are nil; a folder
@@ -100,7 +109,8 @@ struct EntityFolder: NodeType {
         mapping.session.copyIn.markFresh(object)
         mapping.resolveWaitingLinks(to: object)
         if requested == nil {
-            mapping.logger.info("mkdir \(model[entity].name)/\(name): made \(mapping.describe(object)) (names are keys)")
+            mapping.logger.info(
+                "mkdir \(model[entity].name)/\(name): made \(mapping.describe(object)) (names are keys)")
             mapping.invalidateEntry(parent: node, name: name)
         }
         mapping.invalidateAncestorDirectories(of: object)
@@ -110,13 +120,17 @@ struct EntityFolder: NodeType {
     /// The key a new folder's name asks for: `pN` names key N; a name that looks like a key but is
     /// not one storefs can show (`p0`, `p007`, `p4294967296`) is EINVAL rather than another
     /// object under another name; any other name asks for the next key (nil).
-    private func requestedKey(_ name: String, in entity: EntityID, _ mapping: Mapping) throws(FileSystemError) -> PrimaryKey? {
-        let looksLikeKey = name.utf8.first == UInt8(ascii: "p") && name.utf8.count > 1
+    private func requestedKey(_ name: String, in entity: EntityID, _ mapping: Mapping) throws(FileSystemError)
+        -> PrimaryKey?
+    {
+        let looksLikeKey =
+            name.utf8.first == UInt8(ascii: "p") && name.utf8.count > 1
             && name.utf8.dropFirst().allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
         guard looksLikeKey else { return nil }
         guard let key = PrimaryKey(reference: name), Node.fits(key) else {
             mapping.logger.error(
-                "mkdir \(mapping.model[entity].name)/\(name): not a key storefs can show; keys are p1 to p\(Node.maximumKey), without leading zeros")
+                "mkdir \(mapping.model[entity].name)/\(name): not a key storefs can show; keys are p1 to p\(Node.maximumKey), without leading zeros"
+            )
             throw .invalid
         }
         return key
@@ -126,24 +140,31 @@ struct EntityFolder: NodeType {
 
     /// A copy of an entity directory brings the links to its subentities' objects: they are there
     /// already (or will be, once copied), so the link is accepted as it is.
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         let entity = node.entity
         let model = mapping.model
         guard mapping.isValid(entity), let key = PrimaryKey(reference: name), Node.fits(key),
             let named = try mapping.resolvePath(target, from: node), named.key == key,
-            model.entity(named.entity, isKindOf: entity), named.entity != entity, target == "../\(model[named.entity].name)/\(name)"
+            model.entity(named.entity, isKindOf: entity), named.entity != entity,
+            target == "../\(model[named.entity].name)/\(name)"
         else {
-            mapping.logger.error("ln -s \(target) \(mapping.isValid(entity) ? model[entity].name : "?")/\(name): links here are the subentities' objects (../Sub/pN)")
+            mapping.logger.error(
+                "ln -s \(target) \(mapping.isValid(entity) ? model[entity].name : "?")/\(name): links here are the subentities' objects (../Sub/pN)"
+            )
             throw .notPermitted
         }
         let context = mapping.context
-        if let object = try mapping.engine({ () throws(ObjectGraphError) in try context.objectID(forKey: key, in: entity) }, "ln -s"),
+        if let object = try mapping.engine(
+            { () throws(ObjectGraphError) in try context.objectID(forKey: key, in: entity) }, "ln -s"),
             object.entity == named.entity
         {
             return .subentityLink(object)
         }
         let serial = mapping.session.scratch.create(named: name, in: node, linkTarget: target)
-        mapping.session.copyIn.addWaitingLink(serial, to: CopyInSession.LinkTarget(root: model[entity].rootID, key: key))
+        mapping.session.copyIn.addWaitingLink(
+            serial, to: CopyInSession.LinkTarget(root: model[entity].rootID, key: key))
         return .scratch(serial)
     }
 

@@ -34,10 +34,12 @@ struct FetchedFolder: NodeType {
                 let destination = mapping.model.entityID(named: property.destinationEntityName)
             else { throw .notFound }
             let context = mapping.context
-            return try mapping.engine({ () throws(ObjectGraphError) in
-                try context.objects(
-                    matching: predicate, of: destination, includingSubentities: true, source: object, fetchedProperty: property)
-            }, "evaluate \(mapping.describe(object))/\(property.name)")
+            return try mapping.engine(
+                { () throws(ObjectGraphError) in
+                    try context.objects(
+                        matching: predicate, of: destination, includingSubentities: true, source: object,
+                        fetchedProperty: property)
+                }, "evaluate \(mapping.describe(object))/\(property.name)")
         }
     }
 
@@ -45,12 +47,15 @@ struct FetchedFolder: NodeType {
         if let serial = mapping.session.scratch.named(name, in: node) { return .scratch(serial) }
         // While a copy fills a new folder, its fetched folders hold what the copy put there.
         if mapping.session.copyIn.isFresh(node.object) { throw .notFound }
-        guard let key = PrimaryKey(reference: name), let member = try members(of: node, in: mapping).first(where: { $0.key == key })
+        guard let key = PrimaryKey(reference: name),
+            let member = try members(of: node, in: mapping).first(where: { $0.key == key })
         else { throw .notFound }
         return .member(member)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         let computed = mapping.session.copyIn.isFresh(node.object) ? [] : try members(of: node, in: mapping)
         return .names(
             computed.map { ($0.key.description, Node.member($0)) }
@@ -62,7 +67,7 @@ struct FetchedFolder: NodeType {
         let property = mapping.model[node.entity].allFetchedProperties[node.property]
         return [
             "user.fetched.entity": Data(property.destinationEntityName.utf8),
-            "user.fetched.predicate": Data(property.predicateString.utf8),
+            "user.fetched.predicate": Data(property.predicateString.utf8)
         ]
     }
 
@@ -75,9 +80,12 @@ struct FetchedFolder: NodeType {
     // MARK: - Changes
 
     /// A copy brings the computed links too: kept as scratch links while the copy lasts.
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         guard mapping.session.copyIn.isFresh(node.object) else {
-            mapping.logger.error("ln -s \(target) \(name): fetched properties are computed by their predicate and read-only")
+            mapping.logger.error(
+                "ln -s \(target) \(name): fetched properties are computed by their predicate and read-only")
             throw .notPermitted
         }
         guard try mapping.resolvePath(target, from: node) != nil else {
@@ -90,20 +98,28 @@ struct FetchedFolder: NodeType {
     /// Removing a computed link changes nothing: `rm -r` of the object removes them on the way,
     /// so the folder is hidden for a while (or until the object goes) rather than refused, which
     /// would stop `rm -r` half-way.
-    func removeMember(_ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping)
+    func removeMember(
+        _ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping
+    )
         throws(FileSystemError)
     {
-        try removeFolder(node, named: mapping.model[node.entity].allFetchedProperties[node.property].name, from: .object(node.object), in: mapping)
+        try removeFolder(
+            node, named: mapping.model[node.entity].allFetchedProperties[node.property].name,
+            from: .object(node.object), in: mapping)
     }
 
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
+    {
         mapping.session.removals.hide(.folder(name), in: node.object)
         mapping.session.schedule.noteChange(node.object)
         mapping.invalidate(.object(node.object))
     }
 
     func pathComponents(of node: Node, in mapping: Mapping) -> [String] {
-        [mapping.model[node.entity].name, node.key.description, mapping.model[node.entity].allFetchedProperties[node.property].name]
+        [
+            mapping.model[node.entity].name, node.key.description,
+            mapping.model[node.entity].allFetchedProperties[node.property].name
+        ]
     }
 
     func createFile(named name: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {

@@ -18,7 +18,8 @@ struct MemberLink: ObjectLink {
         throws(FileSystemError)
     {
         guard mapping.session.scratch.aliased(name, in: folder) != nil else {
-            mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
+            mapping.logger.error(
+                "mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
             throw .notPermitted
         }
         try mapping.renameAlias(name, to: newName, in: folder, shownAs: node.key.description)

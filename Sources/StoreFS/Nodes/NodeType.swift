@@ -34,7 +34,8 @@ protocol NodeType: Sendable {
     /// The node called `name` in folder `node`.
     func child(named name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Node
     /// The entries of folder `node` other than `.` and `..`.
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
     /// What every entry of a listing of `node` is made from, read once per reply instead of once
     /// per entry (an object folder's snapshot); nil when there is no such thing.
     func sharedSnapshot(of node: Node, in mapping: Mapping) throws(FileSystemError) -> Snapshot?
@@ -54,7 +55,8 @@ protocol NodeType: Sendable {
     /// What reading `node` through `handle` gives now.
     func content(of node: Node, handle: FuseKit.FileHandle, in mapping: Mapping) throws(FileSystemError) -> Data
     /// `size` bytes of the content from `offset`.
-    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping) throws(FileSystemError) -> Data
+    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping)
+        throws(FileSystemError) -> Data
     /// Writes `data` at `offset` through `handle`; returns the bytes taken.
     func write(_ data: Data, at offset: UInt64, to node: Node, handle: FuseKit.FileHandle, in mapping: Mapping)
         throws(FileSystemError) -> Int
@@ -83,16 +85,19 @@ protocol NodeType: Sendable {
     /// A new regular file (create, mknod); returns its node.
     func createFile(named name: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node
     func makeDirectory(named name: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
     /// A member of folder `node` (a link to `member`) removed by `rm`.
-    func removeMember(_ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping)
+    func removeMember(
+        _ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping)
         throws(FileSystemError)
     /// Scratch entry `serial` of folder `node` renamed to `newName` (how editors save, `ln -sfn`).
     func renameScratch(_ serial: UInt64, named name: String, to newName: String, in node: Node, in mapping: Mapping)
         throws(FileSystemError)
     /// The object a copy's link named `name` in folder `node` waited for was made: the link
     /// becomes the relationship it names.
-    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping) throws(FileSystemError)
+    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping)
+        throws(FileSystemError)
 
     // MARK: Changes of the node in its folder
 
@@ -117,13 +122,17 @@ extension NodeType {
         throw isDirectory ? .notFound : .notDirectory
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         throw .notDirectory
     }
 
     func opened(_ node: Node, by request: RequestContext, in mapping: Mapping) {}
 
-    func linkTarget(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> String { throw .invalid }
+    func linkTarget(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> String {
+        throw .invalid
+    }
 
     func open(_ node: Node, flags: OpenFlags, in mapping: Mapping) throws(FileSystemError) -> OpenResult {
         throw isDirectory ? .isDirectory : .invalid
@@ -133,7 +142,9 @@ extension NodeType {
         throw isDirectory ? .isDirectory : .invalid
     }
 
-    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping) throws(FileSystemError) -> Data {
+    func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping)
+        throws(FileSystemError) -> Data
+    {
         let content = try content(of: node, handle: handle, in: mapping)
         guard offset < UInt64(content.count), size > 0 else { return Data() }
         let start = content.startIndex + Int(offset)
@@ -144,7 +155,8 @@ extension NodeType {
         throws(FileSystemError) -> Int
     { throw isDirectory ? .isDirectory : .notPermitted }
 
-    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError) {
+    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError)
+    {
         throw isDirectory ? .isDirectory : .notPermitted
     }
 
@@ -187,11 +199,15 @@ extension NodeType {
         throw isDirectory ? .notPermitted : .notDirectory
     }
 
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         throw isDirectory ? .notPermitted : .notDirectory
     }
 
-    func removeMember(_ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping)
+    func removeMember(
+        _ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping
+    )
         throws(FileSystemError)
     {
         mapping.logger.error("rm \(mapping.describe(node))/\(name): this folder is computed and read-only")
@@ -206,18 +222,22 @@ extension NodeType {
         throws(FileSystemError)
     { throw isDirectory ? .isDirectory : .notPermitted }
 
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
+    {
         throw isDirectory ? .notPermitted : .notDirectory
     }
 
     func rename(_ node: Node, named name: String, to newName: String, in folder: Node, in mapping: Mapping)
         throws(FileSystemError)
     {
-        mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
+        mapping.logger.error(
+            "mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
         throw .notPermitted
     }
 
-    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping) throws(FileSystemError) {}
+    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping)
+        throws(FileSystemError)
+    {}
 }
 
 extension Node.Kind {

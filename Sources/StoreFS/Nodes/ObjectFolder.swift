@@ -32,7 +32,9 @@ struct ObjectFolder: NodeType {
         let snapshot = try mapping.snapshot(of: object)
         let entity = mapping.model[object.entity]
         if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
-            guard snapshot.attributes[name] != nil || mapping.session.openFiles.sizeBeingWritten(.attribute(object, index)) != nil
+            guard
+                snapshot.attributes[name] != nil
+                    || mapping.session.openFiles.sizeBeingWritten(.attribute(object, index)) != nil
             else { throw .notFound }
             return .attribute(object, index)
         }
@@ -41,7 +43,9 @@ struct ObjectFolder: NodeType {
             guard snapshot.toOne[name] != nil else { throw .notFound }
             return .toOne(object, index)
         }
-        if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }), mapping.hasFetchedFolder(object, index) {
+        if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }),
+            mapping.hasFetchedFolder(object, index)
+        {
             return .fetched(object, index)
         }
         if let rendering = RenderingFile.node(named: name, in: object, snapshot: snapshot, mapping) { return rendering }
@@ -52,13 +56,16 @@ struct ObjectFolder: NodeType {
         try mapping.snapshot(of: node.object)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         .names(try entries(of: node.object, known: known, in: mapping))
     }
 
     /// The folder's entries: each non-nil attribute, each set to-one, each to-many, the fetched
     /// properties when they are listed, and the scratch files an editor left there.
-    func entries(of object: ObjectID, known: Snapshot?, in mapping: Mapping) throws(FileSystemError) -> [(String, Node)] {
+    func entries(of object: ObjectID, known: Snapshot?, in mapping: Mapping) throws(FileSystemError) -> [(String, Node)]
+    {
         let snapshot = try mapping.snapshot(of: object, known: known)
         let entity = mapping.model[object.entity]
         var result: [(String, Node)] = []
@@ -73,7 +80,8 @@ struct ObjectFolder: NodeType {
             }
         }
         if mapping.configuration.listsFetchedProperties {
-            for (index, property) in entity.allFetchedProperties.enumerated() where mapping.hasFetchedFolder(object, index) {
+            for (index, property) in entity.allFetchedProperties.enumerated()
+            where mapping.hasFetchedFolder(object, index) {
                 result.append((property.name, .fetched(object, index)))
             }
         }
@@ -98,15 +106,18 @@ struct ObjectFolder: NodeType {
         var result = [
             "user.object.uri": Data(uri.description.utf8),
             "user.object.version": Data(String(version).utf8),
-            "user.object.entity": Data(entity.name.utf8),
+            "user.object.entity": Data(entity.name.utf8)
         ]
         // Fetched properties' folders are reachable by name but not listed (unless -o
         // list_fetched): this says which names there are.
         let fetched = entity.allFetchedProperties.indices.filter { mapping.hasFetchedFolder(object, $0) }
         if !fetched.isEmpty {
-            result["user.object.fetchedProperties"] = Data(fetched.map { entity.allFetchedProperties[$0].name }.joined(separator: ",").utf8)
+            result["user.object.fetchedProperties"] = Data(
+                fetched.map { entity.allFetchedProperties[$0].name }.joined(separator: ",").utf8)
         }
-        if let reason = mapping.session.failures.reason(for: object) { result[RootFolder.errorName] = Data(reason.utf8) }
+        if let reason = mapping.session.failures.reason(for: object) {
+            result[RootFolder.errorName] = Data(reason.utf8)
+        }
         return result
     }
 
@@ -127,7 +138,9 @@ struct ObjectFolder: NodeType {
             throw .notPermitted
         }
         if RenderingFile.isRenderingName(name, of: object, mapping) {
-            mapping.logger.error("create \(mapping.describe(object))/\(name): the name of a value's rendering, which is computed and read-only")
+            mapping.logger.error(
+                "create \(mapping.describe(object))/\(name): the name of a value's rendering, which is computed and read-only"
+            )
             throw .notPermitted
         }
         _ = try mapping.snapshot(of: object)
@@ -140,7 +153,9 @@ struct ObjectFolder: NodeType {
         let object = node.object
         let entity = mapping.model[object.entity]
         if mapping.session.copyIn.isFresh(object) {
-            if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }), mapping.hasFetchedFolder(object, index) {
+            if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }),
+                mapping.hasFetchedFolder(object, index)
+            {
                 mapping.session.copyIn.show(name, in: object)
                 return .fetched(object, index)
             }
@@ -155,7 +170,9 @@ struct ObjectFolder: NodeType {
     }
 
     /// `ln -s TARGET rel` sets to-one `rel`; a link under another name is ``Mapping/linkUnderOtherName(_:target:in:)``.
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         let object = node.object
         let entity = mapping.model[object.entity]
         guard let index = entity.allRelationships.firstIndex(where: { $0.name == name }) else {
@@ -164,14 +181,17 @@ struct ObjectFolder: NodeType {
                 // `ln -s ../../Department/p3 Employee/p1/department` while department is set:
                 // ln follows the link into the department's folder and makes p3 there.
                 mapping.logger.error(
-                    "ln -s \(target) \(mapping.describe(object))/\(name): an object folder holds no links named like objects; to replace a set relationship use ln -sfn")
+                    "ln -s \(target) \(mapping.describe(object))/\(name): an object folder holds no links named like objects; to replace a set relationship use ln -sfn"
+                )
                 throw .notPermitted
             }
             return try mapping.linkUnderOtherName(name, target: target, in: object)
         }
         let relationship = entity.allRelationships[index]
         guard !relationship.isToMany else {
-            mapping.logger.error("ln -s \(target) \(mapping.describe(object))/\(name): a to-many relationship is a folder; link inside it")
+            mapping.logger.error(
+                "ln -s \(target) \(mapping.describe(object))/\(name): a to-many relationship is a folder; link inside it"
+            )
             throw .notPermitted
         }
         guard let destination = try mapping.resolve(target, from: node, for: relationship) else {
@@ -181,7 +201,9 @@ struct ObjectFolder: NodeType {
         return .toOne(object, index)
     }
 
-    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping) throws(FileSystemError) {
+    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping)
+        throws(FileSystemError)
+    {
         let source = node.object
         if let index = mapping.model[source.entity].allRelationships.firstIndex(where: { $0.name == name }) {
             try mapping.setToOne(source, index, destination: object)
@@ -189,7 +211,8 @@ struct ObjectFolder: NodeType {
     }
 
     /// rmdir of an object folder deletes the object (``Mapping/deleteObject(_:)``).
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
+    {
         try mapping.deleteObject(node.object)
     }
 

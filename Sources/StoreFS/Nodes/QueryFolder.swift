@@ -37,8 +37,10 @@ struct QueryFolder: NodeType {
         switch node.property {
         case Self.entityPart: [Self.name, mapping.model[node.entity].name]
         case Self.queryPart:
-            [Self.name, mapping.model[node.entity].name,
-             mapping.queries.query(UInt32(truncatingIfNeeded: node.key.rawValue))?.name ?? "?"]
+            [
+                Self.name, mapping.model[node.entity].name,
+                mapping.queries.query(UInt32(truncatingIfNeeded: node.key.rawValue))?.name ?? "?"
+            ]
         default: [Self.name]
         }
     }
@@ -130,7 +132,7 @@ struct QueryFolder: NodeType {
             let predicate = try mapping.savedQueries(of: node.entity)[query.name] ?? query.name
             return [
                 "user.query.entity": Data(mapping.model[node.entity].name.utf8),
-                "user.query.predicate": Data(predicate.utf8),
+                "user.query.predicate": Data(predicate.utf8)
             ]
         default:
             return [:]
@@ -171,7 +173,8 @@ struct QueryFolder: NodeType {
 
     private func refusal(_ operation: String, _ folder: Node, _ mapping: Mapping) -> FileSystemError {
         let path = pathComponents(of: folder, in: mapping).joined(separator: "/")
-        let message = "\(operation) in \(path): query folders are computed and read-only "
+        let message =
+            "\(operation) in \(path): query folders are computed and read-only "
             + "(save a query with setfattr -n user.query.NAME on the entity's directory)"
         mapping.logger.error("\(message)")
         return .notPermitted

@@ -82,13 +82,13 @@ struct QueryResultFile: NodeType {
     /// The matches counted: from the folder's kept result when it has one, else by the store.
     private static func count(
         _ folder: Node, _ entity: EntityID, _ predicate: ObjectGraph.Predicate, _ mapping: Mapping
-    ) throws(FileSystemError) -> Int
-    {
+    ) throws(FileSystemError) -> Int {
         if let kept = mapping.fetchedResults.get(folder) { return kept.count }
         let context = mapping.context
-        return try mapping.engine({ () throws(ObjectGraphError) in
-            try context.count(matching: predicate, of: entity, includingSubentities: true)
-        }, "count \(mapping.describe(folder))")
+        return try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try context.count(matching: predicate, of: entity, includingSubentities: true)
+            }, "count \(mapping.describe(folder))")
     }
 
     /// The records of `ids`, read a batch at a time.
@@ -97,22 +97,25 @@ struct QueryResultFile: NodeType {
     ) throws(FileSystemError) -> Data {
         let context = mapping.context
         let uuid = try mapping.storeUUID()
-        var writer = try mapping.engine({ () throws(ObjectGraphError) in
-            try ObjectRecords(format: format, model: mapping.model, storeUUID: uuid, entity: entity)
-        }, "write \(name)")
+        var writer = try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try ObjectRecords(format: format, model: mapping.model, storeUUID: uuid, entity: entity)
+            }, "write \(name)")
         var out: [UInt8] = []
         writer.begin(into: &out)
         var start = 0
         while start < ids.count {
             let batch = Array(ids[start..<min(start + 500, ids.count)])
             start += batch.count
-            let records = try mapping.engine({ () throws(ObjectGraphError) in
-                try context.records(for: batch)
-            }, "read \(name)")
+            let records = try mapping.engine(
+                { () throws(ObjectGraphError) in
+                    try context.records(for: batch)
+                }, "read \(name)")
             for record in records { writer.append(record, into: &out) }
             guard out.count <= maximumResultBytes else {
                 let file = names[format == .csv ? csvPart : jsonPart]
-                let message = "read \(name)/\(file): more than \(maximumResultBytes >> 20) MiB; storefs export "
+                let message =
+                    "read \(name)/\(file): more than \(maximumResultBytes >> 20) MiB; storefs export "
                     + "--entity \(mapping.model[entity].name) --where PREDICATE streams any number of objects"
                 mapping.logger.error("\(message)")
                 throw .tooBig

@@ -26,13 +26,16 @@ struct RootFolder: NodeType {
         if name == TemplatesFolder.name && !mapping.predicates.templates.isEmpty { return .templates }
         if name == HistoryNode.folderName && mapping.historyStore != nil { return HistoryNode.folder }
         if name == QueryFolder.name { return .query(QueryFolder.rootPart) }
-        guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) }) else {
+        guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) })
+        else {
             throw .notFound
         }
         return .entity(id)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         let hidden = mapping.hiddenEntities.withLock { $0 }
         return .names(
             mapping.model.entities.filter { !hidden.contains($0.name) }.sorted { $0.name < $1.name }
@@ -41,7 +44,8 @@ struct RootFolder: NodeType {
 
     /// A store made as the target of `cp -a` shows an entity's directory once the copy makes it.
     func makeDirectory(named name: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
-        guard let entity = mapping.model.entityID(named: name), mapping.hiddenEntities.withLock({ $0.remove(name) != nil })
+        guard let entity = mapping.model.entityID(named: name),
+            mapping.hiddenEntities.withLock({ $0.remove(name) != nil })
         else {
             if mapping.model.entityID(named: name) != nil { throw .exists }
             mapping.logger.error("mkdir \(name): folders at the root are the model's entities")
@@ -54,7 +58,8 @@ struct RootFolder: NodeType {
     // MARK: - Extended attributes
 
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
-        let metadata = try mapping.engine({ () throws(ObjectGraphError) in try mapping.context.metadata() }, "read metadata")
+        let metadata = try mapping.engine(
+            { () throws(ObjectGraphError) in try mapping.context.metadata() }, "read metadata")
         var result: [String: Data] = [:]
         for (key, value) in metadata.values { result["user." + key] = MetadataBytes.data(of: value) }
         if let reason = mapping.session.failures.storeReason { result[Self.errorName] = Data(reason.utf8) }
@@ -90,11 +95,13 @@ struct RootFolder: NodeType {
             throw .notPermitted
         }
         let context = mapping.context
-        let current = try mapping.engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key]
+        let current = try mapping.engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[
+            key]
         if flags.contains(.create) && current != nil { throw .exists }
         if flags.contains(.replace) && current == nil { throw .noAttribute }
         let newValue = MetadataBytes.value(from: value, like: current)
-        try mapping.engine({ () throws(ObjectGraphError) in try context.setMetadata(newValue, for: key) }, "setfattr \(name)")
+        try mapping.engine(
+            { () throws(ObjectGraphError) in try context.setMetadata(newValue, for: key) }, "setfattr \(name)")
         mapping.changed()
     }
 
@@ -105,10 +112,12 @@ struct RootFolder: NodeType {
             throw .notPermitted
         }
         let context = mapping.context
-        guard try mapping.engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key] != nil else {
+        guard try mapping.engine({ () throws(ObjectGraphError) in try context.metadata() }, "read metadata")[key] != nil
+        else {
             throw .noAttribute
         }
-        try mapping.engine({ () throws(ObjectGraphError) in try context.setMetadata(nil, for: key) }, "setfattr -x \(name)")
+        try mapping.engine(
+            { () throws(ObjectGraphError) in try context.setMetadata(nil, for: key) }, "setfattr -x \(name)")
         mapping.changed()
     }
 
@@ -124,10 +133,11 @@ struct RootFolder: NodeType {
             "cacheHits": cache.hits,
             "cacheMisses": cache.misses,
             "commits": mapping.session.schedule.commitCount,
-            "valuesRendered": mapping.renderedValues.renderCount,
+            "valuesRendered": mapping.renderedValues.renderCount
         ]
         if let counters = mapping.counters { object["fuse"] = counters.snapshot() }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 }

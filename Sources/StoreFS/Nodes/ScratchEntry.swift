@@ -52,7 +52,8 @@ struct ScratchEntry: NodeType {
         return data.count
     }
 
-    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError) {
+    func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError)
+    {
         let scratch = mapping.session.scratch
         guard let file = scratch.file(node.serial), file.linkTarget == nil else { throw .invalid }
         scratch.setContent(node.serial, Mapping.resize(file.content, to: size))

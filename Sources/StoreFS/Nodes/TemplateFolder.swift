@@ -21,23 +21,28 @@ struct TemplateFolder: NodeType {
     func members(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [ObjectID] {
         try mapping.computedMembers(of: node) { () throws(FileSystemError) in
             let model = mapping.model
-            guard let predicate = mapping.predicates.templates[node.property], node.property < model.fetchRequestTemplates.count,
+            guard let predicate = mapping.predicates.templates[node.property],
+                node.property < model.fetchRequestTemplates.count,
                 let entity = model.entityID(named: model.fetchRequestTemplates[node.property].entityName)
             else { throw .notFound }
             let context = mapping.context
-            return try mapping.engine({ () throws(ObjectGraphError) in
-                try context.objects(matching: predicate, of: entity, includingSubentities: true)
-            }, "evaluate \(model.fetchRequestTemplates[node.property].name)")
+            return try mapping.engine(
+                { () throws(ObjectGraphError) in
+                    try context.objects(matching: predicate, of: entity, includingSubentities: true)
+                }, "evaluate \(model.fetchRequestTemplates[node.property].name)")
         }
     }
 
     func child(named name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
-        guard let key = PrimaryKey(reference: name), let member = try members(of: node, in: mapping).first(where: { $0.key == key })
+        guard let key = PrimaryKey(reference: name),
+            let member = try members(of: node, in: mapping).first(where: { $0.key == key })
         else { throw .notFound }
         return .templateMember(member)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         .names(try members(of: node, in: mapping).map { ($0.key.description, Node.templateMember($0)) })
     }
 
@@ -46,7 +51,7 @@ struct TemplateFolder: NodeType {
         let template = mapping.model.fetchRequestTemplates[node.property]
         return [
             "user.fetched.entity": Data(template.entityName.utf8),
-            "user.fetched.predicate": Data((template.predicateString ?? "TRUEPREDICATE").utf8),
+            "user.fetched.predicate": Data((template.predicateString ?? "TRUEPREDICATE").utf8)
         ]
     }
 

@@ -26,7 +26,9 @@ struct TemplatesFolder: NodeType {
         return .template(index)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         .names(
             mapping.model.fetchRequestTemplates.enumerated().filter { mapping.predicates.templates[$0.offset] != nil }
                 .map { ($0.element.name, Node.template($0.offset)) })

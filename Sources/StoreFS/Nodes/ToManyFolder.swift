@@ -31,12 +31,15 @@ struct ToManyFolder: NodeType {
         return mapping.make(node, .directory, time: mapping.session.schedule.modificationTime(of: node.object))
     }
 
-    func members(of node: Node, in mapping: Mapping, _ operation: @autoclosure () -> String) throws(FileSystemError) -> [ObjectID] {
+    func members(of node: Node, in mapping: Mapping, _ operation: @autoclosure () -> String) throws(FileSystemError)
+        -> [ObjectID]
+    {
         let name = try relationship(of: node, in: mapping).name
         let context = mapping.context
-        let members = try mapping.engine({ () throws(ObjectGraphError) in
-            try context.destinations(of: name, for: node.object)
-        }, operation())
+        let members = try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try context.destinations(of: name, for: node.object)
+            }, operation())
         return mapping.visibleMembers(members, of: name, in: node.object).filter { Node.fits($0) }
     }
 
@@ -49,7 +52,9 @@ struct ToManyFolder: NodeType {
         return .member(member)
     }
 
-    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> DirectoryHandles.Listing {
+    func listing(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError)
+        -> DirectoryHandles.Listing
+    {
         let members = try members(of: node, in: mapping, "list \(mapping.describe(node))")
         return .names(
             members.map { ($0.key.description, Node.member($0)) }
@@ -64,12 +69,15 @@ struct ToManyFolder: NodeType {
     // MARK: - Changes
 
     /// A link of any name is a member: the name it shows under is its target's (`pN`).
-    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
+    func makeLink(named name: String, to target: String, in node: Node, in mapping: Mapping) throws(FileSystemError)
+        -> Node
+    {
         let object = node.object
         let relationship = try self.relationship(of: node, in: mapping)
         guard let named = try mapping.resolvePath(target, from: node) else {
             mapping.logger.error(
-                "ln -s \(target) \(mapping.describe(node))/\(name): the target is not an object folder (../../../Entity/pN) of this mount")
+                "ln -s \(target) \(mapping.describe(node))/\(name): the target is not an object folder (../../../Entity/pN) of this mount"
+            )
             throw .invalid
         }
         mapping.session.copyIn.noteLink(
@@ -81,17 +89,23 @@ struct ToManyFolder: NodeType {
         if name != destination.key.description {
             // A name other than a key finds it until the next commit, so that the rename
             // `ln -sf` makes next (its temporary name onto pN) succeeds.
-            if PrimaryKey(reference: name) == nil { mapping.session.scratch.alias(name, in: node, to: .member(destination)) }
+            if PrimaryKey(reference: name) == nil {
+                mapping.session.scratch.alias(name, in: node, to: .member(destination))
+            }
             mapping.invalidateEntry(parent: node, name: name)
         }
         return .member(destination)
     }
 
-    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping) throws(FileSystemError) {
+    func waitingLinkFound(named name: String, in node: Node, object: ObjectID, in mapping: Mapping)
+        throws(FileSystemError)
+    {
         try mapping.addMember(node.object, node.property, object)
     }
 
-    func removeMember(_ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping)
+    func removeMember(
+        _ member: ObjectID, named name: String, in node: Node, by request: RequestContext, in mapping: Mapping
+    )
         throws(FileSystemError)
     {
         let object = node.object
@@ -104,9 +118,10 @@ struct ToManyFolder: NodeType {
             return
         }
         let context = mapping.context
-        try mapping.engine({ () throws(ObjectGraphError) in
-            try context.removeDestination(member, from: relationship.name, of: object)
-        }, "rm \(mapping.describe(node))/\(name)")
+        try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try context.removeDestination(member, from: relationship.name, of: object)
+            }, "rm \(mapping.describe(node))/\(name)")
         mapping.changed(object)
         mapping.invalidateRelationship(relationship.name, of: object, touching: [member])
     }
@@ -116,8 +131,11 @@ struct ToManyFolder: NodeType {
         throws(FileSystemError)
     {
         let scratch = mapping.session.scratch
-        guard let target = scratch.file(serial)?.linkTarget, PrimaryKey(reference: newName) != nil else { throw .notPermitted }
-        guard let destination = try mapping.resolve(target, from: node, for: try relationship(of: node, in: mapping)) else {
+        guard let target = scratch.file(serial)?.linkTarget, PrimaryKey(reference: newName) != nil else {
+            throw .notPermitted
+        }
+        guard let destination = try mapping.resolve(target, from: node, for: try relationship(of: node, in: mapping))
+        else {
             throw .notFound
         }
         try mapping.addMember(node.object, node.property, destination)
@@ -128,7 +146,8 @@ struct ToManyFolder: NodeType {
 
     /// rmdir of an emptied to-many folder hides it for a while, so `rm -r` of its object can pass
     /// through it.
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError) {
+    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
+    {
         guard try members(of: node, in: mapping, "rmdir").isEmpty else { throw .notEmpty }
         mapping.session.removals.hide(.folder(name), in: node.object)
         mapping.session.schedule.noteChange(node.object)
@@ -136,7 +155,10 @@ struct ToManyFolder: NodeType {
     }
 
     func pathComponents(of node: Node, in mapping: Mapping) -> [String] {
-        [mapping.model[node.entity].name, node.key.description, mapping.model[node.entity].allRelationships[node.property].name]
+        [
+            mapping.model[node.entity].name, node.key.description,
+            mapping.model[node.entity].allRelationships[node.property].name
+        ]
     }
 
     // MARK: - Order
@@ -153,9 +175,10 @@ struct ToManyFolder: NodeType {
         // objects; the order they were made in is the order.
         if mapping.session.copyIn.isFresh(object) { return }
         let context = mapping.context
-        let current = try mapping.engine({ () throws(ObjectGraphError) in
-            try context.destinations(of: relationship.name, for: object)
-        }, "order")
+        let current = try mapping.engine(
+            { () throws(ObjectGraphError) in
+                try context.destinations(of: relationship.name, for: object)
+            }, "order")
         let where_ = "setfattr user.order on \(mapping.describe(node))"
         guard let text = String(validating: value, as: UTF8.self) else { throw .invalid }
         let names = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
@@ -175,7 +198,8 @@ struct ToManyFolder: NodeType {
             mapping.logger.error("\(where_): name every member exactly once")
             throw .invalid
         }
-        try mapping.engine({ () throws(ObjectGraphError) in try context.setDestinations(order, of: relationship.name, for: object) },
+        try mapping.engine(
+            { () throws(ObjectGraphError) in try context.setDestinations(order, of: relationship.name, for: object) },
             "order")
         mapping.changed(object)
         mapping.invalidate(node)

@@ -19,7 +19,9 @@ struct ToOneLink: NodeType {
     func linkTarget(of node: Node, in mapping: Mapping, known: Snapshot?) throws(FileSystemError) -> String {
         let relationships = mapping.isValid(node.entity) ? mapping.model[node.entity].allRelationships : []
         guard node.property < relationships.count else { throw .notFound }
-        guard let destination = try mapping.snapshot(of: node.object, known: known).toOne[relationships[node.property].name]
+        guard
+            let destination = try mapping.snapshot(of: node.object, known: known).toOne[
+                relationships[node.property].name]
         else { throw .notFound }
         return "../../\(mapping.model[destination.entity].name)/\(destination.key)"
     }
@@ -33,10 +35,12 @@ struct ToOneLink: NodeType {
         throws(FileSystemError)
     {
         guard mapping.session.scratch.aliased(name, in: folder) != nil else {
-            mapping.logger.error("mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
+            mapping.logger.error(
+                "mv \(name) \(newName) in \(mapping.describe(folder)): relationships are changed with ln -s and rm")
             throw .notPermitted
         }
-        try mapping.renameAlias(name, to: newName, in: folder, shownAs: mapping.model[node.entity].allRelationships[node.property].name)
+        try mapping.renameAlias(
+            name, to: newName, in: folder, shownAs: mapping.model[node.entity].allRelationships[node.property].name)
     }
 
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {

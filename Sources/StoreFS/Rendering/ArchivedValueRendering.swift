@@ -42,7 +42,9 @@ enum ArchivedValueRendering {
             walk.objects = objects
             var entries: [(String, JSON)] = []
             for entry in top {
-                guard let key = entry.key.string, let rendered = walk.value(entry.value, path: [], depth: 0) else { return nil }
+                guard let key = entry.key.string, let rendered = walk.value(entry.value, path: [], depth: 0) else {
+                    return nil
+                }
                 entries.append((key, rendered))
             }
             value = entries.count == 1 && entries[0].0 == "root" ? entries[0].1 : .object(entries)
@@ -114,7 +116,8 @@ enum ArchivedValueRendering {
                 case "\r": text += "\\r"
                 case "\t": text += "\\t"
                 case _ where scalar.value < 0x20:
-                    text += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    text +=
+                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
                         + String(scalar.value, radix: 16)
                 default: text.unicodeScalars.append(scalar)
                 }
@@ -141,12 +144,16 @@ enum ArchivedValueRendering {
         }
 
         mutating func object(_ uid: Int, path: Set<Int>, depth: Int) -> JSON? {
-            guard depth <= ArchivedValueRendering.maximumDepth, spend(), uid >= 0, uid < objects.count else { return nil }
+            guard depth <= ArchivedValueRendering.maximumDepth, spend(), uid >= 0, uid < objects.count else {
+                return nil
+            }
             let raw = objects[uid]
             if case .string("$null") = raw { return .null }
             guard case .uid(let classUID)? = raw["$class"] else { return plain(raw, depth: depth) }
             if path.contains(uid) { return .object([("$ref", .integer(Int64(uid)))]) }
-            guard classUID >= 0, classUID < objects.count, let name = objects[classUID]["$classname"]?.string else { return nil }
+            guard classUID >= 0, classUID < objects.count, let name = objects[classUID]["$classname"]?.string else {
+                return nil
+            }
             let path = path.union([uid])
             func list(_ key: String) -> [JSON]? {
                 guard case .array(let items)? = raw[key] else { return [] }
@@ -163,7 +170,9 @@ enum ArchivedValueRendering {
             case "NSSet", "NSMutableSet":
                 return list("NS.objects").map { .object([("$set", .array($0))]) }
             case "NSDictionary", "NSMutableDictionary":
-                guard let keys = list("NS.keys"), let values = list("NS.objects"), keys.count == values.count else { return nil }
+                guard let keys = list("NS.keys"), let values = list("NS.objects"), keys.count == values.count else {
+                    return nil
+                }
                 var strings: [(String, JSON)] = []
                 for (key, value) in zip(keys, values) {
                     guard case .string(let k) = key else {
@@ -186,7 +195,11 @@ enum ArchivedValueRendering {
                 guard case .data(let bytes)? = raw["NS.uuidbytes"], bytes.count == 16 else { return nil }
                 let hex = bytes.map { String(format: "%02x", $0) }.joined()
                 let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { r in
-                    String(hex[hex.index(hex.startIndex, offsetBy: r.lowerBound)..<hex.index(hex.startIndex, offsetBy: r.upperBound)])
+                    String(
+                        hex[
+                            hex.index(
+                                hex.startIndex, offsetBy: r.lowerBound)..<hex.index(
+                                    hex.startIndex, offsetBy: r.upperBound)])
                 }
                 return .object([("$uuid", .string(parts.joined(separator: "-")))])
             case "NSURL":
@@ -215,7 +228,8 @@ enum ArchivedValueRendering {
             case .boolean(let b): return .bool(b)
             case .integer(let i): return .integer(i)
             case .real(let d):
-                return d.isFinite ? .double(d) : .object([("$double", .string(d.isNaN ? "nan" : d > 0 ? "inf" : "-inf"))])
+                return d.isFinite
+                    ? .double(d) : .object([("$double", .string(d.isNaN ? "nan" : d > 0 ? "inf" : "-inf"))])
             case .date(let d):
                 guard d.isFinite else { return .object([("$double", .string("\(d)"))]) }
                 return .object([("$date", .string(ValueText.format(Date(timeIntervalSinceReferenceDate: d))))])
@@ -234,7 +248,9 @@ enum ArchivedValueRendering {
                 var pairs: [JSON] = []
                 var allStrings = true
                 for entry in entries {
-                    guard let key = plain(entry.key, depth: depth + 1), let rendered = plain(entry.value, depth: depth + 1) else {
+                    guard let key = plain(entry.key, depth: depth + 1),
+                        let rendered = plain(entry.value, depth: depth + 1)
+                    else {
                         return nil
                     }
                     if case .string(let k) = key { strings.append((k, rendered)) } else { allStrings = false }

@@ -36,7 +36,8 @@ struct ValueRendering: Sendable {
     /// The attribute and rendering a name in an object folder stands for (`data.pb.txt`: `data`,
     /// ``protobufText``); nil when the name has no rendering's suffix.
     static func split(_ name: String) -> (attribute: String, rendering: ValueRendering)? {
-        guard let dot = name.firstIndex(of: "."), dot != name.startIndex, let rendering = named(String(name[dot...])) else {
+        guard let dot = name.firstIndex(of: "."), dot != name.startIndex, let rendering = named(String(name[dot...]))
+        else {
             return nil
         }
         return (String(name[..<dot]), rendering)

@@ -36,12 +36,14 @@ extension Mapping {
             let outcome = context.save(holding: session.copyIn.freshObjects)
             for object in session.failures.record(outcome, describe: \.message) {
                 if let reason = session.failures.reason(for: object) {
-                    logger.error("commit (\(reason == "conflict" ? reason : "not saved")) \(describe(object)): \(reason)")
+                    logger.error(
+                        "commit (\(reason == "conflict" ? reason : "not saved")) \(describe(object)): \(reason)")
                 }
             }
             for change in outcome.conflicts {
                 logger.error(
-                    "commit (\(reason)): \(describe(change.objectID)) was changed by another process; its change is kept and this mount's change of it is not saved")
+                    "commit (\(reason)): \(describe(change.objectID)) was changed by another process; its change is kept and this mount's change of it is not saved"
+                )
             }
             if !outcome.conflicts.isEmpty {
                 renderedValues.valuesChanged()
@@ -77,7 +79,8 @@ extension Mapping {
             renderedValues.valuesChanged()
             invalidateRelated(discarded)
             for id in discarded { invalidateAncestorDirectories(of: id) }
-            throw fileSystemError(error, "fsync \(describe(object)): not saved, and its changes taken back", logger: logger)
+            throw fileSystemError(
+                error, "fsync \(describe(object)): not saved, and its changes taken back", logger: logger)
         }
         if object == nil, let reason = session.failures.storeReason {
             logger.error("fsync: \(reason)")
@@ -98,7 +101,9 @@ extension Mapping {
         } else {
             invalidateRelated(Array(effects.refreshed))
         }
-        logger.debug("the store changed \(effects.refreshesEverything ? "many" : String(effects.refreshed.count)) objects on its own while saving; refreshed")
+        logger.debug(
+            "the store changed \(effects.refreshesEverything ? "many" : String(effects.refreshed.count)) objects on its own while saving; refreshed"
+        )
     }
 
     /// Folders a copy filled that are done (quiet, fsynced, unmounting): they show everything
@@ -118,7 +123,8 @@ extension Mapping {
         let pending = context.pendingChanges() + session.failures.droppedChanges
         let links = orphans.compactMap { link -> RecoveryFile.WaitingLink? in
             guard let target = link.linkTarget else { return nil }
-            return RecoveryFile.WaitingLink(folder: pathComponents(of: link.parent).joined(separator: "/"), name: link.name, target: target)
+            return RecoveryFile.WaitingLink(
+                folder: pathComponents(of: link.parent).joined(separator: "/"), name: link.name, target: target)
         }
         let metadata = context.pendingMetadata
         guard !pending.isEmpty || !links.isEmpty || metadata != nil else { return nil }
@@ -131,10 +137,12 @@ extension Mapping {
             let url = try file.write(besideStore: coordinator.store.url)
             let store = coordinator.store.url?.path ?? "STORE"
             logger.critical(
-                "unmount: \(count) changes could not be saved (\(file.summary)); they are kept in \(url.path): fix what it names and apply it with `storefs recover \(store) \(url.path)`")
+                "unmount: \(count) changes could not be saved (\(file.summary)); they are kept in \(url.path): fix what it names and apply it with `storefs recover \(store) \(url.path)`"
+            )
             return UnsavedChanges(count: count, recoveryFiles: [url], summary: file.summary)
         } catch {
-            logger.critical("unmount: \(count) changes could not be saved, and writing the recovery file failed: \(error)")
+            logger.critical(
+                "unmount: \(count) changes could not be saved, and writing the recovery file failed: \(error)")
             return UnsavedChanges(count: count, recoveryFiles: [], summary: file.summary)
         }
     }

@@ -41,7 +41,8 @@ extension Mapping {
     /// The object a link target names, checked against the relationship's destination entity;
     /// nil when the path is right but no such object exists (yet). EINVAL when the target is not
     /// an object folder of the destination entity.
-    func resolve(_ target: String, from directory: Node, for relationship: RelationshipDescription) throws(FileSystemError)
+    func resolve(_ target: String, from directory: Node, for relationship: RelationshipDescription)
+        throws(FileSystemError)
         -> ObjectID?
     {
         guard let named = try resolvePath(target, from: directory) else {
@@ -52,16 +53,20 @@ extension Mapping {
             model[named.entity].rootID == model[destinationEntity].rootID
         else {
             logger.error(
-                "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[named.entity].name)")
+                "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[named.entity].name)"
+            )
             throw .invalid
         }
         guard Node.fits(named.key) else { return nil }
-        guard let object = try engine({ () throws(ObjectGraphError) in try context.objectID(forKey: named.key, in: named.entity) },
-            "resolve \(target)")
+        guard
+            let object = try engine(
+                { () throws(ObjectGraphError) in try context.objectID(forKey: named.key, in: named.entity) },
+                "resolve \(target)")
         else { return nil }
         guard model.entity(object.entity, isKindOf: destinationEntity) else {
             logger.error(
-                "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[object.entity].name)")
+                "ln -s \(target): \(relationship.name) holds \(relationship.destinationEntityName) objects, not \(model[object.entity].name)"
+            )
             throw .invalid
         }
         return object
@@ -77,19 +82,23 @@ extension Mapping {
         let directory = Node.object(object)
         let entity = model[object.entity]
         guard let named = try resolvePath(target, from: directory) else {
-            logger.error("ln -s \(target) \(describe(object))/\(name): the target is not an object folder (../../Entity/pN) of this mount")
+            logger.error(
+                "ln -s \(target) \(describe(object))/\(name): the target is not an object folder (../../Entity/pN) of this mount"
+            )
             throw .invalid
         }
         let candidates = entity.allRelationships.indices.filter { index in
             let relationship = entity.allRelationships[index]
-            guard !relationship.isToMany, let destination = model.entityID(named: relationship.destinationEntityName) else {
+            guard !relationship.isToMany, let destination = model.entityID(named: relationship.destinationEntityName)
+            else {
                 return false
             }
             return model.entity(named.entity, isKindOf: destination)
         }
         guard !candidates.isEmpty else {
             logger.error(
-                "ln -s \(target) \(describe(object))/\(name): no to-one relationship of \(entity.name) holds \(model[named.entity].name) objects; links are made under a relationship's name")
+                "ln -s \(target) \(describe(object))/\(name): no to-one relationship of \(entity.name) holds \(model[named.entity].name) objects; links are made under a relationship's name"
+            )
             throw .invalid
         }
         if candidates.count == 1, let index = candidates.first {
@@ -105,7 +114,8 @@ extension Mapping {
         let snapshot = try snapshot(of: object)
         guard candidates.contains(where: { snapshot.toOne[entity.allRelationships[$0].name] != nil }) else {
             logger.error(
-                "ln -s \(target) \(describe(object))/\(name): several relationships of \(entity.name) hold \(model[named.entity].name) objects (\(candidates.map { entity.allRelationships[$0].name }.joined(separator: ", "))); make the link under the relationship's name")
+                "ln -s \(target) \(describe(object))/\(name): several relationships of \(entity.name) hold \(model[named.entity].name) objects (\(candidates.map { entity.allRelationships[$0].name }.joined(separator: ", "))); make the link under the relationship's name"
+            )
             throw .invalid
         }
         return .scratch(session.scratch.create(named: name, in: directory, linkTarget: target))
@@ -116,7 +126,8 @@ extension Mapping {
     /// shows for such a link (`../../Entity/pN` from an object folder, one more `../` from a
     /// to-many folder) and name an entity the relationship holds.
     func waitingLink(
-        named name: String, in directory: Node, of object: ObjectID, target: String, for relationship: RelationshipDescription
+        named name: String, in directory: Node, of object: ObjectID, target: String,
+        for relationship: RelationshipDescription
     ) throws(FileSystemError) -> Node {
         guard let named = try resolvePath(target, from: directory) else { throw .invalid }
         guard session.copyIn.isFresh(object) else {
@@ -129,23 +140,28 @@ extension Mapping {
             model.entity(named.entity, isKindOf: destinationEntity)
         else {
             logger.error(
-                "ln -s \(target) \(describe(object))/\(name): a link to an object not made yet must read \(up)\(relationship.destinationEntityName)/pN")
+                "ln -s \(target) \(describe(object))/\(name): a link to an object not made yet must read \(up)\(relationship.destinationEntityName)/pN"
+            )
             throw .invalid
         }
         let serial = session.scratch.create(named: name, in: directory, linkTarget: target)
-        session.copyIn.addWaitingLink(serial, to: CopyInSession.LinkTarget(root: model[named.entity].rootID, key: named.key))
+        session.copyIn.addWaitingLink(
+            serial, to: CopyInSession.LinkTarget(root: model[named.entity].rootID, key: named.key))
         logger.debug("ln -s \(target) \(name): the object does not exist yet; the link waits for it")
         return .scratch(serial)
     }
 
     /// Applies the links that were waiting for `object`.
     func resolveWaitingLinks(to object: ObjectID) {
-        for serial in session.copyIn.takeWaitingLinks(to: CopyInSession.LinkTarget(root: model[object.entity].rootID, key: object.key)) {
+        for serial in session.copyIn.takeWaitingLinks(
+            to: CopyInSession.LinkTarget(root: model[object.entity].rootID, key: object.key))
+        {
             guard let link = session.scratch.remove(serial), let target = link.linkTarget else { continue }
             do throws(FileSystemError) {
                 try link.parent.kind.type.waitingLinkFound(named: link.name, in: link.parent, object: object, in: self)
             } catch {
-                logger.error("ln -s \(target) \(link.name): \(describe(object)) appeared but the link failed (\(error))")
+                logger.error(
+                    "ln -s \(target) \(link.name): \(describe(object)) appeared but the link failed (\(error))")
             }
             invalidateEntry(parent: link.parent, name: link.name)
             invalidate(link.parent)
@@ -160,9 +176,10 @@ extension Mapping {
         let displaced = model.inverse(of: relationship).flatMap { inverse in
             inverse.isToMany ? nil : (try? snapshot(of: destination))?.toOne[inverse.name]
         }
-        try engine({ () throws(ObjectGraphError) in
-            try context.setDestination(destination, of: relationship.name, for: object)
-        }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)")
+        try engine(
+            { () throws(ObjectGraphError) in
+                try context.setDestination(destination, of: relationship.name, for: object)
+            }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)")
         session.copyIn.show(relationship.name, in: object)
         session.removals.unhide(.property(relationship.name), in: object)
         changed(object)
@@ -178,30 +195,38 @@ extension Mapping {
         let displaced = model.inverse(of: relationship).flatMap { inverse in
             inverse.isToMany ? nil : (try? snapshot(of: destination))?.toOne[inverse.name]
         }
-        try engine({ () throws(ObjectGraphError) in
-            try context.addDestination(destination, to: relationship.name, of: object)
-            if relationship.isOrdered, let order = session.copyIn.linkOrder(of: relationship.name, in: object) {
-                let position = Dictionary(order.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { a, _ in a })
-                let current = try context.destinations(of: relationship.name, for: object)
-                let rank = { (id: ObjectID) in
-                    position[CopyInSession.LinkTarget(root: self.model[id.entity].rootID, key: id.key)] ?? Int.max
+        try engine(
+            { () throws(ObjectGraphError) in
+                try context.addDestination(destination, to: relationship.name, of: object)
+                if relationship.isOrdered, let order = session.copyIn.linkOrder(of: relationship.name, in: object) {
+                    let position = Dictionary(
+                        order.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { a, _ in a })
+                    let current = try context.destinations(of: relationship.name, for: object)
+                    let rank = { (id: ObjectID) in
+                        position[CopyInSession.LinkTarget(root: self.model[id.entity].rootID, key: id.key)] ?? Int.max
+                    }
+                    let sorted = current.enumerated().sorted {
+                        (rank($0.element), $0.offset) < (rank($1.element), $1.offset)
+                    }.map(\.element)
+                    if sorted != current { try context.setDestinations(sorted, of: relationship.name, for: object) }
                 }
-                let sorted = current.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
-                if sorted != current { try context.setDestinations(sorted, of: relationship.name, for: object) }
-            }
-        }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)/")
+            }, "ln -s \(describe(destination)) \(describe(object))/\(relationship.name)/")
         session.copyIn.showMember(destination, of: relationship.name, in: object)
         session.removals.unhide(.member(relationship: relationship.name, destination), in: object)
         changed(object)
         invalidateRelationship(relationship.name, of: object, touching: [destination])
-        if let displaced, displaced != object { invalidateRelationship(relationship.name, of: displaced, touching: [destination]) }
+        if let displaced, displaced != object {
+            invalidateRelationship(relationship.name, of: displaced, touching: [destination])
+        }
     }
 
     /// `ln -sf`'s temporary link, which already became what it names: renamed onto the name it
     /// shows under, nothing is left to do; onto another, the link would lie about its target.
     func renameAlias(_ name: String, to newName: String, in folder: Node, shownAs: String) throws(FileSystemError) {
         guard newName == shownAs else {
-            logger.error("mv \(name) \(newName) in \(describe(folder)): the link is \(shownAs) now; a link's name is its target's")
+            logger.error(
+                "mv \(name) \(newName) in \(describe(folder)): the link is \(shownAs) now; a link's name is its target's"
+            )
             throw .invalid
         }
         session.scratch.forgetAlias(name, in: folder)

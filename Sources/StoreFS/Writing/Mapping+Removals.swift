@@ -45,7 +45,8 @@ extension Mapping {
     }
 
     static func notRemovable(_ name: String) -> ObjectGraphError {
-        ObjectGraphError(.notPermitted, "\(name) is not optional and cannot be removed (rm -r of the folder deletes the object)")
+        ObjectGraphError(
+            .notPermitted, "\(name) is not optional and cannot be removed (rm -r of the folder deletes the object)")
     }
 
     /// Deletes `object` by its delete rules, as it is: what `rm -r` hid in its folder goes with
@@ -90,9 +91,10 @@ extension Mapping {
                     }
                     invalidateEntry(parent: .object(object), name: name)
                 case .member(let relationship, let member):
-                    try? engine({ () throws(ObjectGraphError) in
-                        try context.removeDestination(member, from: relationship, of: object)
-                    }, "rm \(describe(object))/\(relationship)/\(member.key)")
+                    try? engine(
+                        { () throws(ObjectGraphError) in
+                            try context.removeDestination(member, from: relationship, of: object)
+                        }, "rm \(describe(object))/\(relationship)/\(member.key)")
                     invalidateRelationship(relationship, of: object, touching: [member])
                 case .folder:
                     break

@@ -67,7 +67,9 @@ extension Mapping {
         do {
             value = try ValueText.value(from: content, type: attribute.type)
         } catch {
-            if logging { logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was") }
+            if logging {
+                logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was")
+            }
             throw .invalid
         }
         do {
@@ -90,16 +92,18 @@ extension Mapping {
         let (object, index) = (node.object, node.property)
         let attribute = model[object.entity].allAttributes[index]
         let value = try parsedValue(content, for: object, index)
-        let existed = (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
+        let existed =
+            (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
         session.copyIn.show(attribute.name, in: object)
         session.removals.unhide(.property(attribute.name), in: object)
-        try engine({ () throws(ObjectGraphError) in
-            if let readAs {
-                try context.setValue(value, of: attribute.name, for: object, readAs: readAs)
-            } else {
-                try context.setValue(value, of: attribute.name, for: object)
-            }
-        }, "write \(describe(object))/\(attribute.name)")
+        try engine(
+            { () throws(ObjectGraphError) in
+                if let readAs {
+                    try context.setValue(value, of: attribute.name, for: object, readAs: readAs)
+                } else {
+                    try context.setValue(value, of: attribute.name, for: object)
+                }
+            }, "write \(describe(object))/\(attribute.name)")
         changed(object)
         invalidate(node)
         invalidateRenderings(of: object, index)
@@ -112,7 +116,8 @@ extension Mapping {
         if let pending = context.pendingChange(of: object) {
             let concerned = attribute.map { pending.kind != .updated || pending.attributes.keys.contains($0) } ?? true
             guard concerned else { return nil }
-            return pending.failure ?? ObjectGraphError(.io, session.failures.storeReason ?? "the change could not be saved")
+            return pending.failure
+                ?? ObjectGraphError(.io, session.failures.storeReason ?? "the change could not be saved")
         }
         return session.failures.takeDropped(of: object)?.failure
     }

@@ -96,7 +96,8 @@ final class OpenFiles: Sendable {
     /// Takes the handle's dirty buffer to be set (clearing it), or nil when there is none.
     func takeBuffer(_ handle: FuseKit.FileHandle) -> (Node, Data)? {
         state.withLock { state in
-            guard var file = state.files[handle.rawValue], file.dirty, file.rejection == nil, let content = file.buffer else {
+            guard var file = state.files[handle.rawValue], file.dirty, file.rejection == nil, let content = file.buffer
+            else {
                 return nil
             }
             file.dirty = false

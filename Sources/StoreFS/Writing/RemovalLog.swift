@@ -62,7 +62,9 @@ final class RemovalLog: Sendable {
                 let oldest = state.openingOrder[state.openingOrderStart]
                 state.openingOrderStart += 1
                 // Forgotten unless opened again since.
-                if state.lastOpened[oldest.object]?.sequence == oldest.sequence { state.lastOpened[oldest.object] = nil }
+                if state.lastOpened[oldest.object]?.sequence == oldest.sequence {
+                    state.lastOpened[oldest.object] = nil
+                }
             }
             if state.openingOrderStart >= Self.openingLimit {
                 state.openingOrder.removeFirst(state.openingOrderStart)
@@ -104,10 +106,11 @@ final class RemovalLog: Sendable {
     func visibleMembers(_ members: [ObjectID], of relationship: String, in object: ObjectID) -> [ObjectID] {
         state.withLock { state in
             guard let hidden = state.hidden[object] else { return members }
-            let gone = Set(hidden.removals.compactMap { removal -> ObjectID? in
-                if case .member(relationship, let member) = removal { return member }
-                return nil
-            })
+            let gone = Set(
+                hidden.removals.compactMap { removal -> ObjectID? in
+                    if case .member(relationship, let member) = removal { return member }
+                    return nil
+                })
             return gone.isEmpty ? members : members.filter { !gone.contains($0) }
         }
     }
@@ -131,7 +134,8 @@ final class RemovalLog: Sendable {
     func takeSettled(all: Bool = false, now: Date = Date()) -> [ObjectID: [Removal]] {
         state.withLock { state in
             var settled: [ObjectID: [Removal]] = [:]
-            for (object, hidden) in state.hidden where all || now.timeIntervalSince(hidden.lastChange) >= Self.settleTime {
+            for (object, hidden) in state.hidden
+            where all || now.timeIntervalSince(hidden.lastChange) >= Self.settleTime {
                 settled[object] = hidden.removals
             }
             for object in settled.keys { state.hidden[object] = nil }
@@ -142,6 +146,8 @@ final class RemovalLog: Sendable {
 
     /// Whether some folder's removals are quiet for ``settleTime`` and wait for a commit.
     func hasSettled(now: Date = Date()) -> Bool {
-        state.withLock { state in state.hidden.values.contains { now.timeIntervalSince($0.lastChange) >= Self.settleTime } }
+        state.withLock { state in
+            state.hidden.values.contains { now.timeIntervalSince($0.lastChange) >= Self.settleTime }
+        }
     }
 }

@@ -56,7 +56,8 @@ final class ScratchFiles: Sendable {
             let serial = state.nextSerial
             state.nextSerial += 1
             if let old = state.byFolder[parent]?[name] { state.files[old] = nil }
-            state.files[serial] = ScratchFile(parent: parent, name: name, content: content, modified: Date(), linkTarget: linkTarget)
+            state.files[serial] = ScratchFile(
+                parent: parent, name: name, content: content, modified: Date(), linkTarget: linkTarget)
             state.byFolder[parent, default: [:]][name] = serial
             return serial
         }

@@ -43,14 +43,19 @@ struct Apply: ParsableCommand {
         guard FileManager.default.fileExists(atPath: url.path) else { throw ValidationError("\(store) does not exist") }
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: StoreTypes.all, model: given?.model, modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
+            at: url, types: StoreTypes.all, model: given?.model, modelDescription: given?.source,
+            forcedType: try StoreTypes.type(named: type))
         defer { coordinator.close() }
         let metadata = try coordinator.store.metadata()
         if let uuid = metadata.storeUUID, !read.storeUUID.isEmpty, uuid != read.storeUUID {
-            throw ValidationError("\(patch) was made on store \(read.storeUUID), not on \(store) (\(uuid)); apply it to a copy of that store")
+            throw ValidationError(
+                "\(patch) was made on store \(read.storeUUID), not on \(store) (\(uuid)); apply it to a copy of that store"
+            )
         }
         if !read.unsaved.isEmpty {
-            printError("storefs apply: the patch lists \(read.unsaved.count) changes the mount could not save; they are not in it")
+            printError(
+                "storefs apply: the patch lists \(read.unsaved.count) changes the mount could not save; they are not in it"
+            )
         }
         guard !read.isEmpty else {
             print("\(patch) holds no changes; \(store) is left as it was")
@@ -58,7 +63,7 @@ struct Apply: ParsableCommand {
         }
         do {
             try coordinator.store.save(try read.request(for: coordinator.model, metadata: metadata))
-        } catch where error.code == .conflict {
+        } catch  where error.code == .conflict {
             let names = error.objects.map { "\(coordinator.model[$0.entity].name)/\($0.key)" }.joined(separator: ", ")
             printError(
                 "storefs apply: nothing of \(patch) was applied: \(store) does not hold what the patch changed at \(names) "

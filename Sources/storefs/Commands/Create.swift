@@ -12,10 +12,15 @@ struct Create: ParsableCommand {
 
     @Option(
         name: .long,
-        help: "The model: an Xcode .xcdatamodeld/.xcdatamodel (or its contents file), a compiled .momd/.mom, or a store whose model to use.")
+        help:
+            "The model: an Xcode .xcdatamodeld/.xcdatamodel (or its contents file), a compiled .momd/.mom, or a store whose model to use."
+    )
     var model: String
 
-    @Argument(help: "The store to write: a file whose suffix gives the type (.sqlite), or a postgresql:// URL. It must not exist.")
+    @Argument(
+        help:
+            "The store to write: a file whose suffix gives the type (.sqlite), or a postgresql:// URL. It must not exist."
+    )
     var store: String
 
     @OptionGroup var log: LogOptions

@@ -57,11 +57,13 @@ struct Demo: ParsableCommand {
                 ("getfattr -d \(e)", "the object's URI, version, fetched properties"),
                 ("ls \(e)/colleagues | head", "a fetched property (reachable by name)"),
                 ("echo Hopper > \(e)/lastName", "edit a value"),
-                ("grep -rl Lovelace \(m)/Employee | head", "search"),
+                ("grep -rl Lovelace \(m)/Employee | head", "search")
             ]
             let width = tries.filter { !$0.1.isEmpty }.map(\.0.count).max() ?? 0
             let lines = tries.map { command, comment in
-                comment.isEmpty ? "  " + command : "  " + command.padding(toLength: width, withPad: " ", startingAt: 0) + "   # " + comment
+                comment.isEmpty
+                    ? "  " + command
+                    : "  " + command.padding(toLength: width, withPad: " ", startingAt: 0) + "   # " + comment
             }
             say(
                 """
@@ -83,7 +85,9 @@ struct Demo: ParsableCommand {
     static func exampleEmployee(_ coordinator: PersistentStoreCoordinator) throws -> String {
         let context = coordinator.newContext()
         guard let entity = context.model.entityID(named: "Employee") else { return "p1" }
-        let ids = try context.objectIDs(of: entity, includingSubentities: false).sorted { $0.key.rawValue < $1.key.rawValue }
+        let ids = try context.objectIDs(of: entity, includingSubentities: false).sorted {
+            $0.key.rawValue < $1.key.rawValue
+        }
         for id in ids where try context.value(of: "photo", for: id) != nil {
             return "p\(id.key.rawValue)"
         }

@@ -24,10 +24,16 @@ struct Diff: ParsableCommand {
     @Flag(name: .long, help: "Print JSON Lines: one object per difference.")
     var json = false
 
-    @Option(name: .long, help: "The model to read both stores with (Xcode model, compiled model or store); by default each store's own.")
+    @Option(
+        name: .long,
+        help: "The model to read both stores with (Xcode model, compiled model or store); by default each store's own.")
     var model: String?
 
-    @Flag(name: .long, help: "Open both stores in evidence mode: nothing beside them touched; the files read are printed with their SHA-256 to standard error.")
+    @Flag(
+        name: .long,
+        help:
+            "Open both stores in evidence mode: nothing beside them touched; the files read are printed with their SHA-256 to standard error."
+    )
     var evidence = false
 
     @OptionGroup var log: LogOptions

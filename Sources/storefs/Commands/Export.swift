@@ -4,7 +4,7 @@ import ObjectGraph
 import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Export: ParsableCommand {
@@ -33,13 +33,19 @@ struct Export: ParsableCommand {
     @Option(name: .long, help: "jsonl (one object per line, the default), json (one array) or csv (needs --entity).")
     var format: String = ObjectRecordFormat.jsonLines.rawValue
 
-    @Option(name: .long, help: "The model to read the store with (Xcode model, compiled model or store); by default its own.")
+    @Option(
+        name: .long,
+        help: "The model to read the store with (Xcode model, compiled model or store); by default its own.")
     var model: String?
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
     var type: String?
 
-    @Flag(name: .long, help: "Open the store in evidence mode: nothing beside it touched; the files read are printed with their SHA-256 to standard error.")
+    @Flag(
+        name: .long,
+        help:
+            "Open the store in evidence mode: nothing beside it touched; the files read are printed with their SHA-256 to standard error."
+    )
     var evidence = false
 
     @OptionGroup var log: LogOptions
@@ -55,7 +61,8 @@ struct Export: ParsableCommand {
             throw ValidationError("--where needs --entity: a predicate's keys are an entity's")
         }
         if format == ObjectRecordFormat.csv.rawValue && entity == nil {
-            throw ValidationError("--format csv needs --entity: CSV has one header row, so it holds one entity's objects")
+            throw ValidationError(
+                "--format csv needs --entity: CSV has one header row, so it holds one entity's objects")
         }
     }
 
@@ -96,15 +103,19 @@ struct Export: ParsableCommand {
             // Only for the bar: counting costs a query (a COUNT(*) in SQL, no rows read).
             let context = coordinator.newContext()
             for (id, subentities) in entities {
-                total += try parsed.map { try context.count(matching: $0, of: id, includingSubentities: subentities) }
-                    ?? (subentities ? model.entityAndSubentities(of: id) : [id]).reduce(0) { $0 + (try coordinator.store.count(of: $1)) }
+                total +=
+                    try parsed.map { try context.count(matching: $0, of: id, includingSubentities: subentities) }
+                    ?? (subentities ? model.entityAndSubentities(of: id) : [id]).reduce(0) {
+                        $0 + (try coordinator.store.count(of: $1))
+                    }
             }
         }
         var output = StandardOutput()
         writer.begin(into: &output.buffer)
         for (id, subentities) in entities {
             var pages = ObjectRecordPages(
-                coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed, pageSize: Self.pageSize)
+                coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
+                pageSize: Self.pageSize)
             while let page = try pages.next() {
                 for record in page { writer.append(record, into: &output.buffer) }
                 try output.flushIfFull()

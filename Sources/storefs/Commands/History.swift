@@ -17,7 +17,8 @@ struct History: ParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Only the transactions numbered above N (the last number a previous run printed).", valueName: "N"))
+        help: ArgumentHelp(
+            "Only the transactions numbered above N (the last number a previous run printed).", valueName: "N"))
     var since: Int64 = 0
 
     @Flag(name: .long, help: "Print one JSON object per transaction per line (JSON Lines).")
@@ -25,7 +26,9 @@ struct History: ParsableCommand {
 
     @Option(
         name: .long,
-        help: "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own.")
+        help:
+            "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own."
+    )
     var model: String?
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
@@ -55,7 +58,8 @@ struct History: ParsableCommand {
             throw ObjectGraphError(
                 .unsupported,
                 "\(store) keeps no persistent history (\(coordinator.store.storeType) store"
-                    + (coordinator.store is any PersistentHistoryStore ? " without history tables" : "s have none") + ")")
+                    + (coordinator.store is any PersistentHistoryStore ? " without history tables" : "s have none")
+                    + ")")
         }
         let uuid = json ? try coordinator.store.metadata().storeUUID : nil
         var after = since

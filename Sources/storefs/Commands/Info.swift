@@ -10,7 +10,9 @@ struct Info: ParsableCommand {
 
     @Option(
         name: .long,
-        help: "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own.")
+        help:
+            "The model to read the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store. By default the store's own."
+    )
     var model: String?
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
@@ -26,7 +28,9 @@ struct Info: ParsableCommand {
 
     @Flag(
         name: .long,
-        help: "Open the store as evidence: also hash a --model's files, and check after reading that the store's folder is as it was (names, sizes, modification times); exit 1 when it is not.")
+        help:
+            "Open the store as evidence: also hash a --model's files, and check after reading that the store's folder is as it was (names, sizes, modification times); exit 1 when it is not."
+    )
     var evidence = false
 
     @Argument(help: "The store file, or a postgresql:// URL.")
@@ -67,18 +71,22 @@ struct Info: ParsableCommand {
                 "metadata": custom.mapValues(Self.jsonValue),
                 "hasEmbeddedModel": metadata.embeddedModel != nil,
                 "model": ["source": coordinator.modelSource.kind, "description": coordinator.modelSource.description],
-                "versionHashes": versionHashes.json,
+                "versionHashes": versionHashes.json
             ]
             object["metadata"] = custom.mapValues(Self.jsonValue)
-            object["read"] = files.map { ["path": $0.path, "size": $0.size, "modified": $0.modified, "sha256": $0.sha256 ?? ""] }
+            object["read"] = files.map {
+                ["path": $0.path, "size": $0.size, "modified": $0.modified, "sha256": $0.sha256 ?? ""]
+            }
             var changed: [String]?
             if let evidence = opened.evidence {
                 changed = evidence.close()
                 object["evidence"] = [
-                    "folderEntries": evidence.record.folder.count, "folderUnchanged": changed?.isEmpty ?? true, "folderChanges": changed ?? [],
+                    "folderEntries": evidence.record.folder.count, "folderUnchanged": changed?.isEmpty ?? true,
+                    "folderChanges": changed ?? []
                 ]
             }
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            let data = try JSONSerialization.data(
+                withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
             return try finish(opened.evidence, changed: changed)
         }
@@ -102,14 +110,17 @@ struct Info: ParsableCommand {
     }
 
     /// The store, read-only with its inputs hashed, or as evidence.
-    private func open(_ url: URL, logger: Logger) throws -> (coordinator: PersistentStoreCoordinator, evidence: EvidenceStore?) {
+    private func open(_ url: URL, logger: Logger) throws -> (
+        coordinator: PersistentStoreCoordinator, evidence: EvidenceStore?
+    ) {
         if evidence {
             let opened = try EvidenceStore.open(at: url, model: model, type: type, logger: logger)
             return (opened.coordinator, opened)
         }
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true, hashesInputs: true),
+            at: url, types: StoreTypes.all, model: given?.model,
+            options: StoreOptions(readOnly: true, hashesInputs: true),
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
         return (coordinator, nil)
     }
@@ -120,7 +131,9 @@ struct Info: ParsableCommand {
         let changed = known ?? evidence.close()
         let entries = evidence.record.folder.count
         guard changed.isEmpty else {
-            printError("storefs info: the folder of \(store) changed while it was read:\n  " + changed.joined(separator: "\n  "))
+            printError(
+                "storefs info: the folder of \(store) changed while it was read:\n  "
+                    + changed.joined(separator: "\n  "))
             throw ExitCode(1)
         }
         if !hashes && !json { print("folder:   as it was (\(entries) entries: names, sizes, modification times)") }
@@ -146,7 +159,8 @@ struct Info: ParsableCommand {
             if used.isMatch {
                 summary = "all \(used.recorded.count) entities match the recorded version hashes"
             } else {
-                summary = "\(used.mismatched.count) of \(Set(used.computed.keys).union(used.recorded.keys).count) entities "
+                summary =
+                    "\(used.mismatched.count) of \(Set(used.computed.keys).union(used.recorded.keys).count) entities "
                     + "differ from the recorded version hashes (\(used.mismatched.joined(separator: ", ")))"
                 if source == .inferred { summary += "; an inferred model's hashes are not the app's" }
             }
@@ -155,7 +169,9 @@ struct Info: ParsableCommand {
             var cache = SQLiteStoreType.ModelCacheContent.absent
             if source == .coreDataCache {
                 cache = .model(coordinator.model)
-            } else if coordinator.store.storeType == "SQLite", let content = try? SQLiteStoreType().modelCache(at: url, logger: logger) {
+            } else if coordinator.store.storeType == "SQLite",
+                let content = try? SQLiteStoreType().modelCache(at: url, logger: logger)
+            {
                 cache = content
             }
             switch cache {
@@ -164,10 +180,12 @@ struct Info: ParsableCommand {
                 if source == .keptByStoreFS, !used.isMatch {
                     warnings.append(
                         "the recorded version hashes and the model storefs keeps in the store disagree on "
-                            + "\(used.mismatched.joined(separator: ", ")): Core Data opening it with that model would migrate it")
+                            + "\(used.mismatched.joined(separator: ", ")): Core Data opening it with that model would migrate it"
+                    )
                 }
             case .model(let cached):
-                let check = VersionHashComparison(computed: VersionHash.entityHashes(of: cached), recorded: used.recorded)
+                let check = VersionHashComparison(
+                    computed: VersionHash.entityHashes(of: cached), recorded: used.recorded)
                 json["cache"] = check.isMatch ? "matches" : "differs"
                 json["cacheDiffering"] = check.mismatched
                 if !check.isMatch {

@@ -22,7 +22,9 @@ struct Migrate: ParsableCommand {
             """)
 
     @Argument(
-        help: "SRC DST (SRC .sqlite, .xml, .binary or a postgresql:// URL; DST a new store whose suffix or URL gives the type unless --type says otherwise), or STORE with --in-place.")
+        help:
+            "SRC DST (SRC .sqlite, .xml, .binary or a postgresql:// URL; DST a new store whose suffix or URL gives the type unless --type says otherwise), or STORE with --in-place."
+    )
     var paths: [String]
 
     @Flag(name: .long, help: "Migrate STORE in place, keeping the old store beside it (needs --model).")
@@ -33,13 +35,16 @@ struct Migrate: ParsableCommand {
 
     @Option(
         name: .long,
-        help: "The model to migrate to (its current version; a bundle's other versions are the steps), or, when it is the store's own version, to read the store with.")
+        help:
+            "The model to migrate to (its current version; a bundle's other versions are the steps), or, when it is the store's own version, to read the store with."
+    )
     var model: String?
 
     @Option(name: .long, help: "The model the store was written with, when it carries none that storefs can find.")
     var sourceModel: String?
 
-    @Option(name: .long, help: "A mapping model for a step (.xcmappingmodel, .cdm, or a folder of them); may be repeated.")
+    @Option(
+        name: .long, help: "A mapping model for a step (.xcmappingmodel, .cdm, or a folder of them); may be repeated.")
     var mapping: [String] = []
 
     @OptionGroup var log: LogOptions
@@ -47,12 +52,16 @@ struct Migrate: ParsableCommand {
     func validate() throws {
         if inPlace {
             guard paths.count == 1 else { throw ValidationError("give only the store with --in-place") }
-            guard model != nil else { throw ValidationError("--in-place needs --model, the model to migrate the store to") }
+            guard model != nil else {
+                throw ValidationError("--in-place needs --model, the model to migrate the store to")
+            }
             guard type == nil else { throw ValidationError("--in-place keeps the store's type; --type does not apply") }
         } else {
             guard paths.count == 2 else { throw ValidationError("give the store to read and the new store") }
         }
-        if !mapping.isEmpty && model == nil { throw ValidationError("--mapping needs --model, the model to migrate to") }
+        if !mapping.isEmpty && model == nil {
+            throw ValidationError("--mapping needs --model, the model to migrate to")
+        }
     }
 
     func run() throws {
@@ -64,7 +73,9 @@ struct Migrate: ParsableCommand {
         }
         let started = Date()
         let given = try StoreTypes.loadModel(at: sourceModel, logger: logger)
-        let target = try model.map { (path) throws -> ModelVersions in try StoreTypes.loadVersions(at: path, logger: logger) }
+        let target = try model.map { (path) throws -> ModelVersions in
+            try StoreTypes.loadVersions(at: path, logger: logger)
+        }
         let mappings = try MappingModelLoader.loadAll(mapping, xmlStoreType: XMLStoreType())
         var progress = ProgressBar(label: "migrate")
         defer { progress.end() }
@@ -80,7 +91,9 @@ struct Migrate: ParsableCommand {
                 }, progress: { done, total in progress.update(done, of: total) })
             progress.end()
             guard let backup = result.backup else {
-                print("\(source) is already at \(plan?.storeVersion ?? target.currentName), the current version of \(target.source); nothing to do")
+                print(
+                    "\(source) is already at \(plan?.storeVersion ?? target.currentName), the current version of \(target.source); nothing to do"
+                )
                 return
             }
             report(result, from: plan?.storeVersion, to: target.currentName, started: started)
@@ -106,13 +119,16 @@ struct Migrate: ParsableCommand {
                 if plan.storeModel != coordinator.model {
                     coordinator.close()
                     coordinator = try PersistentStoreCoordinator.open(
-                        at: sourceURL, types: StoreTypes.all, model: plan.storeModel, options: StoreOptions(readOnly: true))
+                        at: sourceURL, types: StoreTypes.all, model: plan.storeModel,
+                        options: StoreOptions(readOnly: true))
                 }
-                let result = try coordinator.migrateModel(to: destinationURL, type: destinationType, steps: plan.steps) { done, total in
+                let result = try coordinator.migrateModel(to: destinationURL, type: destinationType, steps: plan.steps)
+                { done, total in
                     progress.update(done, of: total)
                 }
                 progress.end()
-                report(result, from: plan.storeVersion, to: target.currentName, started: started, destination: destination)
+                report(
+                    result, from: plan.storeVersion, to: target.currentName, started: started, destination: destination)
                 return
             }
             if plan.storeModel != coordinator.model {
@@ -123,7 +139,9 @@ struct Migrate: ParsableCommand {
                     modelDescription: .given("\(target.source), from --model"))
             }
         }
-        try coordinator.migrate(to: destinationURL, type: destinationType) { done, total in progress.update(done, of: total) }
+        try coordinator.migrate(to: destinationURL, type: destinationType) { done, total in
+            progress.update(done, of: total)
+        }
         progress.end()
         var objects = 0
         for entity in coordinator.model.entities { objects += try coordinator.store.count(of: entity.id) }
@@ -136,7 +154,9 @@ struct Migrate: ParsableCommand {
     /// The steps from the store's version to `target`'s current one. A store that records no
     /// version hashes and carries no model of its own cannot be placed: it is read with the
     /// current version, as `--model` always read a store.
-    static func plan(_ coordinator: PersistentStoreCoordinator, target: ModelVersions, mappings: [MappingModel], store: String)
+    static func plan(
+        _ coordinator: PersistentStoreCoordinator, target: ModelVersions, mappings: [MappingModel], store: String
+    )
         throws(ObjectGraphError) -> MigrationPlan
     {
         var recorded: [String: Data]?
@@ -147,7 +167,8 @@ struct Migrate: ParsableCommand {
             return MigrationPlan(storeVersion: target.currentName, steps: [], storeModel: target.current.model)
         }
         return try MigrationPlan.make(
-            storeModel: coordinator.model, storeModelSource: coordinator.modelSource, recordedHashes: recorded, target: target,
+            storeModel: coordinator.model, storeModelSource: coordinator.modelSource, recordedHashes: recorded,
+            target: target,
             mappings: mappings, store: store)
     }
 
@@ -156,8 +177,12 @@ struct Migrate: ParsableCommand {
     ) {
         let seconds = Date().timeIntervalSince(started)
         let place = destination.map { " into \($0)" } ?? ""
-        print("migrated \(paths[0]) from \(from ?? "its version") to \(to)\(place): \(result.objectCount) objects in \(String(format: "%.2f", seconds)) s")
+        print(
+            "migrated \(paths[0]) from \(from ?? "its version") to \(to)\(place): \(result.objectCount) objects in \(String(format: "%.2f", seconds)) s"
+        )
         for step in result.steps { print("  \(step)") }
-        if result.historyTransactions > 0 { print("  persistent history kept: \(result.historyTransactions) transactions") }
+        if result.historyTransactions > 0 {
+            print("  persistent history kept: \(result.historyTransactions) transactions")
+        }
     }
 }

@@ -19,7 +19,8 @@ struct Model: ParsableCommand {
     @Argument(help: "With --diff: the newer model, bundle or store to compare SOURCE with.")
     var other: String?
 
-    @Option(name: .long, help: "Read the store with this model instead of its own (Xcode model, compiled model or store).")
+    @Option(
+        name: .long, help: "Read the store with this model instead of its own (Xcode model, compiled model or store).")
     var model: String?
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
@@ -27,7 +28,9 @@ struct Model: ParsableCommand {
 
     @Option(
         name: [.short, .long],
-        help: "Write here instead of standard output; a path ending in .xcdatamodel or .xcdatamodeld becomes that folder.")
+        help:
+            "Write here instead of standard output; a path ending in .xcdatamodel or .xcdatamodeld becomes that folder."
+    )
     var output: String?
 
     @Flag(
@@ -40,7 +43,9 @@ struct Model: ParsableCommand {
 
     @Flag(
         name: .long,
-        help: "Compare SOURCE with OTHER (each a model, a model bundle's current version, or a store's model): entities and properties added, removed, renamed or changed, and whether Core Data could migrate lightweight.")
+        help:
+            "Compare SOURCE with OTHER (each a model, a model bundle's current version, or a store's model): entities and properties added, removed, renamed or changed, and whether Core Data could migrate lightweight."
+    )
     var diff = false
 
     @OptionGroup var log: LogOptions
@@ -56,7 +61,8 @@ struct Model: ParsableCommand {
             for path in [source, other] where path != "sample" && !FileManager.default.fileExists(atPath: path) {
                 throw ValidationError("\(path) does not exist")
             }
-            guard let old = try StoreTypes.loadModel(at: source, logger: logger), let new = try StoreTypes.loadModel(at: other, logger: logger)
+            guard let old = try StoreTypes.loadModel(at: source, logger: logger),
+                let new = try StoreTypes.loadModel(at: other, logger: logger)
             else { return }
             print(ModelDifference(from: old.model, to: new.model).report(from: source, to: other), terminator: "")
             return
@@ -89,7 +95,8 @@ struct Model: ParsableCommand {
         logger.debug("model of \(source): \(origin)")
         let text =
             hashes
-            ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin) : XcodeModelWriter.contents(of: model)
+            ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin)
+            : XcodeModelWriter.contents(of: model)
         guard let output else {
             print(text, terminator: "")
             return
@@ -100,7 +107,9 @@ struct Model: ParsableCommand {
     /// One line per entity: its name, the hash storefs computes, the recorded one (`-` when
     /// there is none) and whether they are the same; then, when hashes are recorded, a line saying
     /// which entities differ. `source` names where the recorded hashes come from ("the store's").
-    static func hashTable(_ model: ManagedObjectModel, recorded: [String: Data]?, by source: String, modelOrigin: String) -> String {
+    static func hashTable(
+        _ model: ManagedObjectModel, recorded: [String: Data]?, by source: String, modelOrigin: String
+    ) -> String {
         let computed = VersionHash.entityHashes(of: model)
         guard let recorded else {
             let width = computed.keys.map(\.count).max() ?? 0
@@ -111,7 +120,8 @@ struct Model: ParsableCommand {
         let comparison = VersionHashComparison(computed: computed, recorded: recorded)
         let names = Set(computed.keys).union(recorded.keys).sorted()
         let width = max(names.map(\.count).max() ?? 0, "entity".count)
-        var out = "entity".padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+        var out =
+            "entity".padding(toLength: width, withPad: " ", startingAt: 0) + "  "
             + "computed by storefs".padding(toLength: 64, withPad: " ", startingAt: 0) + "  recorded (\(source))\n"
         for name in names {
             let status: String
@@ -120,13 +130,15 @@ struct Model: ParsableCommand {
             case (_?, nil): status = "not recorded"
             default: status = "not in the model"
             }
-            out += name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + hex(computed[name]) + "  "
+            out +=
+                name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + hex(computed[name]) + "  "
                 + hex(recorded[name]) + "  " + status + "\n"
         }
         if comparison.isMatch {
             out += "all \(names.count) entities have \(source) recorded hash\n"
         } else {
-            out += "\(comparison.mismatched.count) of \(names.count) entities differ from \(source) recorded hashes: "
+            out +=
+                "\(comparison.mismatched.count) of \(names.count) entities differ from \(source) recorded hashes: "
                 + comparison.mismatched.joined(separator: ", ")
                 + " (Core Data opening the store with this model would migrate it, or refuse it; the model: \(modelOrigin))\n"
         }

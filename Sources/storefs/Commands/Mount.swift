@@ -16,7 +16,10 @@ struct Mount: ParsableCommand {
             commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
             """)
 
-    @Argument(help: "The store file (.sqlite, .xml, .binary), a postgresql:// URL, or a folder of store files, then an existing, empty directory to mount it on; with --memory, the directory only.")
+    @Argument(
+        help:
+            "The store file (.sqlite, .xml, .binary), a postgresql:// URL, or a folder of store files, then an existing, empty directory to mount it on; with --memory, the directory only."
+    )
     var paths: [String]
 
     @Flag(name: .long, help: "Mount a new, empty in-memory store (nothing on disk; needs --model).")
@@ -27,7 +30,9 @@ struct Mount: ParsableCommand {
 
     @Option(
         name: .long,
-        help: "The model to mount the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store (`sample` names the built-in sample model). By default the store's own.")
+        help:
+            "The model to mount the store with: an Xcode .xcdatamodeld/.xcdatamodel, a compiled .momd/.mom, or another store (`sample` names the built-in sample model). By default the store's own."
+    )
     var model: String?
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
@@ -38,7 +43,8 @@ struct Mount: ParsableCommand {
 
     func validate() throws {
         guard paths.count == (memory ? 1 : 2) else {
-            throw ValidationError(memory ? "give only the mount point with --memory" : "give the store and the mount point")
+            throw ValidationError(
+                memory ? "give only the mount point with --memory" : "give the store and the mount point")
         }
         if memory && model == nil { throw ValidationError("--memory needs --model") }
     }
@@ -73,11 +79,13 @@ struct Mount: ParsableCommand {
             throw ValidationError(error.description)
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isDirectory) || isStale(mountPoint) else {
+        guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isDirectory) || isStale(mountPoint)
+        else {
             throw ValidationError("mount point \(mountPoint) does not exist; create it with mkdir first")
         }
         guard !Readiness.isMounted(mountPoint) else {
-            throw ValidationError("\(mountPoint) is already a mount point; unmount it first (fusermount3 -u \(mountPoint))")
+            throw ValidationError(
+                "\(mountPoint) is already a mount point; unmount it first (fusermount3 -u \(mountPoint))")
         }
         let destination: LogDestination =
             if let logFile { .file(logFile) } else if syslog { .systemLog } else if foreground { .standardError } else {
@@ -95,25 +103,35 @@ struct Mount: ParsableCommand {
             return
         }
         let logger = log.bootstrap(destination: destination)
-        if configuration.evidence && memory { throw ValidationError("-o evidence mounts a store file; an in-memory store has none") }
+        if configuration.evidence && memory {
+            throw ValidationError("-o evidence mounts a store file; an in-memory store has none")
+        }
         if memory {
             let model = try StoreTypes.model(at: model ?? configuration.model)!
-            let coordinator = PersistentStoreCoordinator(store: GraphStore(model: model), configuration: configuration.engine)
-            try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
+            let coordinator = PersistentStoreCoordinator(
+                store: GraphStore(model: model), configuration: configuration.engine)
+            try Server.serve(
+                coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
         let url = StoreTypes.location(store)
         var isFolder: ObjCBool = false
-        if !StoreURL.isService(url), FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
-            guard !configuration.evidence else { throw ValidationError("-o evidence mounts one store file, not a folder of stores") }
+        if !StoreURL.isService(url), FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
+            isFolder.boolValue
+        {
+            guard !configuration.evidence else {
+                throw ValidationError("-o evidence mounts one store file, not a folder of stores")
+            }
             try Server.serveFolder(directory: url, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
         guard try StoreTypes.exists(url) else {
-            throw ValidationError("\(StoreURL.describe(url)) does not exist (storefs create or storefs sample make one)")
+            throw ValidationError(
+                "\(StoreURL.describe(url)) does not exist (storefs create or storefs sample make one)")
         }
         let progress =
-            progressFile.flatMap(LoadProgressDisplay.toFile) ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
+            progressFile.flatMap(LoadProgressDisplay.toFile)
+            ?? LoadProgressDisplay.onTerminal(label: "loading \(url.lastPathComponent)")
         if configuration.evidence {
             try serveEvidence(url, configuration: configuration, progress: progress, logger: logger)
             return
@@ -126,7 +144,8 @@ struct Mount: ParsableCommand {
         }
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model,
-            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress), configuration: configuration.engine,
+            options: StoreOptions(readOnly: configuration.mount.readOnly, progress: progress),
+            configuration: configuration.engine,
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
         logger.info("model of \(StoreURL.describe(url)): \(coordinator.modelSource.description)")
         if try PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all).allowsSeveralWriters {
@@ -139,21 +158,29 @@ struct Mount: ParsableCommand {
 
     /// `-o evidence`: the store opened as evidence, its overlay served; at the end, the log says
     /// whether the store's folder is as it was.
-    private func serveEvidence(_ url: URL, configuration: MountConfiguration, progress: LoadProgress?, logger: Logger) throws {
+    private func serveEvidence(_ url: URL, configuration: MountConfiguration, progress: LoadProgress?, logger: Logger)
+        throws
+    {
         let evidence = try EvidenceStore.open(
-            at: url, model: model ?? configuration.model, type: type, configuration: configuration.engine, progress: progress, logger: logger)
+            at: url, model: model ?? configuration.model, type: type, configuration: configuration.engine,
+            progress: progress, logger: logger)
         defer {
             let changed = evidence.close()
             if changed.isEmpty {
-                logger.info("evidence: the folder of \(url.path) is as it was when mounted (\(evidence.record.folder.count) entries)")
+                logger.info(
+                    "evidence: the folder of \(url.path) is as it was when mounted (\(evidence.record.folder.count) entries)"
+                )
             } else {
-                logger.error("evidence: the folder of \(url.path) changed while it was mounted: \(changed.joined(separator: "; "))")
+                logger.error(
+                    "evidence: the folder of \(url.path) changed while it was mounted: \(changed.joined(separator: "; "))"
+                )
             }
         }
         var configuration = configuration
         configuration.fileSystem.rootAttributes = evidence.rootAttributes
         try Server.serve(
-            coordinator: evidence.coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger, source: url.path,
+            coordinator: evidence.coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger,
+            source: url.path,
             made: evidence.serve)
     }
 
@@ -165,9 +192,12 @@ struct Mount: ParsableCommand {
         guard !memory, let modelPath = model ?? configuration.model else { return nil }
         let url = URL(fileURLWithPath: store)
         var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else { return nil }
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else {
+            return nil
+        }
         guard let given = try loaded ?? StoreTypes.loadModel(at: modelPath) else { return nil }
-        let storeType = try StoreTypes.type(named: type) ?? PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all)
+        let storeType =
+            try StoreTypes.type(named: type) ?? PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all)
         return try ModelVersionCheck.compare(
             storeAt: url, type: storeType, with: given.model, modelPath: modelPath, storePath: store)
     }

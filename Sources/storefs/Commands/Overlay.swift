@@ -3,7 +3,7 @@ import Foundation
 import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `storefs overlay export MOUNTPOINT`: the changes an evidence mount holds, as a patch.
@@ -38,15 +38,20 @@ struct Overlay: ParsableCommand {
             switch ExtendedAttribute.value(EvidenceStore.overlayName, at: mountPoint) {
             case .success(let value): file = String(decoding: value, as: UTF8.self)
             case .failure(let error) where error.code == .ENODATA || error.code == .EOPNOTSUPP:
-                throw ValidationError("\(mountPoint) is not an evidence mount (storefs mount -o evidence STORE \(mountPoint))")
+                throw ValidationError(
+                    "\(mountPoint) is not an evidence mount (storefs mount -o evidence STORE \(mountPoint))")
             case .failure(let error):
-                throw ValidationError("\(mountPoint): reading \(EvidenceStore.overlayName) failed: \(String(cString: strerror(error.code.rawValue)))")
+                throw ValidationError(
+                    "\(mountPoint): reading \(EvidenceStore.overlayName) failed: \(String(cString: strerror(error.code.rawValue)))"
+                )
             }
             let data = try Data(contentsOf: URL(fileURLWithPath: file))
             FileHandle.standardOutput.write(data)
             let patch = try OverlayPatch.read(URL(fileURLWithPath: file))
             if synced != 0 {
-                printError("storefs overlay export: committing \(mountPoint) failed (\(String(cString: strerror(synced)))); the patch holds what the overlay had")
+                printError(
+                    "storefs overlay export: committing \(mountPoint) failed (\(String(cString: strerror(synced)))); the patch holds what the overlay had"
+                )
                 throw ExitCode(1)
             }
             if !patch.unsaved.isEmpty {

@@ -38,7 +38,9 @@ struct Recover: ParsableCommand {
         let coordinator = try PersistentStoreCoordinator.open(
             at: URL(fileURLWithPath: store), types: StoreTypes.all, model: try StoreTypes.model(at: model))
         defer { coordinator.close() }
-        if let uuid = try? coordinator.store.metadata().storeUUID, !recovery.storeUUID.isEmpty, uuid != recovery.storeUUID {
+        if let uuid = try? coordinator.store.metadata().storeUUID, !recovery.storeUUID.isEmpty,
+            uuid != recovery.storeUUID
+        {
             throw ValidationError("\(file) holds changes of store \(recovery.storeUUID), not of \(store) (\(uuid))")
         }
         let outcome = recovery.apply(to: coordinator.newContext())

@@ -21,7 +21,9 @@ struct Unmount: ParsableCommand {
     @Option(name: .long, help: "Seconds to wait for the server to finish (0: no limit).")
     var timeout: Double = 0
 
-    @Flag(name: .shortAndLong, help: "Detach a busy mount at once (fusermount3 -z); the server commits when the last user lets go.")
+    @Flag(
+        name: .shortAndLong,
+        help: "Detach a busy mount at once (fusermount3 -z); the server commits when the last user lets go.")
     var lazy = false
 
     func run() throws {
@@ -41,14 +43,18 @@ struct Unmount: ParsableCommand {
         }
         guard let record, record.exitStatus == nil || MountRegistry.isRunning(record.pid) else {
             if record == nil {
-                printError("storefs unmount: \(path) was unmounted, but no running storefs server is recorded for it: cannot tell whether it saved")
+                printError(
+                    "storefs unmount: \(path) was unmounted, but no running storefs server is recorded for it: cannot tell whether it saved"
+                )
             }
             return try finish(path)
         }
         let deadline = timeout > 0 ? Date().addingTimeInterval(timeout) : Date.distantFuture
         while MountRegistry.isRunning(record.pid) {
             guard Date() < deadline else {
-                printError("storefs unmount: the server (pid \(record.pid)) is still saving after \(Int(timeout)) s; it goes on in the background")
+                printError(
+                    "storefs unmount: the server (pid \(record.pid)) is still saving after \(Int(timeout)) s; it goes on in the background"
+                )
                 throw ExitCode(1)
             }
             Thread.sleep(forTimeInterval: 0.02)

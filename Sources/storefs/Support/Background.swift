@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The background path of `storefs mount`: starts the same command with --foreground and returns
@@ -20,11 +20,13 @@ enum Background {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         // The progress also keeps a long load from counting as a server that never answers.
-        let progressPath = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-\(getpid()).progress").path
+        let progressPath = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-\(getpid()).progress")
+            .path
         let progressArguments = ["--progress-file", progressPath]
         defer { unlink(progressPath) }
         let name = arguments.first { $0.hasSuffix(".xml") || $0.hasSuffix(".sqlite") || $0.hasSuffix(".binary") }
-        var bar = ProgressBar(label: "loading \(name.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "the store")", unit: "lines")
+        var bar = ProgressBar(
+            label: "loading \(name.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "the store")", unit: "lines")
         defer { bar.end() }
         process.arguments =
             arguments + ["--foreground"] + Self.arguments(for: destination, given: arguments) + progressArguments
@@ -66,7 +68,8 @@ enum Background {
                 bar.update(done, of: total)
             }
             if !process.isRunning {
-                let output = (try? Data(contentsOf: URL(fileURLWithPath: startupPath)))?.dropFirst(Int(startOffset)) ?? Data()
+                let output =
+                    (try? Data(contentsOf: URL(fileURLWithPath: startupPath)))?.dropFirst(Int(startOffset)) ?? Data()
                 bar.end()
                 printError(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
                 throw ExitCode(process.terminationStatus == 0 ? 1 : process.terminationStatus)

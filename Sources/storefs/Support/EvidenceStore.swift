@@ -6,7 +6,7 @@ import StoreFS
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A store opened as evidence: its folder is never written, created in or locked, every file
@@ -73,7 +73,9 @@ final class EvidenceStore: Sendable {
     /// The mount's filesystem, for the changes it holds that the overlay could not take.
     private let fileSystem = Mutex<StoreFileSystem?>(nil)
 
-    private init(url: URL, coordinator: PersistentStoreCoordinator, overlay: OverlayStore, record: Record, privateFolder: URL) {
+    private init(
+        url: URL, coordinator: PersistentStoreCoordinator, overlay: OverlayStore, record: Record, privateFolder: URL
+    ) {
         self.url = url
         self.coordinator = coordinator
         self.overlay = overlay
@@ -89,14 +91,16 @@ final class EvidenceStore: Sendable {
     ) throws -> EvidenceStore {
         // The folder as found, before anything of storefs opens a file of it.
         let folder = listing(of: url)
-        let opened = ISO8601DateFormatter.string(from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withInternetDateTime])
+        let opened = ISO8601DateFormatter.string(
+            from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withInternetDateTime])
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let base = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model,
             options: StoreOptions(readOnly: true, progress: progress, hashesInputs: true), configuration: configuration,
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
         let overlay = OverlayStore(base: base.store)
-        let coordinator = PersistentStoreCoordinator(store: overlay, configuration: configuration, modelSource: base.modelSource)
+        let coordinator = PersistentStoreCoordinator(
+            store: overlay, configuration: configuration, modelSource: base.modelSource)
         var files = base.store.inputFiles
         if let model, model != "sample" || FileManager.default.fileExists(atPath: model) {
             do {
@@ -107,7 +111,8 @@ final class EvidenceStore: Sendable {
             }
         }
         let record = Record(
-            store: url.path, opened: opened, storefs: StoreFSCommand.version, model: base.modelSource.description, files: files,
+            store: url.path, opened: opened, storefs: StoreFSCommand.version, model: base.modelSource.description,
+            files: files,
             folder: folder)
         let privateFolder: URL
         do {
@@ -117,8 +122,10 @@ final class EvidenceStore: Sendable {
             coordinator.close()
             throw error
         }
-        logger.debug("\(url.path) opened as evidence: \(files.count) files read and hashed; edits go to an overlay in memory")
-        return EvidenceStore(url: url, coordinator: coordinator, overlay: overlay, record: record, privateFolder: privateFolder)
+        logger.debug(
+            "\(url.path) opened as evidence: \(files.count) files read and hashed; edits go to an overlay in memory")
+        return EvidenceStore(
+            url: url, coordinator: coordinator, overlay: overlay, record: record, privateFolder: privateFolder)
     }
 
     /// Closes the store and removes the private folder; returns what changed in the store's
@@ -139,11 +146,13 @@ final class EvidenceStore: Sendable {
     /// The overlay's changes as a patch (``OverlayPatch``), with the changes the mount holds that
     /// the overlay did not take (values the model refuses).
     func patch() throws -> OverlayPatch {
-        let unsaved = fileSystem.withLock { $0 }?.context.pendingChanges().map {
-            ($0.objectID, $0.failure?.message ?? "not committed yet")
-        } ?? []
+        let unsaved =
+            fileSystem.withLock { $0 }?.context.pendingChanges().map {
+                ($0.objectID, $0.failure?.message ?? "not committed yet")
+            } ?? []
         return OverlayPatch(
-            try overlay.changes(), model: overlay.model, store: url.path, metadata: try overlay.base.metadata(), read: record.files,
+            try overlay.changes(), model: overlay.model, store: url.path, metadata: try overlay.base.metadata(),
+            read: record.files,
             unsaved: unsaved)
     }
 
@@ -164,7 +173,7 @@ final class EvidenceStore: Sendable {
             },
             Self.overlayName: .init(listed: false) { [self] () throws(FileSystemError) -> Data in
                 do { return Data(try exportPatch().path.utf8) } catch { throw .io }
-            },
+            }
         ])
     }
 
@@ -216,15 +225,22 @@ final class EvidenceStore: Sendable {
             case S_IFLNK: kind = "link"
             default: kind = "other"
             }
-            entries.append(FolderEntry(name: relative, kind: kind, size: Int64(info.st_size), modified: InputFile.Stamp(info).modifiedText))
+            entries.append(
+                FolderEntry(
+                    name: relative, kind: kind, size: Int64(info.st_size), modified: InputFile.Stamp(info).modifiedText)
+            )
             // The external data folder's files are inputs too; its depth is bounded (a hostile tree).
             if kind == "folder", depth < 4, relative == support || relative.hasPrefix(support + "/") {
-                for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/" + relative)) ?? []).sorted() {
+                for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/" + relative)) ?? [])
+                    .sorted()
+                {
                     add(relative + "/" + name, depth: depth + 1)
                 }
             }
         }
-        for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() { add(name, depth: 0) }
+        for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() {
+            add(name, depth: 0)
+        }
         return entries
     }
 
@@ -238,7 +254,9 @@ final class EvidenceStore: Sendable {
             case (nil, let added?): lines.append("\(name): made (\(added.kind), \(added.size) bytes)")
             case (let removed?, nil): lines.append("\(name): removed (\(removed.kind), \(removed.size) bytes)")
             case (let a?, let b?) where a != b:
-                lines.append("\(name): \(a.kind) of \(a.size) bytes modified \(a.modified) is now \(b.kind) of \(b.size) bytes modified \(b.modified)")
+                lines.append(
+                    "\(name): \(a.kind) of \(a.size) bytes modified \(a.modified) is now \(b.kind) of \(b.size) bytes modified \(b.modified)"
+                )
             default: break
             }
         }
@@ -251,7 +269,9 @@ final class EvidenceStore: Sendable {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) else { return [] }
         if !isFolder.boolValue {
-            return try ["", "-wal", "-journal"].filter { $0.isEmpty || FileManager.default.fileExists(atPath: url.path + $0) }.map {
+            return try ["", "-wal", "-journal"].filter {
+                $0.isEmpty || FileManager.default.fileExists(atPath: url.path + $0)
+            }.map {
                 try InputFile.read(URL(fileURLWithPath: url.path + $0), copyingTo: nil, hashing: true).0
             }
         }
@@ -276,13 +296,20 @@ final class EvidenceStore: Sendable {
                 kill(pid, 0) != 0, errno == ESRCH
             else { continue }
             var info = stat()
-            guard lstat(tmp + "/" + name, &info) == 0, info.st_uid == getuid(), (info.st_mode & S_IFMT) == S_IFDIR else { continue }
+            guard lstat(tmp + "/" + name, &info) == 0, info.st_uid == getuid(), (info.st_mode & S_IFMT) == S_IFDIR
+            else { continue }
             try? FileManager.default.removeItem(atPath: tmp + "/" + name)
         }
-        var template = Array("\(tmp.hasSuffix("/") ? String(tmp.dropLast()) : tmp)/\(prefix)\(getpid())-XXXXXX".utf8CString)
+        var template = Array(
+            "\(tmp.hasSuffix("/") ? String(tmp.dropLast()) : tmp)/\(prefix)\(getpid())-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw ObjectGraphError(.io, "cannot make a private folder in \(tmp) (\(String(cString: strerror(errno)))); set TMPDIR to a folder storefs can write")
+            throw ObjectGraphError(
+                .io,
+                "cannot make a private folder in \(tmp) (\(String(cString: strerror(errno)))); set TMPDIR to a folder storefs can write"
+            )
         }
-        return URL(fileURLWithPath: String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return URL(
+            fileURLWithPath: String(
+                decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads an extended attribute of a path, for commands that ask a mount (`storefs overlay
 /// export`). Swift's Glibc module leaves out `<sys/xattr.h>`; the C library's getxattr is found
 /// by name and called with C's calling convention.
 enum ExtendedAttribute {
-    private typealias GetFunction = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    private typealias GetFunction =
+        @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
 
     private static let get: GetFunction? = {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "getxattr") else { return nil }

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes log lines to one ``LogDestination``, each line in one write(2).
@@ -82,7 +82,8 @@ final class LogSink: Sendable {
             if priorities {
                 // journald reads a priority at the start of each line.
                 let prefix = "<\(Self.priority(of: level))>"
-                line = message.split(separator: "\n", omittingEmptySubsequences: false).map { prefix + $0 + "\n" }.joined()
+                line = message.split(separator: "\n", omittingEmptySubsequences: false).map { prefix + $0 + "\n" }
+                    .joined()
             } else {
                 line = "\(Self.timestamp()) \(level): \(message)\n"
             }
@@ -114,7 +115,8 @@ final class LogSink: Sendable {
             return String(decoding: buffer.prefix(count), as: UTF8.self)
         }
         let milliseconds = Int(now.tv_nsec / 1_000_000)
-        let fraction = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        let fraction =
+            milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
         return format("%Y-%m-%dT%H:%M:%S") + "." + fraction + format("%z")
     }
 }

@@ -46,13 +46,15 @@ struct ModelVersionCheck {
         }
 
         static func quoted(_ path: String) -> String {
-            path.contains(where: { " '\"$`\\".contains($0) }) ? "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" : path
+            path.contains(where: { " '\"$`\\".contains($0) })
+                ? "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" : path
         }
     }
 
     /// nil when the store at `url` is at `model`'s version (or cannot be told), else what differs.
     static func compare(
-        storeAt url: URL, type: any PersistentStoreType, with model: ManagedObjectModel, modelPath: String, storePath: String
+        storeAt url: URL, type: any PersistentStoreType, with model: ManagedObjectModel, modelPath: String,
+        storePath: String
     ) throws -> Mismatch? {
         let metadata = try type.metadata(at: url)
         let wanted = VersionHash.entityHashes(of: model)
@@ -62,7 +64,9 @@ struct ModelVersionCheck {
         }
         if recorded == wanted { return nil }
         var carried: [String: Data]?
-        if let text = metadata.embeddedModel, let kept = try? XcodeModelLoader.load(contents: Data(text.utf8), source: storePath) {
+        if let text = metadata.embeddedModel,
+            let kept = try? XcodeModelLoader.load(contents: Data(text.utf8), source: storePath)
+        {
             carried = VersionHash.entityHashes(of: kept)
         } else if type.name == "SQLite" {
             // Core Data's model cache: read only when the recorded hashes did not settle it.

@@ -33,7 +33,8 @@ struct MountConfiguration {
             case "model": model = try Self.required(value, name)
             case "commit_delay":
                 guard let seconds = Double(try Self.required(value, name)), seconds >= 0, seconds <= 3600 else {
-                    throw MountOptionError("commit_delay needs a number of seconds from 0 to 3600, e.g. commit_delay=0.5")
+                    throw MountOptionError(
+                        "commit_delay needs a number of seconds from 0 to 3600, e.g. commit_delay=0.5")
                 }
                 fileSystem.commitDelay = seconds
             case "cache_size":

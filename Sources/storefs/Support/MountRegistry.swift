@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a running server says which mount it serves and, when it ends, how it ended: what
@@ -46,12 +46,14 @@ enum MountRegistry {
     static func standardized(_ path: String) -> String {
         let url = URL(fileURLWithPath: path).standardizedFileURL
         guard url.path != "/" else { return "/" }
-        return url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent).path
+        return url.deletingLastPathComponent().resolvingSymlinksInPath().appendingPathComponent(url.lastPathComponent)
+            .path
     }
 
     static func write(_ record: Record) {
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if record.exitStatus == nil { removeStale() }
             let data = try JSONEncoder().encode(record)
             try data.write(to: file(for: record.mountPoint), options: .atomic)
@@ -69,9 +71,13 @@ enum MountRegistry {
     /// Removes records of servers that ended more than an hour ago and whose status nobody read
     /// (a mount unmounted with plain fusermount3).
     private static func removeStale() {
-        let files = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+        let files =
+            (try? FileManager.default.contentsOfDirectory(
+                at: folder, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
         for file in files where file.pathExtension == "json" {
-            let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate ?? .distantFuture
+            let modified =
+                (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate
+                ?? .distantFuture
             guard Date().timeIntervalSince(modified) > 3600, let data = try? Data(contentsOf: file),
                 let record = try? JSONDecoder().decode(Record.self, from: data), !isRunning(record.pid)
             else { continue }

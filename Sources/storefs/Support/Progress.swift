@@ -3,7 +3,7 @@ import ObjectGraph
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A progress bar on stderr when it is a terminal; nothing otherwise (logs and CI stay clean).

@@ -26,19 +26,26 @@ enum Server {
         let keptModel = (try? store.metadata().embeddedModel) != nil
         let source = source ?? StoreURL.describe(store.url)
         logger.debug(
-            "store \(source): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")")
+            "store \(source): \(store.storeType), \(entities.count) entities, model \(keptModel ? "kept in the store" : "given or inferred")"
+        )
         defer { coordinator.close() }
-        try serve(mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady) {
+        try serve(
+            mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady
+        ) {
             fsConfiguration, counters in
-            let fileSystem = StoreFileSystem(coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+            let fileSystem = StoreFileSystem(
+                coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
             made(fileSystem)
             return fileSystem
         }
     }
 
     /// Serves a folder of stores: each store file is a folder of the mount.
-    static func serveFolder(directory: URL, mountPoint: String, configuration: MountConfiguration, logger: Logger) throws {
-        try serve(mountPoint: mountPoint, source: directory.path, configuration: configuration, logger: logger) { fsConfiguration, counters in
+    static func serveFolder(directory: URL, mountPoint: String, configuration: MountConfiguration, logger: Logger)
+        throws
+    {
+        try serve(mountPoint: mountPoint, source: directory.path, configuration: configuration, logger: logger) {
+            fsConfiguration, counters in
             StoreFolderFileSystem(
                 directory: directory, types: StoreTypes.all, configuration: fsConfiguration,
                 engineConfiguration: configuration.engine, counters: counters, logger: logger)
@@ -62,7 +69,8 @@ enum Server {
         // Resolved before mounting: once mounted, looking at the mount point needs the server,
         // which answers only once the session runs.
         let registered = MountRegistry.standardized(mountPoint)
-        let session = try FuseSession(fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
+        let session = try FuseSession(
+            fileSystem: fileSystem, mountPoint: mountPoint, options: options, counters: counters)
         logger.debug("options: \(configuration.summary)")
         try session.mount()
         var record = MountRegistry.Record(pid: getpid(), mountPoint: registered, store: source)
@@ -89,7 +97,9 @@ enum Server {
         let files = unsaved.recoveryFiles.map(\.path).joined(separator: ", ")
         let message =
             "storefs: \(unsaved.count) changes to \(source) could not be saved (\(unsaved.summary)); "
-            + (files.isEmpty ? "writing them to a recovery file failed too (see the log)" : "they are kept in \(files); apply with `storefs recover`")
+            + (files.isEmpty
+                ? "writing them to a recovery file failed too (see the log)"
+                : "they are kept in \(files); apply with `storefs recover`")
         record.exitStatus = unsavedExitStatus
         record.message = message
         MountRegistry.write(record)

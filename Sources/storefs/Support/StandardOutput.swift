@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Buffered writing to stdout for commands that stream large outputs (`export`, `diff`): one

@@ -13,7 +13,9 @@ struct StoreOpening {
 
     /// Opens the store at `path` read-only, with the model at `model` (or the store's own) and
     /// `type` (or the one its suffix or content says).
-    static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws -> StoreOpening {
+    static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws
+        -> StoreOpening
+    {
         let url = URL(fileURLWithPath: path)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(path) does not exist")
@@ -40,7 +42,9 @@ struct StoreOpening {
         }
         for file in evidence.record.files { printError("\(file.sha256 ?? "-")  \(file.path)") }
         let changed = evidence.close()
-        for change in changed { printError("storefs: \(path): the store's folder changed while it was read: \(change)") }
+        for change in changed {
+            printError("storefs: \(path): the store's folder changed while it was read: \(change)")
+        }
         return changed.isEmpty
     }
 }

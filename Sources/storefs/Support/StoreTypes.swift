@@ -8,13 +8,18 @@ import XMLStore
 
 /// The store types the CLI knows, and how `--model` and `--type` are read.
 enum StoreTypes {
-    static let all: [any PersistentStoreType] = [SQLiteStoreType(), XMLStoreType(), BinaryStoreType(), PostgresStoreType()]
+    static let all: [any PersistentStoreType] = [
+        SQLiteStoreType(), XMLStoreType(), BinaryStoreType(), PostgresStoreType()
+    ]
 
     /// The store a STORE argument names: a `postgresql://` (or `postgres://`) URL as given,
     /// anything else a file path.
     static func location(_ argument: String) -> URL {
         let lowered = argument.lowercased()
-        if PostgresLocation.schemes.contains(where: { lowered.hasPrefix($0 + "://") }), let url = URL(string: argument) { return url }
+        if PostgresLocation.schemes.contains(where: { lowered.hasPrefix($0 + "://") }), let url = URL(string: argument)
+        {
+            return url
+        }
         return URL(fileURLWithPath: argument)
     }
 
@@ -43,7 +48,8 @@ enum StoreTypes {
             throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
         }
         if isStore(url) {
-            let coordinator = try PersistentStoreCoordinator.open(at: url, types: all, options: StoreOptions(readOnly: true))
+            let coordinator = try PersistentStoreCoordinator.open(
+                at: url, types: all, options: StoreOptions(readOnly: true))
             defer { coordinator.close() }
             return LoadedModel(
                 model: coordinator.model,
@@ -61,8 +67,11 @@ enum StoreTypes {
     static func loadVersions(at path: String, logger: Logger? = nil) throws -> ModelVersions {
         let url = URL(fileURLWithPath: path)
         if (path == "sample" && !FileManager.default.fileExists(atPath: path)) || isStore(url) {
-            guard let loaded = try loadModel(at: path, logger: logger) else { throw ObjectGraphError(.invalidModel, "no model at \(path)") }
-            return ModelVersions(single: loaded.model, name: url.deletingPathExtension().lastPathComponent, source: path)
+            guard let loaded = try loadModel(at: path, logger: logger) else {
+                throw ObjectGraphError(.invalidModel, "no model at \(path)")
+            }
+            return ModelVersions(
+                single: loaded.model, name: url.deletingPathExtension().lastPathComponent, source: path)
         }
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
@@ -97,8 +106,12 @@ enum StoreTypes {
     static func type(named name: String?) throws -> (any PersistentStoreType)? {
         guard let name else { return nil }
         let lowered = name.lowercased()
-        guard let found = all.first(where: { $0.name.lowercased() == lowered || $0.fileExtensions.contains(lowered) }) else {
-            throw ObjectGraphError(.unsupported, "unknown store type \(name); use sqlite, xml or binary (a PostgreSQL store is named by its postgresql:// URL)")
+        guard let found = all.first(where: { $0.name.lowercased() == lowered || $0.fileExtensions.contains(lowered) })
+        else {
+            throw ObjectGraphError(
+                .unsupported,
+                "unknown store type \(name); use sqlite, xml or binary (a PostgreSQL store is named by its postgresql:// URL)"
+            )
         }
         return found
     }

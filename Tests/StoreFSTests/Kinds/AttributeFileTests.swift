@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An attribute's file (``AttributeFile``): the value's text, written, checked and set when the
@@ -23,7 +23,9 @@ import Glibc
         #expect(try mount.text("Employee/p20/birthDate") == "2024-05-01T10:30:00.25Z\n")
         #expect(try mount.text("Employee/p20/isRemote") == "true\n")
         #expect(try k.stat("Employee/p20/isRemote").size == 5, "sizes are exact")
-        #expect(String(decoding: try k.getxattr("Employee/p20/level", "user.attribute.type"), as: UTF8.self) == "Integer 16")
+        #expect(
+            String(decoding: try k.getxattr("Employee/p20/level", "user.attribute.type"), as: UTF8.self) == "Integer 16"
+        )
         #expect(mount.finish().isEmpty)
     }
 
@@ -31,7 +33,8 @@ import Glibc
         let mount = try KernelMount()
         let k = mount.kernel
         let level = try mount.text("Employee/p20/level")
-        #expect(errnoOf { try k.write("Employee/p20/level", Data("abc".utf8)) } == EINVAL, "no continuation makes a number")
+        #expect(
+            errnoOf { try k.write("Employee/p20/level", Data("abc".utf8)) } == EINVAL, "no continuation makes a number")
         #expect(errnoOf { try k.write("Employee/p20/level", Data("99\n".utf8)) } == EINVAL, "above the maximum")
         #expect(errnoOf { try k.write("Employee/p20/level", Data("4".utf8), .init(pieceSize: 1)) } == nil)
         #expect(errnoOf { try k.write("Employee/p20/level", Data(), .init()) } == EINVAL, "empty at close")
@@ -54,7 +57,8 @@ import Glibc
         let reader = try k.openFile("Department/p1/name")
         let writer = try k.openFile("Department/p1/name", writing: true)
         try k.write(writer, Data("Rewritten\n".utf8), at: 0)
-        #expect(String(decoding: try k.read(reader, at: 0, size: 100), as: UTF8.self) == before, "a reader keeps its value")
+        #expect(
+            String(decoding: try k.read(reader, at: 0, size: 100), as: UTF8.self) == before, "a reader keeps its value")
         try k.closeFile(writer)
         try k.closeFile(reader)
         #expect(try mount.text("Department/p1/name") == "Rewritten\n")

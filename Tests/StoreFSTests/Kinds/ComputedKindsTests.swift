@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Computed folders and files: fetched properties (``FetchedFolder``), the model's fetch request
@@ -26,7 +26,9 @@ import Glibc
         #expect(!(try k.list("Employee/p20/colleagues").contains(moved)), "an edit changes the answer at once")
         #expect(errnoOf { try k.symlink("../../../Employee/p21", "Employee/p20/colleagues/newLink") } == EPERM)
         #expect(errnoOf { try k.write("Employee/p20/colleagues/file", Data()) } == EPERM)
-        #expect(String(decoding: try k.getxattr("Employee/p20/colleagues", "user.fetched.entity"), as: UTF8.self) == "Employee")
+        #expect(
+            String(decoding: try k.getxattr("Employee/p20/colleagues", "user.fetched.entity"), as: UTF8.self)
+                == "Employee")
         #expect(try k.stat("Employee/p20/colleagues").permissions == 0o555)
         #expect(mount.finish().isEmpty)
     }
@@ -50,7 +52,8 @@ import Glibc
     @Test func anArchivedValueRendersAsJSONBesideItsFile() throws {
         let mount = try KernelMount()
         let k = mount.kernel
-        let plist = try PropertyListSerialization.data(fromPropertyList: ["theme": "dark", "size": 3], format: .binary, options: 0)
+        let plist = try PropertyListSerialization.data(
+            fromPropertyList: ["theme": "dark", "size": 3], format: .binary, options: 0)
         try k.write("Employee/p20/preferences", plist)
         let json = try mount.text("Employee/p20/preferences.json")
         #expect(json.contains("\"theme\"") && json.contains("\"dark\""))
@@ -59,7 +62,8 @@ import Glibc
         #expect(errnoOf { try k.write("Employee/p20/preferences.json", Data("{}".utf8)) } == EPERM)
         #expect(errnoOf { try k.unlink("Employee/p20/preferences.json") } == EPERM)
         try k.write("Employee/p20/photo", Data([1, 2, 3]))
-        #expect(errnoOf { _ = try k.stat("Employee/p20/photo.json") } == ENOENT, "bytes that are no archive render nothing")
+        #expect(
+            errnoOf { _ = try k.stat("Employee/p20/photo.json") } == ENOENT, "bytes that are no archive render nothing")
         #expect(mount.finish().isEmpty)
     }
 

@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An entity's directory (``EntityFolder``): object folders by key, subentities' objects as links,
@@ -26,7 +26,8 @@ import Glibc
         #expect(try k.list("Person").count == listed.count, "the abstract root lists every person")
         #expect(String(decoding: try k.getxattr("Person", "user.entity.abstract"), as: UTF8.self) == "true")
         #expect(String(decoding: try k.getxattr("Manager", "user.entity.parent"), as: UTF8.self) == "Employee")
-        #expect(String(decoding: try k.getxattr("Employee", "user.entity.count"), as: UTF8.self) == "\(employees.count)")
+        #expect(
+            String(decoding: try k.getxattr("Employee", "user.entity.count"), as: UTF8.self) == "\(employees.count)")
         #expect(errnoOf { _ = try k.stat("Employee/p0") } == ENOENT)
         #expect(errnoOf { _ = try k.stat("Employee/p4294967296") } == ENOENT)
         #expect(mount.finish().isEmpty)

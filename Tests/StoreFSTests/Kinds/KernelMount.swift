@@ -9,7 +9,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A sample company store (SQLite, in a temporary folder) served by a ``StoreFileSystem`` on an
@@ -28,7 +28,8 @@ final class KernelMount {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent("Company.sqlite")
         let seed = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
         self.readOnly = readOnly
@@ -48,7 +49,9 @@ final class KernelMount {
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
     }
 
-    private static func mount(_ url: URL, readOnly: Bool) throws -> (PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel) {
+    private static func mount(_ url: URL, readOnly: Bool) throws -> (
+        PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel
+    ) {
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: readOnly))
         var configuration = StoreFSConfiguration()

@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An object's folder (``ObjectFolder``): its properties as files, links and folders; scratch
@@ -22,7 +22,9 @@ import Glibc
         #expect(try k.stat("Department/p1/highEarners").kind == .directory)
         let uri = String(decoding: try k.getxattr("Department/p1", "user.object.uri"), as: UTF8.self)
         #expect(uri.hasPrefix("x-coredata://") && uri.hasSuffix("/Department/p1"))
-        #expect(String(decoding: try k.getxattr("Department/p1", "user.object.fetchedProperties"), as: UTF8.self) == "highEarners")
+        #expect(
+            String(decoding: try k.getxattr("Department/p1", "user.object.fetchedProperties"), as: UTF8.self)
+                == "highEarners")
         // A nil attribute has no file; a missing name is ENOENT, not a crash, whatever it is.
         try k.unlink("Department/p1/code")
         #expect(errnoOf { _ = try k.stat("Department/p1/code") } == ENOENT)
@@ -70,7 +72,9 @@ import Glibc
         #expect(!milestones.isEmpty)
         try k.removeRecursively("Project/p\(project)")
         #expect(errnoOf { _ = try k.stat("Project/p\(project)") } == ENOENT)
-        for milestone in milestones { #expect(errnoOf { _ = try k.stat("Milestone/\(milestone)") } == ENOENT, "Cascade") }
+        for milestone in milestones {
+            #expect(errnoOf { _ = try k.stat("Milestone/\(milestone)") } == ENOENT, "Cascade")
+        }
         // A mandatory value alone cannot be removed; by the process emptying the folder it is hidden.
         #expect(errnoOf { try k.unlink("Department/p2/name") } == EPERM)
         #expect(try mount.remount().isEmpty)

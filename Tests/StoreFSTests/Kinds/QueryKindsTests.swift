@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Query folders (``QueryFolder``, ``QueryResultFile``): `.query/ENTITY/PREDICATE/` and saved
@@ -176,7 +176,7 @@ import Glibc
         let nodes: [Node] = [
             .query(QueryFolder.rootPart), .query(QueryFolder.entityPart, entity: EntityID(3)),
             .query(QueryFolder.queryPart, entity: EntityID(1023), index: UInt32.max - 1),
-            .queryFile(QueryResultFile.csvPart, entity: EntityID(2), index: 77),
+            .queryFile(QueryResultFile.csvPart, entity: EntityID(2), index: 77)
         ]
         for node in nodes { #expect(Node(node.inode) == node) }
         let count = Node.queryFile(QueryResultFile.countPart, entity: EntityID(2), index: 7)

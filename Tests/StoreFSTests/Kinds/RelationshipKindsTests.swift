@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// To-one links (``ToOneLink``), to-many folders (``ToManyFolder``) and their member links
@@ -25,11 +25,14 @@ import Glibc
         #expect(errnoOf { try k.symlink("../../Department/p3", "Employee/p20/department") } == EEXIST)
         // ln -sfn: a temporary link renamed over the set one.
         try k.symlink("../../Department/p3", "Employee/p20/CuTemp01")
-        #expect(try k.readlink("Employee/p20/department") == "../../Department/p3", "one to-one can hold it: set at once")
+        #expect(
+            try k.readlink("Employee/p20/department") == "../../Department/p3", "one to-one can hold it: set at once")
         try k.rename("Employee/p20/CuTemp01", "Employee/p20/department")
         #expect(!(try k.list("Department/p2/employees").contains("p20")))
         #expect(try k.list("Department/p3/employees").contains("p20"))
-        #expect(errnoOf { try k.symlink("../../Project/p1", "Employee/p21/CuTemp02") } == EINVAL, "no to-one holds a Project")
+        #expect(
+            errnoOf { try k.symlink("../../Project/p1", "Employee/p21/CuTemp02") } == EINVAL,
+            "no to-one holds a Project")
         #expect(errnoOf { try k.symlink("/etc/passwd", "Employee/p21/CuTemp03") } == EINVAL)
         try? k.unlink("Employee/p21/manager")
         #expect(errnoOf { try k.symlink("../../Project/p1", "Employee/p21/manager") } == EINVAL, "the wrong entity")
@@ -54,23 +57,30 @@ import Glibc
         #expect(Set(try k.list("Employee/p20/projects")) == Set(projects))
         #expect(!(try k.list("Project/\(other)/members").contains("p20")))
         #expect(errnoOf { try k.rmdir("Employee/p20/projects") } == (projects.isEmpty ? nil : ENOTEMPTY))
-        #expect(errnoOf { try k.rename("Employee/p20/projects/\(projects.first ?? "p1")", "Employee/p20/projects/p777") }
-            == (projects.isEmpty ? ENOENT : EPERM))
-        #expect(String(decoding: try k.getxattr("Employee/p20/projects", "user.relationship.inverse"), as: UTF8.self) == "members")
+        #expect(
+            errnoOf { try k.rename("Employee/p20/projects/\(projects.first ?? "p1")", "Employee/p20/projects/p777") }
+                == (projects.isEmpty ? ENOENT : EPERM))
+        #expect(
+            String(decoding: try k.getxattr("Employee/p20/projects", "user.relationship.inverse"), as: UTF8.self)
+                == "members")
         #expect(mount.finish().isEmpty)
     }
 
     @Test func anOrderedFolderReordersWithUserOrder() throws {
         let mount = try KernelMount()
         let k = mount.kernel
-        let manager = try #require(try mount.keys("Manager").first { (try? k.list("Manager/p\($0)/directReports").count ?? 0) ?? 0 > 2 })
+        let manager = try #require(
+            try mount.keys("Manager").first { (try? k.list("Manager/p\($0)/directReports").count ?? 0) ?? 0 > 2 })
         let folder = "Manager/p\(manager)/directReports"
         let reports = try k.list(folder)
         let reversed = Array(reports.reversed())
         try k.setxattr(folder, "user.order", Data(reversed.joined(separator: " ").utf8))
         #expect(try k.list(folder) == reversed)
-        #expect(errnoOf { try k.setxattr(folder, "user.order", Data(reversed.dropFirst().joined(separator: " ").utf8)) } == EINVAL)
-        #expect(errnoOf { try k.setxattr("Employee/p20/projects", "user.order", Data("p1".utf8)) } == EPERM, "not ordered")
+        #expect(
+            errnoOf { try k.setxattr(folder, "user.order", Data(reversed.dropFirst().joined(separator: " ").utf8)) }
+                == EINVAL)
+        #expect(
+            errnoOf { try k.setxattr("Employee/p20/projects", "user.order", Data("p1".utf8)) } == EPERM, "not ordered")
         #expect(try mount.remount().isEmpty)
         #expect(try mount.kernel.list(folder) == reversed)
         #expect(mount.finish().isEmpty)

@@ -7,7 +7,7 @@ import Testing
 @testable import StoreFS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The mount root (``RootFolder``): entity directories, store metadata as xattrs.
@@ -26,7 +26,9 @@ import Glibc
         let mount = try KernelMount()
         let k = mount.kernel
         let names = try k.listxattr("")
-        #expect(names.contains("user.NSStoreType") && names.contains("user.NSStoreUUID") && names.contains("user.storefs.stats"))
+        #expect(
+            names.contains("user.NSStoreType") && names.contains("user.NSStoreUUID")
+                && names.contains("user.storefs.stats"))
         #expect(!names.contains("user.StoreFSModel"), "the kept model is readable by name only")
         #expect(String(decoding: try k.getxattr("", "user.NSStoreType"), as: UTF8.self) == "SQLite")
         #expect(String(decoding: try k.getxattr("", "user.storefs.stats"), as: UTF8.self).contains("storeRequests"))

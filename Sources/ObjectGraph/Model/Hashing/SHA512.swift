@@ -26,14 +26,14 @@ package enum SHA512 {
         0xca273eceea26619c, 0xd186b8c721c0c207, 0xeada7dd6cde0eb1e, 0xf57d4f7fee6ed178,
         0x06f067aa72176fba, 0x0a637dc5a2c898a6, 0x113f9804bef90dae, 0x1b710b35131c471b,
         0x28db77f523047d84, 0x32caab7b40c72493, 0x3c9ebe0a15c9bebc, 0x431d67c49c100d4c,
-        0x4cc5d4becb3e42b6, 0x597f299cfc657e2a, 0x5fcb6fab3ad6faec, 0x6c44198c4a475817,
+        0x4cc5d4becb3e42b6, 0x597f299cfc657e2a, 0x5fcb6fab3ad6faec, 0x6c44198c4a475817
     ]
 
     /// The 64-byte digest of `message`.
     package static func hash(_ message: Data) -> Data {
         var h: [UInt64] = [
             0x6a09e667f3bcc908, 0xbb67ae8584caa73b, 0x3c6ef372fe94f82b, 0xa54ff53a5f1d36f1,
-            0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179,
+            0x510e527fade682d1, 0x9b05688c2b3e6c1f, 0x1f83d9abfb41bd6b, 0x5be0cd19137e2179
         ]
         var bytes = [UInt8](message)
         // The length field is 128 bits; a message in memory is far below 2^64 bits, so the high
@@ -42,7 +42,9 @@ package enum SHA512 {
         bytes.append(0x80)
         while bytes.count % 128 != 112 { bytes.append(0) }
         bytes += [UInt8](repeating: 0, count: 8)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
         var w = [UInt64](repeating: 0, count: 80)
         for chunk in stride(from: 0, to: bytes.count, by: 128) {
             for i in 0..<16 {
@@ -69,7 +71,11 @@ package enum SHA512 {
             h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
         var digest = Data(capacity: 64)
-        for word in h { for shift in stride(from: 56, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) } }
+        for word in h {
+            for shift in stride(from: 56, through: 0, by: -8) {
+                digest.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
+        }
         return digest
     }
 }

@@ -74,7 +74,7 @@ public enum VersionHash {
             // the hash set; an app's Core Data compares the hashes themselves.
             "NSStoreModelVersionHashesDigest": .string(digest(of: hashes).base64EncodedString()),
             "NSStoreModelVersionChecksumKey": .string(checksum(of: hashes).base64EncodedString()),
-            "NSStoreModelVersionIdentifiers": .array([.string(model.versionIdentifier ?? "")]),
+            "NSStoreModelVersionIdentifiers": .array([.string(model.versionIdentifier ?? "")])
         ]
     }
 
@@ -97,7 +97,8 @@ public enum VersionHash {
         properties.sort { precedes($0.name, $1.name) }
         for property in properties { message.append(property.hash) }
         message.append(contentsOf: Array((entity.versionHashModifier ?? "").utf8))
-        for constraint in sortedNames(entity.uniquenessConstraints.map { $0.joined(separator: ".") }) where !constraint.isEmpty {
+        for constraint in sortedNames(entity.uniquenessConstraints.map { $0.joined(separator: ".") })
+        where !constraint.isEmpty {
             message.append(contentsOf: Array(constraint.utf8))
         }
         let digest = SHA256.hash(message)
@@ -120,14 +121,18 @@ public enum VersionHash {
         return SHA256.hash(message)
     }
 
-    private static func hash(of relationship: RelationshipDescription, from entity: EntityID, in model: ManagedObjectModel)
+    private static func hash(
+        of relationship: RelationshipDescription, from entity: EntityID, in model: ManagedObjectModel
+    )
         -> Data
     {
         var message = base(
             name: relationship.name, isOptional: relationship.isOptional, isTransient: relationship.isTransient,
             modifier: relationship.versionHashModifier)
         message.append(contentsOf: Array(relationship.destinationEntityName.utf8))
-        if let inverse = relationship.inverseName, !isOwnInverse(relationship, inverse: inverse, from: entity, in: model) {
+        if let inverse = relationship.inverseName,
+            !isOwnInverse(relationship, inverse: inverse, from: entity, in: model)
+        {
             message.append(contentsOf: Array(inverse.utf8))
         }
         append(Int32(truncatingIfNeeded: relationship.maxCount), to: &message)
@@ -156,7 +161,9 @@ public enum VersionHash {
         guard inverse == relationship.name else { return false }
         // The entity that declares it: a subentity hashes its parent's relationships too.
         var declaring = entity
-        while let parent = model[declaring].parentID, !model[declaring].relationships.contains(where: { $0.name == relationship.name }) {
+        while let parent = model[declaring].parentID,
+            !model[declaring].relationships.contains(where: { $0.name == relationship.name })
+        {
             declaring = parent
         }
         return model[declaring].name == relationship.destinationEntityName
@@ -170,9 +177,12 @@ public enum VersionHash {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         for (suffix, function) in [(".@count", "count:"), (".@sum", "sum:")] where trimmed.hasSuffix(suffix) {
             let path = trimmed.dropLast(suffix.count)
-            let isKeyPath = !path.isEmpty && path.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
-                !part.isEmpty && part.unicodeScalars.allSatisfy { $0 == "_" || CharacterSet.alphanumerics.contains($0) }
-            }
+            let isKeyPath =
+                !path.isEmpty
+                && path.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
+                    !part.isEmpty
+                        && part.unicodeScalars.allSatisfy { $0 == "_" || CharacterSet.alphanumerics.contains($0) }
+                }
             if isKeyPath { return "\(function)(\(path))" }
         }
         return trimmed
@@ -180,7 +190,9 @@ public enum VersionHash {
 
     private static func append(_ value: Int32, to message: inout Data) {
         let bits = UInt32(bitPattern: value)
-        for shift in stride(from: 0, through: 24, by: 8) { message.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
+        for shift in stride(from: 0, through: 24, by: 8) {
+            message.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift)))
+        }
     }
 
     /// Names in the order of their Unicode scalars, as Core Data sorts them (the corpus agrees

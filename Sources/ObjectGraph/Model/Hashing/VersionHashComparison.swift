@@ -40,7 +40,9 @@ public struct VersionHashComparison: Sendable, Hashable {
     public var notInModel: [String] { recorded.keys.filter { computed[$0] == nil }.sorted() }
 
     /// Entities whose hashes are equal on both sides, sorted.
-    public var matching: [String] { computed.keys.filter { recorded[$0] != nil && recorded[$0] == computed[$0] }.sorted() }
+    public var matching: [String] {
+        computed.keys.filter { recorded[$0] != nil && recorded[$0] == computed[$0] }.sorted()
+    }
 
     /// Every entity of either side that is not the same on both: the ones Core Data would migrate.
     public var mismatched: [String] { (differing + unrecorded + notInModel).sorted() }
