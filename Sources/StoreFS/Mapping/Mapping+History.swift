@@ -2,7 +2,7 @@ import Foundation
 import FuseKit
 import ObjectGraph
 
-/// Reading the store's persistent history for the `.history` folders (``HistoryTree``), through
+/// Reading the store's persistent history for the `.history` folders (``HistoryNode``), through
 /// ObjectGraph's ``PersistentHistoryStore``: a transaction by its number, the transaction holding
 /// a change, and the list of transactions read in pages.
 extension Mapping {

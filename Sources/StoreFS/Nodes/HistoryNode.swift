@@ -1,9 +1,9 @@
 import Foundation
 import ObjectGraph
 
-/// The nodes of the persistent history's tree (``HistoryTree``). They share one kind, `history`;
-/// which part of the tree a node is sits in the entity bits, and the numbers it needs in the key
-/// and property bits:
+/// The nodes of the persistent history's tree, one kind of node per part (``HistoryFolder``,
+/// ``HistoryTransactionFolder``, …). They share one code in inode numbers; which part of the tree
+/// a node is sits in the entity bits, and the numbers it needs in the key and property bits:
 ///
 /// | part | path | key | property |
 /// |---|---|---|---|
@@ -21,6 +21,19 @@ import ObjectGraph
 enum HistoryNode {
     enum Part: Int {
         case folder = 0, transaction, field, changes, link, tombstone, value
+
+        /// The kind of node this part of the tree is.
+        var kind: Node.Kind {
+            switch self {
+            case .folder: .history
+            case .transaction: .historyTransaction
+            case .field: .historyField
+            case .changes: .historyChanges
+            case .link: .historyLink
+            case .tombstone: .historyTombstone
+            case .value: .historyValue
+            }
+        }
     }
 
     /// The history's folder at the mount root.
@@ -33,18 +46,18 @@ enum HistoryNode {
     /// The change folders, by `HistoryChange.Kind`'s raw value.
     static let changeFolders = ["inserted", "updated", "deleted"]
 
-    static let folder = Node.history(Part.folder.rawValue)
-    static func transaction(_ number: Int64) -> Node { .history(Part.transaction.rawValue, key: number) }
+    static let folder = Node.history(.folder)
+    static func transaction(_ number: Int64) -> Node { .history(.transaction, key: number) }
     static func field(_ number: Int64, _ index: Int) -> Node {
-        .history(Part.field.rawValue, property: index, key: number)
+        .history(.field, property: index, key: number)
     }
     static func changes(_ number: Int64, _ kind: HistoryChange.Kind) -> Node {
-        .history(Part.changes.rawValue, property: Int(kind.rawValue), key: number)
+        .history(.changes, property: Int(kind.rawValue), key: number)
     }
-    static func link(_ changeID: Int64) -> Node { .history(Part.link.rawValue, key: changeID) }
-    static func tombstone(_ changeID: Int64) -> Node { .history(Part.tombstone.rawValue, key: changeID) }
+    static func link(_ changeID: Int64) -> Node { .history(.link, key: changeID) }
+    static func tombstone(_ changeID: Int64) -> Node { .history(.tombstone, key: changeID) }
     static func value(_ changeID: Int64, _ index: Int) -> Node {
-        .history(Part.value.rawValue, property: index, key: changeID)
+        .history(.value, property: index, key: changeID)
     }
 
     /// A transaction's folder name, `tN`.
@@ -72,9 +85,4 @@ enum HistoryNode {
         else { return nil }
         return ObjectID(entity: entity, key: key)
     }
-}
-
-extension Node {
-    /// A history node's part of the tree.
-    var historyPart: HistoryNode.Part? { kind == .history ? HistoryNode.Part(rawValue: entity.rawValue) : nil }
 }

@@ -20,12 +20,22 @@ struct Node: Hashable, Sendable {
     enum Kind: UInt8, CaseIterable, Sendable {
         case root = 0, entity, object, attribute, toOne, toMany, member, subentityLink, scratch, fetched, templates,
             template, templateMember, rendering, query
-        /// The persistent history's folders, files and links (``HistoryNode``): which one is in the
-        /// entity bits.
+        /// The persistent history's folder (``HistoryNode``). The rest of its tree shares code 15
+        /// (which part of the tree in the entity bits) but has kinds of its own, below.
         case history = 15
         /// The files of the query family (a query folder's `.count`, `.json`, `.csv`): they carry
         /// code 14 with ``queryFileFlag`` in the property field, and never their own code.
         case queryFile = 16
+        /// The history's transaction folders, their files, change folders, links, tombstone
+        /// folders and tombstone values: code 15 in inode numbers.
+        case historyTransaction = 17, historyField, historyChanges, historyLink, historyTombstone, historyValue
+
+        /// The code inode numbers carry: a family of kinds shares its first kind's (kinds above
+        /// 15 are the query's files and the history's parts).
+        var code: UInt8 {
+            if self == .queryFile { return Kind.query.rawValue }
+            return rawValue >= Kind.historyTransaction.rawValue ? Kind.history.rawValue : rawValue
+        }
     }
 
     /// Bit 11 of the property field: a query node (code 14) that is a file, not a folder.
@@ -84,8 +94,8 @@ struct Node: Hashable, Sendable {
         Node(.rendering, id, property: renderer << renderingShift | index)
     }
     /// A node of the persistent history (``HistoryNode``): `part` in the entity bits.
-    static func history(_ part: Int, property: Int = 0, key: Int64 = 0) -> Node {
-        Node(.history, entity: EntityID(part), property: property, key: PrimaryKey(key))
+    static func history(_ part: HistoryNode.Part, property: Int = 0, key: Int64 = 0) -> Node {
+        Node(part.kind, entity: EntityID(part.rawValue), property: property, key: PrimaryKey(key))
     }
 
     /// A node of the query family (``QueryFolder``, ``QueryResultFile``): `part` says which node
@@ -125,9 +135,9 @@ struct Node: Hashable, Sendable {
     var inode: InodeNumber {
         if kind == .root { return .root }
         if kind == .scratch { return InodeNumber((UInt64(kind.rawValue) << 60) | serial) }
-        let code = kind == .queryFile ? Kind.query.rawValue : kind.rawValue
         return InodeNumber(
-            (UInt64(code) << 60) | (UInt64(entity.rawValue) << Self.entityShift) | (UInt64(property) << Self.keyBits)
+            (UInt64(kind.code) << 60) | (UInt64(entity.rawValue) << Self.entityShift)
+                | (UInt64(property) << Self.keyBits)
                 | UInt64(key.rawValue))
     }
 
@@ -143,9 +153,15 @@ struct Node: Hashable, Sendable {
             return
         }
         let property = Int((raw >> Self.keyBits) & ((1 << Self.propertyBits) - 1))
+        let entity = Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))
+        var member = kind
+        if kind == .query && property & Self.queryFileFlag != 0 { member = .queryFile }
+        if kind == .history {
+            guard let part = HistoryNode.Part(rawValue: entity) else { return nil }
+            member = part.kind
+        }
         self.init(
-            kind == .query && property & Self.queryFileFlag != 0 ? .queryFile : kind,
-            entity: EntityID(Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))), property: property,
+            member, entity: EntityID(entity), property: property,
             key: PrimaryKey(Int64(raw & ((1 << Self.keyBits) - 1))))
     }
 

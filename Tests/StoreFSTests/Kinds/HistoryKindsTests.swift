@@ -10,9 +10,9 @@ import Testing
     import Glibc
 #endif
 
-/// The persistent history's folders (``HistoryTree``) on SwiftData's store of the corpus (38
+/// The persistent history's folders (``HistoryNode`` and its kinds) on SwiftData's store of the corpus (38
 /// transactions with inserts, updates and deletes), checked against what the engine reads.
-@Suite struct HistoryTreeTests {
+@Suite struct HistoryKindsTests {
     static let store = "sergd2005_ResourcesManager_default.store"
 
     /// Every transaction the engine reads, with its changes.
@@ -139,7 +139,7 @@ import Testing
         ]
         for node in nodes {
             #expect(Node(node.inode) == node)
-            #expect(Node(node.inode)?.historyPart == node.historyPart)
+            #expect(Node(node.inode)?.kind.code == Node.Kind.history.rawValue, "one code for the family")
         }
         #expect(Set(nodes.map(\.inode)).count == nodes.count)
         #expect(HistoryNode.number(named: "t12") == 12)
