@@ -1,4 +1,4 @@
-// fuzz-modules: ObjectGraph Logging
+// fuzz-modules: ObjectGraph Digest Logging
 // fuzz-max-len: 65536
 //
 // The mapping-model readers: the input is read both as a compiled mapping model (a `.cdm`, a

@@ -1,5 +1,5 @@
 // fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging Digest
-// fuzz-libraries: fuse3
+// fuzz-libraries: uring numa pthread dl rt
 // fuzz-max-len: 16384
 //
 // The renderings of binary values (Sources/StoreFS/Rendering/ValueRendering.swift): the input is

@@ -1,5 +1,5 @@
 // fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging Digest
-// fuzz-libraries: fuse3
+// fuzz-libraries: uring numa pthread dl rt
 // fuzz-max-len: 1024
 //
 // The value text parsers (Sources/StoreFS/ValueText.swift): the first byte picks the attribute
