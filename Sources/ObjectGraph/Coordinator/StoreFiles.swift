@@ -96,13 +96,7 @@ enum StoreFiles {
         for relative in files(under: source) {
             let from = source.appendingPathComponent(relative)
             let to = destination.appendingPathComponent(relative)
-            do {
-                try FileManager.default.createDirectory(
-                    at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-            } catch {
-                throw ObjectGraphError(
-                    .io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
-            }
+            try makeFolder(of: to)
             guard !FileManager.default.fileExists(atPath: to.path) else {
                 throw ObjectGraphError(
                     .exists, "\(to.path) exists; the new store's file of that name was not moved over it")
@@ -114,6 +108,17 @@ enum StoreFiles {
             moved.append(to)
         }
         return moved
+    }
+
+    /// Makes the folder `file` goes into, and the folders above it, as needed.
+    private static func makeFolder(of file: URL) throws(ObjectGraphError) {
+        do {
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw ObjectGraphError(
+                .io, "cannot make \(file.deletingLastPathComponent().path): \(error.localizedDescription)")
+        }
     }
 
     /// A copy of `source` at `destination` sharing the files' data (hard links), or copied where
@@ -132,13 +137,7 @@ enum StoreFiles {
     static func linkOrCopyFiles(from folder: URL, into destination: URL) throws(ObjectGraphError) {
         for relative in files(under: folder) {
             let to = destination.appendingPathComponent(relative)
-            do {
-                try FileManager.default.createDirectory(
-                    at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-            } catch {
-                throw ObjectGraphError(
-                    .io, "cannot make \(to.deletingLastPathComponent().path): \(error.localizedDescription)")
-            }
+            try makeFolder(of: to)
             try linkOrCopy(folder.appendingPathComponent(relative), to: to)
         }
     }

@@ -56,3 +56,32 @@ extension HistoryNode {
         change.kind == .delete ? tombstone(change.changeID) : link(change.changeID)
     }
 }
+
+/// The files of the history's tree (a transaction's names, a tombstone's values): read-only text
+/// in the form of attribute files, dated by their transaction.
+protocol HistoryTextFile: HistoryKind {
+    /// The file's content; ENOENT where there is no such name or value.
+    func text(of node: Node, _ mapping: Mapping) throws(FileSystemError) -> Data
+    /// When the file's transaction was recorded.
+    func timestamp(of node: Node, _ mapping: Mapping) throws(FileSystemError) -> Date
+}
+
+extension HistoryTextFile {
+    var isDirectory: Bool { false }
+
+    func attributes(of node: Node, in mapping: Mapping, known: Snapshot?, listed: Bool) throws(FileSystemError)
+        -> FileAttributes
+    {
+        let time = try timestamp(of: node, mapping)
+        return mapping.make(node, .regularFile, permissions: 0o444, size: try text(of: node, mapping).count, time: time)
+    }
+
+    func open(_ node: Node, flags: OpenFlags, in mapping: Mapping) throws(FileSystemError) -> OpenResult {
+        if flags.isWriting { throw mapping.configuration.readOnly ? .readOnly : .notPermitted }
+        return try mapping.openFile(node, flags: flags)
+    }
+
+    func content(of node: Node, handle: FuseKit.FileHandle, in mapping: Mapping) throws(FileSystemError) -> Data {
+        try text(of: node, mapping)
+    }
+}

@@ -29,7 +29,7 @@ struct HistoryTransactionFolder: HistoryKind {
         }
         guard let index = HistoryNode.fields.firstIndex(of: name) else { throw .notFound }
         let field = HistoryNode.field(number, index)
-        _ = try HistoryFieldFile.content(of: field, mapping)
+        _ = try HistoryFieldFile().text(of: field, mapping)
         return field
     }
 
@@ -40,7 +40,7 @@ struct HistoryTransactionFolder: HistoryKind {
         var names: [(String, Node)] = []
         for (index, name) in HistoryNode.fields.enumerated() {
             let field = HistoryNode.field(number, index)
-            if (try? HistoryFieldFile.content(of: field, mapping)) != nil { names.append((name, field)) }
+            if (try? HistoryFieldFile().text(of: field, mapping)) != nil { names.append((name, field)) }
         }
         for (raw, name) in HistoryNode.changeFolders.enumerated() {
             if let kind = HistoryChange.Kind(rawValue: Int64(raw)) {
