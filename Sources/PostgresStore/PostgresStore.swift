@@ -197,6 +197,17 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         return true
     }
 
+    /// Z_MAX, or the highest key of the root's table where that is higher, in one statement (not
+    /// by listing every object, the protocol's default).
+    public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
+        let (table, zent) = try rootTable(of: root)
+        let found = try read(
+            "SELECT GREATEST((SELECT COALESCE(MAX(\"Z_MAX\"), 0) FROM \"Z_PRIMARYKEY\" WHERE \"Z_ENT\" = $1), "
+                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table))))",
+            [String(zent)])
+        return found.integer(0, 0) ?? 0
+    }
+
     /// Moves when the announcement listener reconnects: announcements may have been missed, so
     /// whoever compares tokens reads everything again. Nil until the listener runs.
     public func externalChangeToken() throws(ObjectGraphError) -> Int64? {

@@ -120,6 +120,18 @@ import Testing
         #expect(try stores[2].reserveKeys(in: department, count: 1)[0].rawValue > claimed.rawValue)
     }
 
+    /// The highest key handed out is Z_MAX, also when no object has it (a migration carries it
+    /// to the new store, so no key is ever given twice).
+    @Test func theHighestKeyHandedOutCountsKeysNoObjectHas() throws {
+        let server = try PostgresServer.shared()
+        let store = try open(server.url(schema: PostgresServer.uniqueSchema("highest")), create: true)
+        defer { store.close() }
+        let department = store.model.entityID(named: "Department")!
+        #expect(try store.highestKey(in: department) == 0)
+        let keys = try store.reserveKeys(in: department, count: 5)
+        #expect(try store.highestKey(in: department) == keys.last?.rawValue)
+    }
+
     @Test func conflictsAreFoundPropertyByPropertyAndNameTheObject() throws {
         let server = try PostgresServer.shared()
         let url = server.url(schema: PostgresServer.uniqueSchema("conflicts"))
