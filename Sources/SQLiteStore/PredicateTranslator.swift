@@ -119,14 +119,27 @@ final class PredicateTranslator {
 
     /// The rows of `entities` (rows of `table`, Z_ENT in `zents`) that are objects and match
     /// `predicate`; nil when it is declined (see the type's summary).
-    func selection(_ predicate: ObjectGraph.Predicate, entity: EntityID, table: String, zents: [Int64]) -> Selection? {
+    ///
+    /// `pageAfter`: the rows are read in pages by key, those after the key bound to `:pageAfter`
+    /// (not negative), by key. That bound comes first and is the only one on the key: SQLite starts
+    /// its walk at the first range it meets, and with `Z_PK > 0` first every page walked the table
+    /// from its start. Several entities are tested with `+Z_ENT` (no index), or SQLite would take
+    /// the Z_ENT index and sort everything after the bound for every page; one entity takes the
+    /// index, which holds its keys in order.
+    func selection(
+        _ predicate: ObjectGraph.Predicate, entity: EntityID, table: String, zents: [Int64], pageAfter: Bool = false
+    ) -> Selection? {
         let scope = Scope(alias: "t0", entity: entity)
         guard let condition = condition(predicate, scope) else { return nil }
         let entities = zents.map(String.init).joined(separator: ",")
+        // The rows that are objects, as objectIDs(of:) reads them: a positive integer key.
+        let objects =
+            pageAfter
+            ? "t0.Z_PK > :pageAfter AND \(zents.count > 1 ? "+" : "")t0.Z_ENT IN (\(entities)) AND typeof(t0.Z_PK) = 'integer'"
+            : "t0.Z_ENT IN (\(entities)) AND typeof(t0.Z_PK) = 'integer' AND t0.Z_PK > 0"
         return Selection(
             from: "\(table.quotedDatabaseIdentifier) t0 \(scope.joins.joined(separator: " "))",
-            // The rows that are objects, as objectIDs(of:) reads them: a positive integer key.
-            condition: "t0.Z_ENT IN (\(entities)) AND typeof(t0.Z_PK) = 'integer' AND t0.Z_PK > 0 AND \(condition)")
+            condition: "\(objects) AND \(condition)")
     }
 
     /// The query for the objects of `entities` (rows of `table`) that match `predicate`, by key;

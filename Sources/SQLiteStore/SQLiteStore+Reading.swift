@@ -74,6 +74,8 @@ extension SQLiteStore {
         var toOne: [(name: String, destination: EntityID, column: Int, entityColumn: Int?)] = []
         /// The names of both, shared by every snapshot read of the entity, and each one's slot.
         var names = StoreLayout.SnapshotNames()
+        /// The entity's name, for messages: taken here once, not from the layout per row.
+        var entityName = ""
     }
 
     /// The columns to select after `Z_PK, Z_ENT, Z_OPT` to read the rows of the tree of `root`
@@ -109,6 +111,7 @@ extension SQLiteStore {
             // Made once per entity with the layout (the same attributes and to-ones, those with a
             // column, in the same order), so rows of every query share them.
             plan.names = layout[id].snapshotNames
+            plan.entityName = layout[id].name
             plans[id] = plan
         }
         return (expressions, plans)
@@ -168,11 +171,19 @@ extension SQLiteStore {
     }
 
     func snapshot(from row: SQLiteStatement, id: ObjectID, plan: RowPlan) throws(ObjectGraphError) -> Snapshot {
-        let entityName = layout[id.entity].name
+        let entityName = plan.entityName
         var snapshot = Snapshot(
-            objectID: id, version: Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
+            objectID: id,
+            version: sqlite3_column_type(row, 2) == SQLITE_INTEGER
+                ? sqlite3_column_int64(row, 2) : Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
             attributes: PropertyValues(layout: plan.names.attributes), toOne: PropertyValues(layout: plan.names.toOne))
         for (attribute, slot) in zip(plan.attributes, plan.names.attributeSlots) {
+            if !attribute.external,
+                case .some(let value) = ValueCoding.directValue(of: row, at: CInt(attribute.column), as: attribute.type)
+            {
+                if let value { snapshot.attributes.setValue(value, slot: slot) }
+                continue
+            }
             var stored = DatabaseValue(sqliteStatement: row, index: CInt(attribute.column))
             if stored.isNull { continue }
             if attribute.external {
@@ -185,8 +196,8 @@ extension SQLiteStore {
             }
         }
         for (toOne, slot) in zip(plan.toOne, plan.names.toOneSlots) {
-            let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
-            guard let destinationKey = Self.key(in: value) else {
+            guard let destinationKey = Self.key(row, CInt(toOne.column)) else {
+                let value = DatabaseValue(sqliteStatement: row, index: CInt(toOne.column))
                 if !value.isNull {
                     throw ObjectGraphError(
                         .corruptStore,
@@ -198,9 +209,7 @@ extension SQLiteStore {
             // A key below 1 is no object's (objectIDs leaves such rows out): a dangling reference.
             guard destinationKey > 0 else { continue }
             var destination = toOne.destination
-            if let j = toOne.entityColumn,
-                let actual = Self.key(in: DatabaseValue(sqliteStatement: row, index: CInt(j)))
-            {
+            if let j = toOne.entityColumn, let actual = Self.key(row, CInt(j)) {
                 guard let mapped = layout.entityByZent[actual] else {
                     logger.warning("\(entityName).\(toOne.name) of p\(id.key.rawValue) names unknown Z_ENT \(actual)")
                     continue
@@ -210,6 +219,13 @@ extension SQLiteStore {
             snapshot.toOne.setValue(ObjectID(entity: destination, key: PrimaryKey(destinationKey)), slot: slot)
         }
         return snapshot
+    }
+
+    /// ``key(in:)`` of column `index` of the current row: an INTEGER read straight from SQLite
+    /// (nearly every key), anything else through a `DatabaseValue`.
+    static func key(_ row: SQLiteStatement, _ index: CInt) -> Int64? {
+        if sqlite3_column_type(row, index) == SQLITE_INTEGER { return sqlite3_column_int64(row, index) }
+        return key(in: DatabaseValue(sqliteStatement: row, index: index))
     }
 
     /// A key column's value: an integer, or the same digits as text (a table rebuilt by another
@@ -225,51 +241,117 @@ extension SQLiteStore {
     public func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
         throws(ObjectGraphError) -> [ObjectID: [ObjectID]]
     {
+        let lists = try toManyDestinationLists(of: relationship, in: entity, for: sources)
+        var result: [ObjectID: [ObjectID]] = Dictionary(minimumCapacity: sources.count)
+        for (source, list) in zip(sources, lists) where result[source] == nil { result[source] = list }
+        return result
+    }
+
+    public func toManyDestinationLists(of relationship: String, in entity: EntityID, for sources: [ObjectID])
+        throws(ObjectGraphError) -> [[ObjectID]]
+    {
         let entityLayout = try entityLayout(entity)
         guard let mapping = entityLayout.toMany[relationship] else {
             throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no to-many relationship \(relationship)")
         }
-        var result: [ObjectID: [ObjectID]] = [:]
-        var sourcesByKey: [Int64: [ObjectID]] = [:]
-        for source in sources {
-            result[source] = []
-            sourcesByKey[source.key.rawValue, default: []].append(source)
+        var lists = [[ObjectID]](repeating: [], count: sources.count)
+        guard !sources.isEmpty else { return lists }
+        // The sources by key (a key asked for twice has a list in each place): rows come by
+        // source key, so a cursor walks these as the rows go, looking nothing up.
+        let byKey = sources.indices.map { (key: sources[$0].key.rawValue, place: $0) }.sorted { $0 < $1 }
+        guard let lowest = byKey.first?.key, let highest = byKey.last?.key else { return lists }
+        // The keys as a range when they are dense (a page read by key): one statement prepared
+        // once and bound per page; rows in the range for other keys are passed over below.
+        // Sparse keys are listed, so a few sources never walk a wide range.
+        let (span, overflow) = highest.subtractingReportingOverflow(lowest)
+        let asRange = !overflow && span < Int64(sources.count) * 4
+        let condition = { (column: String) -> String in
+            asRange
+                ? "\(column) BETWEEN :lowest AND :highest"
+                : "\(column) IN (\(Set(byKey.map(\.key)).sorted().map(String.init).joined(separator: ",")))"
         }
-        guard !sources.isEmpty else { return result }
-        let keys = sourcesByKey.keys.map(String.init).joined(separator: ",")
         let sql: String
         switch mapping {
         case .missing:
-            return result
+            return lists
         case .foreignKey(let table, let column, let orderColumn, _):
             let c = column.quotedDatabaseIdentifier
             let order = orderColumn.map { "\($0.quotedDatabaseIdentifier), " } ?? ""
             sql =
-                "SELECT \(c), Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(c) IN (\(keys)) ORDER BY \(c), \(order)Z_PK"
+                "SELECT \(c), Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(condition(c)) ORDER BY \(c), \(order)Z_PK"
         case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
             let s = "j." + sourceColumn.quotedDatabaseIdentifier
             let d = "j." + destinationColumn.quotedDatabaseIdentifier
             let order = orderColumn.map { "j.\($0.quotedDatabaseIdentifier), " } ?? ""
             sql =
                 "SELECT \(s), \(d), t.Z_ENT FROM \(table.quotedDatabaseIdentifier) j JOIN \(destinationTable.quotedDatabaseIdentifier) t "
-                + "ON t.Z_PK = \(d) WHERE \(s) IN (\(keys)) ORDER BY \(s), \(order)\(d)"
+                + "ON t.Z_PK = \(d) WHERE \(condition(s)) ORDER BY \(s), \(order)\(d)"
         }
-        try read { (db: Database) throws -> Void in
-            try eachRow(db, sql) { (row) throws(ObjectGraphError) in
-                // Keys and Z_ENT that are not integers (a damaged row) name no object.
-                func integer(_ index: CInt) -> Int64? {
-                    Self.key(in: DatabaseValue(sqliteStatement: row, index: index))
+        let arguments: StatementArguments? = asRange ? ["lowest": lowest, "highest": highest] : nil
+        // The first entry of byKey at or after the last row's key.
+        var cursor = 0
+        // A source's rows come together: gathered here, then copied once to its list (or lists),
+        // rather than each list growing by doubling.
+        var run = (cursor: -1, destinations: [ObjectID]())
+        func finish(_ run: (cursor: Int, destinations: [ObjectID])) {
+            guard run.cursor >= 0, !run.destinations.isEmpty else { return }
+            // Its own storage, just large enough: sharing the run's would keep its spare room.
+            var list: [ObjectID] = []
+            list.reserveCapacity(run.destinations.count)
+            list.append(contentsOf: run.destinations)
+            var at = run.cursor
+            while at < byKey.count && byKey[at].key == byKey[run.cursor].key {
+                if lists[byKey[at].place].isEmpty {
+                    lists[byKey[at].place] = list
+                } else {
+                    lists[byKey[at].place] += list
                 }
-                guard let sourceKey = integer(0), let key = integer(1), key > 0, let zent = integer(2) else { return }
-                guard let destination = layout.entityByZent[zent] else {
-                    logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
-                    return
-                }
-                for source in sourcesByKey[sourceKey] ?? [] {
-                    result[source, default: []].append(ObjectID(entity: destination, key: PrimaryKey(key)))
-                }
+                at += 1
             }
         }
-        return result
+        // Destinations are mostly of one entity: the last row's saves a lookup a row.
+        var lastEntity: (zent: Int64, id: EntityID)?
+        try read { (db: Database) throws -> Void in
+            try eachRow(db, sql, cached: asRange, arguments: arguments) { (row) throws(ObjectGraphError) in
+                // Keys and Z_ENT that are not integers (a damaged row) name no object.
+                guard let sourceKey = Self.key(row, 0), let key = Self.key(row, 1), key > 0,
+                    let zent = Self.key(row, 2)
+                else { return }
+                // Forward as the rows go; back (a binary search) only if SQLite ever ordered
+                // otherwise.
+                if cursor > 0 && byKey[cursor - 1].key >= sourceKey {
+                    cursor = Self.firstIndex(atLeast: sourceKey, in: byKey)
+                }
+                while cursor < byKey.count && byKey[cursor].key < sourceKey { cursor += 1 }
+                guard cursor < byKey.count, byKey[cursor].key == sourceKey else { return }
+                if lastEntity?.zent != zent {
+                    guard let destination = layout.entityByZent[zent] else {
+                        logger.warning("\(entityLayout.name).\(relationship) reaches a row of unknown Z_ENT \(zent)")
+                        return
+                    }
+                    lastEntity = (zent, destination)
+                }
+                guard let destination = lastEntity?.id else { return }
+                if run.cursor != cursor {
+                    finish(run)
+                    run.cursor = cursor
+                    run.destinations.removeAll(keepingCapacity: true)
+                }
+                run.destinations.append(ObjectID(entity: destination, key: PrimaryKey(key)))
+            }
+        }
+        finish(run)
+        return lists
+    }
+
+    /// The first index of `entries` (sorted by key) whose key is `key` or more.
+    private static func firstIndex(atLeast key: Int64, in entries: [(key: Int64, place: Int)]) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = low + (high - low) / 2
+            if entries[mid].key < key { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 }

@@ -145,6 +145,14 @@ import Testing
         }
     }
 
+    @Test func keysAreWrittenInDecimal() {
+        for value: Int64 in [0, 1, 9, 10, 12, 99_999, 4_294_967_295, 1_234_567_890_123_456_789, .max, -1, .min] {
+            var out: [UInt8] = []
+            ObjectRecords.appendDecimal(value, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(value))
+        }
+    }
+
     // MARK: - A strict CSV reader (RFC 4180), telling quoted fields from plain ones
 
     enum CSVCell: Equatable {

@@ -30,6 +30,7 @@ cat "$STORE" >/dev/null
 
 secs() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; printf "%.2f", s}' "$1"; }
 rss_mb() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
+cpu() { awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u+s}' "$1"; }
 rate() { python3 -c "print(f'{$1 / max($2, 0.001):,.0f}')"; }
 ratio() { python3 -c "print(f'{$1 / max($2, 0.001):.2f}')"; }
 
@@ -37,7 +38,7 @@ ratio() { python3 -c "print(f'{$1 / max($2, 0.001):.2f}')"; }
 run() {
   local label=$1 output=$2; shift 2
   /usr/bin/time -v "$@" >"$output" 2>"$WORK/$label.time" || { cat "$WORK/$label.time" >&2; exit 1; }
-  printf '%s %s %s\n' "$(secs "$WORK/$label.time")" "$(rss_mb "$WORK/$label.time")" "$(wc -c <"$output")"
+  printf '%s %s %s %s\n' "$(secs "$WORK/$label.time")" "$(rss_mb "$WORK/$label.time")" "$(wc -c <"$output")" "$(cpu "$WORK/$label.time")"
 }
 sqlite_dump() { # MODE: every row of every table, one sqlite3 run per table, as storefs reads them
   for t in $tables; do sqlite3 -"$1" "$STORE" "SELECT * FROM $t"; done
@@ -53,12 +54,12 @@ for format in jsonl csv; do
     cmd=("$STOREFS" export "$STORE")
     baseline=(bash -c 'sqlite_dump json')
   fi
-  read -r s_secs s_rss s_bytes < <(run "storefs-$format" "$WORK/out.$format" "${cmd[@]}")
-  read -r b_secs b_rss b_bytes < <(run "sqlite3-$format" "$WORK/base.$format" "${baseline[@]}")
+  read -r s_secs s_rss s_bytes s_cpu < <(run "storefs-$format" "$WORK/out.$format" "${cmd[@]}")
+  read -r b_secs b_rss b_bytes b_cpu < <(run "sqlite3-$format" "$WORK/base.$format" "${baseline[@]}")
   lines=$(wc -l <"$WORK/out.$format")
-  echo "$format: storefs export $s_secs s, $(rate "$objects" "$s_secs") objects/s, peak RSS $s_rss MB, $((s_bytes / 1048576)) MB, $lines lines"
-  echo "$format: sqlite3 dump    $b_secs s, $(rate "$rows" "$b_secs") rows/s, peak RSS $b_rss MB, $((b_bytes / 1048576)) MB"
-  echo "$format: storefs/sqlite3 time $(ratio "$s_secs" "$b_secs")"
+  echo "$format: storefs export $s_secs s ($s_cpu s CPU), $(rate "$objects" "$s_secs") objects/s, peak RSS $s_rss MB, $((s_bytes / 1048576)) MB, $lines lines"
+  echo "$format: sqlite3 dump    $b_secs s ($b_cpu s CPU), $(rate "$rows" "$b_secs") rows/s, peak RSS $b_rss MB, $((b_bytes / 1048576)) MB"
+  echo "$format: storefs/sqlite3 time $(ratio "$s_secs" "$b_secs"), CPU $(ratio "$s_cpu" "$b_cpu")"
   rm -f "$WORK/out.$format" "$WORK/base.$format"
 done
 

@@ -134,17 +134,18 @@ public struct StoreComparison {
         return count
     }
 
-    /// One store's objects of one entity, a page at a time.
+    /// One store's objects of one entity, a page at a time, read ahead on a thread of their own
+    /// (the two stores and the comparison then use both cores).
     private struct Side {
-        var pages: ObjectRecordPages?
+        var pages: ObjectRecordReadAhead?
         var page: [ObjectRecord] = []
         var index = 0
         var finished = false
 
         init(coordinator: PersistentStoreCoordinator, entityName: String, pageSize: Int) {
             if let entity = coordinator.model.entityID(named: entityName) {
-                pages = ObjectRecordPages(
-                    coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize)
+                pages = ObjectRecordReadAhead(
+                    ObjectRecordPages(coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize))
             } else {
                 finished = true
             }
@@ -152,9 +153,8 @@ public struct StoreComparison {
 
         mutating func peek() throws(ObjectGraphError) -> ObjectRecord? {
             while index >= page.count {
-                guard !finished, var reader = pages else { return nil }
+                guard !finished, let reader = pages else { return nil }
                 let next = try reader.next()
-                pages = reader
                 guard let next else {
                     finished = true
                     return nil

@@ -18,28 +18,33 @@ public enum ISO8601DateText {
         if fraction == 0 { return base + "Z" }
         // date(from:) reads the text back as `whole + Double("0.ddd")`, so that is the round trip
         // to check. Up to 15 digits come from rounding fraction × 10^n (fast; printf made listing
-        // a folder of dates twice as slow), more from printf.
+        // a folder of dates twice as slow), and are checked without making the text: `n / 10^n`
+        // (both exact doubles, the division correctly rounded) is the double "0.ddd" reads as;
+        // more digits come from printf.
         func readsBack(_ decimals: String?) -> Bool {
             guard let decimals, let back = Double("0" + decimals) else { return false }
             return (whole + back).bitPattern == t.bitPattern
         }
+        var scale = 1.0
         for digits in 1...30 {
-            let decimals = Self.scaledDigits(fraction, digits) ?? Self.printfDigits(fraction, digits)
+            if digits <= 15 {
+                scale *= 10
+                let scaled = (fraction * scale).rounded()
+                if scaled < scale {
+                    guard (whole + scaled / scale).bitPattern == t.bitPattern else { continue }
+                    return base + Self.fractionDigits(Int64(scaled), digits) + "Z"
+                }
+            }
+            let decimals = Self.printfDigits(fraction, digits)
             if readsBack(decimals) { return base + decimals! + "Z" }
         }
         return base + String(format: "%.30f", fraction).dropFirst() + "Z"
     }
 
-    /// `.ddd` with `digits` digits from rounding fraction × 10^digits; nil beyond 15 digits (where
-    /// the product is no longer exact) and when it rounds up to 1.
-    private static func scaledDigits(_ fraction: Double, _ digits: Int) -> String? {
-        guard digits <= 15 else { return nil }
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = (fraction * scale).rounded()
-        guard scaled < scale else { return nil }
-        let text = String(Int64(scaled))
-        return "." + String(repeating: "0", count: digits - text.count) + text
+    /// `.ddd`: `value` in `digits` digits, zero-padded on the left.
+    private static func fractionDigits(_ value: Int64, _ digits: Int) -> String {
+        let text = String(value)
+        return "." + String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 
     /// `.ddd` as printf rounds it; nil when it rounds up to 1.
@@ -59,14 +64,34 @@ public enum ISO8601DateText {
         guard let unix = Int(exactly: whole + 978_307_200) else { return whole.description }
         let second = ((unix % 86_400) + 86_400) % 86_400
         let (y, m, d) = civil(fromDays: (unix - second) / 86_400)
-        let year = y < 0 ? "-" + padded(-y, 4) : padded(y, 4)
-        return year + "-" + padded(m, 2) + "-" + padded(d, 2) + "T" + padded(second / 3600, 2) + ":"
-            + padded(second / 60 % 60, 2) + ":" + padded(second % 60, 2)
+        // Digits into one buffer: a date is formatted for every value shown or exported.
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        if y < 0 { text.append(UInt8(ascii: "-")) }
+        let year = y.magnitude
+        if year > 9999 {
+            text.append(contentsOf: String(year).utf8)
+        } else {
+            twoDigits(Int(year / 100), &text)
+            twoDigits(Int(year % 100), &text)
+        }
+        text.append(UInt8(ascii: "-"))
+        twoDigits(m, &text)
+        text.append(UInt8(ascii: "-"))
+        twoDigits(d, &text)
+        text.append(UInt8(ascii: "T"))
+        twoDigits(second / 3600, &text)
+        text.append(UInt8(ascii: ":"))
+        twoDigits(second / 60 % 60, &text)
+        text.append(UInt8(ascii: ":"))
+        twoDigits(second % 60, &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
-    private static func padded(_ value: Int, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    /// `value` (0...99) as two digits.
+    private static func twoDigits(_ value: Int, _ text: inout [UInt8]) {
+        text.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10))
+        text.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10))
     }
 
     /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's civil_from_days).

@@ -37,6 +37,8 @@ public struct ObjectRecords: Sendable {
     public let model: ManagedObjectModel
     /// `x-coredata://UUID/`: the start of every URI.
     private let uriPrefix: [UInt8]
+    /// `x-coredata://UUID/Entity/p` per entity (by number - 1).
+    private var entityURIPrefixes: [[UInt8]] = []
     /// The columns of a CSV, by name; nil for JSON.
     private let csvColumns: [String]?
     /// Each entity's properties as written (by entity number - 1): the JSON key (`,"name":`),
@@ -63,6 +65,7 @@ public struct ObjectRecords: Sendable {
             var csv: [UInt8] = []
             Self.appendCSVField(description.name.utf8, to: &csv)
             entityNames.append((json, csv))
+            entityURIPrefixes.append(uriPrefix + Array("\(description.name)/p".utf8))
             properties.append(
                 description.persistentAttributes.map { Property(name: $0.name, type: $0.type, toMany: false) }
                     + description.persistentRelationships.map {
@@ -177,10 +180,28 @@ public struct ObjectRecords: Sendable {
     /// The text form of `value` as records hold it: the file's text without its newline, or
     /// base64 for Binary Data and Transformable values.
     public static func text(of value: AttributeValue, type: AttributeType) -> String {
-        if case .data(let bytes) = value {
+        switch value {
+        case .data(let bytes):
             return ValueText.isText(type) ? String(decoding: bytes, as: UTF8.self) : bytes.base64EncodedString()
+        case .uuid(let uuid):
+            // ValueText's form (canonical, lower case), without Foundation's printf and a copy.
+            return uuidText(uuid)
+        default:
+            return ValueText.text(of: value)
         }
-        return ValueText.text(of: value)
+    }
+
+    private static func uuidText(_ uuid: UUID) -> String {
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            var text: [UInt8] = []
+            text.reserveCapacity(36)
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(hexDigits[Int(byte >> 4)])
+                text.append(hexDigits[Int(byte & 0x0F)])
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
     }
 
     // MARK: - JSON
@@ -232,6 +253,16 @@ public struct ObjectRecords: Sendable {
     /// A JSON string: `"`, `\` and control characters escaped, everything else as UTF-8.
     static func appendJSONString(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most values need no escape: one copy instead of a test per byte.
+        let plain =
+            bytes.withContiguousStorageIfAvailable { buffer in
+                !buffer.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+            } ?? false
+        if plain {
+            out.append(contentsOf: bytes)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
@@ -310,9 +341,31 @@ public struct ObjectRecords: Sendable {
     }
 
     private func appendURI(_ id: ObjectID, to out: inout [UInt8]) {
-        out.append(contentsOf: uriPrefix)
-        out.append(contentsOf: name(of: id.entity).utf8)
-        out.append(contentsOf: [UInt8(ascii: "/"), UInt8(ascii: "p")])
-        out.append(contentsOf: String(id.key.rawValue).utf8)
+        if isKnown(id.entity) {
+            out.append(contentsOf: entityURIPrefixes[id.entity.rawValue - 1])
+        } else {
+            out.append(contentsOf: uriPrefix)
+            out.append(contentsOf: name(of: id.entity).utf8)
+            out.append(contentsOf: [UInt8(ascii: "/"), UInt8(ascii: "p")])
+        }
+        Self.appendDecimal(id.key.rawValue, to: &out)
+    }
+
+    /// `value` in decimal, without making a string (a URI per relationship per object).
+    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var digits: (UInt64, UInt64) = (0, 0)  // up to 20 digits, 4 bits each, least significant first
+        var count = 0
+        repeat {
+            let digit = rest % 10
+            if count < 16 { digits.0 |= digit << (4 * UInt64(count)) } else { digits.1 |= digit << (4 * UInt64(count - 16)) }
+            rest /= 10
+            count += 1
+        } while rest > 0
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            let digit = index < 16 ? (digits.0 >> (4 * UInt64(index))) & 0xF : (digits.1 >> (4 * UInt64(index - 16))) & 0xF
+            out.append(UInt8(ascii: "0") + UInt8(digit))
+        }
     }
 }

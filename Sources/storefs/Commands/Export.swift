@@ -113,9 +113,11 @@ struct Export: ParsableCommand {
         var output = StandardOutput()
         writer.begin(into: &output.buffer)
         for (id, subentities) in entities {
-            var pages = ObjectRecordPages(
-                coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
-                pageSize: Self.pageSize)
+            // Pages are read on a thread of their own while this one formats and writes.
+            let pages = ObjectRecordReadAhead(
+                ObjectRecordPages(
+                    coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
+                    pageSize: Self.pageSize))
             while let page = try pages.next() {
                 for record in page { writer.append(record, into: &output.buffer) }
                 try output.flushIfFull()
