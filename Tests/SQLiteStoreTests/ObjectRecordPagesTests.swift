@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ObjectGraph
 import SQLiteStore
 import TestSupport
@@ -82,6 +83,95 @@ import Testing
                 counted
                     == (try coordinator.newContext().objects(matching: predicate, of: employee, strategy: .inMemory)
                         .count))
+        }
+    }
+
+    @Test func readingAheadGivesThePagesReadingInTurnGives() throws {
+        let coordinator = try Self.sampleStore(objects: 700)
+        defer { coordinator.close() }
+        for entity in coordinator.model.entities {
+            var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, pageSize: 61)
+            var expected: [[ObjectRecord]] = []
+            while let page = try pages.next() { expected.append(page) }
+            let ahead = ObjectRecordReadAhead(
+                ObjectRecordPages(coordinator: coordinator, entity: entity.id, pageSize: 61), depth: 2)
+            var read: [[ObjectRecord]] = []
+            while let page = try ahead.next() { read.append(page) }
+            #expect(read == expected, "\(entity.name): the same pages, in order")
+            #expect(try ahead.next() == nil, "and nil again after the last")
+        }
+        // A reader let go of part-way ends its threads (they wait for room and must see the stop).
+        let employee = try #require(coordinator.model.entityID(named: "Employee"))
+        for _ in 0..<20 {
+            let ahead = ObjectRecordReadAhead(
+                ObjectRecordPages(coordinator: coordinator, entity: employee, pageSize: 10), depth: 1)
+            _ = try ahead.next()
+        }
+    }
+
+    @Test func aDamagedRowReachesTheReaderAfterThePagesBeforeIt() throws {
+        let url = try ScratchSpace.folder("record-pages-damaged").appendingPathComponent("Company.sqlite")
+        let writer = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], model: SampleModel.make(), options: StoreOptions(createIfMissing: true)
+        )
+        try SampleGenerator(objectCount: 400).populate(writer.newContext())
+        writer.close()
+        // An Integer 16 attribute holding what no Integer 16 holds, in the middle of the table.
+        let keys = try DatabaseQueue(path: url.path).write { db in
+            let keys = try Int64.fetchAll(db, sql: "SELECT Z_PK FROM ZPERSON ORDER BY Z_PK")
+            try db.execute(
+                sql: "UPDATE ZPERSON SET ZLEVEL = 99999999 WHERE Z_PK = ?", arguments: [keys[keys.count / 2]])
+            return keys
+        }
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        defer { coordinator.close() }
+        let person = try #require(coordinator.model.entityID(named: "Person"))
+        let ahead = ObjectRecordReadAhead(ObjectRecordPages(coordinator: coordinator, entity: person, pageSize: 16))
+        var read = 0
+        var failure: ObjectGraphError?
+        do throws(ObjectGraphError) {
+            while let page = try ahead.next() { read += page.count }
+        } catch {
+            failure = error
+        }
+        let error = try #require(failure, "the damaged row is an error, not a short export")
+        #expect(error.code == .corruptStore)
+        #expect(error.message.contains("99999999"), "\(error.message)")
+        #expect(read == keys.count / 2 / 16 * 16, "every page before the damaged row's, none after")
+        #expect(throws: ObjectGraphError.self, "and the error again on the next call") { try ahead.next() }
+    }
+
+    /// The lists of a to-many relationship for sources in any order, repeated, dense (one range)
+    /// or sparse (listed keys): those the context reads one object at a time, in the sources' order.
+    @Test func toManyListsFollowTheSourcesWhateverTheirOrder() throws {
+        let coordinator = try Self.sampleStore(objects: 600)
+        defer { coordinator.close() }
+        let model = coordinator.model
+        let context = coordinator.newContext()
+        let cases: [(entity: String, relationship: String)] = [
+            ("Department", "employees"), ("Employee", "projects"), ("Project", "members"), ("Manager", "directReports")
+        ]
+        for (entityName, relationship) in cases {
+            let entity = try #require(model.entityID(named: entityName), "\(entityName)")
+            let ids = try context.objectIDs(of: entity, includingSubentities: true)
+            try #require(ids.count >= 4, "\(entityName) has objects to read")
+            var generator = SeededRandom(seed: 26)
+            let orders: [(String, [ObjectID])] = [
+                ("by key", ids),
+                ("shuffled", ids.shuffled(using: &generator)),
+                ("repeated", ids + ids.prefix(5) + [ids[0]]),
+                ("sparse", stride(from: 0, to: ids.count, by: 7).map { ids[$0] }),
+                ("one", [ids[ids.count / 2]])
+            ]
+            for (name, sources) in orders {
+                let lists = try coordinator.store.toManyDestinationLists(of: relationship, in: entity, for: sources)
+                let expected = try sources.map { try context.destinations(of: relationship, for: $0) }
+                #expect(lists == expected, "\(entityName).\(relationship), sources \(name)")
+                let dictionary = try coordinator.store.toManyDestinations(of: relationship, in: entity, for: sources)
+                #expect(Set(dictionary.keys) == Set(sources), "\(entityName).\(relationship), sources \(name)")
+                for (source, list) in zip(sources, lists) { #expect(dictionary[source] == list) }
+            }
         }
     }
 }

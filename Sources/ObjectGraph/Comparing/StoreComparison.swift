@@ -145,7 +145,8 @@ public struct StoreComparison {
         init(coordinator: PersistentStoreCoordinator, entityName: String, pageSize: Int) {
             if let entity = coordinator.model.entityID(named: entityName) {
                 pages = ObjectRecordReadAhead(
-                    ObjectRecordPages(coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize))
+                    ObjectRecordPages(
+                        coordinator: coordinator, entity: entity, includingSubentities: false, pageSize: pageSize))
             } else {
                 finished = true
             }

@@ -47,6 +47,15 @@ public struct ObjectRecordPages: Sendable {
     /// - Throws: what reading the store throws, and what evaluating the predicate throws (see
     ///   ``PredicateEvaluator``).
     public mutating func next() throws(ObjectGraphError) -> [ObjectRecord]? {
+        guard let snapshots = try nextSnapshots() else { return nil }
+        return try records(of: snapshots)
+    }
+
+    /// The next page's snapshots, without their to-many relationships (``records(of:)`` adds
+    /// them); nil when every object was read. Never an empty page.
+    ///
+    /// ``ObjectRecordReadAhead`` reads these and their relationships on two threads.
+    public mutating func nextSnapshots() throws(ObjectGraphError) -> [Snapshot]? {
         let snapshots: [Snapshot]
         switch progress {
         case .done:
@@ -69,7 +78,7 @@ public struct ObjectRecordPages: Sendable {
                         try context.objectIDs(of: entity, includingSubentities: includingSubentities)
                     }
                 progress = .listed(ids, next: 0)
-                return try next()
+                return try nextSnapshots()
             }
         case .paged(let after):
             guard
@@ -94,32 +103,80 @@ public struct ObjectRecordPages: Sendable {
             progress = .done
             return nil
         }
-        return try records(of: snapshots)
+        return snapshots
     }
 
     /// The snapshots with their to-many relationships, one store request per relationship.
-    private func records(of snapshots: [Snapshot]) throws(ObjectGraphError) -> [ObjectRecord] {
+    ///
+    /// Threading: reads the store only; call from any thread.
+    public func records(of snapshots: [Snapshot]) throws(ObjectGraphError) -> [ObjectRecord] {
         let model = coordinator.model
-        // Sources by relationship name: a relationship an entity inherits is read for the
+        // Each entity's to-many relationships, worked out once per page: the slot of each in its
+        // records' values (shared by all of them), and which reading below gathers it.
+        struct Layout {
+            var names: PropertyNames
+            var slots: [Int]
+            var readings: [Int]
+        }
+        // One reading per relationship name: the objects (and where their records are) whose
+        // lists of it are read in one request; a relationship an entity inherits is read for the
         // objects of every entity that has it at once.
-        var sources: [String: [ObjectID]] = [:]
-        var names: [EntityID: [String]] = [:]
+        struct Reading {
+            var name: String
+            var ids: [ObjectID] = []
+            var places: [Int] = []
+            var slots: [Int] = []
+        }
+        var layouts: [EntityID: Layout] = [:]
+        var readings: [Reading] = []
+        var readingOfName: [String: Int] = [:]
+        var records: [ObjectRecord] = []
+        records.reserveCapacity(snapshots.count)
+        var last: (entity: EntityID, layout: Layout)?
         for snapshot in snapshots {
             let entity = snapshot.objectID.entity
-            if names[entity] == nil {
-                names[entity] = model[entity].persistentRelationships.filter(\.isToMany).map(\.name)
+            // Pages are mostly one entity's rows: the last one's layout saves a lookup per row.
+            if last?.entity != entity {
+                if let known = layouts[entity] {
+                    last = (entity, known)
+                } else {
+                    let names = model[entity].persistentRelationships.filter(\.isToMany).map(\.name)
+                    let (list, slots) = PropertyNames.slotted(names)
+                    let layout = Layout(
+                        names: list, slots: slots,
+                        readings: names.map { name in
+                            if let known = readingOfName[name] { return known }
+                            readings.append(Reading(name: name))
+                            readingOfName[name] = readings.count - 1
+                            return readings.count - 1
+                        })
+                    layouts[entity] = layout
+                    last = (entity, layout)
+                }
             }
-            for name in names[entity] ?? [] { sources[name, default: []].append(snapshot.objectID) }
+            guard let layout = last?.layout else { continue }
+            // Every record holds every to-many relationship of its entity, empty ones included.
+            var toMany = PropertyValues<[ObjectID]>(layout: layout.names)
+            for slot in layout.slots { toMany.setValue([], slot: slot) }
+            for (reading, slot) in zip(layout.readings, layout.slots) {
+                readings[reading].ids.append(snapshot.objectID)
+                readings[reading].places.append(records.count)
+                readings[reading].slots.append(slot)
+            }
+            records.append(ObjectRecord(snapshot: snapshot, toMany: toMany))
         }
-        var lists: [String: [ObjectID: [ObjectID]]] = [:]
-        for (name, ids) in sources.sorted(by: { $0.key < $1.key }) {
-            guard let first = ids.first else { continue }
-            lists[name] = try store.toManyDestinations(of: name, in: first.entity, for: ids)
+        for reading in readings.sorted(by: { $0.name < $1.name }) {
+            guard let first = reading.ids.first else { continue }
+            let lists = try store.toManyDestinationLists(of: reading.name, in: first.entity, for: reading.ids)
+            guard lists.count == reading.ids.count else {
+                throw ObjectGraphError(
+                    .corruptStore,
+                    "the store gave \(lists.count) lists of \(reading.name) for \(reading.ids.count) objects")
+            }
+            for (index, list) in lists.enumerated() {
+                records[reading.places[index]].toMany.setValue(list, slot: reading.slots[index])
+            }
         }
-        return snapshots.map { snapshot in
-            var toMany: [String: [ObjectID]] = [:]
-            for name in names[snapshot.objectID.entity] ?? [] { toMany[name] = lists[name]?[snapshot.objectID] ?? [] }
-            return ObjectRecord(snapshot: snapshot, toMany: toMany)
-        }
+        return records
     }
 }

@@ -15,13 +15,17 @@ public struct ObjectRecord: Sendable, Hashable {
     public var toOne: PropertyValues<ObjectID>
     /// Every persistent to-many relationship of the object's entity, empty ones included; ordered
     /// relationships in their order, others by destination key.
-    public var toMany: [String: [ObjectID]]
+    public var toMany: PropertyValues<[ObjectID]>
 
-    public init(snapshot: Snapshot, toMany: [String: [ObjectID]]) {
+    public init(snapshot: Snapshot, toMany: PropertyValues<[ObjectID]>) {
         objectID = snapshot.objectID
         version = snapshot.version
         attributes = snapshot.attributes
         toOne = snapshot.toOne
         self.toMany = toMany
+    }
+
+    public init(snapshot: Snapshot, toMany: [String: [ObjectID]]) {
+        self.init(snapshot: snapshot, toMany: PropertyValues(toMany))
     }
 }

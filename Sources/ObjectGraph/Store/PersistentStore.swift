@@ -45,6 +45,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     func toManyDestinations(of relationship: String, in entity: EntityID, for sources: [ObjectID])
         throws(ObjectGraphError) -> [ObjectID: [ObjectID]]
 
+    /// ``toManyDestinations(of:in:for:)`` as one list per source, in the order of `sources`: for
+    /// readers of many objects (an export), which then look nothing up.
+    func toManyDestinationLists(of relationship: String, in entity: EntityID, for sources: [ObjectID])
+        throws(ObjectGraphError) -> [[ObjectID]]
+
     /// Reserves `count` new primary keys in the tree of root entity `root` (Core Data's Z_MAX).
     func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey]
 
@@ -111,6 +116,13 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    public func toManyDestinationLists(of relationship: String, in entity: EntityID, for sources: [ObjectID])
+        throws(ObjectGraphError) -> [[ObjectID]]
+    {
+        let lists = try toManyDestinations(of: relationship, in: entity, for: sources)
+        return sources.map { lists[$0] ?? [] }
+    }
+
     /// A store that does not say otherwise was opened with a model (the coordinator knows that
     /// case) or worked one out from its file.
     public var modelSource: ModelSource { .inferred }

@@ -148,6 +148,19 @@ public struct PropertyValues<Value: Sendable & Hashable>: Sendable {
         slots[slot] = value
     }
 
+    /// The names these values have slots for, sorted: the ``PropertyNames`` they were made on,
+    /// shared by every value made on it (the same storage, so comparing two such lists costs
+    /// nothing). With ``value(inSlot:)``, a reader of many values of one layout looks each name
+    /// up once per layout instead of once per value.
+    @inlinable
+    public var slotNames: [String] { names }
+
+    /// The value in `slot` of ``slotNames``; nil when it has none or there is no such slot.
+    @inlinable
+    public func value(inSlot slot: Int) -> Value? {
+        slot >= 0 && slot < slots.count ? slots[slot] : nil
+    }
+
     /// The number of non-nil values.
     @inlinable
     public var count: Int {

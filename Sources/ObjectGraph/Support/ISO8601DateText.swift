@@ -10,21 +10,30 @@ import Foundation
 public enum ISO8601DateText {
     /// ISO 8601 in UTC with the fewest fractional digits that read back to the same Double.
     public static func text(of date: Date) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(32)
+        append(date, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends ``text(of:)`` as UTF-8: for writers of many dates (an export), without a string
+    /// per date.
+    public static func append(_ date: Date, to text: inout [UInt8]) {
         let t = date.timeIntervalSinceReferenceDate
-        guard t.isFinite else { return t.description }
+        guard t.isFinite else {
+            text.append(contentsOf: t.description.utf8)
+            return
+        }
         let whole = t.rounded(.down)
         let fraction = t - whole  // exact, but for -1 < t < 0 (see DateTextTests)
-        let base = wholeSeconds(whole)
-        if fraction == 0 { return base + "Z" }
+        appendWholeSeconds(whole, to: &text)
+        defer { text.append(UInt8(ascii: "Z")) }
+        if fraction == 0 { return }
         // date(from:) reads the text back as `whole + Double("0.ddd")`, so that is the round trip
         // to check. Up to 15 digits come from rounding fraction × 10^n (fast; printf made listing
         // a folder of dates twice as slow), and are checked without making the text: `n / 10^n`
         // (both exact doubles, the division correctly rounded) is the double "0.ddd" reads as;
         // more digits come from printf.
-        func readsBack(_ decimals: String?) -> Bool {
-            guard let decimals, let back = Double("0" + decimals) else { return false }
-            return (whole + back).bitPattern == t.bitPattern
-        }
         var scale = 1.0
         for digits in 1...30 {
             if digits <= 15 {
@@ -32,19 +41,35 @@ public enum ISO8601DateText {
                 let scaled = (fraction * scale).rounded()
                 if scaled < scale {
                     guard (whole + scaled / scale).bitPattern == t.bitPattern else { continue }
-                    return base + Self.fractionDigits(Int64(scaled), digits) + "Z"
+                    appendFraction(UInt64(scaled), digits: digits, to: &text)
+                    return
                 }
+                // Rounded up to 1: printf gives "1.…" (no digits here) or, when the exact
+                // fraction is just below the midpoint, all nines. Nines that do not read back
+                // cannot be the answer either way, so printf (slow) is asked only when they do.
+                guard (whole + (scale - 1) / scale).bitPattern == t.bitPattern else { continue }
             }
-            let decimals = Self.printfDigits(fraction, digits)
-            if readsBack(decimals) { return base + decimals! + "Z" }
+            if let decimals = Self.printfDigits(fraction, digits), let back = Double("0" + decimals),
+                (whole + back).bitPattern == t.bitPattern
+            {
+                text.append(contentsOf: decimals.utf8)
+                return
+            }
         }
-        return base + String(format: "%.30f", fraction).dropFirst() + "Z"
+        text.append(contentsOf: String(format: "%.30f", fraction).dropFirst().utf8)
     }
 
-    /// `.ddd`: `value` in `digits` digits, zero-padded on the left.
-    private static func fractionDigits(_ value: Int64, _ digits: Int) -> String {
-        let text = String(value)
-        return "." + String(repeating: "0", count: max(0, digits - text.count)) + text
+    /// `.ddd`: `value` (below 10^digits) in `digits` digits, zero-padded on the left.
+    private static func appendFraction(_ value: UInt64, digits: Int, to text: inout [UInt8]) {
+        text.append(UInt8(ascii: "."))
+        var unit: UInt64 = 1
+        for _ in 1..<digits { unit *= 10 }
+        var rest = value
+        while unit > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / unit % 10))
+            rest %= unit
+            unit /= 10
+        }
     }
 
     /// `.ddd` as printf rounds it; nil when it rounds up to 1.
@@ -60,13 +85,13 @@ public enum ISO8601DateText {
     /// 8601 does not. Years before 1 are astronomical (0000 is 1 BC, -0001 is 2 BC); years after
     /// 9999 take as many digits as they need. Instants too far out for an Int of seconds (beyond
     /// about 292 billion years) print as their number of seconds.
-    private static func wholeSeconds(_ whole: Double) -> String {
-        guard let unix = Int(exactly: whole + 978_307_200) else { return whole.description }
+    private static func appendWholeSeconds(_ whole: Double, to text: inout [UInt8]) {
+        guard let unix = Int(exactly: whole + 978_307_200) else {
+            text.append(contentsOf: whole.description.utf8)
+            return
+        }
         let second = ((unix % 86_400) + 86_400) % 86_400
         let (y, m, d) = civil(fromDays: (unix - second) / 86_400)
-        // Digits into one buffer: a date is formatted for every value shown or exported.
-        var text: [UInt8] = []
-        text.reserveCapacity(24)
         if y < 0 { text.append(UInt8(ascii: "-")) }
         let year = y.magnitude
         if year > 9999 {
@@ -85,7 +110,6 @@ public enum ISO8601DateText {
         twoDigits(second / 60 % 60, &text)
         text.append(UInt8(ascii: ":"))
         twoDigits(second % 60, &text)
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// `value` (0...99) as two digits.
