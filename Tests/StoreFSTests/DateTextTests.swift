@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraph
 import Testing
 
 @testable import StoreFS
@@ -38,6 +39,39 @@ struct DateTextTests {
             let text = ValueText.format(Date(timeIntervalSinceReferenceDate: t))
             let back = try #require(ValueText.parseDate(text), "\(text)")
             #expect(back.timeIntervalSinceReferenceDate.bitPattern == t.bitPattern, "\(t) -> \(text)")
+        }
+    }
+
+    /// The fraction has the fewest digits that read back (no shorter rounding of the value does,
+    /// printf's included), for fractions just under a whole second too, where rounding to fewer
+    /// digits carries into the seconds; appended or made as a string, the same text.
+    @Test func fractionsHaveTheFewestDigitsThatReadBack() throws {
+        var fractions: [Double] = []
+        for digits in 1...16 {
+            let step = pow(10, -Double(digits))
+            fractions += [1 - step, 1 - step / 2, 1 - step / 3, 1 - step * 0.4999, 1 - step * 0.5001, step, 0.5 + step]
+        }
+        for whole in [0.0, 1, 59, 86_399, 123_456_789, 978_307_199, -2, -86_400, 1e11] {
+            for fraction in fractions where fraction > 0 && fraction < 1 {
+                let t = whole + fraction
+                let date = Date(timeIntervalSinceReferenceDate: t)
+                let text = ISO8601DateText.text(of: date)
+                var appended: [UInt8] = Array("x".utf8)
+                ISO8601DateText.append(date, to: &appended)
+                #expect(String(decoding: appended, as: UTF8.self) == "x" + text)
+                let back = try #require(ISO8601DateText.date(from: text), "\(text)")
+                #expect(back.timeIntervalSinceReferenceDate.bitPattern == t.bitPattern, "\(t) -> \(text)")
+                // Fewer digits: printf's rounding of the fraction (carrying into the seconds when
+                // it rounds to 1) never reads back.
+                let shown = text.contains(".") ? (text.split(separator: ".").last.map { $0.dropLast().count } ?? 0) : 0
+                let exactWhole = t.rounded(.down)
+                for digits in 0..<shown {
+                    let rounded = String(format: "%.\(digits)f", t - exactWhole)
+                    let value = exactWhole + (Double(rounded) ?? .nan)
+                    #expect(
+                        value.bitPattern != t.bitPattern, "\(t): \(rounded) reads back with fewer digits than \(text)")
+                }
+            }
         }
     }
 

@@ -42,8 +42,16 @@ public struct ObjectRecords: Sendable {
     /// The columns of a CSV, by name; nil for JSON.
     private let csvColumns: [String]?
     /// Each entity's properties as written (by entity number - 1): the JSON key (`,"name":`),
-    /// the attribute type (nil for a relationship), and for CSV the column it goes in.
+    /// the attribute type (nil for a relationship).
     private var properties: [[Property]] = []
+    /// For CSV, each entity's columns in order (by entity number - 1): the index in the entity's
+    /// ``properties`` of the property each column holds, nil for a column it lacks; empty for
+    /// entities outside the CSV's.
+    private var csvLayouts: [[Int?]] = []
+    /// By entity (number - 1), where each of its ``properties`` is in the values of the records
+    /// last written of it: a store gives all records of an entity one layout of names, so the
+    /// names are looked up once per layout rather than once per record and property.
+    private var slotCache: [PropertySlots?] = []
     /// Each entity's name as UTF-8, JSON-quoted and as a CSV field.
     private var entityNames: [(json: [UInt8], csv: [UInt8])] = []
     private var written = 0
@@ -72,6 +80,7 @@ public struct ObjectRecords: Sendable {
                         Property(name: $0.name, type: nil, toMany: $0.isToMany)
                     })
         }
+        slotCache = Array(repeating: nil, count: model.entities.count)
         if format == .csv {
             guard let entity, entity.rawValue >= 1, entity.rawValue <= model.entities.count else {
                 throw ObjectGraphError(
@@ -85,15 +94,46 @@ public struct ObjectRecords: Sendable {
                     names.append(property.name)
                 }
             }
+            csvLayouts = Array(repeating: [], count: model.entities.count)
             for member in model.entityAndSubentities(of: entity) {
-                for index in properties[member.rawValue - 1].indices {
-                    properties[member.rawValue - 1][index].column = column[properties[member.rawValue - 1][index].name]
+                var layout = [Int?](repeating: nil, count: names.count)
+                for (index, property) in properties[member.rawValue - 1].enumerated() {
+                    if let at = column[property.name] { layout[at] = index }
                 }
+                csvLayouts[member.rawValue - 1] = layout
             }
             csvColumns = names
         } else {
             csvColumns = nil
         }
+    }
+
+    private struct PropertySlots: Sendable {
+        var attributeNames: [String]
+        var toOneNames: [String]
+        var toManyNames: [String]
+        /// By property (as ``properties``): its slot in the record's values of its kind; nil
+        /// when they have none for it.
+        var slots: [Int?]
+    }
+
+    /// The slots of `record`'s entity's properties in its values (see ``slotCache``).
+    private mutating func slots(of record: ObjectRecord, entity index: Int) -> [Int?] {
+        let attributes = record.attributes.slotNames
+        let toOne = record.toOne.slotNames
+        let toMany = record.toMany.slotNames
+        if let cached = slotCache[index], cached.attributeNames == attributes, cached.toOneNames == toOne,
+            cached.toManyNames == toMany
+        {
+            return cached.slots
+        }
+        let slots = properties[index].map { property -> Int? in
+            let names = property.type != nil ? attributes : property.toMany ? toMany : toOne
+            return names.firstIndex(of: property.name)
+        }
+        slotCache[index] = PropertySlots(
+            attributeNames: attributes, toOneNames: toOne, toManyNames: toMany, slots: slots)
+        return slots
     }
 
     private struct Property: Sendable {
@@ -102,7 +142,6 @@ public struct ObjectRecords: Sendable {
         var toMany: Bool
         /// `,"name":`
         var jsonKey: [UInt8]
-        var column: Int?
 
         init(name: String, type: AttributeType?, toMany: Bool) {
             self.name = name
@@ -184,29 +223,28 @@ public struct ObjectRecords: Sendable {
         case .data(let bytes):
             return ValueText.isText(type) ? String(decoding: bytes, as: UTF8.self) : bytes.base64EncodedString()
         case .uuid(let uuid):
-            // ValueText's form (canonical, lower case), without Foundation's printf and a copy.
-            return uuidText(uuid)
+            var text: [UInt8] = []
+            appendUUID(uuid, to: &text)
+            return String(decoding: text, as: UTF8.self)
         default:
             return ValueText.text(of: value)
         }
     }
 
-    private static func uuidText(_ uuid: UUID) -> String {
+    /// ValueText's form of a UUID (canonical, lower case), without Foundation's printf and a copy.
+    private static func appendUUID(_ uuid: UUID, to text: inout [UInt8]) {
         withUnsafeBytes(of: uuid.uuid) { bytes in
-            var text: [UInt8] = []
-            text.reserveCapacity(36)
             for (index, byte) in bytes.enumerated() {
                 if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
                 text.append(hexDigits[Int(byte >> 4)])
                 text.append(hexDigits[Int(byte & 0x0F)])
             }
-            return String(decoding: text, as: UTF8.self)
         }
     }
 
     // MARK: - JSON
 
-    private func appendJSON(_ record: ObjectRecord, to out: inout [UInt8]) {
+    private mutating func appendJSON(_ record: ObjectRecord, to out: inout [UInt8]) {
         let id = record.objectID
         out.append(contentsOf: Self.entityKey)
         if isKnown(id.entity) {
@@ -217,24 +255,35 @@ public struct ObjectRecords: Sendable {
         out.append(contentsOf: Self.uriKey)
         appendURI(id, to: &out)
         out.append(UInt8(ascii: "\""))
-        for property in isKnown(id.entity) ? properties[id.entity.rawValue - 1] : [] {
+        guard isKnown(id.entity) else {
+            out.append(UInt8(ascii: "}"))
+            return
+        }
+        let entity = id.entity.rawValue - 1
+        let slots = slots(of: record, entity: entity)
+        let entityProperties = properties[entity]
+        for (property, slot) in zip(entityProperties, slots) {
             out.append(contentsOf: property.jsonKey)
+            guard let slot else {
+                out.append(contentsOf: property.toMany ? Self.emptyList : Self.null)
+                continue
+            }
             if let type = property.type {
-                if let value = record.attributes[property.name] {
-                    Self.appendJSONString(Self.text(of: value, type: type).utf8, to: &out)
+                if let value = record.attributes.value(inSlot: slot) {
+                    Self.appendJSONString(value, type: type, to: &out)
                 } else {
                     out.append(contentsOf: Self.null)
                 }
             } else if property.toMany {
                 out.append(UInt8(ascii: "["))
-                for (index, destination) in (record.toMany[property.name] ?? []).enumerated() {
+                for (index, destination) in (record.toMany.value(inSlot: slot) ?? []).enumerated() {
                     if index > 0 { out.append(UInt8(ascii: ",")) }
                     out.append(UInt8(ascii: "\""))
                     appendURI(destination, to: &out)
                     out.append(UInt8(ascii: "\""))
                 }
                 out.append(UInt8(ascii: "]"))
-            } else if let destination = record.toOne[property.name] {
+            } else if let destination = record.toOne.value(inSlot: slot) {
                 out.append(UInt8(ascii: "\""))
                 appendURI(destination, to: &out)
                 out.append(UInt8(ascii: "\""))
@@ -246,9 +295,33 @@ public struct ObjectRecords: Sendable {
     }
 
     private static let null: [UInt8] = Array("null".utf8)
+    private static let emptyList: [UInt8] = Array("[]".utf8)
     private static let entityKey: [UInt8] = Array(#"{"@entity":"#.utf8)
     private static let uriKey: [UInt8] = Array(#","@uri":""#.utf8)
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// An attribute's text form as a JSON string; integers and strings without making one.
+    private static func appendJSONString(_ value: AttributeValue, type: AttributeType, to out: inout [UInt8]) {
+        switch value {
+        case .integer(let v):
+            out.append(UInt8(ascii: "\""))
+            appendDecimal(v, to: &out)
+            out.append(UInt8(ascii: "\""))
+        case .string(let v):
+            appendJSONString(v.utf8, to: &out)
+        case .date(let v):
+            // Digits, signs, `T`, `:`, `.` and `Z`: nothing to escape.
+            out.append(UInt8(ascii: "\""))
+            ISO8601DateText.append(v, to: &out)
+            out.append(UInt8(ascii: "\""))
+        case .uuid(let v):
+            out.append(UInt8(ascii: "\""))
+            appendUUID(v, to: &out)
+            out.append(UInt8(ascii: "\""))
+        default:
+            appendJSONString(text(of: value, type: type).utf8, to: &out)
+        }
+    }
 
     /// A JSON string: `"`, `\` and control characters escaped, everything else as UTF-8.
     static func appendJSONString(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
@@ -282,35 +355,44 @@ public struct ObjectRecords: Sendable {
 
     // MARK: - CSV
 
-    private func appendCSV(_ record: ObjectRecord, to out: inout [UInt8]) {
+    private mutating func appendCSV(_ record: ObjectRecord, to out: inout [UInt8]) {
         let id = record.objectID
-        guard isKnown(id.entity), let columns = csvColumns else { return }
-        out.append(contentsOf: entityNames[id.entity.rawValue - 1].csv)
+        guard isKnown(id.entity), csvColumns != nil else { return }
+        let entity = id.entity.rawValue - 1
+        let entityProperties = properties[entity]
+        let slots = slots(of: record, entity: entity)
+        out.append(contentsOf: entityNames[entity].csv)
         out.append(UInt8(ascii: ","))
         appendURI(id, to: &out)
-        // Each column's field, in column order; columns the entity lacks stay empty.
-        var fields = [[UInt8]](repeating: [], count: columns.count)
-        for property in properties[id.entity.rawValue - 1] {
-            guard let column = property.column else { continue }
-            var field: [UInt8] = []
-            if let type = property.type {
-                guard let value = record.attributes[property.name] else { continue }
-                Self.appendCSVField(Self.text(of: value, type: type).utf8, to: &field)
-            } else if property.toMany {
-                for (index, destination) in (record.toMany[property.name] ?? []).enumerated() {
-                    if index > 0 { field.append(UInt8(ascii: " ")) }
-                    appendURI(destination, to: &field)
-                }
-            } else if let destination = record.toOne[property.name] {
-                appendURI(destination, to: &field)
-            }
-            fields[column] = field
-        }
-        for field in fields {
+        // Straight into the output in column order: columns the entity lacks stay empty.
+        for index in csvLayouts[entity] {
             out.append(UInt8(ascii: ","))
-            out.append(contentsOf: field)
+            guard let index, let slot = slots[index] else { continue }
+            let property = entityProperties[index]
+            if let type = property.type {
+                guard let value = record.attributes.value(inSlot: slot) else { continue }
+                Self.appendCSVField(value, type: type, to: &out)
+            } else if property.toMany {
+                for (index, destination) in (record.toMany.value(inSlot: slot) ?? []).enumerated() {
+                    if index > 0 { out.append(UInt8(ascii: " ")) }
+                    appendURI(destination, to: &out)
+                }
+            } else if let destination = record.toOne.value(inSlot: slot) {
+                appendURI(destination, to: &out)
+            }
         }
         out.append(UInt8(ascii: "\n"))
+    }
+
+    /// An attribute's field: numbers, booleans and dates never need quotes.
+    private static func appendCSVField(_ value: AttributeValue, type: AttributeType, to out: inout [UInt8]) {
+        switch value {
+        case .integer(let v): appendDecimal(v, to: &out)
+        case .string(let v): appendCSVField(v.utf8, to: &out)
+        case .date(let v): ISO8601DateText.append(v, to: &out)
+        case .uuid(let v): appendUUID(v, to: &out)
+        default: appendCSVField(text(of: value, type: type).utf8, to: &out)
+        }
     }
 
     /// A CSV field: quoted (with `"` doubled) when it holds a comma, quote or line break, or is
@@ -355,17 +437,21 @@ public struct ObjectRecords: Sendable {
     static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var rest = value.magnitude
-        var digits: (UInt64, UInt64) = (0, 0)  // up to 20 digits, 4 bits each, least significant first
-        var count = 0
-        repeat {
-            let digit = rest % 10
-            if count < 16 { digits.0 |= digit << (4 * UInt64(count)) } else { digits.1 |= digit << (4 * UInt64(count - 16)) }
-            rest /= 10
+        var count = 1
+        var bound: UInt64 = 10
+        // Counted against powers of ten up to 10^19 (UInt64 holds it; magnitudes stay below 10^19).
+        while count < 19 && rest >= bound {
             count += 1
-        } while rest > 0
-        for index in stride(from: count - 1, through: 0, by: -1) {
-            let digit = index < 16 ? (digits.0 >> (4 * UInt64(index))) & 0xF : (digits.1 >> (4 * UInt64(index - 16))) & 0xF
-            out.append(UInt8(ascii: "0") + UInt8(digit))
+            bound &*= 10
         }
+        // Room first, then the digits from the last: a division by the constant 10 per digit.
+        let end = out.count + count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        var at = end - 1
+        repeat {
+            out[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+            at -= 1
+        } while rest > 0
     }
 }
