@@ -398,12 +398,19 @@ public struct ObjectRecords: Sendable {
     /// A CSV field: quoted (with `"` doubled) when it holds a comma, quote or line break, or is
     /// empty (an empty string; nil is a field with nothing in it).
     static func appendCSVField(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
-        let needsQuotes =
-            bytes.isEmpty
-            || bytes.contains {
-                $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n")
-                    || $0 == UInt8(ascii: "\r")
-            }
+        func special(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\n")
+                || byte == UInt8(ascii: "\r")
+        }
+        // Most fields are plain: tested and copied as one buffer (a string's bytes are one).
+        let copied =
+            bytes.withContiguousStorageIfAvailable { buffer -> Bool in
+                guard !buffer.isEmpty, !buffer.contains(where: special) else { return false }
+                out.append(contentsOf: buffer)
+                return true
+            } ?? false
+        if copied { return }
+        let needsQuotes = bytes.isEmpty || bytes.contains(where: special)
         guard needsQuotes else {
             out.append(contentsOf: bytes)
             return
