@@ -8,8 +8,9 @@
 /// key order; without a predicate they hold every object of the entity (and of its subentities
 /// when asked), saved objects only.
 ///
-/// Threading: a value used by one thread at a time (``ObjectRecordReadAhead`` reads it on a
-/// thread of its own); the store it reads is thread-safe.
+/// Threading: a value used by one thread at a time (``ObjectRecordReadAhead`` reads its pages of
+/// rows on one thread and their relationships, ``records(of:)``, on another); the store it reads
+/// is thread-safe.
 public struct ObjectRecordPages: Sendable {
     public let coordinator: PersistentStoreCoordinator
     public let entity: EntityID
