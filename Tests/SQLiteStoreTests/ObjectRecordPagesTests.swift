@@ -174,4 +174,61 @@ import Testing
             }
         }
     }
+
+    /// Two sibling entities each declare a to-many relationship of the same name: a page holding
+    /// objects of both reads each one's own lists (one request per relationship, not per name).
+    @Test func siblingsRelationshipsOfOneNameAreReadApart() throws {
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Shape", attributes: [AttributeDescription(name: "label", type: .string)]),
+            EntityDescription(
+                name: "Square", parentName: "Shape",
+                relationships: [
+                    RelationshipDescription(
+                        name: "marks", destinationEntityName: "Mark", inverseName: "square", isToMany: true)
+                ]),
+            EntityDescription(
+                name: "Circle", parentName: "Shape",
+                relationships: [
+                    RelationshipDescription(
+                        name: "marks", destinationEntityName: "Mark", inverseName: "circle", isToMany: true,
+                        isOrdered: true)
+                ]),
+            EntityDescription(
+                name: "Mark", attributes: [AttributeDescription(name: "n", type: .integer64)],
+                relationships: [
+                    RelationshipDescription(name: "square", destinationEntityName: "Square", inverseName: "marks"),
+                    RelationshipDescription(name: "circle", destinationEntityName: "Circle", inverseName: "marks")
+                ])
+        ])
+        let url = try ScratchSpace.folder("record-pages-siblings").appendingPathComponent("Shapes.sqlite")
+        let writer = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], model: model, options: StoreOptions(createIfMissing: true))
+        let square = try #require(model.entityID(named: "Square"))
+        let circle = try #require(model.entityID(named: "Circle"))
+        let mark = try #require(model.entityID(named: "Mark"))
+        let context = writer.newContext()
+        for index in 0..<12 {
+            let shape = try context.insertObject(of: index % 2 == 0 ? square : circle)
+            let marks = try context.insertObjects(of: mark, count: index % 4 + 1)
+            try context.setDestinations(index % 4 == 1 ? marks.reversed() : marks, of: "marks", for: shape)
+        }
+        try context.save()
+        writer.close()
+
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
+        defer { coordinator.close() }
+        let shape = try #require(coordinator.model.entityID(named: "Shape"))
+        var pages = ObjectRecordPages(coordinator: coordinator, entity: shape, pageSize: 100)
+        let before = coordinator.store.requestCount
+        let page = try #require(try pages.next())
+        #expect(coordinator.store.requestCount - before == 3, "the rows, then each entity's marks")
+        #expect(page.count == 12)
+        let reader = coordinator.newContext()
+        for record in page {
+            let expected = try reader.destinations(of: "marks", for: record.objectID)
+            #expect(expected.count >= 1)
+            #expect(record.toMany["marks"] == expected, "\(record.objectID)")
+        }
+    }
 }

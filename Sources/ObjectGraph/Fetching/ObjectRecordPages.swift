@@ -119,18 +119,20 @@ public struct ObjectRecordPages: Sendable {
             var slots: [Int]
             var readings: [Int]
         }
-        // One reading per relationship name: the objects (and where their records are) whose
-        // lists of it are read in one request; a relationship an entity inherits is read for the
+        // One reading per relationship: the objects (and where their records are) whose lists
+        // of it are read in one request; a relationship an entity inherits is read for the
         // objects of every entity that has it at once.
         struct Reading {
             var name: String
+            /// The entity that declares it: sibling entities' relationships of one name are two.
+            var declaring: EntityID
             var ids: [ObjectID] = []
             var places: [Int] = []
             var slots: [Int] = []
         }
         var layouts: [EntityID: Layout] = [:]
         var readings: [Reading] = []
-        var readingOfName: [String: Int] = [:]
+        var readingOf: [String: [EntityID: Int]] = [:]
         var records: [ObjectRecord] = []
         records.reserveCapacity(snapshots.count)
         var last: (entity: EntityID, layout: Layout)?
@@ -146,9 +148,10 @@ public struct ObjectRecordPages: Sendable {
                     let layout = Layout(
                         names: list, slots: slots,
                         readings: names.map { name in
-                            if let known = readingOfName[name] { return known }
-                            readings.append(Reading(name: name))
-                            readingOfName[name] = readings.count - 1
+                            let declaring = declaringEntity(of: name, from: entity)
+                            if let known = readingOf[name]?[declaring] { return known }
+                            readings.append(Reading(name: name, declaring: declaring))
+                            readingOf[name, default: [:]][declaring] = readings.count - 1
                             return readings.count - 1
                         })
                     layouts[entity] = layout
@@ -166,7 +169,7 @@ public struct ObjectRecordPages: Sendable {
             }
             records.append(ObjectRecord(snapshot: snapshot, toMany: toMany))
         }
-        for reading in readings.sorted(by: { $0.name < $1.name }) {
+        for reading in readings.sorted(by: { ($0.name, $0.declaring.rawValue) < ($1.name, $1.declaring.rawValue) }) {
             guard let first = reading.ids.first else { continue }
             let lists = try store.toManyDestinationLists(of: reading.name, in: first.entity, for: reading.ids)
             guard lists.count == reading.ids.count else {
@@ -179,5 +182,22 @@ public struct ObjectRecordPages: Sendable {
             }
         }
         return records
+    }
+
+    /// The entity that declares relationship `name` of `entity`: its highest ancestor that has
+    /// it (a subentity inherits its ancestors' properties and cannot declare one of theirs again).
+    private func declaringEntity(of name: String, from entity: EntityID) -> EntityID {
+        let model = coordinator.model
+        var declaring = entity
+        var steps = 0
+        // Bounded by the number of entities: a model's parents form no cycle, and this never
+        // trusts that they do not.
+        while steps < model.entities.count, let parent = model[declaring].parentID,
+            model[parent].persistentRelationships.contains(where: { $0.name == name })
+        {
+            declaring = parent
+            steps += 1
+        }
+        return declaring
     }
 }
