@@ -174,8 +174,7 @@ extension SQLiteStore {
         let entityName = plan.entityName
         var snapshot = Snapshot(
             objectID: id,
-            version: sqlite3_column_type(row, 2) == SQLITE_INTEGER
-                ? sqlite3_column_int64(row, 2) : Self.integer(DatabaseValue(sqliteStatement: row, index: 2)),
+            version: Self.integer(row, 2),
             attributes: PropertyValues(layout: plan.names.attributes), toOne: PropertyValues(layout: plan.names.toOne))
         for (attribute, slot) in zip(plan.attributes, plan.names.attributeSlots) {
             if !attribute.external,
@@ -226,6 +225,13 @@ extension SQLiteStore {
     static func key(_ row: SQLiteStatement, _ index: CInt) -> Int64? {
         if sqlite3_column_type(row, index) == SQLITE_INTEGER { return sqlite3_column_int64(row, index) }
         return key(in: DatabaseValue(sqliteStatement: row, index: index))
+    }
+
+    /// `integer(_:)` of a `DatabaseValue` (0 for what is not an integer) of column `index` of the
+    /// current row, an INTEGER read straight from SQLite as for keys.
+    static func integer(_ row: SQLiteStatement, _ index: CInt) -> Int64 {
+        if sqlite3_column_type(row, index) == SQLITE_INTEGER { return sqlite3_column_int64(row, index) }
+        return integer(DatabaseValue(sqliteStatement: row, index: index))
     }
 
     /// A key column's value: an integer, or the same digits as text (a table rebuilt by another

@@ -46,10 +46,27 @@ enum ValueText {
         case .string(let v): return v
         case .boolean(let v): return v ? "true" : "false"
         case .date(let v): return format(v)
-        case .uuid(let v): return v.uuidString.lowercased()
+        case .uuid(let v):
+            var text: [UInt8] = []
+            appendUUID(v, to: &text)
+            return String(decoding: text, as: UTF8.self)
         case .data(let v): return String(decoding: v, as: UTF8.self)
         }
     }
+
+    /// A UUID's text form (canonical, lower case), appended as bytes: without Foundation's
+    /// printf and a lowercased copy, for writers of many values (an export) too.
+    static func appendUUID(_ uuid: UUID, to text: inout [UInt8]) {
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(hexDigits[Int(byte >> 4)])
+                text.append(hexDigits[Int(byte & 0x0F)])
+            }
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Parses file content written for an attribute of `type`.
     ///

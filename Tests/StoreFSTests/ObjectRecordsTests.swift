@@ -145,6 +145,13 @@ import Testing
         }
     }
 
+    @Test func uuidsAreFoundationsTextInLowerCase() {
+        for _ in 0..<1000 {
+            let uuid = UUID()
+            #expect(ValueText.text(of: .uuid(uuid)) == uuid.uuidString.lowercased())
+        }
+    }
+
     @Test func keysAreWrittenInDecimal() {
         for value: Int64 in [0, 1, 9, 10, 12, 99_999, 4_294_967_295, 1_234_567_890_123_456_789, .max, -1, .min] {
             var out: [UInt8] = []

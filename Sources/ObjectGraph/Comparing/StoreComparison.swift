@@ -134,8 +134,8 @@ public struct StoreComparison {
         return count
     }
 
-    /// One store's objects of one entity, a page at a time, read ahead on a thread of their own
-    /// (the two stores and the comparison then use both cores).
+    /// One store's objects of one entity, a page at a time, read ahead (``ObjectRecordReadAhead``)
+    /// while the comparison runs: the two stores and the comparison then use both cores.
     private struct Side {
         var pages: ObjectRecordReadAhead?
         var page: [ObjectRecord] = []

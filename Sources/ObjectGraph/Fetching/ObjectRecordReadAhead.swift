@@ -46,6 +46,8 @@ final class ReadAheadStage<Element: Sendable>: Sendable {
     private struct State {
         var ready: [Result<Element?, ObjectGraphError>] = []
         var stopped = false
+        /// The consumer took the producer's nil: every later ``next()`` is nil.
+        var finished = false
     }
 
     private final class Shared: Sendable {
@@ -65,7 +67,6 @@ final class ReadAheadStage<Element: Sendable>: Sendable {
     }
 
     private let shared: Shared
-    private let finished = Mutex(false)
 
     init(
         name: String, depth: Int, produce: @escaping @Sendable () throws(ObjectGraphError) -> Element?
@@ -101,7 +102,7 @@ final class ReadAheadStage<Element: Sendable>: Sendable {
     ///
     /// - Throws: what the producer threw; every later call throws it too.
     func next() throws(ObjectGraphError) -> Element? {
-        if finished.withLock({ $0 }) { return nil }
+        if shared.state.withLock({ $0.finished }) { return nil }
         shared.ready.wait()
         let result = shared.state.withLock { $0.ready.removeFirst() }
         shared.room.signal()
@@ -109,7 +110,7 @@ final class ReadAheadStage<Element: Sendable>: Sendable {
         case .success(let element?):
             return element
         case .success(nil):
-            finished.withLock { $0 = true }
+            shared.state.withLock { $0.finished = true }
             return nil
         case .failure(let error):
             // The thread has ended; keep answering with the error.

@@ -219,27 +219,10 @@ public struct ObjectRecords: Sendable {
     /// The text form of `value` as records hold it: the file's text without its newline, or
     /// base64 for Binary Data and Transformable values.
     public static func text(of value: AttributeValue, type: AttributeType) -> String {
-        switch value {
-        case .data(let bytes):
+        if case .data(let bytes) = value {
             return ValueText.isText(type) ? String(decoding: bytes, as: UTF8.self) : bytes.base64EncodedString()
-        case .uuid(let uuid):
-            var text: [UInt8] = []
-            appendUUID(uuid, to: &text)
-            return String(decoding: text, as: UTF8.self)
-        default:
-            return ValueText.text(of: value)
         }
-    }
-
-    /// ValueText's form of a UUID (canonical, lower case), without Foundation's printf and a copy.
-    private static func appendUUID(_ uuid: UUID, to text: inout [UInt8]) {
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(hexDigits[Int(byte >> 4)])
-                text.append(hexDigits[Int(byte & 0x0F)])
-            }
-        }
+        return ValueText.text(of: value)
     }
 
     // MARK: - JSON
@@ -316,7 +299,7 @@ public struct ObjectRecords: Sendable {
             out.append(UInt8(ascii: "\""))
         case .uuid(let v):
             out.append(UInt8(ascii: "\""))
-            appendUUID(v, to: &out)
+            ValueText.appendUUID(v, to: &out)
             out.append(UInt8(ascii: "\""))
         default:
             appendJSONString(text(of: value, type: type).utf8, to: &out)
@@ -390,7 +373,7 @@ public struct ObjectRecords: Sendable {
         case .integer(let v): appendDecimal(v, to: &out)
         case .string(let v): appendCSVField(v.utf8, to: &out)
         case .date(let v): ISO8601DateText.append(v, to: &out)
-        case .uuid(let v): appendUUID(v, to: &out)
+        case .uuid(let v): ValueText.appendUUID(v, to: &out)
         default: appendCSVField(text(of: value, type: type).utf8, to: &out)
         }
     }

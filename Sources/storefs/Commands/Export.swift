@@ -113,7 +113,8 @@ struct Export: ParsableCommand {
         var output = StandardOutput()
         writer.begin(into: &output.buffer)
         for (id, subentities) in entities {
-            // Pages are read on a thread of their own while this one formats and writes.
+            // Pages are read ahead (rows and relationships, a thread each) while this one formats
+            // and writes.
             let pages = ObjectRecordReadAhead(
                 ObjectRecordPages(
                     coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
