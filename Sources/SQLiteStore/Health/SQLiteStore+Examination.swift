@@ -1,0 +1,405 @@
+import CoreDataSchema
+import Foundation
+import GRDB
+import ObjectGraph
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// `storefs doctor` on an SQLite store: every SQL statement it runs to examine one is in this file
+// (and the ones that repair, in SQLiteStore+Repair.swift), beside PostgresStore+Health.swift's:
+// the statements are the same standard SQL on both engines apart from quoting and placeholders,
+// ready to move into a relational core shared by both. Which references exist is dialect-free
+// (``ReferenceChecks``); each statement reads one table or relationship, whatever its size.
+extension SQLiteStore: ExaminableStore {
+    public func examine(examples: Int) throws(ObjectGraphError) -> StoreExamination {
+        let checks = ReferenceChecks(layout: layout, model: model)
+        var examination = try read { db in
+            let schema = try FileSchema.read(db, file: path)
+            var examination = StoreExamination()
+            let (space, tableBytes) = try space(db)
+            examination.space = space
+            examination.entityBytes = try entityBytes(db, tableBytes: tableBytes)
+            examination.history = try historySummary(db, schema: schema, tableBytes: tableBytes)
+            examination.orphans.toOne = try danglingToOneGroups(db, checks, examples: examples)
+            examination.orphans.toMany = try danglingToManyGroups(db, checks, examples: examples)
+            examination.orphans.rows = try unknownEntityRows(db, checks, examples: examples)
+            examination.keyCounters = try keyCounters(db, checks)
+            examination.integrity = try integrity(db)
+            return examination
+        }
+        examination.orphans.externalData = try unreferencedExternalData()
+        return examination
+    }
+
+    public func danglingToOnes(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
+        let checks = ReferenceChecks(layout: layout, model: model)
+        return try read { db in
+            var found: [DanglingReference] = []
+            for check in checks.toOne where found.count < limit {
+                let sql =
+                    "SELECT s.Z_PK, s.Z_ENT, s.\(q(check.column)) \(danglingToOneClause(check)) ORDER BY s.Z_PK LIMIT ?"
+                for row in try rows(db, sql, [limit - found.count], cached: false) {
+                    let values = row.storedValues
+                    guard let key = values[0].storedInteger, let zent = values[1].storedInteger,
+                        let entity = layout.entityByZent[zent]
+                    else { continue }
+                    found.append(
+                        DanglingReference(
+                            object: ObjectID(entity: entity, key: PrimaryKey(key)), relationship: check.relationship,
+                            missing: ObjectID(entity: check.destination, key: PrimaryKey(Self.integer(values[2])))))
+                }
+            }
+            return found
+        }
+    }
+
+    public func danglingToManyMembers(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
+        let checks = ReferenceChecks(layout: layout, model: model)
+        return try read { db in
+            var found: [DanglingReference] = []
+            for join in checks.joinTables {
+                // Seen from each end that exists: the other end is missing.
+                for (present, absent) in [(join.source, join.destination), (join.destination, join.source)]
+                where found.count < limit && !present.relationship.isEmpty {
+                    guard let presentTable = present.table else { continue }
+                    let sql =
+                        "SELECT j.\(q(present.column)), s.Z_ENT, j.\(q(absent.column)) FROM \(q(join.table)) j "
+                        + "JOIN \(q(presentTable)) s ON s.Z_PK = j.\(q(present.column)) AND s.Z_ENT IN \(list(present.zents)) "
+                        + "WHERE NOT \(exists(absent, key: "j.\(q(absent.column))")) ORDER BY 1, 3 LIMIT ?"
+                    for row in try rows(db, sql, [limit - found.count], cached: false) {
+                        let values = row.storedValues
+                        guard let key = values[0].storedInteger, let zent = values[1].storedInteger,
+                            let entity = layout.entityByZent[zent]
+                        else { continue }
+                        found.append(
+                            DanglingReference(
+                                object: ObjectID(entity: entity, key: PrimaryKey(key)),
+                                relationship: present.relationship,
+                                missing: ObjectID(entity: absent.entity, key: PrimaryKey(Self.integer(values[2])))))
+                    }
+                }
+            }
+            return found
+        }
+    }
+
+    // MARK: - Space
+
+    /// The file's bytes, pages and free pages (of what the connections read: a read-only store's
+    /// private copy, whose WAL is folded in), the -wal's frames (of the store's own -wal), and the
+    /// bytes of each table with its indexes from `dbstat` (by upper-cased table name).
+    private func space(_ db: Database) throws -> (StoreSpace, [String: Int64]) {
+        var space = StoreSpace()
+        space.bytes = Self.fileSize(path)
+        func pragma(_ name: String) throws -> Int? {
+            try rows(db, "PRAGMA \(name)", cached: false).first?.storedValues.first?.storedInteger.map(Int.init)
+        }
+        space.pageSize = try pragma("page_size")
+        space.pages = try pragma("page_count")
+        space.freelistPages = try pragma("freelist_count")
+        let wal = path + "-wal"
+        space.walBytes = Self.fileSize(wal)
+        space.walFrames = Self.walFrames(wal)
+        var tables: [String: Int64] = [:]
+        do {
+            var owner: [String: String] = [:]
+            for row in try rows(db, "SELECT name, tbl_name FROM main.sqlite_master", cached: false) {
+                let values = row.storedValues
+                if let name = values[0].storedText, let table = values[1].storedText { owner[name] = table }
+            }
+            for row in try rows(
+                db, "SELECT name, SUM(pgsize) FROM dbstat('main') GROUP BY name", cached: false)
+            {
+                let values = row.storedValues
+                guard let name = values[0].storedText, let bytes = values[1].storedInteger else { continue }
+                tables[(owner[name] ?? name).uppercased(), default: 0] += bytes
+            }
+            space.measuredWith = "dbstat"
+        } catch {
+            // An SQLite built without the dbstat table: the file's pages alone.
+            space.measuredWith = "page_count"
+        }
+        for (name, bytes) in tables {
+            let table =
+                (try? rows(db, "SELECT name FROM main.sqlite_master WHERE upper(name) = ?", [name], cached: false))?
+                .first?.storedValues.first?.storedText ?? name
+            space.tables[table] = bytes
+        }
+        return (space, tables)
+    }
+
+    /// Each entity's share of its table's bytes, by its rows (an entity tree shares one table).
+    private func entityBytes(_ db: Database, tableBytes: [String: Int64]) throws -> [String: Int64] {
+        var bytes: [String: Int64] = [:]
+        for root in model.rootEntities {
+            guard let table = layout[root.id].table, let total = tableBytes[table.uppercased()] else { continue }
+            var counts: [EntityID: Int64] = [:]
+            for row in try rows(db, "SELECT Z_ENT, COUNT(*) FROM \(q(table)) GROUP BY Z_ENT", cached: false) {
+                let values = row.storedValues
+                guard let zent = values[0].storedInteger, let entity = layout.entityByZent[zent],
+                    let count = values[1].storedInteger
+                else { continue }
+                counts[entity] = count
+            }
+            let rows = counts.values.reduce(0, +)
+            for (entity, count) in counts where rows > 0 {
+                bytes[model[entity].name] = total * count / rows
+            }
+        }
+        return bytes
+    }
+
+    static func fileSize(_ path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    /// The frames a -wal file holds: its length after the 32-byte header, in frames of a 24-byte
+    /// header and one page (the page size from its own header). 0 when there is no such file.
+    static func walFrames(_ path: String) -> Int {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return 0 }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 32), header.count == 32,
+            let size = try? handle.seekToEnd()
+        else { return 0 }
+        let pageSize = header[8..<12].reduce(0) { $0 << 8 | Int($1) }
+        guard pageSize >= 512, pageSize <= 65536, size > 32 else { return 0 }
+        return Int(size - 32) / (24 + pageSize)
+    }
+
+    // MARK: - History
+
+    private func historySummary(_ db: Database, schema: FileSchema, tableBytes: [String: Int64]) throws
+        -> HistorySummary?
+    {
+        guard ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].allSatisfy({ schema.table(named: $0) != nil }) else {
+            return nil
+        }
+        var summary = HistorySummary()
+        if let row = try rows(
+            db, "SELECT COUNT(*), MIN(Z_PK), MAX(Z_PK), MIN(ZTIMESTAMP), MAX(ZTIMESTAMP) FROM ATRANSACTION",
+            cached: false
+        ).first {
+            let values = row.storedValues
+            summary.transactions = Int(values[0].storedInteger ?? 0)
+            summary.firstTransaction = values[1].storedInteger
+            summary.lastTransaction = values[2].storedInteger
+            if !values[3].isNull { summary.oldest = Date(timeIntervalSinceReferenceDate: Self.seconds(values[3])) }
+            if !values[4].isNull { summary.newest = Date(timeIntervalSinceReferenceDate: Self.seconds(values[4])) }
+        }
+        func count(_ sql: String) throws -> Int {
+            Int(try rows(db, sql, cached: false).first?.storedValues.first?.storedInteger ?? 0)
+        }
+        summary.changes = try count("SELECT COUNT(*) FROM ACHANGE")
+        summary.strings = try count("SELECT COUNT(*) FROM ATRANSACTIONSTRING")
+        summary.changesWithoutTransaction = try count(
+            "SELECT COUNT(*) FROM ACHANGE c WHERE NOT EXISTS (SELECT 1 FROM ATRANSACTION t WHERE t.Z_PK = c.ZTRANSACTIONID)"
+        )
+        if !tableBytes.isEmpty {
+            summary.bytes = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].reduce(0) { $0 + (tableBytes[$1] ?? 0) }
+        }
+        return summary
+    }
+
+    // MARK: - Orphans
+
+    private func danglingToOneClause(_ check: ReferenceChecks.ToOne) -> String {
+        let key = "s.\(q(check.column))"
+        let missing =
+            check.destinationTable.map {
+                "NOT EXISTS (SELECT 1 FROM \(q($0)) d WHERE d.Z_PK = \(key) AND d.Z_ENT IN \(list(check.destinationZents)))"
+            } ?? "1"
+        return "FROM \(q(check.table)) s WHERE s.Z_ENT IN \(list(check.zents)) AND \(key) IS NOT NULL AND \(missing)"
+    }
+
+    private func danglingToOneGroups(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
+        -> [ReferenceGroup]
+    {
+        var groups: [ReferenceGroup] = []
+        for check in checks.toOne {
+            let clause = danglingToOneClause(check)
+            let count =
+                try rows(db, "SELECT COUNT(*) \(clause)", cached: false).first?.storedValues.first?
+                .storedInteger ?? 0
+            guard count > 0 else { continue }
+            let keys = try rows(db, "SELECT s.Z_PK \(clause) ORDER BY s.Z_PK LIMIT ?", [examples], cached: false)
+                .compactMap { $0.storedValues.first?.storedInteger }
+            groups.append(
+                ReferenceGroup(
+                    entity: model[check.entity].name, relationship: check.relationship, count: Int(count),
+                    examples: keys, place: "\(check.table).\(check.column)"))
+        }
+        return groups
+    }
+
+    /// `EXISTS` of a row of `end`'s table with key `key` and one of its Z_ENTs (false when the
+    /// store has no such table).
+    func exists(_ end: ReferenceChecks.JoinEnd, key: String) -> String {
+        guard let table = end.table else { return "(0)" }
+        return "EXISTS (SELECT 1 FROM \(q(table)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(end.zents)))"
+    }
+
+    private func danglingToManyGroups(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
+        -> [ReferenceGroup]
+    {
+        var groups: [ReferenceGroup] = []
+        for join in checks.joinTables {
+            let t = q(join.table)
+            let source = "j.\(q(join.source.column))"
+            let destination = "j.\(q(join.destination.column))"
+            let sourceExists = exists(join.source, key: source)
+            let destinationExists = exists(join.destination, key: destination)
+            // Rows seen from the end that exists, then rows with neither end.
+            let cases: [(ReferenceChecks.JoinEnd, String, String, String)] = [
+                (join.source, source, "\(sourceExists) AND NOT \(destinationExists)", ""),
+                (join.destination, destination, "\(destinationExists) AND NOT \(sourceExists)", ""),
+                (join.source, source, "NOT \(sourceExists) AND NOT \(destinationExists)", " (neither end exists)")
+            ]
+            for (end, key, condition, note) in cases {
+                let count =
+                    try rows(db, "SELECT COUNT(*) FROM \(t) j WHERE \(condition)", cached: false).first?
+                    .storedValues.first?.storedInteger ?? 0
+                guard count > 0 else { continue }
+                let keys = try rows(
+                    db, "SELECT \(key) FROM \(t) j WHERE \(condition) ORDER BY 1 LIMIT ?", [examples], cached: false
+                ).compactMap { $0.storedValues.first?.storedInteger }
+                let relationship = end.relationship.isEmpty ? join.source.relationship : end.relationship
+                groups.append(
+                    ReferenceGroup(
+                        entity: model[end.entity].name, relationship: relationship, count: Int(count), examples: keys,
+                        place: join.table + note))
+            }
+        }
+        for hidden in checks.hiddenKeys {
+            let key = "h.\(q(hidden.column))"
+            let sourceExists =
+                hidden.sourceTable.map {
+                    "EXISTS (SELECT 1 FROM \(q($0)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(hidden.sourceZents)))"
+                } ?? "(0)"
+            let clause = "FROM \(q(hidden.table)) h WHERE \(key) IS NOT NULL AND NOT \(sourceExists)"
+            let count =
+                try rows(db, "SELECT COUNT(*) \(clause)", cached: false).first?.storedValues.first?
+                .storedInteger ?? 0
+            guard count > 0 else { continue }
+            let keys = try rows(db, "SELECT h.Z_PK \(clause) ORDER BY 1 LIMIT ?", [examples], cached: false)
+                .compactMap { $0.storedValues.first?.storedInteger }
+            groups.append(
+                ReferenceGroup(
+                    entity: model[hidden.entity].name, relationship: hidden.relationship, count: Int(count),
+                    examples: keys, place: "\(hidden.table).\(hidden.column) (rows naming a missing source)"))
+        }
+        return groups
+    }
+
+    private func unknownEntityRows(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
+        -> [UnknownEntityRows]
+    {
+        var found: [UnknownEntityRows] = []
+        for table in checks.entityTables {
+            let clause = "FROM \(q(table.table)) WHERE Z_ENT IS NULL OR Z_ENT NOT IN \(list(table.zents))"
+            for row in try rows(db, "SELECT Z_ENT, COUNT(*) \(clause) GROUP BY Z_ENT", cached: false) {
+                let values = row.storedValues
+                let zent = values[0].storedInteger ?? 0
+                let keys = try rows(
+                    db, "SELECT Z_PK \(clause) AND IFNULL(Z_ENT, 0) = ? ORDER BY Z_PK LIMIT ?", [zent, examples],
+                    cached: false
+                ).compactMap { $0.storedValues.first?.storedInteger }
+                found.append(
+                    UnknownEntityRows(
+                        table: table.table, zent: zent, count: Int(values[1].storedInteger ?? 0), examples: keys))
+            }
+        }
+        return found
+    }
+
+    private func keyCounters(_ db: Database, _ checks: ReferenceChecks) throws -> [KeyCounterFinding] {
+        var found: [KeyCounterFinding] = []
+        for table in checks.entityTables {
+            guard let zent = layout[table.root].zent else { continue }
+            let counter =
+                try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent], cached: false).first.map {
+                    Self.integer($0, 0)
+                } ?? 0
+            let highest =
+                try rows(db, "SELECT MAX(Z_PK) FROM \(q(table.table))", cached: false).first.map { Self.integer($0, 0) }
+                ?? 0
+            if highest > counter {
+                found.append(KeyCounterFinding(entity: model[table.root].name, counter: counter, highestKey: highest))
+            }
+        }
+        return found
+    }
+
+    public func examineKeyCounters() throws(ObjectGraphError) -> [KeyCounterFinding] {
+        let checks = ReferenceChecks(layout: layout, model: model)
+        return try read { db in try keyCounters(db, checks) }
+    }
+
+    /// `PRAGMA integrity_check`: `ok`, or up to 100 problems.
+    private func integrity(_ db: Database) throws -> IntegrityCheck {
+        let messages = try rows(db, "PRAGMA integrity_check(100)", cached: false).compactMap {
+            $0.storedValues.first?.storedText
+        }
+        return IntegrityCheck(checked: true, messages: messages, method: "PRAGMA integrity_check")
+    }
+
+    // MARK: - External data
+
+    /// The files of `.NAME_SUPPORT/_EXTERNAL_DATA` that no column of any table names (not only the
+    /// attributes the model says allow external storage: a file some column names is never
+    /// called unreferenced), and references whose file is missing. The folder is listed before
+    /// the rows are read, so a file a writer adds meanwhile is not in the list.
+    public func unreferencedExternalData() throws(ObjectGraphError) -> ExternalDataFindings? {
+        let folder = mechanisms.externalData.folder
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+        var files: [String: Int64] = [:]
+        for name in names {
+            var info = stat()
+            guard lstat(folder.appendingPathComponent(name).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG
+            else { continue }
+            files[name] = Int64(info.st_size)
+        }
+        var findings = ExternalDataFindings(folder: folder)
+        findings.files = files.count
+        let referenced: Set<String> = try read { db in
+            let schema = try FileSchema.read(db, file: path)
+            var referenced = Set<String>()
+            for (_, table) in schema.tables.sorted(by: { $0.key < $1.key }) {
+                let columns = table.columns.filter { $0.type.isEmpty || $0.type.contains("BLOB") }
+                guard !columns.isEmpty else { continue }
+                let conditions = columns.map {
+                    "(typeof(\(q($0.name))) = 'blob' AND substr(\(q($0.name)), 1, 1) = x'02' AND length(\(q($0.name))) BETWEEN 37 AND 38)"
+                }
+                let sql =
+                    "SELECT \(columns.map { q($0.name) }.joined(separator: ", ")) FROM main.\(q(table.name)) WHERE "
+                    + conditions.joined(separator: " OR ")
+                for row in try rows(db, sql, cached: false) {
+                    for value in row.storedValues {
+                        if let bytes = value.storedBytes, let name = ExternalDataFolder.fileName(inReference: bytes) {
+                            referenced.insert(name)
+                        }
+                    }
+                }
+            }
+            return referenced
+        }
+        findings.missing = referenced.filter { files[$0] == nil }.count
+        findings.unreferenced = files.keys.filter { !referenced.contains($0) }.sorted().map {
+            ExternalDataFindings.ExternalFile(name: $0, bytes: files[$0] ?? 0)
+        }
+        return findings
+    }
+
+    // MARK: - SQL text
+
+    /// A quoted identifier.
+    func q(_ name: String) -> String { name.quotedDatabaseIdentifier }
+
+    /// `(1, 2, 3)`: Z_ENT numbers (integers from the layout, never input) as an SQL list; `(NULL)`
+    /// for none, which matches no row.
+    func list(_ zents: [Int64]) -> String {
+        zents.isEmpty ? "(NULL)" : "(" + zents.map(String.init).joined(separator: ", ") + ")"
+    }
+}
