@@ -55,7 +55,12 @@ extension PostgresStore {
         for id in changes.inserted { note(id, 0) }
         for id in changes.updated.keys { note(id, 1) }
         for (id, _) in changes.deleted { note(id, 2) }
-        let announced = instance + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
+        // `N UUID@SECONDS [objects]`: the writer, and when it committed (listeners measure the
+        // announcement's lag; older listeners read the writer as a whole word, never their own).
+        let committed = Date().timeIntervalSinceReferenceDate
+        let announced =
+            instance + "@" + String(format: "%.3f", committed)
+            + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
         let tombstones = tombstoneColumns.map { ", v.\(SQLText.identifier($0))" }.joined()
         let changeColumns =
             (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"]
@@ -72,7 +77,7 @@ extension PostgresStore {
             + "a AS (INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", "
             + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(PostgresSchema.transactionZent), NULL, $3::bigint, "
             + "$3::bigint, NULL, $3::bigint, $4::double precision FROM t), x AS (SELECT pg_notify($1::text, t.n::text || ' ' || $2::text) FROM t)"
-        let parameters = [location.channel, announced, String(authorKey), String(Date().timeIntervalSinceReferenceDate)]
+        let parameters = [location.channel, announced, String(authorKey), String(committed)]
         func insertChanges(_ slice: ArraySlice<String>, base: String, from: String) -> String {
             let values = slice.enumerated().map { "(\($0.offset + 1), \($0.element))" }.joined(separator: ", ")
             return

@@ -44,14 +44,23 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public init(
         directory: URL, types: [any PersistentStoreType], configuration: StoreFSConfiguration = StoreFSConfiguration(),
         engineConfiguration: EngineConfiguration = EngineConfiguration(), counters: OperationCounters? = nil,
-        logger: Logger = Logger(label: "storefs")
+        commitStatistics: CommitStatistics? = nil, logger: Logger = Logger(label: "storefs")
     ) {
         self.directory = directory
         self.types = types
         self.configuration = configuration
         self.engineConfiguration = engineConfiguration
         self.counters = counters
+        self.commitStatistics = commitStatistics ?? CommitStatistics()
         self.logger = logger
+    }
+
+    /// The commits of every store of the folder, counted together.
+    public let commitStatistics: CommitStatistics
+
+    /// The coordinators of the stores opened so far (for their caches' statistics).
+    public var openCoordinators: [PersistentStoreCoordinator] {
+        state.withLock { $0.slots.values.map(\.fileSystem.coordinator) }
     }
 
     public func didMount(invalidator: any KernelCacheInvalidator) {
@@ -116,8 +125,8 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         var fsConfiguration = configuration
         fsConfiguration.mountPoint = configuration.mountPoint.map { $0 + "/" + name }
         let fileSystem = StoreFileSystem(
-            coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger,
-            startsHidden: model != nil)
+            coordinator: coordinator, configuration: fsConfiguration, counters: counters,
+            commitStatistics: commitStatistics, logger: logger, startsHidden: model != nil)
         let (index, invalidator): (Int?, (any KernelCacheInvalidator)?) = state.withLock { state in
             if let existing = state.slotsByName[name] { return (existing, nil) }
             guard let free = (1...Self.maximumStores).first(where: { state.slots[$0] == nil }) else {

@@ -75,11 +75,12 @@ struct ObjectScan {
             guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count else { return false }
             return existing[model[id.entity].rootID]?.contains(id.key.rawValue) ?? false
         }
+        let ownership = try Ownership(coordinator: coordinator)
         for entity in model.entities {
             progress(entity.name)
             let attributes = entity.persistentAttributes.filter(Self.isConstrained)
             let toOne = entity.persistentRelationships.filter { !$0.isToMany }
-            let owners = toOne.filter { model.inverse(of: $0)?.deleteRule == .cascade }
+            let owners = ownership.owners(of: entity.id)
             let counted = entity.persistentRelationships.filter {
                 $0.isToMany && (findsDanglingReferences || $0.minCount > 0 || $0.maxCount > 0)
             }
@@ -103,7 +104,7 @@ struct ObjectScan {
                             danglingToOne.add(entity.name, relationship.name, key: key)
                         }
                     }
-                    if !owners.isEmpty, owners.allSatisfy({ snapshot.toOne[$0.name] == nil }) {
+                    if ownership.isUnowned(snapshot) {
                         unowned.add(entity.name, owners.map(\.name).joined(separator: ","), key: key)
                     }
                 }

@@ -230,17 +230,12 @@ extension StoreDoctor {
     /// owner relationships are all nil (``OrphanFindings/unowned``), a batch per save.
     private func deleteUnowned(_ result: inout RepairResult) throws(ObjectGraphError) {
         let model = coordinator.model
+        let ownership = try Ownership(coordinator: coordinator)
         var unowned: [ObjectID] = []
-        for entity in model.entities {
-            let owners = entity.persistentRelationships.filter {
-                !$0.isToMany && model.inverse(of: $0)?.deleteRule == .cascade
-            }
-            guard !owners.isEmpty else { continue }
+        for entity in model.entities where !ownership.owners(of: entity.id).isEmpty {
             var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: false)
             while let page = try pages.nextSnapshots() {
-                for snapshot in page where owners.allSatisfy({ snapshot.toOne[$0.name] == nil }) {
-                    unowned.append(snapshot.objectID)
-                }
+                for snapshot in page where ownership.isUnowned(snapshot) { unowned.append(snapshot.objectID) }
             }
         }
         var start = 0
