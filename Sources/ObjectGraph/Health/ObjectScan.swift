@@ -84,9 +84,13 @@ struct ObjectScan {
             let counted = entity.persistentRelationships.filter {
                 $0.isToMany && (findsDanglingReferences || $0.minCount > 0 || $0.maxCount > 0)
             }
-            var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: false)
             var objects = 0
-            while let page = try pages.nextSnapshots() {
+            let walk = SnapshotWalk(coordinator: coordinator, entity: entity.id)
+            try walk.forEach(unreadable: { id, error in
+                objects += 1
+                let (property, kind) = Self.unreadable(error, entity: entity.name)
+                violations.add(entity.name, property, kind, key: id.key.rawValue)
+            }) { (page) throws(ObjectGraphError) in
                 objects += page.count
                 for snapshot in page {
                     let key = snapshot.objectID.key.rawValue
@@ -135,6 +139,17 @@ struct ObjectScan {
         result.danglingToOne = danglingToOne.groups
         result.danglingToMany = danglingToMany.groups
         return result
+    }
+
+    /// The property and kind of a row the store could not read, from its error: the stores name
+    /// the value as `ENTITY.PROPERTY of object pN` (SQLiteStore's ValueCoding); `range` when the
+    /// value is outside its type (70000 in an Integer 16 column), else `unreadable`.
+    static func unreadable(_ error: ObjectGraphError, entity: String) -> (property: String, kind: String) {
+        let kind = error.message.contains("out of range") ? "range" : "unreadable"
+        for word in error.message.split(separator: " ") where word.hasPrefix(entity + ".") {
+            return (String(word.dropFirst(entity.count + 1)), kind)
+        }
+        return ("(row)", kind)
     }
 
     /// Whether any stored value of `attribute` could break its model: everything but an optional

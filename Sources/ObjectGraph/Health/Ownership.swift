@@ -31,8 +31,9 @@ struct Ownership {
                 else { continue }
                 var keys = Set<Int64>()
                 for holder in model.entityAndSubentities(of: destination) {
-                    var pages = ObjectRecordPages(coordinator: coordinator, entity: holder, includingSubentities: false)
-                    while let page = try pages.nextSnapshots() {
+                    // An owner the store cannot read names no part here; the scan reports it.
+                    try SnapshotWalk(coordinator: coordinator, entity: holder).forEach(unreadable: { _, _ in }) {
+                        page in
                         for snapshot in page {
                             if let part = snapshot.toOne[inverse.name] { keys.insert(part.key.rawValue) }
                         }

@@ -23,6 +23,10 @@ public struct HealthReport: Sendable {
         add(orphans.toOneCount, "to-one references to objects that do not exist (orphans.toOne)")
         add(orphans.toManyCount, "to-many members naming objects that do not exist (orphans.toMany)")
         add(orphans.externalDataCount, "external data files no row names (orphans.externalData)")
+        add(
+            orphans.externalData?.missing ?? 0,
+            "external data references whose file is missing: their values read as nil (orphans.details.externalData.missing)"
+        )
         add(orphans.rowCount, "rows whose Z_ENT no entity has (orphans.rows)")
         add(orphans.unownedCount, "objects whose owner is gone (orphans.unowned)")
         add(violations.total, "values that break the model (violations)")

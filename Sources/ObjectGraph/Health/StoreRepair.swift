@@ -148,9 +148,21 @@ extension StoreDoctor {
             guard !references.isEmpty else { return }
             let objects = Array(Set(references.map(\.object))).sorted()
             var snapshots: [ObjectID: Snapshot] = [:]
-            for snapshot in try store.snapshots(for: objects) { snapshots[snapshot.objectID] = snapshot }
             var request = SaveRequest()
             var unreadable: [DanglingReference] = []
+            do {
+                for snapshot in try store.snapshots(for: objects) { snapshots[snapshot.objectID] = snapshot }
+            } catch  where error.code == .corruptStore || error.code == .validation {
+                // A row the store cannot read (a value its type cannot hold): one at a time, and
+                // those that still fail are cleared by the engine.
+                for object in objects {
+                    do {
+                        for snapshot in try store.snapshots(for: [object]) { snapshots[snapshot.objectID] = snapshot }
+                    } catch  where error.code == .corruptStore || error.code == .validation {
+                        unreadable += references.filter { $0.object == object }
+                    }
+                }
+            }
             var fixed = 0
             for object in objects {
                 guard let original = snapshots[object] else { continue }
@@ -233,8 +245,8 @@ extension StoreDoctor {
         let ownership = try Ownership(coordinator: coordinator)
         var unowned: [ObjectID] = []
         for entity in model.entities where !ownership.owners(of: entity.id).isEmpty {
-            var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: false)
-            while let page = try pages.nextSnapshots() {
+            // One the store cannot read is not deleted: whether it is owned cannot be told.
+            try SnapshotWalk(coordinator: coordinator, entity: entity.id).forEach(unreadable: { _, _ in }) { page in
                 for snapshot in page where ownership.isUnowned(snapshot) { unowned.append(snapshot.objectID) }
             }
         }
@@ -278,8 +290,8 @@ extension StoreDoctor {
         var members: [DanglingReference] = []
         for entity in model.entities {
             let toMany = entity.persistentRelationships.filter(\.isToMany)
-            var pages = ObjectRecordPages(coordinator: coordinator, entity: entity.id, includingSubentities: false)
-            while let page = try pages.nextSnapshots() {
+            try SnapshotWalk(coordinator: coordinator, entity: entity.id).forEach(unreadable: { _, _ in }) {
+                (page) throws(ObjectGraphError) in
                 for snapshot in page {
                     for (name, destination) in snapshot.toOne where !exists(destination) {
                         toOnes.append(
