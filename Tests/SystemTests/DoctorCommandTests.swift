@@ -415,3 +415,164 @@ import Testing
         #expect(try Self.doctor([things]).status == 0)
     }
 }
+
+/// `storefs doctor` on the corpus's real stores (docs/HEALTH.md, "What doctor finds in the
+/// corpus"): every count it gives checked against SQL this test runs itself on a copy.
+@Suite struct DoctorCorpusTests {
+    static let stores = Corpus.names(in: "sqlite") { $0.hasSuffix(".sqlite") || $0.hasSuffix(".store") }
+
+    @Test(arguments: stores)
+    func theCorpusStoresAreHealthyAndCountedAsSQLCountsThem(_ name: String) throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let source = Corpus.url("sqlite/" + name)
+        let store = scratch.path + "/" + name
+        let checked = scratch.path + "/checked-" + name
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source.path + suffix) {
+            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: store + suffix)
+            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: checked + suffix)
+        }
+        let walBytes = (try? FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? Int) ?? 0
+        let (status, json, errors) = try DoctorCommandTests.doctor([store])
+        #expect(status == 0, "\(name): \(json["findings"] ?? "") \(errors)")
+        #expect(json["healthy"] as? Bool == true)
+
+        // Objects per entity: Z_PRIMARYKEY names each entity and its parent; a tree's rows are in
+        // its root's table, Z<ROOT>.
+        let rows = try DoctorCommandTests.sql(checked, "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY WHERE Z_ENT < 16000")
+            .split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        var parent: [String: String] = [:]
+        var names: [String: String] = [:]
+        for row in rows where row.count == 3 {
+            names[row[0]] = row[1]
+            parent[row[0]] = row[2]
+        }
+        let tables = Set(
+            try DoctorCommandTests.sql(checked, "SELECT upper(name) FROM sqlite_master WHERE type = 'table'").split(
+                separator: "\n"
+            ).map(String.init))
+        let entities = json["entities"] as? [String: [String: Any]] ?? [:]
+        var compared = 0
+        for (zent, entity) in names {
+            var root = zent
+            var steps = 0
+            while let up = parent[root], up != "0", steps < 100 {
+                root = up
+                steps += 1
+            }
+            guard let rootName = names[root], tables.contains("Z" + rootName.uppercased()),
+                let reported = entities[entity]?["objects"] as? Int
+            else { continue }
+            let counted = try DoctorCommandTests.count(
+                checked, "SELECT COUNT(*) FROM Z\(rootName.uppercased()) WHERE Z_ENT = \(zent)")
+            #expect(reported == counted, "\(name): \(entity)")
+            compared += 1
+        }
+        #expect(compared > 0, "\(name): entities were compared")
+        // The history, the free pages, the -wal's frames, the integrity check.
+        if tables.contains("ATRANSACTION") {
+            #expect(
+                DoctorCommandTests.number(json, "history.transactions")
+                    == (try DoctorCommandTests.count(checked, "SELECT COUNT(*) FROM ATRANSACTION")))
+            #expect(
+                DoctorCommandTests.number(json, "history.changes")
+                    == (try DoctorCommandTests.count(checked, "SELECT COUNT(*) FROM ACHANGE")))
+        } else {
+            #expect(json["history"] is NSNull, "\(name) keeps no history")
+        }
+        let pageSize = try DoctorCommandTests.count(checked, "PRAGMA page_size")
+        #expect(DoctorCommandTests.number(json, "space.freelistPages") == (try DoctorCommandTests.count(checked, "PRAGMA freelist_count")))
+        #expect(DoctorCommandTests.number(json, "space.walFrames") == (walBytes > 32 ? (walBytes - 32) / (pageSize + 24) : 0))
+        #expect(try DoctorCommandTests.sql(checked, "PRAGMA integrity_check") == "ok\n")
+        #expect((json["integrity"] as? [String: Any])?["ok"] as? Bool == true)
+        #expect(DoctorCommandTests.number(json, "orphans.toOne") == 0)
+        #expect(DoctorCommandTests.number(json, "orphans.toMany") == 0)
+        #expect(DoctorCommandTests.number(json, "violations.total") == 0)
+    }
+}
+
+/// `storefs doctor` on a PostgreSQL store, on a server the test starts: the same findings and
+/// fixes as on SQLite, the fixes as saves that a mount of the store hears of, the backup a schema.
+@Suite struct DoctorPostgresTests {
+    @Test func aRottenPostgreSQLStoreIsCountedAsSQLCountsItAndFixedUnderAMount() throws {
+        let server = try PostgresServer.shared()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try scratch.makeStore(objects: 300)
+        let schema = PostgresServer.uniqueSchema("doctor")
+        let url = server.url(schema: schema).absoluteString
+        let migrated = try run(try storefsBinary(), ["migrate", scratch.store, url])
+        #expect(migrated.succeeded, "\(migrated.errorOutput)")
+        func count(_ query: String) throws -> Int {
+            let text = try server.psql("SET search_path TO \(schema); \(query)").trimmingCharacters(in: .whitespacesAndNewlines)
+            return Int(text.split(separator: "\n").last ?? "") ?? -1
+        }
+        // The join table of Employee.projects and its columns, as the server lists them.
+        let join = try server.psql(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = '\(schema)' AND table_name LIKE 'Z\\_%' AND table_name LIKE '%PROJECTS'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        let columns = try server.psql(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = '\(schema)' AND table_name = '\(join)'"
+        ).split(separator: "\n").map(String.init)
+        let members = try #require(columns.first { $0.hasSuffix("MEMBERS") })
+        let projects = try #require(columns.first { $0.hasSuffix("PROJECTS") })
+        let danglingToOne = """
+            SELECT (SELECT COUNT(*) FROM "ZPERSON" WHERE "ZDEPARTMENT" IS NOT NULL AND "ZDEPARTMENT" NOT IN (SELECT "Z_PK" FROM "ZDEPARTMENT"))
+             + (SELECT COUNT(*) FROM "ZPERSON" WHERE "ZHEADOF" IS NOT NULL AND "ZHEADOF" NOT IN (SELECT "Z_PK" FROM "ZDEPARTMENT"))
+             + (SELECT COUNT(*) FROM "ZPERSON" WHERE "ZMANAGER" IS NOT NULL AND "ZMANAGER" NOT IN (SELECT "Z_PK" FROM "ZPERSON"))
+             + (SELECT COUNT(*) FROM "ZDEPARTMENT" WHERE "ZHEAD" IS NOT NULL AND "ZHEAD" NOT IN (SELECT "Z_PK" FROM "ZPERSON"))
+             + (SELECT COUNT(*) FROM "ZPROJECT" WHERE "ZDEPARTMENT" IS NOT NULL AND "ZDEPARTMENT" NOT IN (SELECT "Z_PK" FROM "ZDEPARTMENT"))
+             + (SELECT COUNT(*) FROM "ZMILESTONE" WHERE "ZPROJECT" IS NOT NULL AND "ZPROJECT" NOT IN (SELECT "Z_PK" FROM "ZPROJECT"))
+            """
+        let danglingJoinRows = """
+            SELECT COUNT(*) FROM "\(join)" WHERE "\(members)" NOT IN (SELECT "Z_PK" FROM "ZPERSON")
+             OR "\(projects)" NOT IN (SELECT "Z_PK" FROM "ZPROJECT")
+            """
+        try server.psql(
+            """
+            SET search_path TO \(schema);
+            DELETE FROM "ZDEPARTMENT" WHERE "Z_PK" = 1;
+            DELETE FROM "ZPROJECT" WHERE "Z_PK" = 2;
+            INSERT INTO "\(join)" ("\(members)", "\(projects)") VALUES (99998, 99997);
+            """)
+        let toOne = try count(danglingToOne)
+        let toMany = try count(danglingJoinRows)
+        #expect(toOne > 0 && toMany > 1)
+        let (status, json, errors) = try DoctorCommandTests.doctor([url])
+        #expect(status == 1, "\(errors)")
+        #expect(DoctorCommandTests.number(json, "orphans.toOne") == toOne)
+        #expect(DoctorCommandTests.number(json, "orphans.toMany") == toMany)
+        #expect(DoctorCommandTests.number(json, "entities.Employee.objects") == (try count(
+            "SELECT COUNT(*) FROM \"ZPERSON\" WHERE \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')")))
+        #expect(DoctorCommandTests.number(json, "history.transactions") == (try count("SELECT COUNT(*) FROM \"ATRANSACTION\"")))
+        #expect(DoctorCommandTests.number(json, "history.changes") == (try count("SELECT COUNT(*) FROM \"ACHANGE\"")))
+        #expect((json["integrity"] as? [String: Any])?["checked"] as? Bool == false)
+
+        // A mount of the store stays up through the fix (several writers are PostgreSQL's way)
+        // and hears of the nullified links through the store's announcements.
+        let employee = try count(
+            "SELECT MIN(\"Z_PK\") FROM \"ZPERSON\" WHERE \"ZDEPARTMENT\" = 1 AND \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')")
+        #expect(try run(try storefsBinary(), ["mount", url, scratch.mountPoint]).succeeded)
+        defer { _ = try? run(try storefsBinary(), ["unmount", scratch.mountPoint]) }
+        let link = scratch.mountPoint + "/Employee/p\(employee)/department"
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == "../../Department/p1")
+        let persons = try count("SELECT COUNT(*) FROM \"ZPERSON\"")
+        let fixed = try DoctorCommandTests.doctor(["--fix", url])
+        let repair = fixed.json["repair"] as? [String: Any]
+        #expect(repair?["toOneNullified"] as? Int == toOne, "\(fixed.errors)")
+        #expect(((repair?["toManyRemoved"] as? Int) ?? 0) + ((repair?["joinRowsRemoved"] as? Int) ?? 0) == toMany)
+        #expect(try count(danglingToOne) == 0 && count(danglingJoinRows) == 0)
+        #expect(try count("SELECT COUNT(*) FROM \"ZPERSON\"") == persons)
+        let backup = try #require(repair?["backup"] as? String)
+        let backupSchema = try #require(backup.split(separator: " ").dropFirst().first.map(String.init))
+        #expect(try server.psql("SELECT COUNT(*) FROM \(backupSchema).\"ZPERSON\"") == "\(persons)\n")
+        #expect(eventually(timeout: 10) { (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil },
+            "the mount drops the nullified link once the fix's announcement arrives")
+        // History before the fix's first save goes; the fix's own transactions stay.
+        let first = try count("SELECT MIN(\"Z_PK\") FROM \"ATRANSACTION\" WHERE \"Z_PK\" > 1")
+        let pruned = try DoctorCommandTests.doctor(["--prune-history-before", "t\(first)", "--vacuum", url])
+        #expect(try count("SELECT MIN(\"Z_PK\") FROM \"ATRANSACTION\"") == first, "\(pruned.errors)")
+        #expect(try count("SELECT COUNT(*) FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" < \(first)") == 0)
+        #expect(try count("SELECT COUNT(*) FROM \"ATRANSACTIONSTRING\" WHERE \"ZNAME\" = 'storefs'") == 1)
+    }
+}
