@@ -439,8 +439,10 @@ import Testing
 
         // Objects per entity: Z_PRIMARYKEY names each entity and its parent; a tree's rows are in
         // its root's table, Z<ROOT>.
-        let rows = try DoctorCommandTests.sql(checked, "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY WHERE Z_ENT < 16000")
-            .split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        let rows = try DoctorCommandTests.sql(
+            checked, "SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY WHERE Z_ENT < 16000"
+        )
+        .split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
         var parent: [String: String] = [:]
         var names: [String: String] = [:]
         for row in rows where row.count == 3 {
@@ -481,8 +483,12 @@ import Testing
             #expect(json["history"] is NSNull, "\(name) keeps no history")
         }
         let pageSize = try DoctorCommandTests.count(checked, "PRAGMA page_size")
-        #expect(DoctorCommandTests.number(json, "space.freelistPages") == (try DoctorCommandTests.count(checked, "PRAGMA freelist_count")))
-        #expect(DoctorCommandTests.number(json, "space.walFrames") == (walBytes > 32 ? (walBytes - 32) / (pageSize + 24) : 0))
+        #expect(
+            DoctorCommandTests.number(json, "space.freelistPages")
+                == (try DoctorCommandTests.count(checked, "PRAGMA freelist_count")))
+        #expect(
+            DoctorCommandTests.number(json, "space.walFrames")
+                == (walBytes > 32 ? (walBytes - 32) / (pageSize + 24) : 0))
         #expect(try DoctorCommandTests.sql(checked, "PRAGMA integrity_check") == "ok\n")
         #expect((json["integrity"] as? [String: Any])?["ok"] as? Bool == true)
         #expect(DoctorCommandTests.number(json, "orphans.toOne") == 0)
@@ -504,7 +510,8 @@ import Testing
         let migrated = try run(try storefsBinary(), ["migrate", scratch.store, url])
         #expect(migrated.succeeded, "\(migrated.errorOutput)")
         func count(_ query: String) throws -> Int {
-            let text = try server.psql("SET search_path TO \(schema); \(query)").trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = try server.psql("SET search_path TO \(schema); \(query)").trimmingCharacters(
+                in: .whitespacesAndNewlines)
             return Int(text.split(separator: "\n").last ?? "") ?? -1
         }
         // The join table of Employee.projects and its columns, as the server lists them.
@@ -542,16 +549,22 @@ import Testing
         #expect(status == 1, "\(errors)")
         #expect(DoctorCommandTests.number(json, "orphans.toOne") == toOne)
         #expect(DoctorCommandTests.number(json, "orphans.toMany") == toMany)
-        #expect(DoctorCommandTests.number(json, "entities.Employee.objects") == (try count(
-            "SELECT COUNT(*) FROM \"ZPERSON\" WHERE \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')")))
-        #expect(DoctorCommandTests.number(json, "history.transactions") == (try count("SELECT COUNT(*) FROM \"ATRANSACTION\"")))
+        #expect(
+            DoctorCommandTests.number(json, "entities.Employee.objects")
+                == (try count(
+                    "SELECT COUNT(*) FROM \"ZPERSON\" WHERE \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')"
+                )))
+        #expect(
+            DoctorCommandTests.number(json, "history.transactions")
+                == (try count("SELECT COUNT(*) FROM \"ATRANSACTION\"")))
         #expect(DoctorCommandTests.number(json, "history.changes") == (try count("SELECT COUNT(*) FROM \"ACHANGE\"")))
         #expect((json["integrity"] as? [String: Any])?["checked"] as? Bool == false)
 
         // A mount of the store stays up through the fix (several writers are PostgreSQL's way)
         // and hears of the nullified links through the store's announcements.
         let employee = try count(
-            "SELECT MIN(\"Z_PK\") FROM \"ZPERSON\" WHERE \"ZDEPARTMENT\" = 1 AND \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')")
+            "SELECT MIN(\"Z_PK\") FROM \"ZPERSON\" WHERE \"ZDEPARTMENT\" = 1 AND \"Z_ENT\" = (SELECT \"Z_ENT\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')"
+        )
         #expect(try run(try storefsBinary(), ["mount", url, scratch.mountPoint]).succeeded)
         defer { _ = try? run(try storefsBinary(), ["unmount", scratch.mountPoint]) }
         let link = scratch.mountPoint + "/Employee/p\(employee)/department"
@@ -566,7 +579,8 @@ import Testing
         let backup = try #require(repair?["backup"] as? String)
         let backupSchema = try #require(backup.split(separator: " ").dropFirst().first.map(String.init))
         #expect(try server.psql("SELECT COUNT(*) FROM \(backupSchema).\"ZPERSON\"") == "\(persons)\n")
-        #expect(eventually(timeout: 10) { (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil },
+        #expect(
+            eventually(timeout: 10) { (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil },
             "the mount drops the nullified link once the fix's announcement arrives")
         // History before the fix's first save goes; the fix's own transactions stay.
         let first = try count("SELECT MIN(\"Z_PK\") FROM \"ATRANSACTION\" WHERE \"Z_PK\" > 1")

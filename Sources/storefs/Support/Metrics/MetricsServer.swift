@@ -106,6 +106,10 @@ final class MetricsServer: Sendable {
         var received: [UInt8] = []
         var response: [UInt8]?
         var sent = 0
+        /// The answer is sent and the write side shut: what the client still sends is read and
+        /// dropped until it closes (closing with unread data would reset the connection, and the
+        /// client could lose the answer: a 431 to an oversized request).
+        var draining = false
         var deadline: Date
     }
 
@@ -118,8 +122,8 @@ final class MetricsServer: Sendable {
                 pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             ]
             for client in clients {
-                descriptors.append(
-                    pollfd(fd: client.descriptor, events: Int16(client.response == nil ? POLLIN : POLLOUT), revents: 0))
+                let writing = client.response != nil && !client.draining
+                descriptors.append(pollfd(fd: client.descriptor, events: Int16(writing ? POLLOUT : POLLIN), revents: 0))
             }
             let now = Date()
             let nearest = clients.map(\.deadline).min().map { max(0, $0.timeIntervalSince(now)) } ?? 1
@@ -130,10 +134,13 @@ final class MetricsServer: Sendable {
             for (index, var client) in clients.enumerated() {
                 let events = descriptors[index + 2].revents
                 var open = Date() < client.deadline
-                if open, events & Int16(POLLIN | POLLHUP | POLLERR) != 0, client.response == nil {
+                if open, client.draining, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                    open = drain(client)
+                } else if open, events & Int16(POLLIN | POLLHUP | POLLERR) != 0, client.response == nil {
                     open = receive(&client)
+                } else if open, events & Int16(POLLOUT | POLLHUP | POLLERR) != 0, client.response != nil {
+                    open = send(&client)
                 }
-                if open, events & Int16(POLLOUT) != 0, client.response != nil { open = send(&client) }
                 if open { kept.append(client) } else { close(client.descriptor) }
             }
             clients = kept
@@ -175,7 +182,8 @@ final class MetricsServer: Sendable {
         return true
     }
 
-    /// Sends what is left of the answer. False when it is all sent (or the client went).
+    /// Sends what is left of the answer; once it is all sent, shuts the write side and drains.
+    /// False when the client went.
     private func send(_ client: inout Client) -> Bool {
         guard let response = client.response else { return true }
         let count = response.withUnsafeBytes {
@@ -183,7 +191,19 @@ final class MetricsServer: Sendable {
         }
         if count < 0 { return errno == EAGAIN || errno == EINTR }
         client.sent += count
-        return client.sent < response.count
+        if client.sent == response.count {
+            shutdown(client.descriptor, Int32(SHUT_WR))
+            client.draining = true
+        }
+        return true
+    }
+
+    /// Reads and drops what a client sends after its answer. False once it closed.
+    private func drain(_ client: Client) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = chunk.withUnsafeMutableBytes { recv(client.descriptor, $0.baseAddress, $0.count, 0) }
+        if count < 0 { return errno == EAGAIN || errno == EINTR }
+        return count > 0
     }
 
     /// The request line, once the head (up to an empty line) has arrived.
