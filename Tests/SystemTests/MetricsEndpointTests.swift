@@ -92,6 +92,17 @@ import Testing
         )
     }
 
+    /// The metrics docs/PRODUCTION.md's table lists (its first column).
+    static func documentedMetrics() throws -> Set<String> {
+        let text = try String(contentsOf: packageRoot.appendingPathComponent("docs/PRODUCTION.md"), encoding: .utf8)
+        var names = Set<String>()
+        for line in text.split(separator: "\n") where line.hasPrefix("| `storefs_") {
+            let first = line.split(separator: "|")[0]
+            for part in first.split(separator: "`") where part.hasPrefix("storefs_") { names.insert(String(part)) }
+        }
+        return names
+    }
+
     /// A TCP port nobody listens on now.
     static func freePort() throws -> Int {
         let result = try run(
@@ -138,6 +149,10 @@ import Testing
         #expect(scraped.types["storefs_commits"] == "counter")
         #expect(scraped.types["storefs_cache_objects"] == "gauge")
         #expect(samples.keys.allSatisfy { !$0.hasPrefix("storefs_postgres") }, "no PostgreSQL metrics for a file store")
+        // docs/PRODUCTION.md lists exactly what a mount serves.
+        let exposed = Set(scraped.types.map { $0.value == "counter" ? $0.key + "_total" : $0.key })
+        let documented = try Self.documentedMetrics()
+        #expect(exposed == documented.filter { !$0.hasPrefix("storefs_postgres") }, "docs/PRODUCTION.md's list")
         // Counters only grow: a second scrape after more work is at least the first.
         #expect(try run("/bin/ls", [scratch.mountPoint + "/Department"]).succeeded)
         let again = try Self.scrape(port).samples
@@ -279,6 +294,9 @@ import Testing
         #expect((samples["storefs_postgres_connections"] ?? 0) >= 2, "a reader and the listener")
         #expect((samples["storefs_postgres_announcement_lag_seconds"] ?? -1) >= 0)
         #expect(samples["storefs_postgres_reconnects_total"] == 0)
-        #expect(try Self.scrape(port).problems.isEmpty)
+        let scraped = try Self.scrape(port)
+        #expect(scraped.problems.isEmpty)
+        let exposed = Set(scraped.types.map { $0.value == "counter" ? $0.key + "_total" : $0.key })
+        #expect(exposed == (try Self.documentedMetrics()), "docs/PRODUCTION.md's list")
     }
 }

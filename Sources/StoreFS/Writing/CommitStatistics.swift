@@ -33,6 +33,13 @@ public final class CommitStatistics: Sendable {
         let seconds: CoreMetrics.Timer
     }
 
+    /// Every reason a commit can fail for: their counters exist from the start at 0, so a rate
+    /// or an alert on one works before its first failure.
+    static let reasons: [ObjectGraphError.Code] = [
+        .conflict, .validation, .deleteDenied, .notFound, .corruptStore, .unsupported, .readOnly, .io, .exists,
+        .busy, .notPermitted, .invalidModel
+    ]
+
     /// `factory`: also record through swift-metrics (names above).
     public init(metrics factory: (any MetricsFactory)? = nil) {
         metrics = factory.map {
@@ -40,6 +47,15 @@ public final class CommitStatistics: Sendable {
                 factory: $0, commits: Counter(label: "storefs_commits_total", factory: $0),
                 seconds: CoreMetrics.Timer(
                     label: "storefs_commit_seconds", preferredDisplayUnit: .seconds, factory: $0))
+        }
+        if let factory {
+            state.withLock { state in
+                for code in Self.reasons {
+                    let reason = Self.reason(code)
+                    state.failureCounters[reason] = Counter(
+                        label: "storefs_commit_failures_total", dimensions: [("reason", reason)], factory: factory)
+                }
+            }
         }
     }
 
@@ -74,9 +90,14 @@ public final class CommitStatistics: Sendable {
         }
     }
 
-    /// `validation_failed` for "validation failed": an error code as a Prometheus label value.
+    /// `validation_failed` for "validation failed", `io_error` for "i/o error": an error code as a
+    /// Prometheus label value.
     static func reason(_ code: ObjectGraphError.Code) -> String {
-        String(code.rawValue.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        String(
+            code.rawValue.lowercased().compactMap { character -> Character? in
+                if character.isLetter || character.isNumber { return character }
+                return character == " " || character == "-" ? "_" : nil
+            })
     }
 
     /// What was counted so far.

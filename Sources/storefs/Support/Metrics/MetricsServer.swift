@@ -110,6 +110,8 @@ final class MetricsServer: Sendable {
         /// dropped until it closes (closing with unread data would reset the connection, and the
         /// client could lose the answer: a 431 to an oversized request).
         var draining = false
+        /// Turned away (past ``maximumClients``): answered 503 and drained for a second.
+        var turnedAway = false
         var deadline: Date
     }
 
@@ -148,16 +150,23 @@ final class MetricsServer: Sendable {
         }
     }
 
-    /// Accepts every waiting connection; past ``maximumClients``, answers 503 and closes.
+    /// Accepts every waiting connection. Past ``maximumClients``, answers 503 (drained for a
+    /// second, so the answer arrives rather than a reset), and past twice that, closes at once.
     private func accept(into clients: inout [Client]) {
         while true {
             let fd = Glibc.accept(listener, nil, nil)
             guard fd >= 0 else { return }
             Self.makeNonBlocking(fd)
-            guard clients.count < Self.maximumClients else {
+            let served = clients.filter { !$0.turnedAway }.count
+            guard served < Self.maximumClients else {
+                guard clients.count < 2 * Self.maximumClients else {
+                    close(fd)
+                    continue
+                }
                 let busy = Self.response(status: "503 Service Unavailable", body: Array("too many connections\n".utf8))
-                _ = busy.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                close(fd)
+                var client = Client(descriptor: fd, turnedAway: true, deadline: Date().addingTimeInterval(1))
+                client.response = busy
+                clients.append(client)
                 continue
             }
             clients.append(Client(descriptor: fd, deadline: Date().addingTimeInterval(Self.clientDeadline)))
