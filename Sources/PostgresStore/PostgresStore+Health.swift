@@ -221,7 +221,7 @@ extension PostgresStore: RepairableStore {
     {
         var found: [UnknownEntityRows] = []
         for table in checks.entityTables {
-            let clause = "FROM \(q(table.table)) WHERE \"Z_ENT\" IS NULL OR \"Z_ENT\" NOT IN \(list(table.zents))"
+            let clause = "FROM \(q(table.table)) WHERE (\"Z_ENT\" IS NULL OR \"Z_ENT\" NOT IN \(list(table.zents)))"
             let rows = try read("SELECT COALESCE(\"Z_ENT\", 0), COUNT(*) \(clause) GROUP BY 1")
             for row in 0..<rows.rowCount {
                 let zent = rows.integer(row, 0) ?? 0

@@ -259,6 +259,20 @@ import Testing
         #expect(
             !(try run(try storefsBinary(), ["mount", other.store, other.mountPoint, "--metrics", "[::1"])).succeeded,
             "an address that does not parse is refused")
+        // An fstab line's options, as mount(8) hands them to the helper (run here as mount(8)
+        // would run it, with the storefs just built).
+        let helperPort = try Self.freePort()
+        let helper = try run(
+            "/usr/bin/env",
+            [
+                "STOREFS=\(try storefsBinary())", "/bin/sh",
+                packageRoot.appendingPathComponent("scripts/mount.storefs").path,
+                other.store, other.mountPoint, "-o", "defaults,nofail,ro,metrics=127.0.0.1:\(helperPort)"
+            ])
+        #expect(helper.succeeded, "\(helper.errorOutput)")
+        #expect(try run("/bin/ls", [other.mountPoint + "/Department"]).succeeded)
+        #expect((try Self.scrape(helperPort).samples["storefs_fuse_requests_total{op=\"readdirplus\"}"] ?? 0) > 0)
+        #expect(try run(try storefsBinary(), ["unmount", other.mountPoint]).succeeded)
         // The unit with the drop-in systemd/metrics.conf appended still verifies.
         let unit = try String(
             contentsOf: packageRoot.appendingPathComponent("systemd/storefs@.service"), encoding: .utf8)

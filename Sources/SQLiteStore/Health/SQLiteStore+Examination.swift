@@ -93,9 +93,7 @@ extension SQLiteStore: ExaminableStore {
     private func space(_ db: Database) throws -> (StoreSpace, [String: Int64]) {
         var space = StoreSpace()
         space.bytes = Self.fileSize(path)
-        func pragma(_ name: String) throws -> Int? {
-            try rows(db, "PRAGMA \(name)", cached: false).first?.storedValues.first?.storedInteger.map(Int.init)
-        }
+        func pragma(_ name: String) throws -> Int { Int(try integer(db, "PRAGMA \(name)")) }
         space.pageSize = try pragma("page_size")
         space.pages = try pragma("page_count")
         space.freelistPages = try pragma("freelist_count")
@@ -189,9 +187,7 @@ extension SQLiteStore: ExaminableStore {
             if !values[3].isNull { summary.oldest = Date(timeIntervalSinceReferenceDate: Self.seconds(values[3])) }
             if !values[4].isNull { summary.newest = Date(timeIntervalSinceReferenceDate: Self.seconds(values[4])) }
         }
-        func count(_ sql: String) throws -> Int {
-            Int(try rows(db, sql, cached: false).first?.storedValues.first?.storedInteger ?? 0)
-        }
+        func count(_ sql: String) throws -> Int { Int(try integer(db, sql)) }
         summary.changes = try count("SELECT COUNT(*) FROM ACHANGE")
         summary.strings = try count("SELECT COUNT(*) FROM ATRANSACTIONSTRING")
         summary.changesWithoutTransaction = try count(
@@ -220,12 +216,9 @@ extension SQLiteStore: ExaminableStore {
         var groups: [ReferenceGroup] = []
         for check in checks.toOne {
             let clause = danglingToOneClause(check)
-            let count =
-                try rows(db, "SELECT COUNT(*) \(clause)", cached: false).first?.storedValues.first?
-                .storedInteger ?? 0
+            let count = try integer(db, "SELECT COUNT(*) \(clause)")
             guard count > 0 else { continue }
-            let keys = try rows(db, "SELECT s.Z_PK \(clause) ORDER BY s.Z_PK LIMIT ?", [examples], cached: false)
-                .compactMap { $0.storedValues.first?.storedInteger }
+            let keys = try keys(db, "SELECT s.Z_PK \(clause) ORDER BY s.Z_PK LIMIT ?", [examples])
             groups.append(
                 ReferenceGroup(
                     entity: model[check.entity].name, relationship: check.relationship, count: Int(count),
@@ -258,13 +251,9 @@ extension SQLiteStore: ExaminableStore {
                 (join.source, source, "NOT \(sourceExists) AND NOT \(destinationExists)", " (neither end exists)")
             ]
             for (end, key, condition, note) in cases {
-                let count =
-                    try rows(db, "SELECT COUNT(*) FROM \(t) j WHERE \(condition)", cached: false).first?
-                    .storedValues.first?.storedInteger ?? 0
+                let count = try integer(db, "SELECT COUNT(*) FROM \(t) j WHERE \(condition)")
                 guard count > 0 else { continue }
-                let keys = try rows(
-                    db, "SELECT \(key) FROM \(t) j WHERE \(condition) ORDER BY 1 LIMIT ?", [examples], cached: false
-                ).compactMap { $0.storedValues.first?.storedInteger }
+                let keys = try keys(db, "SELECT \(key) FROM \(t) j WHERE \(condition) ORDER BY 1 LIMIT ?", [examples])
                 let relationship = end.relationship.isEmpty ? join.source.relationship : end.relationship
                 groups.append(
                     ReferenceGroup(
@@ -279,12 +268,9 @@ extension SQLiteStore: ExaminableStore {
                     "EXISTS (SELECT 1 FROM \(q($0)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(hidden.sourceZents)))"
                 } ?? "(0)"
             let clause = "FROM \(q(hidden.table)) h WHERE \(key) IS NOT NULL AND NOT \(sourceExists)"
-            let count =
-                try rows(db, "SELECT COUNT(*) \(clause)", cached: false).first?.storedValues.first?
-                .storedInteger ?? 0
+            let count = try integer(db, "SELECT COUNT(*) \(clause)")
             guard count > 0 else { continue }
-            let keys = try rows(db, "SELECT h.Z_PK \(clause) ORDER BY 1 LIMIT ?", [examples], cached: false)
-                .compactMap { $0.storedValues.first?.storedInteger }
+            let keys = try keys(db, "SELECT h.Z_PK \(clause) ORDER BY 1 LIMIT ?", [examples])
             groups.append(
                 ReferenceGroup(
                     entity: model[hidden.entity].name, relationship: hidden.relationship, count: Int(count),
@@ -298,14 +284,12 @@ extension SQLiteStore: ExaminableStore {
     {
         var found: [UnknownEntityRows] = []
         for table in checks.entityTables {
-            let clause = "FROM \(q(table.table)) WHERE Z_ENT IS NULL OR Z_ENT NOT IN \(list(table.zents))"
+            let clause = "FROM \(q(table.table)) WHERE (Z_ENT IS NULL OR Z_ENT NOT IN \(list(table.zents)))"
             for row in try rows(db, "SELECT Z_ENT, COUNT(*) \(clause) GROUP BY Z_ENT", cached: false) {
                 let values = row.storedValues
-                let zent = values[0].storedInteger ?? 0
-                let keys = try rows(
-                    db, "SELECT Z_PK \(clause) AND IFNULL(Z_ENT, 0) = ? ORDER BY Z_PK LIMIT ?", [zent, examples],
-                    cached: false
-                ).compactMap { $0.storedValues.first?.storedInteger }
+                let zent = Self.integer(values[0])
+                let keys = try keys(
+                    db, "SELECT Z_PK \(clause) AND IFNULL(Z_ENT, 0) = ? ORDER BY Z_PK LIMIT ?", [zent, examples])
                 found.append(
                     UnknownEntityRows(
                         table: table.table, zent: zent, count: Int(values[1].storedInteger ?? 0), examples: keys))
@@ -318,13 +302,8 @@ extension SQLiteStore: ExaminableStore {
         var found: [KeyCounterFinding] = []
         for table in checks.entityTables {
             guard let zent = layout[table.root].zent else { continue }
-            let counter =
-                try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent], cached: false).first.map {
-                    Self.integer($0, 0)
-                } ?? 0
-            let highest =
-                try rows(db, "SELECT MAX(Z_PK) FROM \(q(table.table))", cached: false).first.map { Self.integer($0, 0) }
-                ?? 0
+            let counter = try integer(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent])
+            let highest = try integer(db, "SELECT MAX(Z_PK) FROM \(q(table.table))")
             if highest > counter {
                 found.append(KeyCounterFinding(entity: model[table.root].name, counter: counter, highestKey: highest))
             }
@@ -393,6 +372,17 @@ extension SQLiteStore: ExaminableStore {
     }
 
     // MARK: - SQL text
+
+    /// The integer the first row's first column holds (0 for no row, or anything but an integer).
+    func integer(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> Int64 {
+        guard let row = try rows(db, sql, arguments, cached: false).first else { return 0 }
+        return Self.integer(row, 0)
+    }
+
+    /// The first column of every row, as keys.
+    func keys(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
+        try rows(db, sql, arguments, cached: false).map { Self.integer($0, 0) }
+    }
 
     /// A quoted identifier.
     func q(_ name: String) -> String { name.quotedDatabaseIdentifier }

@@ -68,10 +68,8 @@ extension SQLiteStore: RepairableStore {
                 throw ObjectGraphError(
                     .notFound, "\(path) keeps no persistent history (no ATRANSACTION, ACHANGE tables)")
             }
-            guard
-                let last = try rows(db, "SELECT MAX(Z_PK) FROM ATRANSACTION", cached: false).first?.storedValues
-                    .first?.storedInteger
-            else { return pruning }
+            let last = try integer(db, "SELECT MAX(Z_PK) FROM ATRANSACTION")
+            guard last > 0 else { return pruning }
             // The newest transaction stays whatever the cut-off: it shows the app tracks history.
             let condition: String
             let arguments: StatementArguments
