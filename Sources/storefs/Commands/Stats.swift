@@ -71,12 +71,15 @@ struct Stats: ParsableCommand {
         switch ExtendedAttribute.value("user.storefs.stats", at: mountPoint) {
         case .success(let data):
             guard let raw = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw ValidationError("\(mountPoint): user.storefs.stats is not the counters of a storefs mount")
+                printError("storefs stats: \(mountPoint): user.storefs.stats is not the counters of a storefs mount")
+                throw ExitCode(1)
             }
             return Sample(time: Date(), raw: raw)
         case .failure(let error):
-            throw ValidationError(
-                "\(mountPoint) is not a storefs mount (reading user.storefs.stats: \(error.localizedDescription))")
+            printError(
+                "storefs stats: \(mountPoint) is not a storefs mount (reading user.storefs.stats: \(error.localizedDescription))"
+            )
+            throw ExitCode(1)
         }
     }
 
