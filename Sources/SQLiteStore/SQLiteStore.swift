@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import ObjectGraph
+import SQLiteRecovery
 import Synchronization
 
 /// A Core Data SQLite store: objects in the tables Core Data lays out, read and written through GRDB.
@@ -85,6 +86,8 @@ public final class SQLiteStore: PersistentStore {
 
     struct RecoveryState: Sendable {
         var records: (copy: PrivateCopy, records: RecoveredRecords)?
+        /// The files as read (their log's frames verified once), per copy.
+        var files: (copy: PrivateCopy, files: DatabaseFiles)?
     }
 
     /// Opens (or creates) the store at `url`; see ``SQLiteStoreType/open(at:model:options:initialMetadata:)``.

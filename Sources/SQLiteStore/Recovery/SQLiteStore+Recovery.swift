@@ -14,13 +14,13 @@ extension SQLiteStore: RecoveringStore {
         -> RecoveredRecords
     {
         let (files, copy) = try recoveryFiles()
-        return try recovery.withLock { (state) throws(ObjectGraphError) -> RecoveredRecords in
-            if let kept = state.records, kept.copy === copy { return kept.records }
-            let records = try recover(files, cancelled: cancelled)
-            // A cancelled read is not kept: the next asks again.
-            if !records.cancelled { state.records = (copy, records) }
-            return records
-        }
+        if let kept = recovery.withLock({ $0.records }), kept.copy === copy { return kept.records }
+        // Read outside the lock: the store's versions are answered meanwhile. Two first readers
+        // may both read; the records are the same.
+        let records = try recover(files, cancelled: cancelled)
+        // A cancelled read is not kept: the next asks again.
+        if !records.cancelled { recovery.withLock { $0.records = (copy, records) } }
+        return records
     }
 
     public func storeVersions() throws(ObjectGraphError) -> [StoreVersion] {
@@ -64,6 +64,9 @@ extension SQLiteStore: RecoveringStore {
     /// The files as read, and the copy they were read from; only for stores opened read-only.
     private func recoveryFiles() throws(ObjectGraphError) -> (DatabaseFiles, PrivateCopy) {
         try checkOpen()
+        if let copy = currentCopy, let kept = recovery.withLock({ $0.files }), kept.copy === copy {
+            return (kept.files, copy)
+        }
         guard let copy = currentCopy, let read = copy.readFiles else {
             throw ObjectGraphError(
                 .unsupported,
@@ -72,6 +75,7 @@ extension SQLiteStore: RecoveringStore {
         guard let files = DatabaseFiles(database: read.database, log: read.log) else {
             throw ObjectGraphError(.corruptStore, "\(path): its header cannot be read as SQLite's")
         }
+        recovery.withLock { $0.files = (copy, files) }
         return (files, copy)
     }
 

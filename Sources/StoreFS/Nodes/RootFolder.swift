@@ -26,6 +26,9 @@ struct RootFolder: NodeType {
         if name == TemplatesFolder.name && !mapping.predicates.templates.isEmpty { return .templates }
         if name == HistoryNode.folderName && mapping.historyStore != nil { return HistoryNode.folder }
         if name == QueryFolder.name { return .query(QueryFolder.rootPart) }
+        if name == RecoveredNode.folderName && mapping.showsRecovered { return RecoveredNode.folder }
+        if name == RecoveredNode.walName && mapping.servesVersions { return RecoveredNode.wal }
+        if name == TimelineNode.folderName { return TimelineNode.folder }
         guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) })
         else {
             throw .notFound
