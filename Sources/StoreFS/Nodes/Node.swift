@@ -4,7 +4,8 @@ import ObjectGraph
 /// What an inode names: a kind of node and the numbers that kind reads (most name an object and
 /// one of its properties). The inode number encodes it completely, so storefs keeps no inode table
 /// and numbers survive the kernel's forgets: kind in bits 60–63, bits 54–59 left to a mount of a
-/// folder of stores (which store), entity in 44–53, property index in 32–43, primary key in 0–31.
+/// folder of stores (which store) and to ``StoreVersionsFileSystem`` (which of the WAL's versions),
+/// entity in 44–53, property index in 32–43, primary key in 0–31.
 /// A scratch file's serial number takes bits 0–53.
 ///
 /// Limits that follow: 1,023 entities, 4,095 properties per entity, keys below 2^32. Property

@@ -5,8 +5,9 @@ import ObjectGraph
 /// The mount root: one folder per entity, and the store's metadata as `user.*` extended
 /// attributes (Core Data's metadata dictionary; `setfattr` there is setMetadata), with
 /// `user.storefs.stats` (the mount's counters) and `user.storefs.error` (why a commit of the store
-/// failed). `.fetchRequests` and `.query` are reachable by name but not listed, so that copies (`cp -a`),
-/// `diff -r` and `find` of a mount leave the computed folders out.
+/// failed). `.fetchRequests`, `.query`, `.history`, `.recovered`, `.wal` and `.timeline` are reachable
+/// by name but not listed, so that copies (`cp -a`), `diff -r` and `find` of a mount leave the
+/// computed folders out.
 struct RootFolder: NodeType {
     static let statsName = "user.storefs.stats"
     /// Why an object's changes (or, on the root, the store's) could not be saved.
