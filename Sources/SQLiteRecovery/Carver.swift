@@ -137,7 +137,9 @@ public struct Carver: Sendable {
                 offset += max(length, 1)
                 continue
             }
-            if let (record, length) = intactCell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage) {
+            if let (record, length) = intactCell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage)
+                ?? headerlessCell(page, typesAt: offset, end: end)
+            {
                 var record = record
                 record.place = place
                 found.append(record)
@@ -146,6 +148,52 @@ public struct Carver: Sendable {
                 offset += 1
             }
         }
+    }
+
+    /// A cell whose lengths and rowid were overwritten (by a cell pointer array that grew, a
+    /// later cell, a block's link) but whose serial types survive from `index`: for each table
+    /// whose first column is the rowid's alias, the types read from there (the alias's NULL
+    /// first), the body after them, both within `end` and checked strictly. Only payloads held
+    /// whole in the page; the rowid is lost.
+    private func headerlessCell(_ page: [UInt8], typesAt index: Int, end: Int) -> (Found, Int)? {
+        // A cheap refusal first: the alias's NULL, then Z_ENT's and Z_OPT's integer types.
+        guard firstColumnIsRowid, index + 3 < end, page[index] == 0, RecordFormat.isInteger(Int64(page[index + 1])),
+            page[index + 2] == 0 || RecordFormat.isInteger(Int64(page[index + 2]))
+        else { return nil }
+        var best: (Found, Int)?
+        for (number, table) in tables.enumerated() where table.entityColumn == 1 {
+            let n = table.columns.count
+            var types: [Int64] = []
+            types.reserveCapacity(n)
+            var at = index
+            while types.count < n {
+                guard let (type, length) = Varint.read(page, at: at, limit: end),
+                    RecordFormat.contentSize(of: type) != nil
+                else { break }
+                types.append(type)
+                at += length
+            }
+            guard types.count == n, table.accepts(types: types, strict: true),
+                let body = RecordFormat.bodyLength(of: types),
+                at + body <= end
+            else { continue }
+            let typeBytes = at - index
+            var headerSize = typeBytes + 1
+            if Varint.length(of: Int64(headerSize)) > 1 {
+                headerSize = typeBytes + Varint.length(of: Int64(typeBytes + 2))
+            }
+            guard TableCell.localLength(of: headerSize + body, usable: usableSize) == headerSize + body,
+                let values = RecordFormat.values(types, in: page, at: at, limit: end),
+                table.accepts(values: values, strict: true)
+            else { continue }
+            var payload = Varint.encode(Int64(headerSize))
+            for type in types { payload += Varint.encode(type) }
+            payload += page[at..<(at + body)]
+            let record = Found(
+                table: number, rowid: nil, payload: payload, values: values, offset: index, place: .cell, rebuilt: true)
+            if best == nil || at + body - index > best!.1 { best = (record, at + body - index) }
+        }
+        return best
     }
 
     /// A whole cell at `offset` that ends by `end` (its local part; the rest in overflow pages).
