@@ -9,7 +9,8 @@ text forms `storefs export --recovered` writes) and the raw rows (what sqlite-di
 
 For each file, each tool's output is sorted into
   true:  a row version that was deleted or superseded here (counted once per distinct version);
-  known: a row the pristine file already remembered, or a live row (sqlite-dissect lists those);
+  known: a row the pristine file already remembered or held (a row a trigger changed is a version
+         that existed), or a live row (sqlite-dissect lists those);
   false: anything else: a row that never existed.
 The corpus's unchanged real stores have no ground truth: their counts are records found.
 
@@ -277,6 +278,10 @@ def ground_truth_rows():
         # What the pristine file already remembered (storefs), for "known".
         pristine_records, _, _, _ = run_storefs(s.pristine, s.folder)
         known_records = {fingerprint(r) for r in pristine_records}
+        # And every object the pristine file held: a change here (a trigger's update of another
+        # entity's row) makes its earlier version a superseded one, which existed.
+        everything = subprocess.run([STOREFS, "export", s.pristine], capture_output=True, timeout=600)
+        known_records |= {fingerprint(json.loads(l)) for l in everything.stdout.decode().splitlines() if l.strip()}
         records, seconds, rss, status = run_storefs(s.evidence, s.folder)
         mine = {fingerprint(r) for r in records}
         true = len(mine & s.gone_records)
