@@ -362,19 +362,9 @@ public struct Carver: Sendable {
     private func overflowContent(
         _ page: [UInt8], at index: Int, count: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
     ) -> [UInt8]? {
-        guard count > 0, count <= TableCell.maximumPayload, var next = page.bigEndian(at: index, count: 4) else {
-            return nil
-        }
-        var content: [UInt8] = []
-        var seen = Set<UInt32>()
-        while content.count < count {
-            guard next >= 1, next <= pageCount, seen.insert(next).inserted, let overflow = readPage(next),
-                overflow.count >= usableSize, let following = overflow.bigEndian(at: 0, count: 4)
-            else { return nil }
-            let take = min(usableSize - 4, count - content.count)
-            content += overflow[4..<(4 + take)]
-            next = following
-        }
-        return next == 0 ? content : nil
+        guard let first = page.bigEndian(at: index, count: 4) else { return nil }
+        return TableCell.overflow(
+            from: first, count: count, usable: usableSize, pageCount: pageCount, readPage: readPage)?
+            .0
     }
 }

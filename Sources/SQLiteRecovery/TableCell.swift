@@ -47,21 +47,37 @@ public struct TableCell: Sendable {
         if local < payloadLength {
             guard start + local + 4 <= end, let first = page.bigEndian(at: start + local, count: 4) else { return nil }
             cellLength += 4
-            payload.reserveCapacity(payloadLength)
-            var next = first
-            var seen = Set<UInt32>()
-            while payload.count < payloadLength {
-                guard next >= 1, next <= pageCount, seen.insert(next).inserted, let overflow = readPage(next),
-                    overflow.count >= usable, let following = overflow.bigEndian(at: 0, count: 4)
-                else { return nil }
-                let take = min(usable - 4, payloadLength - payload.count)
-                payload += overflow[4..<(4 + take)]
-                overflowPages.append(next)
-                next = following
-            }
-            // The last overflow page of a chain points nowhere.
-            guard next == 0 else { return nil }
+            guard
+                let (rest, pages) = overflow(
+                    from: first, count: payloadLength - local, usable: usable, pageCount: pageCount, readPage: readPage)
+            else { return nil }
+            payload += rest
+            overflowPages = pages
         }
         return TableCell(rowid: rowid, payload: payload, overflowPages: overflowPages, length: cellLength)
+    }
+
+    /// `count` bytes of the overflow chain starting at page `first`, and its pages; nil when the
+    /// chain loops, leaves the file (`pageCount`), ends early or goes on past the bytes wanted
+    /// (the last page of a chain points nowhere).
+    public static func overflow(
+        from first: UInt32, count: Int, usable: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
+    ) -> ([UInt8], [UInt32])? {
+        guard count > 0, count <= maximumPayload, usable > 4 else { return nil }
+        var content: [UInt8] = []
+        content.reserveCapacity(count)
+        var pages: [UInt32] = []
+        var next = first
+        var seen = Set<UInt32>()
+        while content.count < count {
+            guard next >= 1, next <= pageCount, seen.insert(next).inserted, let page = readPage(next),
+                page.count >= usable, let following = page.bigEndian(at: 0, count: 4)
+            else { return nil }
+            let take = min(usable - 4, count - content.count)
+            content += page[4..<(4 + take)]
+            pages.append(next)
+            next = following
+        }
+        return next == 0 ? (content, pages) : nil
     }
 }

@@ -2,32 +2,13 @@ import Foundation
 import FuseKit
 import ObjectGraph
 
-/// What every node of `.timeline` shares: read-only (EPERM for any change, EROFS on read-only
-/// mounts); its listings are computed from the store, so the kernel keeps none.
-protocol TimelineKind: NodeType {}
+/// What every node of `.timeline` shares: read-only (``ReadOnlyKind``); its listings are
+/// computed from the store, so the kernel keeps none.
+protocol TimelineKind: ReadOnlyKind {}
 
 extension TimelineKind {
+    static var refusal: String { "the timeline is computed and read-only" }
     var keepsListings: Bool { false }
-
-    func touch(_ node: Node, in mapping: Mapping) throws(FileSystemError) {
-        _ = try attributes(of: node, in: mapping, known: nil, listed: false)
-        throw mapping.configuration.readOnly ? .readOnly : .notPermitted
-    }
-
-    func remove(_ node: Node, named name: String, from folder: Node, by request: RequestContext, in mapping: Mapping)
-        throws(FileSystemError)
-    {
-        mapping.logger.error("rm \(TimelineNode.folderName)/…/\(name): the timeline is computed and read-only")
-        throw .notPermitted
-    }
-
-    func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
-    {
-        mapping.logger.error("rmdir \(TimelineNode.folderName)/…/\(name): the timeline is computed and read-only")
-        throw .notPermitted
-    }
-
-    func fsync(_ node: Node, handle: FuseKit.FileHandle, in mapping: Mapping) throws(FileSystemError) {}
 }
 
 /// `MNT/.timeline`: a folder per year that has an event (``Timeline``). Reachable by name, not
