@@ -103,6 +103,15 @@ package struct StoreLayout: Sendable {
 
     package static func tableName(forRoot name: String) -> String { "Z" + name.uppercased() }
 
+    /// The column Core Data names for an attribute before any suffix: `Z` and the name in capitals;
+    /// for a composite's element, its own name (`author.person` → ZPERSON), so two elements or an
+    /// element and an attribute of one name share the base and the later one (in the entity's
+    /// attribute order, which places a composite by its name) takes the suffix: the MetaCocktails
+    /// store has `author.id` in ZID and the entity's own `id` in ZID1.
+    package static func columnBase(of attribute: AttributeDescription) -> String {
+        "Z" + attribute.elementName.uppercased()
+    }
+
     // MARK: - Building
 
     package init(model: ManagedObjectModel, schema: FileSchema?, logger: Logger) {
@@ -198,7 +207,7 @@ package struct StoreLayout: Sendable {
             }
             for attribute in entity.attributes where !attribute.isTransient {
                 let column = layout.table.flatMap {
-                    allocate("Z" + attribute.name.uppercased(), type: Self.sqlType(of: attribute.type), in: $0)
+                    allocate(Self.columnBase(of: attribute), type: Self.sqlType(of: attribute.type), in: $0)
                 }
                 if column == nil, schema != nil {
                     logger.warning("store has no column for \(entity.name).\(attribute.name); it reads as nil")
