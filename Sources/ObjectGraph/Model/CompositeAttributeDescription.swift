@@ -99,3 +99,24 @@ extension AttributeDescription {
         return name[name.index(after: dot)...]
     }
 }
+
+extension EntityDescription {
+    /// When `components[index]` names one of the entity's composites, the element's key path that
+    /// the components from there spell (`author`, `person` gives `author.person`, as Core Data's
+    /// namespaced key paths do) and the index after them; nil otherwise, or when they stop at a
+    /// composite (a composite as a whole is no value a predicate compares).
+    public func compositeElement(in components: ArraySlice<String>, at index: Int) -> (key: String, next: Int)? {
+        guard index < components.endIndex, !allComposites.isEmpty, composite(named: components[index]) != nil else {
+            return nil
+        }
+        var key = components[index]
+        var next = index + 1
+        while next < components.endIndex {
+            key += "." + components[next]
+            next += 1
+            if let attribute = attribute(named: key), attribute.composite != nil { return (key, next) }
+            guard compositePaths.contains(key) else { return nil }
+        }
+        return nil
+    }
+}

@@ -41,6 +41,9 @@ public struct EntityDescription: Sendable, Hashable {
     public internal(set) var allFetchedProperties: [FetchedPropertyDescription] = []
     /// Every composite attribute, inherited ones first.
     public internal(set) var allComposites: [CompositeAttributeDescription] = []
+    /// The key path of every composite, nested ones included (`author`, `a.b`), parents first,
+    /// in ``allComposites`` order: what shows as a folder in an object's folder.
+    public internal(set) var compositePaths: [String] = []
 
     public init(
         name: String, parentName: String? = nil, isAbstract: Bool = false,

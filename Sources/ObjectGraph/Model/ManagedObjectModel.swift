@@ -94,6 +94,7 @@ public struct ManagedObjectModel: Sendable, Hashable {
                 entity.allFetchedProperties = entity.fetchedProperties
                 entity.allComposites = entity.composites
             }
+            entity.compositePaths = entity.allComposites.flatMap { $0.folders().map(\.path) }
             try Self.checkProperties(of: entity)
             resolved.append(entity)
         }

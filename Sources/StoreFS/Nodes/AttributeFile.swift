@@ -13,7 +13,13 @@ import ObjectGraph
 struct AttributeFile: NodeType {
     var isDirectory: Bool { false }
 
-    func parent(of node: Node, in mapping: Mapping) -> Node { .object(node.object) }
+    /// The object's folder, or for a composite's element its composite's folder.
+    func parent(of node: Node, in mapping: Mapping) -> Node {
+        guard mapping.isValid(node.entity), node.property < mapping.model[node.entity].allAttributes.count else {
+            return .object(node.object)
+        }
+        return mapping.entry(ofAttribute: node.property, of: node.object).folder
+    }
 
     func attributes(of node: Node, in mapping: Mapping, known: Snapshot?, listed: Bool) throws(FileSystemError)
         -> FileAttributes
@@ -161,7 +167,15 @@ struct AttributeFile: NodeType {
         throws(FileSystemError)
     {
         let entity = mapping.model[node.entity]
-        guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {
+        let isElement = entity.allAttributes[node.property].composite != nil
+        let sibling =
+            isElement
+            ? mapping.compositeMembers(
+                at: String(entity.allAttributes[node.property].name.dropLast(name.count + 1)), of: node.entity
+            )
+            .elements.contains { $0.name == newName }
+            : entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil
+        guard !sibling else {
             mapping.logger.error(
                 "mv \(name) \(newName) in \(mapping.describe(folder)): one attribute cannot be renamed onto another; use cp"
             )
