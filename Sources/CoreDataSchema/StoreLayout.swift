@@ -87,6 +87,10 @@ package struct StoreLayout: Sendable {
     package let hiddenKeyColumns: [(table: String, column: String, orderColumn: String?, root: EntityID)]
     /// Tables for a new file (empty when reading an existing one).
     package let plannedTables: [PlannedTable]
+    /// The file's UNIQUE indexes on entity tables, as the property names whose columns they cover
+    /// (attributes and to-ones of the tree's entities), by root entity: what a change must not
+    /// duplicate. Indexes on columns no property maps to are left out.
+    package let uniqueKeys: [EntityID: [[String]]]
 
     package subscript(id: EntityID) -> EntityLayout { entities[id.rawValue - 1] }
 
@@ -401,6 +405,31 @@ package struct StoreLayout: Sendable {
             planned += plannedJoins
         }
         self.plannedTables = planned
+
+        var unique: [EntityID: [[String]]] = [:]
+        if let schema {
+            for name in schema.uniqueIndexes.sorted() {
+                guard let index = schema.indexes[name] else { continue }
+                guard
+                    let root = model.rootEntities.first(where: {
+                        tables[$0.id]?.uppercased() == index.table.uppercased()
+                    })
+                else { continue }
+                var columnNames: [String: String] = [:]
+                for id in model.entityAndSubentities(of: root.id) {
+                    for attribute in layouts[id.rawValue - 1].attributes {
+                        if let column = attribute.column { columnNames[column.uppercased()] = attribute.attribute.name }
+                    }
+                    for toOne in layouts[id.rawValue - 1].toOne {
+                        if let column = toOne.column { columnNames[column.uppercased()] = toOne.name }
+                    }
+                }
+                let names = index.columns.compactMap { columnNames[$0.uppercased()] }
+                guard names.count == index.columns.count else { continue }
+                if !(unique[root.id]?.contains(names) ?? false) { unique[root.id, default: []].append(names) }
+            }
+        }
+        self.uniqueKeys = unique
     }
 
     /// Core Data groups columns by storage class: INTEGER, then TIMESTAMP/FLOAT/DECIMAL, VARCHAR, BLOB.

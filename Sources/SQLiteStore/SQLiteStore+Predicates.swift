@@ -181,3 +181,8 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// The file's UNIQUE indexes on the tree's table, as property names (``StoreLayout/uniqueKeys``).
+    public func uniqueKeys(of root: EntityID) -> [[String]] { layout.uniqueKeys[root] ?? [] }
+}

@@ -99,6 +99,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
 
+    /// Property tuples the store itself keeps unique among the objects of root entity `root`'s
+    /// tree, beyond the model's uniqueness constraints (an SQLite file's UNIQUE indexes, Photos'
+    /// among them): a change that would duplicate one is refused when it is made.
+    func uniqueKeys(of root: EntityID) -> [[String]]
+
     /// The number of objects ``objectIDs(matching:of:includingSubentities:)`` would give, counted
     /// in one store request without reading them; nil when the store cannot evaluate `predicate`.
     func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
@@ -153,6 +158,9 @@ extension PersistentStore {
         }
         return highest
     }
+
+    /// Stores without indexes of their own keep what the model says.
+    public func uniqueKeys(of root: EntityID) -> [[String]] { [] }
 
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)

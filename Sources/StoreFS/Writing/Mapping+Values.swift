@@ -75,6 +75,9 @@ extension Mapping {
         do {
             try context.check(value, of: attribute.name, for: object)
         } catch {
+            if error.code == .exists, !error.objects.isEmpty {
+                session.failures.refuse(error.objects, because: error.message)
+            }
             guard logging else { throw mappedError(error) }
             throw fileSystemError(error, "write \(describe(object))/\(attribute.name)", logger: logger)
         }
