@@ -75,6 +75,9 @@ package struct StoreLayout: Sendable {
         package var columns: [(name: String, type: String)]
         package var primaryKey: [String]
         package var indexes: [(name: String, columns: [String])]
+        /// UNIQUE indexes: Core Data's for the entities' uniqueness constraints
+        /// (`Z_<Entity>_UNIQUE_<names>`), which SwiftData's `#Unique` and `.unique` are.
+        package var uniqueIndexes: [(name: String, columns: [String])] = []
     }
 
     package let entities: [EntityLayout]
@@ -395,12 +398,42 @@ package struct StoreLayout: Sendable {
                 guard let table = tables[root.id] else { continue }
                 var indexes = plannedIndexes[table.uppercased()] ?? []
                 if !root.subentityIDs.isEmpty { indexes.append(("\(table)_Z_ENT_INDEX", ["Z_ENT"])) }
-                planned.append(
-                    PlannedTable(
-                        name: table,
-                        columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")]
-                            + Self.coreDataColumnOrder(plannedColumns[table.uppercased()] ?? []),
-                        primaryKey: [], indexes: indexes))
+                var uniqueIndexes: [(name: String, columns: [String])] = []
+                // Fetch indexes (`#Index`) and uniqueness constraints (`#Unique`), as Core Data
+                // names them: Z_<Entity>_<index name>, Z_<Entity>_UNIQUE_<property names>.
+                for id in model.entityAndSubentities(of: root.id) {
+                    let entity = model[id]
+                    func columns(_ names: [String]) -> [String]? {
+                        var result: [String] = []
+                        for name in names {
+                            let leaves = entity.allAttributes.filter {
+                                $0.name == name || $0.name.hasPrefix(name + ".")
+                            }
+                            let found =
+                                leaves.compactMap { leaf in
+                                    layouts[id.rawValue - 1].attributes.first { $0.attribute.name == leaf.name }?.column
+                                } + layouts[id.rawValue - 1].toOne.filter { $0.name == name }.compactMap(\.column)
+                            guard !found.isEmpty else { return nil }
+                            result += found
+                        }
+                        return result.isEmpty ? nil : result
+                    }
+                    for index in entity.fetchIndexes {
+                        guard let covered = columns(index.elements.map(\.property)) else { continue }
+                        indexes.append(("Z_\(entity.name)_\(index.name)", covered))
+                    }
+                    for constraint in entity.uniquenessConstraints {
+                        guard let covered = columns(constraint) else { continue }
+                        uniqueIndexes.append(("Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_"))", covered))
+                    }
+                }
+                var plannedTable = PlannedTable(
+                    name: table,
+                    columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")]
+                        + Self.coreDataColumnOrder(plannedColumns[table.uppercased()] ?? []),
+                    primaryKey: [], indexes: indexes)
+                plannedTable.uniqueIndexes = uniqueIndexes
+                planned.append(plannedTable)
             }
             planned += plannedJoins
         }

@@ -430,8 +430,16 @@ extension ObjectContext {
         let entity = model[id.entity]
         for attribute in entity.persistentAttributes {
             do throws(ObjectGraphError) {
-                try Validator.check(
-                    pending.snapshot.attributes[attribute.name], for: attribute, in: entity, object: describe(id))
+                let value = pending.snapshot.attributes[attribute.name]
+                try Validator.check(value, for: attribute, in: entity, object: describe(id))
+                if value == nil, attribute.composite != nil,
+                    !entity.mayBeNil(attribute, isNil: { pending.snapshot.attributes[$0] == nil })
+                {
+                    throw ObjectGraphError(
+                        .validation,
+                        "\(describe(id)).\(attribute.name) is not optional and cannot be nil while "
+                            + "\(attribute.composite ?? "its composite") has a value")
+                }
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }

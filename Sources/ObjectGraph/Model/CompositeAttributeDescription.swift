@@ -120,3 +120,37 @@ extension EntityDescription {
         return nil
     }
 }
+
+extension EntityDescription {
+    /// The composite at key path `path` (`author`, `a.b`), nested ones included.
+    public func composite(atPath path: String) -> CompositeAttributeDescription? {
+        let parts = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, var current = composite(named: first) else { return nil }
+        for part in parts.dropFirst() {
+            var next: CompositeAttributeDescription?
+            for case .composite(let inner) in current.elements where inner.name == part { next = inner }
+            guard let found = next else { return nil }
+            current = found
+        }
+        return current
+    }
+
+    /// Whether element `attribute` (a composite's leaf) may be nil in an object whose values are
+    /// `isNil`'s: where it is optional, or where an optional composite holding it has no value at
+    /// all (every element nil), which is that composite being nil. Core Data validates a
+    /// composite's elements only when the composite has a value.
+    public func mayBeNil(_ attribute: AttributeDescription, isNil: (String) -> Bool) -> Bool {
+        if attribute.isOptional || attribute.isTransient { return true }
+        var path = Substring(attribute.name)
+        while let dot = path.lastIndex(of: ".") {
+            path = path[..<dot]
+            let prefix = String(path) + "."
+            if let composite = composite(atPath: String(path)), composite.isOptional,
+                allAttributes.allSatisfy({ !$0.name.hasPrefix(prefix) || isNil($0.name) })
+            {
+                return true
+            }
+        }
+        return false
+    }
+}

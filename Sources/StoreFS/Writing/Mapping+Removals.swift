@@ -12,7 +12,9 @@ extension Mapping {
         let entity = model[object.entity]
         do throws(ObjectGraphError) {
             if target.kind == .attribute {
-                guard entity.allAttributes[target.property].isOptional else { throw Self.notRemovable(name) }
+                let attribute = entity.allAttributes[target.property]
+                // A composite's element: judged at the commit with its composite's other elements.
+                guard attribute.isOptional || attribute.composite != nil else { throw Self.notRemovable(name) }
                 try context.setValue(nil, of: name, for: object)
                 changed(object)
             } else if target.kind == .toOne {
