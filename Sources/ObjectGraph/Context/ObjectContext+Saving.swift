@@ -213,6 +213,15 @@ extension ObjectContext {
         }
     }
 
+    /// Attribute `name` of `id` as the store last had it, before this context's pending change of
+    /// it (the current value when there is none).
+    public func savedValue(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
+        if let original = state.withLock({ $0.pending[id]?.original }) {
+            return original.attributes[name]
+        }
+        return try snapshot(of: id)?.attributes[name]
+    }
+
     /// The objects whose pending changes failed their last save, with why.
     public var failures: [ObjectID: ObjectGraphError] {
         state.withLock { state in state.failures.mapValues(\.error) }

@@ -127,7 +127,13 @@ struct AttributeFile: NodeType {
         throws(FileSystemError)
     {
         let attribute = mapping.model[node.entity].allAttributes[node.property]
-        guard ValueText.isText(attribute.type) else { return }
+        guard ValueText.isText(attribute.type) else {
+            // JSON kept in a binary value (JSONInBinary): a whole line written at once is judged now.
+            if attribute.type == .binaryData, text.last == UInt8(ascii: "\n"), offset == 0, text.count <= 1 << 20 {
+                _ = try mapping.parsedValue(text, for: node.object, node.property)
+            }
+            return
+        }
         // Long strings written piece by piece are checked incrementally, not parsed per piece.
         let isShort = attribute.type != .string || text.count <= 4096
         if text.last == UInt8(ascii: "\n") && (offset == 0 || isShort) {

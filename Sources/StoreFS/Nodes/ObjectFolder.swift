@@ -185,6 +185,7 @@ struct ObjectFolder: NodeType {
         if (try? child(named: name, of: node, in: mapping)) != nil { throw .exists }
         if let folder = mapping.compositeMembers(at: nil, of: object.entity).folders.first(where: { $0.name == name }) {
             // A copy about to fill a composite: its folder shows empty meanwhile.
+            mapping.session.removals.unhide(.folder(name), in: object)
             mapping.session.copyIn.madeComposite(name, in: object)
             mapping.session.copyIn.show(name, in: object)
             return .compositeFolder(object, folder.index)
