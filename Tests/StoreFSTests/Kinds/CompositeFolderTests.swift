@@ -268,6 +268,7 @@ import Testing
         // The uniqueness constraint of the parent holds for its subentities.
         #expect(
             errnoOf { try k.write("Magazine/p2/id", Data("6f1c2a5e-52a4-4f5e-9d7c-0a1b2c3d4e5f\n".utf8)) } == EEXIST)
-        _ = mount.finish()
+        let leftovers = mount.finish()
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 }
