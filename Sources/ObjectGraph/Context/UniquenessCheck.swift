@@ -93,11 +93,27 @@ extension ObjectContext {
         }
     }
 
-    /// Another object of `id`'s tree holding `parts` for `key`, as this context sees it.
+    /// Another object of `id`'s tree holding `parts` for `key`, as this context sees it: the
+    /// pending objects are compared from memory (one pass, under the lock once), the store's
+    /// candidates by their current snapshots (a pending change of theirs counts, a delete hides
+    /// them).
     private func holder(of key: [String], _ parts: [KeyPart], besides id: ObjectID) throws(ObjectGraphError)
         -> ObjectID?
     {
         let root = model[id.entity].rootID
+        func holds(_ snapshot: Snapshot) -> Bool {
+            zip(key, parts).allSatisfy { Self.part($0, of: snapshot) == $1 }
+        }
+        let (pending, pendingHolder): (Set<ObjectID>, ObjectID?) = state.withLock { state in
+            var ids: Set<ObjectID> = []
+            var found: ObjectID?
+            for (other, change) in state.pending where model[other.entity].rootID == root {
+                ids.insert(other)
+                if found == nil, other != id, holds(change.snapshot) { found = other }
+            }
+            return (ids, found)
+        }
+        if let pendingHolder { return pendingHolder }
         var candidates: [ObjectID]
         if let predicate = Self.predicate(key, parts),
             let found = try store.objectIDs(matching: predicate, of: root, includingSubentities: true)
@@ -106,19 +122,10 @@ extension ObjectContext {
         } else {
             candidates = try objectIDs(of: root, includingSubentities: true)
         }
-        let pending = state.withLock { state in
-            state.pending.keys.filter { model[$0.entity].rootID == root }
-        }
-        candidates += pending
-        var seen: Set<ObjectID> = [id]
-        for start in stride(from: 0, to: candidates.count, by: max(1, batchSize)) {
-            let batch = candidates[start..<min(start + max(1, batchSize), candidates.count)].filter {
-                seen.insert($0).inserted
-            }
-            for other in batch {
-                guard let snapshot = try snapshot(of: other) else { continue }
-                if zip(key, parts).allSatisfy({ Self.part($0, of: snapshot) == $1 }) { return other }
-            }
+        candidates.removeAll { $0 == id || pending.contains($0) }
+        for other in candidates {
+            guard let snapshot = try snapshot(of: other) else { continue }
+            if holds(snapshot) { return other }
         }
         return nil
     }
