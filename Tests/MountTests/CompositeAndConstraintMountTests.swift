@@ -89,6 +89,11 @@ import Testing
         #expect(
             indexes.contains("Z_Cocktail_UNIQUE_cocktailName")
                 && indexes.contains("Z_Cocktail_SwiftDataIndexOnBinarycocktailName"))
+        // Export and diff carry the elements under their key paths.
+        let export = try run(binary, ["export", back.path, "--entity", "Cocktail"])
+        #expect(export.status == 0 && export.output.contains(#""author.person":"Kenny Remster""#))
+        let diff = try run(binary, ["diff", source.path, back.path])
+        #expect(diff.status == 0, "no difference: \(diff.output.prefix(500))")
         let sql =
             "SELECT group_concat(Z_PK || ZPERSON || hex(ZID) || hex(ZID1) || CAST(ZFLAVORS AS TEXT), ',') FROM (SELECT * FROM ZCOCKTAIL ORDER BY Z_PK)"
         #expect(try Self.sqlite(back, sql) == (try Self.sqlite(source, sql)))
