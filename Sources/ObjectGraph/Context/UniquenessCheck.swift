@@ -11,17 +11,15 @@ import Foundation
 /// (``PersistentStore/uniqueKeys(of:)``: Photos has one Core Data's model does not declare). As
 /// SQL's UNIQUE does, a key with a nil part conflicts with nothing.
 ///
-/// Finding the other objects: the store answers a predicate of equalities in one request where it
-/// can (an SQLite store in SQL, on an index); otherwise, and for values a predicate cannot spell
-/// (UUIDs, binary data, decimals), the tree's objects are read in batches. The context's pending
+/// Finding the other objects: the store looks the values up in one request where it can (an
+/// SQLite store in SQL on the columns, so on the UNIQUE index), else answers a predicate of
+/// equalities; otherwise, and for values a predicate cannot spell (UUIDs, binary data,
+/// decimals), the tree's objects are read in batches. The context's pending
 /// changes are then applied: a candidate counts only if it still has the values, and pending
 /// objects of the tree are compared too.
 extension ObjectContext {
     /// One part of a key: an attribute's value or a to-one's destination.
-    enum KeyPart: Hashable {
-        case value(AttributeValue)
-        case object(ObjectID)
-    }
+    typealias KeyPart = PropertyMatch
 
     /// The unique keys (property names) of `entity`'s objects.
     public func uniqueKeys(of entity: EntityID) -> [[String]] {
@@ -115,7 +113,9 @@ extension ObjectContext {
         }
         if let pendingHolder { return pendingHolder }
         var candidates: [ObjectID]
-        if let predicate = Self.predicate(key, parts),
+        if let found = try store.objectIDs(holding: Array(zip(key, parts)).map { ($0, $1) }, in: root) {
+            candidates = found
+        } else if let predicate = Self.predicate(key, parts),
             let found = try store.objectIDs(matching: predicate, of: root, includingSubentities: true)
         {
             candidates = found
