@@ -38,7 +38,13 @@ enum Server {
                 coordinator: coordinator, configuration: fsConfiguration, counters: counters,
                 commitStatistics: commits, logger: logger)
             made(fileSystem)
-            return (fileSystem, { [coordinator] in [coordinator] })
+            // Read-only and evidence mounts of a store whose files hold versions (SQLite) show
+            // them in `.wal` (docs/FORENSICS.md).
+            let showsVersions = fsConfiguration.readOnly || coordinator.store is OverlayStore
+            guard showsVersions, coordinator.store.recovering != nil else {
+                return (fileSystem, { [coordinator] in [coordinator] })
+            }
+            return (StoreVersionsFileSystem(store: fileSystem), { [coordinator] in [coordinator] })
         }
     }
 
