@@ -122,8 +122,9 @@ public struct RecoveryFile: Codable, Sendable {
         var lastError: (any Error)?
         for url in candidates {
             do {
-                // Never over another recovery file: created new, or not at all.
-                try data.write(to: url, options: [.withoutOverwriting])
+                // Never over another recovery file: created new, or not at all; and on the disk,
+                // name included, before the unmount says where it is.
+                try DurableFile.create(data, at: url)
                 return url
             } catch {
                 lastError = error
