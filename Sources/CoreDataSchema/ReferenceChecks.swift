@@ -2,8 +2,8 @@ import ObjectGraph
 
 /// Where each reference of a store lives in Core Data's schema, as `storefs doctor` checks it:
 /// every to-one key column, every many-to-many join table with both its ends, every hidden key
-/// column of a to-many without inverse, and the Z_ENT numbers each table may hold. Dialect-free:
-/// each engine renders its own statements from it (SQLiteStore/Health, PostgresStore+Health.swift).
+/// column of a to-many without inverse, and the Z_ENT numbers each table may hold. The statements
+/// made of it are ReferenceStatements.swift's, standard SQL that both engines run.
 ///
 /// A reference dangles when no row of its destination's table has its key *and* a Z_ENT of the
 /// destination entity or one of its subentities.

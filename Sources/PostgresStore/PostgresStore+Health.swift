@@ -2,10 +2,10 @@ import CoreDataSchema
 import Foundation
 import ObjectGraph
 
-// `storefs doctor` on a PostgreSQL store: every statement it runs to examine and repair one is in
-// this file. They are SQLiteStore/Health's statements (the same standard SQL, with PostgreSQL's
-// quoting and placeholders), from the same dialect-free ``ReferenceChecks``: both are ready to
-// move into a relational core shared by the two engines. What a save can express (a nullified
+// `storefs doctor` on a PostgreSQL store: what only PostgreSQL has (table sizes, a schema copy as
+// the backup, VACUUM, history pruning under the counters' locks) is here; the statements both
+// engines share, and the findings built from their answers, are ReferenceStatements.swift's
+// (CoreDataSchema), run here on this store's connections. What a save can express (a nullified
 // to-one, a removed member, a deleted object) goes through ``save(_:)`` instead (StoreRepair.swift),
 // so other machines' mounts hear of it through the store's announcements.
 extension PostgresStore: RepairableStore {
@@ -20,9 +20,7 @@ extension PostgresStore: RepairableStore {
         examination.space = space
         examination.entityBytes = try entityBytes(checks, tables: tables)
         examination.history = try historySummary(tables: tables)
-        examination.orphans.toOne = try danglingToOneGroups(checks, examples: examples)
-        examination.orphans.toMany = try danglingToManyGroups(checks, examples: examples)
-        examination.orphans.rows = try unknownEntityRows(checks, examples: examples)
+        try checks.findOrphans(in: &examination.orphans, model: model, examples: examples, rows: integerRows)
         // Keys come from Z_MAX raised to the highest key in the same statement (reserveKeys): a
         // counter behind its rows hands out no key twice, so none is reported.
         examination.integrity = IntegrityCheck(
@@ -31,49 +29,19 @@ extension PostgresStore: RepairableStore {
     }
 
     public func danglingToOnes(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
-        let checks = ReferenceChecks(layout: layout, model: model)
-        var found: [DanglingReference] = []
-        for check in checks.toOne where found.count < limit {
-            let rows = try read(
-                "SELECT s.\"Z_PK\", s.\"Z_ENT\", s.\(q(check.column)) \(danglingToOneClause(check)) ORDER BY s.\"Z_PK\" LIMIT \(limit - found.count)"
-            )
-            for row in 0..<rows.rowCount {
-                guard let key = rows.integer(row, 0), let zent = rows.integer(row, 1),
-                    let entity = layout.entityByZent[zent], let missing = rows.integer(row, 2)
-                else { continue }
-                found.append(
-                    DanglingReference(
-                        object: ObjectID(entity: entity, key: PrimaryKey(key)), relationship: check.relationship,
-                        missing: ObjectID(entity: check.destination, key: PrimaryKey(missing))))
-            }
-        }
-        return found
+        try ReferenceChecks(layout: layout, model: model).danglingToOnes(
+            layout: layout, limit: limit, rows: integerRows)
     }
 
     public func danglingToManyMembers(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
-        let checks = ReferenceChecks(layout: layout, model: model)
-        var found: [DanglingReference] = []
-        for join in checks.joinTables {
-            for (present, absent) in [(join.source, join.destination), (join.destination, join.source)]
-            where found.count < limit && !present.relationship.isEmpty {
-                guard let presentTable = present.table else { continue }
-                let rows = try read(
-                    "SELECT j.\(q(present.column)), s.\"Z_ENT\", j.\(q(absent.column)) FROM \(q(join.table)) j "
-                        + "JOIN \(q(presentTable)) s ON s.\"Z_PK\" = j.\(q(present.column)) AND s.\"Z_ENT\" IN \(list(present.zents)) "
-                        + "WHERE NOT \(exists(absent, key: "j.\(q(absent.column))")) ORDER BY 1, 3 LIMIT \(limit - found.count)"
-                )
-                for row in 0..<rows.rowCount {
-                    guard let key = rows.integer(row, 0), let zent = rows.integer(row, 1),
-                        let entity = layout.entityByZent[zent], let missing = rows.integer(row, 2)
-                    else { continue }
-                    found.append(
-                        DanglingReference(
-                            object: ObjectID(entity: entity, key: PrimaryKey(key)), relationship: present.relationship,
-                            missing: ObjectID(entity: absent.entity, key: PrimaryKey(missing))))
-                }
-            }
-        }
-        return found
+        try ReferenceChecks(layout: layout, model: model).danglingToManyMembers(
+            layout: layout, limit: limit, rows: integerRows)
+    }
+
+    /// Every row, each column as an integer (nil for NULL).
+    private func integerRows(_ sql: String) throws(ObjectGraphError) -> ReferenceChecks.IntegerRows {
+        let rows = try read(sql)
+        return (0..<rows.rowCount).map { row in (0..<rows.columnCount).map { rows.integer(row, $0) } }
     }
 
     // MARK: - Space and history
@@ -112,9 +80,7 @@ extension PostgresStore: RepairableStore {
 
     private func historySummary(tables: [String: Int64]) throws(ObjectGraphError) -> HistorySummary {
         var summary = HistorySummary()
-        let first = try read(
-            "SELECT COUNT(*), MIN(\"Z_PK\"), MAX(\"Z_PK\"), MIN(\"ZTIMESTAMP\"), MAX(\"ZTIMESTAMP\") FROM \"ATRANSACTION\""
-        )
+        let first = try read(ReferenceChecks.historyRange)
         summary.transactions = Int(first.integer(0, 0) ?? 0)
         summary.firstTransaction = first.integer(0, 1)
         summary.lastTransaction = first.integer(0, 2)
@@ -123,118 +89,11 @@ extension PostgresStore: RepairableStore {
         summary.newest = first.text(0, 4).flatMap(PostgresValueCoding.double).map(
             Date.init(timeIntervalSinceReferenceDate:))
         func count(_ sql: String) throws(ObjectGraphError) -> Int { Int(try read(sql).integer(0, 0) ?? 0) }
-        summary.changes = try count("SELECT COUNT(*) FROM \"ACHANGE\"")
-        summary.strings = try count("SELECT COUNT(*) FROM \"ATRANSACTIONSTRING\"")
-        summary.changesWithoutTransaction = try count(
-            "SELECT COUNT(*) FROM \"ACHANGE\" c WHERE NOT EXISTS (SELECT 1 FROM \"ATRANSACTION\" t WHERE t.\"Z_PK\" = c.\"ZTRANSACTIONID\")"
-        )
-        summary.bytes = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].reduce(0) { $0 + (tables[$1] ?? 0) }
+        summary.changes = try count(ReferenceChecks.historyChanges)
+        summary.strings = try count(ReferenceChecks.historyStrings)
+        summary.changesWithoutTransaction = try count(ReferenceChecks.changesWithoutTransaction)
+        summary.bytes = ReferenceChecks.historyTables.reduce(0) { $0 + (tables[$1] ?? 0) }
         return summary
-    }
-
-    // MARK: - Orphans
-
-    private func danglingToOneClause(_ check: ReferenceChecks.ToOne) -> String {
-        let key = "s.\(q(check.column))"
-        let missing =
-            check.destinationTable.map {
-                "NOT EXISTS (SELECT 1 FROM \(q($0)) d WHERE d.\"Z_PK\" = \(key) AND d.\"Z_ENT\" IN \(list(check.destinationZents)))"
-            } ?? "TRUE"
-        return
-            "FROM \(q(check.table)) s WHERE s.\"Z_ENT\" IN \(list(check.zents)) AND \(key) IS NOT NULL AND \(missing)"
-    }
-
-    private func danglingToOneGroups(_ checks: ReferenceChecks, examples: Int) throws(ObjectGraphError)
-        -> [ReferenceGroup]
-    {
-        var groups: [ReferenceGroup] = []
-        for check in checks.toOne {
-            let clause = danglingToOneClause(check)
-            let count = try read("SELECT COUNT(*) \(clause)").integer(0, 0) ?? 0
-            guard count > 0 else { continue }
-            let keys = try read("SELECT s.\"Z_PK\" \(clause) ORDER BY 1 LIMIT \(examples)")
-            groups.append(
-                ReferenceGroup(
-                    entity: model[check.entity].name, relationship: check.relationship, count: Int(count),
-                    examples: (0..<keys.rowCount).compactMap { keys.integer($0, 0) },
-                    place: "\(check.table).\(check.column)"))
-        }
-        return groups
-    }
-
-    private func exists(_ end: ReferenceChecks.JoinEnd, key: String) -> String {
-        guard let table = end.table else { return "FALSE" }
-        return "EXISTS (SELECT 1 FROM \(q(table)) x WHERE x.\"Z_PK\" = \(key) AND x.\"Z_ENT\" IN \(list(end.zents)))"
-    }
-
-    private func danglingToManyGroups(_ checks: ReferenceChecks, examples: Int) throws(ObjectGraphError)
-        -> [ReferenceGroup]
-    {
-        var groups: [ReferenceGroup] = []
-        for join in checks.joinTables {
-            let source = "j.\(q(join.source.column))"
-            let destination = "j.\(q(join.destination.column))"
-            let sourceExists = exists(join.source, key: source)
-            let destinationExists = exists(join.destination, key: destination)
-            let cases: [(ReferenceChecks.JoinEnd, String, String, String)] = [
-                (join.source, source, "\(sourceExists) AND NOT \(destinationExists)", ""),
-                (join.destination, destination, "\(destinationExists) AND NOT \(sourceExists)", ""),
-                (join.source, source, "NOT \(sourceExists) AND NOT \(destinationExists)", " (neither end exists)")
-            ]
-            for (end, key, condition, note) in cases {
-                let count = try read("SELECT COUNT(*) FROM \(q(join.table)) j WHERE \(condition)").integer(0, 0) ?? 0
-                guard count > 0 else { continue }
-                let keys = try read(
-                    "SELECT \(key) FROM \(q(join.table)) j WHERE \(condition) ORDER BY 1 LIMIT \(examples)")
-                groups.append(
-                    ReferenceGroup(
-                        entity: model[end.entity].name,
-                        relationship: end.relationship.isEmpty ? join.source.relationship : end.relationship,
-                        count: Int(count), examples: (0..<keys.rowCount).compactMap { keys.integer($0, 0) },
-                        place: join.table + note))
-            }
-        }
-        for hidden in checks.hiddenKeys {
-            let clause = "FROM \(q(hidden.table)) h WHERE \(hiddenKeyDangles(hidden, key: "h.\(q(hidden.column))"))"
-            let count = try read("SELECT COUNT(*) \(clause)").integer(0, 0) ?? 0
-            guard count > 0 else { continue }
-            let keys = try read("SELECT h.\"Z_PK\" \(clause) ORDER BY 1 LIMIT \(examples)")
-            groups.append(
-                ReferenceGroup(
-                    entity: model[hidden.entity].name, relationship: hidden.relationship, count: Int(count),
-                    examples: (0..<keys.rowCount).compactMap { keys.integer($0, 0) },
-                    place: "\(hidden.table).\(hidden.column) (rows naming a missing source)"))
-        }
-        return groups
-    }
-
-    private func hiddenKeyDangles(_ hidden: ReferenceChecks.HiddenKey, key: String) -> String {
-        let sourceExists =
-            hidden.sourceTable.map {
-                "EXISTS (SELECT 1 FROM \(q($0)) x WHERE x.\"Z_PK\" = \(key) AND x.\"Z_ENT\" IN \(list(hidden.sourceZents)))"
-            } ?? "FALSE"
-        return "\(key) IS NOT NULL AND NOT \(sourceExists)"
-    }
-
-    private func unknownEntityRows(_ checks: ReferenceChecks, examples: Int) throws(ObjectGraphError)
-        -> [UnknownEntityRows]
-    {
-        var found: [UnknownEntityRows] = []
-        for table in checks.entityTables {
-            let clause = "FROM \(q(table.table)) WHERE (\"Z_ENT\" IS NULL OR \"Z_ENT\" NOT IN \(list(table.zents)))"
-            let rows = try read("SELECT COALESCE(\"Z_ENT\", 0), COUNT(*) \(clause) GROUP BY 1")
-            for row in 0..<rows.rowCount {
-                let zent = rows.integer(row, 0) ?? 0
-                let keys = try read(
-                    "SELECT \"Z_PK\" FROM \(q(table.table)) WHERE COALESCE(\"Z_ENT\", 0) = $1 ORDER BY 1 LIMIT \(examples)",
-                    [String(zent)])
-                found.append(
-                    UnknownEntityRows(
-                        table: table.table, zent: zent, count: Int(rows.integer(row, 1) ?? 0),
-                        examples: (0..<keys.rowCount).compactMap { keys.integer($0, 0) }))
-            }
-        }
-        return found
     }
 
     // MARK: - Repairs
@@ -244,19 +103,9 @@ extension PostgresStore: RepairableStore {
         return try writeTransaction { (run) throws(ObjectGraphError) -> Int in
             var changed = 0
             for reference in references {
-                let declaring = StoreLayout.declaringEntity(
-                    of: reference.relationship, from: reference.object.entity, in: model)
-                guard
-                    let check = checks.toOne.first(where: {
-                        $0.entity == declaring && $0.relationship == reference.relationship
-                    })
-                else { continue }
-                var sets = ["\(q(check.column)) = NULL"]
-                if let column = check.entityColumn { sets.append("\(q(column)) = NULL") }
-                if let column = check.orderColumn { sets.append("\(q(column)) = NULL") }
-                sets.append("\"Z_OPT\" = \"Z_OPT\" + 1")
+                guard let check = checks.check(of: reference, in: model) else { continue }
                 changed += try run(
-                    "UPDATE \(q(check.table)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = $1 AND \(q(check.column)) = $2",
+                    ReferenceChecks.nullify(check, object: "$1", missing: "$2"),
                     [String(reference.object.key.rawValue), String(reference.missing.key.rawValue)]
                 ).changedCount
             }
@@ -269,19 +118,10 @@ extension PostgresStore: RepairableStore {
         return try writeTransaction { (run) throws(ObjectGraphError) -> UnreachableRemoval in
             var removed = UnreachableRemoval()
             for join in checks.joinTables {
-                let source = exists(join.source, key: "j.\(q(join.source.column))")
-                let destination = exists(join.destination, key: "j.\(q(join.destination.column))")
-                removed.joinRows += try run(
-                    "DELETE FROM \(q(join.table)) AS j WHERE NOT \(source) AND NOT \(destination)", []
-                ).changedCount
+                removed.joinRows += try run(ReferenceChecks.removeUnreachableRows(of: join), []).changedCount
             }
             for hidden in checks.hiddenKeys {
-                let key = "h.\(q(hidden.column))"
-                let order = hidden.orderColumn.map { ", \(q($0)) = NULL" } ?? ""
-                removed.foreignKeys += try run(
-                    "UPDATE \(q(hidden.table)) AS h SET \(q(hidden.column)) = NULL\(order), \"Z_OPT\" = h.\"Z_OPT\" + 1 "
-                        + "WHERE \(hiddenKeyDangles(hidden, key: key))", []
-                ).changedCount
+                removed.foreignKeys += try run(ReferenceChecks.clearDanglingKeys(hidden), []).changedCount
             }
             return removed
         }
@@ -382,9 +222,4 @@ extension PostgresStore: RepairableStore {
     // MARK: - SQL text
 
     private func q(_ name: String) -> String { SQLText.identifier(name) }
-
-    /// Z_ENT numbers (integers from the layout, never input) as an SQL list; `(NULL)` for none.
-    private func list(_ zents: [Int64]) -> String {
-        zents.isEmpty ? "(NULL)" : "(" + zents.map(String.init).joined(separator: ", ") + ")"
-    }
 }

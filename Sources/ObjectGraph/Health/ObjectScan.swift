@@ -62,19 +62,8 @@ struct ObjectScan {
         var unowned = Tally(examples: examples)
         var danglingToOne = Tally(examples: examples)
         var danglingToMany = Tally(examples: examples)
-        // Keys of every object, by root entity: what a reference must name.
-        var existing: [EntityID: Set<Int64>] = [:]
-        if findsDanglingReferences {
-            for entity in model.entities {
-                for id in try store.objectIDs(of: entity.id) {
-                    existing[entity.rootID, default: []].insert(id.key.rawValue)
-                }
-            }
-        }
-        func exists(_ id: ObjectID) -> Bool {
-            guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count else { return false }
-            return existing[model[id.entity].rootID]?.contains(id.key.rawValue) ?? false
-        }
+        // Keys of every object: what a reference must name.
+        let existing = findsDanglingReferences ? try ExistingKeys(of: store, model: model) : ExistingKeys(model: model)
         let ownership = try Ownership(coordinator: coordinator)
         for entity in model.entities {
             progress(entity.name)
@@ -104,7 +93,7 @@ struct ObjectScan {
                         if destination == nil, !relationship.isOptional {
                             violations.add(entity.name, relationship.name, "nil", key: key)
                         }
-                        if findsDanglingReferences, let destination, !exists(destination) {
+                        if findsDanglingReferences, let destination, !existing.contains(destination) {
                             danglingToOne.add(entity.name, relationship.name, key: key)
                         }
                     }
@@ -120,7 +109,7 @@ struct ObjectScan {
                             violations.add(entity.name, relationship.name, problem.rawValue, key: id.key.rawValue)
                         }
                         if findsDanglingReferences {
-                            for destination in list where !exists(destination) {
+                            for destination in list where !existing.contains(destination) {
                                 danglingToMany.add(entity.name, relationship.name, key: id.key.rawValue)
                             }
                         }

@@ -276,16 +276,7 @@ extension StoreDoctor {
     ) {
         let model = coordinator.model
         let store = coordinator.store
-        var existing: [EntityID: Set<Int64>] = [:]
-        for entity in model.entities {
-            for id in try store.objectIDs(of: entity.id) {
-                existing[entity.rootID, default: []].insert(id.key.rawValue)
-            }
-        }
-        func exists(_ id: ObjectID) -> Bool {
-            guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count else { return false }
-            return existing[model[id.entity].rootID]?.contains(id.key.rawValue) ?? false
-        }
+        let existing = try ExistingKeys(of: store, model: model)
         var toOnes: [DanglingReference] = []
         var members: [DanglingReference] = []
         for entity in model.entities {
@@ -293,7 +284,7 @@ extension StoreDoctor {
             try SnapshotWalk(coordinator: coordinator, entity: entity.id).forEach(unreadable: { _, _ in }) {
                 (page) throws(ObjectGraphError) in
                 for snapshot in page {
-                    for (name, destination) in snapshot.toOne where !exists(destination) {
+                    for (name, destination) in snapshot.toOne where !existing.contains(destination) {
                         toOnes.append(
                             DanglingReference(object: snapshot.objectID, relationship: name, missing: destination))
                     }
@@ -302,7 +293,7 @@ extension StoreDoctor {
                 for relationship in toMany {
                     let lists = try store.toManyDestinationLists(of: relationship.name, in: entity.id, for: ids)
                     for (id, list) in zip(ids, lists) {
-                        for destination in list where !exists(destination) {
+                        for destination in list where !existing.contains(destination) {
                             members.append(
                                 DanglingReference(object: id, relationship: relationship.name, missing: destination))
                         }

@@ -7,11 +7,10 @@ import ObjectGraph
     import Glibc
 #endif
 
-// `storefs doctor` on an SQLite store: every SQL statement it runs to examine one is in this file
-// (and the ones that repair, in SQLiteStore+Repair.swift), beside PostgresStore+Health.swift's:
-// the statements are the same standard SQL on both engines apart from quoting and placeholders,
-// ready to move into a relational core shared by both. Which references exist is dialect-free
-// (``ReferenceChecks``); each statement reads one table or relationship, whatever its size.
+// `storefs doctor` on an SQLite store: what only SQLite has (dbstat, the -wal's frames, PRAGMA
+// integrity_check, the external data folder) is here; the statements both engines share, and the
+// findings built from their answers, are ReferenceStatements.swift's (CoreDataSchema), run here
+// on this store's connections. Each statement reads one table or relationship, whatever its size.
 extension SQLiteStore: ExaminableStore {
     public func examine(examples: Int) throws(ObjectGraphError) -> StoreExamination {
         let checks = ReferenceChecks(layout: layout, model: model)
@@ -22,9 +21,9 @@ extension SQLiteStore: ExaminableStore {
             examination.space = space
             examination.entityBytes = try entityBytes(db, tableBytes: tableBytes)
             examination.history = try historySummary(db, schema: schema, tableBytes: tableBytes)
-            examination.orphans.toOne = try danglingToOneGroups(db, checks, examples: examples)
-            examination.orphans.toMany = try danglingToManyGroups(db, checks, examples: examples)
-            examination.orphans.rows = try unknownEntityRows(db, checks, examples: examples)
+            try checks.findOrphans(in: &examination.orphans, model: model, examples: examples) {
+                try integerRows(db, $0)
+            }
             examination.keyCounters = try keyCounters(db, checks)
             examination.integrity = try integrity(db)
             return examination
@@ -35,53 +34,13 @@ extension SQLiteStore: ExaminableStore {
 
     public func danglingToOnes(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
         let checks = ReferenceChecks(layout: layout, model: model)
-        return try read { db in
-            var found: [DanglingReference] = []
-            for check in checks.toOne where found.count < limit {
-                let sql =
-                    "SELECT s.Z_PK, s.Z_ENT, s.\(q(check.column)) \(danglingToOneClause(check)) ORDER BY s.Z_PK LIMIT ?"
-                for row in try rows(db, sql, [limit - found.count], cached: false) {
-                    let values = row.storedValues
-                    guard let key = values[0].storedInteger, let zent = values[1].storedInteger,
-                        let entity = layout.entityByZent[zent]
-                    else { continue }
-                    found.append(
-                        DanglingReference(
-                            object: ObjectID(entity: entity, key: PrimaryKey(key)), relationship: check.relationship,
-                            missing: ObjectID(entity: check.destination, key: PrimaryKey(Self.integer(values[2])))))
-                }
-            }
-            return found
-        }
+        return try read { db in try checks.danglingToOnes(layout: layout, limit: limit) { try integerRows(db, $0) } }
     }
 
     public func danglingToManyMembers(limit: Int) throws(ObjectGraphError) -> [DanglingReference] {
         let checks = ReferenceChecks(layout: layout, model: model)
         return try read { db in
-            var found: [DanglingReference] = []
-            for join in checks.joinTables {
-                // Seen from each end that exists: the other end is missing.
-                for (present, absent) in [(join.source, join.destination), (join.destination, join.source)]
-                where found.count < limit && !present.relationship.isEmpty {
-                    guard let presentTable = present.table else { continue }
-                    let sql =
-                        "SELECT j.\(q(present.column)), s.Z_ENT, j.\(q(absent.column)) FROM \(q(join.table)) j "
-                        + "JOIN \(q(presentTable)) s ON s.Z_PK = j.\(q(present.column)) AND s.Z_ENT IN \(list(present.zents)) "
-                        + "WHERE NOT \(exists(absent, key: "j.\(q(absent.column))")) ORDER BY 1, 3 LIMIT ?"
-                    for row in try rows(db, sql, [limit - found.count], cached: false) {
-                        let values = row.storedValues
-                        guard let key = values[0].storedInteger, let zent = values[1].storedInteger,
-                            let entity = layout.entityByZent[zent]
-                        else { continue }
-                        found.append(
-                            DanglingReference(
-                                object: ObjectID(entity: entity, key: PrimaryKey(key)),
-                                relationship: present.relationship,
-                                missing: ObjectID(entity: absent.entity, key: PrimaryKey(Self.integer(values[2])))))
-                    }
-                }
-            }
-            return found
+            try checks.danglingToManyMembers(layout: layout, limit: limit) { try integerRows(db, $0) }
         }
     }
 
@@ -172,14 +131,9 @@ extension SQLiteStore: ExaminableStore {
     private func historySummary(_ db: Database, schema: FileSchema, tableBytes: [String: Int64]) throws
         -> HistorySummary?
     {
-        guard ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].allSatisfy({ schema.table(named: $0) != nil }) else {
-            return nil
-        }
+        guard ReferenceChecks.historyTables.allSatisfy({ schema.table(named: $0) != nil }) else { return nil }
         var summary = HistorySummary()
-        if let row = try rows(
-            db, "SELECT COUNT(*), MIN(Z_PK), MAX(Z_PK), MIN(ZTIMESTAMP), MAX(ZTIMESTAMP) FROM ATRANSACTION",
-            cached: false
-        ).first {
+        if let row = try rows(db, ReferenceChecks.historyRange, cached: false).first {
             let values = row.storedValues
             summary.transactions = Int(values[0].storedInteger ?? 0)
             summary.firstTransaction = values[1].storedInteger
@@ -188,115 +142,16 @@ extension SQLiteStore: ExaminableStore {
             if !values[4].isNull { summary.newest = Date(timeIntervalSinceReferenceDate: Self.seconds(values[4])) }
         }
         func count(_ sql: String) throws -> Int { Int(try integer(db, sql)) }
-        summary.changes = try count("SELECT COUNT(*) FROM ACHANGE")
-        summary.strings = try count("SELECT COUNT(*) FROM ATRANSACTIONSTRING")
-        summary.changesWithoutTransaction = try count(
-            "SELECT COUNT(*) FROM ACHANGE c WHERE NOT EXISTS (SELECT 1 FROM ATRANSACTION t WHERE t.Z_PK = c.ZTRANSACTIONID)"
-        )
+        summary.changes = try count(ReferenceChecks.historyChanges)
+        summary.strings = try count(ReferenceChecks.historyStrings)
+        summary.changesWithoutTransaction = try count(ReferenceChecks.changesWithoutTransaction)
         if !tableBytes.isEmpty {
-            summary.bytes = ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].reduce(0) { $0 + (tableBytes[$1] ?? 0) }
+            summary.bytes = ReferenceChecks.historyTables.reduce(0) { $0 + (tableBytes[$1] ?? 0) }
         }
         return summary
     }
 
-    // MARK: - Orphans
-
-    private func danglingToOneClause(_ check: ReferenceChecks.ToOne) -> String {
-        let key = "s.\(q(check.column))"
-        let missing =
-            check.destinationTable.map {
-                "NOT EXISTS (SELECT 1 FROM \(q($0)) d WHERE d.Z_PK = \(key) AND d.Z_ENT IN \(list(check.destinationZents)))"
-            } ?? "1"
-        return "FROM \(q(check.table)) s WHERE s.Z_ENT IN \(list(check.zents)) AND \(key) IS NOT NULL AND \(missing)"
-    }
-
-    private func danglingToOneGroups(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
-        -> [ReferenceGroup]
-    {
-        var groups: [ReferenceGroup] = []
-        for check in checks.toOne {
-            let clause = danglingToOneClause(check)
-            let count = try integer(db, "SELECT COUNT(*) \(clause)")
-            guard count > 0 else { continue }
-            let keys = try keys(db, "SELECT s.Z_PK \(clause) ORDER BY s.Z_PK LIMIT ?", [examples])
-            groups.append(
-                ReferenceGroup(
-                    entity: model[check.entity].name, relationship: check.relationship, count: Int(count),
-                    examples: keys, place: "\(check.table).\(check.column)"))
-        }
-        return groups
-    }
-
-    /// `EXISTS` of a row of `end`'s table with key `key` and one of its Z_ENTs (false when the
-    /// store has no such table).
-    func exists(_ end: ReferenceChecks.JoinEnd, key: String) -> String {
-        guard let table = end.table else { return "(0)" }
-        return "EXISTS (SELECT 1 FROM \(q(table)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(end.zents)))"
-    }
-
-    private func danglingToManyGroups(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
-        -> [ReferenceGroup]
-    {
-        var groups: [ReferenceGroup] = []
-        for join in checks.joinTables {
-            let t = q(join.table)
-            let source = "j.\(q(join.source.column))"
-            let destination = "j.\(q(join.destination.column))"
-            let sourceExists = exists(join.source, key: source)
-            let destinationExists = exists(join.destination, key: destination)
-            // Rows seen from the end that exists, then rows with neither end.
-            let cases: [(ReferenceChecks.JoinEnd, String, String, String)] = [
-                (join.source, source, "\(sourceExists) AND NOT \(destinationExists)", ""),
-                (join.destination, destination, "\(destinationExists) AND NOT \(sourceExists)", ""),
-                (join.source, source, "NOT \(sourceExists) AND NOT \(destinationExists)", " (neither end exists)")
-            ]
-            for (end, key, condition, note) in cases {
-                let count = try integer(db, "SELECT COUNT(*) FROM \(t) j WHERE \(condition)")
-                guard count > 0 else { continue }
-                let keys = try keys(db, "SELECT \(key) FROM \(t) j WHERE \(condition) ORDER BY 1 LIMIT ?", [examples])
-                let relationship = end.relationship.isEmpty ? join.source.relationship : end.relationship
-                groups.append(
-                    ReferenceGroup(
-                        entity: model[end.entity].name, relationship: relationship, count: Int(count), examples: keys,
-                        place: join.table + note))
-            }
-        }
-        for hidden in checks.hiddenKeys {
-            let key = "h.\(q(hidden.column))"
-            let sourceExists =
-                hidden.sourceTable.map {
-                    "EXISTS (SELECT 1 FROM \(q($0)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(hidden.sourceZents)))"
-                } ?? "(0)"
-            let clause = "FROM \(q(hidden.table)) h WHERE \(key) IS NOT NULL AND NOT \(sourceExists)"
-            let count = try integer(db, "SELECT COUNT(*) \(clause)")
-            guard count > 0 else { continue }
-            let keys = try keys(db, "SELECT h.Z_PK \(clause) ORDER BY 1 LIMIT ?", [examples])
-            groups.append(
-                ReferenceGroup(
-                    entity: model[hidden.entity].name, relationship: hidden.relationship, count: Int(count),
-                    examples: keys, place: "\(hidden.table).\(hidden.column) (rows naming a missing source)"))
-        }
-        return groups
-    }
-
-    private func unknownEntityRows(_ db: Database, _ checks: ReferenceChecks, examples: Int) throws
-        -> [UnknownEntityRows]
-    {
-        var found: [UnknownEntityRows] = []
-        for table in checks.entityTables {
-            let clause = "FROM \(q(table.table)) WHERE (Z_ENT IS NULL OR Z_ENT NOT IN \(list(table.zents)))"
-            for row in try rows(db, "SELECT Z_ENT, COUNT(*) \(clause) GROUP BY Z_ENT", cached: false) {
-                let values = row.storedValues
-                let zent = Self.integer(values[0])
-                let keys = try keys(
-                    db, "SELECT Z_PK \(clause) AND IFNULL(Z_ENT, 0) = ? ORDER BY Z_PK LIMIT ?", [zent, examples])
-                found.append(
-                    UnknownEntityRows(
-                        table: table.table, zent: zent, count: Int(values[1].storedInteger ?? 0), examples: keys))
-            }
-        }
-        return found
-    }
+    // MARK: - Key counters
 
     private func keyCounters(_ db: Database, _ checks: ReferenceChecks) throws -> [KeyCounterFinding] {
         var found: [KeyCounterFinding] = []
@@ -379,6 +234,19 @@ extension SQLiteStore: ExaminableStore {
         return Self.integer(row, 0)
     }
 
+    /// Every row, each column as an integer (nil for NULL, text, a blob or a real that is not whole).
+    func integerRows(_ db: Database, _ sql: String) throws -> ReferenceChecks.IntegerRows {
+        try rows(db, sql, cached: false).map { row in
+            row.storedValues.map {
+                switch $0.storage {
+                case .int64(let value): value
+                case .double(let value): Int64(exactly: value)
+                default: nil
+                }
+            }
+        }
+    }
+
     /// The first column of every row, as keys.
     func keys(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
         try rows(db, sql, arguments, cached: false).map { Self.integer($0, 0) }
@@ -386,10 +254,4 @@ extension SQLiteStore: ExaminableStore {
 
     /// A quoted identifier.
     func q(_ name: String) -> String { name.quotedDatabaseIdentifier }
-
-    /// `(1, 2, 3)`: Z_ENT numbers (integers from the layout, never input) as an SQL list; `(NULL)`
-    /// for none, which matches no row.
-    func list(_ zents: [Int64]) -> String {
-        zents.isEmpty ? "(NULL)" : "(" + zents.map(String.init).joined(separator: ", ") + ")"
-    }
 }

@@ -3,29 +3,18 @@ import Foundation
 import GRDB
 import ObjectGraph
 
-// `storefs doctor --fix` on an SQLite store: the statements for what a save cannot express (see
-// SQLiteStore+Examination.swift for why they are kept here, and StoreRepair.swift for what goes
-// through saves). Each runs in one write transaction of the store's writer.
+// `storefs doctor --fix` on an SQLite store: what a save cannot express (StoreRepair.swift says
+// what goes through saves), in the statements both engines share (ReferenceStatements.swift) and
+// SQLite's own history pruning and VACUUM. Each runs in one write transaction of the store's writer.
 extension SQLiteStore: RepairableStore {
     public func clearDanglingToOnes(_ references: [DanglingReference]) throws(ObjectGraphError) -> Int {
         let checks = ReferenceChecks(layout: layout, model: model)
         return try write { db in
             var changed = 0
             for reference in references {
-                let declaring = StoreLayout.declaringEntity(
-                    of: reference.relationship, from: reference.object.entity, in: model)
-                guard
-                    let check = checks.toOne.first(where: {
-                        $0.entity == declaring && $0.relationship == reference.relationship
-                    })
-                else { continue }
-                var sets = ["\(q(check.column)) = NULL"]
-                if let column = check.entityColumn { sets.append("\(q(column)) = NULL") }
-                if let column = check.orderColumn { sets.append("\(q(column)) = NULL") }
-                sets.append("Z_OPT = Z_OPT + 1")
+                guard let check = checks.check(of: reference, in: model) else { continue }
                 changed += try execute(
-                    db,
-                    "UPDATE \(q(check.table)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ? AND \(q(check.column)) = ?",
+                    db, ReferenceChecks.nullify(check, object: "?", missing: "?"),
                     [reference.object.key.rawValue, reference.missing.key.rawValue], cached: false)
             }
             return changed
@@ -37,23 +26,10 @@ extension SQLiteStore: RepairableStore {
         return try write { db in
             var removed = UnreachableRemoval()
             for join in checks.joinTables {
-                let source = exists(join.source, key: "j.\(q(join.source.column))")
-                let destination = exists(join.destination, key: "j.\(q(join.destination.column))")
-                removed.joinRows += try execute(
-                    db, "DELETE FROM \(q(join.table)) AS j WHERE NOT \(source) AND NOT \(destination)", cached: false)
+                removed.joinRows += try execute(db, ReferenceChecks.removeUnreachableRows(of: join), cached: false)
             }
             for hidden in checks.hiddenKeys {
-                let t = q(hidden.table)
-                let key = "\(t).\(q(hidden.column))"
-                let sourceExists =
-                    hidden.sourceTable.map {
-                        "EXISTS (SELECT 1 FROM \(q($0)) x WHERE x.Z_PK = \(key) AND x.Z_ENT IN \(list(hidden.sourceZents)))"
-                    } ?? "(0)"
-                let order = hidden.orderColumn.map { ", \(q($0)) = NULL" } ?? ""
-                removed.foreignKeys += try execute(
-                    db,
-                    "UPDATE \(t) SET \(q(hidden.column)) = NULL\(order), Z_OPT = Z_OPT + 1 WHERE \(key) IS NOT NULL AND NOT \(sourceExists)",
-                    cached: false)
+                removed.foreignKeys += try execute(db, ReferenceChecks.clearDanglingKeys(hidden), cached: false)
             }
             return removed
         }
@@ -63,7 +39,7 @@ extension SQLiteStore: RepairableStore {
         try write { db in
             var pruning = HistoryPruning()
             let schema = try FileSchema.read(db, file: path)
-            guard ["ATRANSACTION", "ACHANGE", "ATRANSACTIONSTRING"].allSatisfy({ schema.table(named: $0) != nil })
+            guard ReferenceChecks.historyTables.allSatisfy({ schema.table(named: $0) != nil })
             else {
                 throw ObjectGraphError(
                     .notFound, "\(path) keeps no persistent history (no ATRANSACTION, ACHANGE tables)")
