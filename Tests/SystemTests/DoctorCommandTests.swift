@@ -325,6 +325,15 @@ import Testing
         #expect(Self.number(json, "history.strings") == 3)
         let history = json["history"] as? [String: Any]
         #expect(history?["firstTransaction"] as? String == "t1" && history?["lastTransaction"] as? String == "t100001")
+        // The transactions' timestamps (seconds since 2001) as dates, to the second, as sqlite3 converts them.
+        for (key, function) in [("oldest", "MIN"), ("newest", "MAX")] {
+            let expected = try Self.sql(
+                store,
+                "SELECT strftime('%Y-%m-%dT%H:%M:%S', \(function)(ZTIMESTAMP) + 978307200, 'unixepoch') FROM ATRANSACTION"
+            ).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(
+                expected.count == 19 && (history?[key] as? String)?.hasPrefix(expected) == true, "\(key): \(expected)")
+        }
         #expect(status == 1, "more changes than --history-limit is a finding")
         #expect(try Self.doctor([store]).status == 0, "a long history alone is no finding")
 

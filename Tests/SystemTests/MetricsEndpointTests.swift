@@ -287,7 +287,8 @@ import Testing
         let server = try PostgresServer.shared()
         let scratch = try Scratch()
         defer { scratch.remove() }
-        let url = server.url(schema: PostgresServer.uniqueSchema("metrics")).absoluteString
+        let schema = PostgresServer.uniqueSchema("metrics")
+        let url = server.url(schema: schema).absoluteString
         #expect(try run(try storefsBinary(), ["create", "--model", "sample", url]).succeeded)
         let port = try Self.freePort()
         #expect(try run(try storefsBinary(), ["mount", url, scratch.mountPoint, "--metrics", String(port)]).succeeded)
@@ -308,6 +309,34 @@ import Testing
         #expect((samples["storefs_postgres_connections"] ?? 0) >= 2, "a reader and the listener")
         #expect((samples["storefs_postgres_announcement_lag_seconds"] ?? -1) >= 0)
         #expect(samples["storefs_postgres_reconnects_total"] == 0)
+        // The server ends the listeners' sessions (this store's channel only: PostgresLocation's
+        // name for it, FNV-1a of the schema): the mount reconnects, counts it, and hears again.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in schema.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        let ended = try server.psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'LISTEN \"storefs_\(String(hash, radix: 16))\"'"
+        )
+        #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "both mounts' listeners: \(ended)")
+        let heard = samples["storefs_postgres_announcements_total"] ?? 0
+        #expect(
+            eventually(timeout: 30) {
+                samples = (try? Self.scrape(port).samples) ?? [:]
+                return (samples["storefs_postgres_reconnects_total"] ?? 0) >= 1
+            },
+            "the ended listener is counted as a reconnect: \(samples.filter { $0.key.hasPrefix("storefs_postgres") })")
+        #expect(try shell("echo Sales > \(quoted(writer + "/Department/p1/name")) && sync").succeeded)
+        #expect(
+            eventually(timeout: 30) {
+                samples = (try? Self.scrape(port).samples) ?? [:]
+                return (samples["storefs_postgres_announcements_total"] ?? 0) > heard
+            }, "announcements are heard again after the reconnect")
+        #expect(
+            eventually(timeout: 20) {
+                (try? String(contentsOfFile: scratch.mountPoint + "/Department/p1/name", encoding: .utf8)) == "Sales\n"
+            }, "the reconnected mount shows the other mount's commit")
         let scraped = try Self.scrape(port)
         #expect(scraped.problems.isEmpty)
         let exposed = Set(scraped.types.map { $0.value == "counter" ? $0.key + "_total" : $0.key })
