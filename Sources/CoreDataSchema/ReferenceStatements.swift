@@ -83,8 +83,19 @@ extension ReferenceChecks {
         in orphans: inout OrphanFindings, model: ManagedObjectModel, examples: Int,
         rows: (String) throws(E) -> IntegerRows
     ) throws(E) {
-        func count(_ sql: String) throws(E) -> Int64 { try rows(sql).first?.first.flatMap { $0 } ?? 0 }
-        func keys(_ sql: String) throws(E) -> [Int64] { try rows(sql).compactMap { $0.first.flatMap { $0 } } }
+        // Plain loops rather than optional chains: the release optimizer crashed on a nested one here.
+        func count(_ sql: String) throws(E) -> Int64 {
+            let answer = try rows(sql)
+            guard let row = answer.first, let value = row.first else { return 0 }
+            return value ?? 0
+        }
+        func keys(_ sql: String) throws(E) -> [Int64] {
+            var keys: [Int64] = []
+            for row in try rows(sql) {
+                if let first = row.first, let key = first { keys.append(key) }
+            }
+            return keys
+        }
         orphans.toOne = try danglingToOneGroups(model: model, examples: examples, count: count, keys: keys)
         orphans.toMany = try danglingToManyGroups(model: model, examples: examples, count: count, keys: keys)
         orphans.rows = try unknownEntityRows(examples: examples, rows: rows, keys: keys)
