@@ -13,36 +13,18 @@ import ObjectGraph
 /// and fsyncs the directory: after a crash or a failure the store is either the old file or the
 /// new one, and a failure removes the temporary file. Stateless; safe from any thread.
 package enum AtomicFile {
+    /// The whole store file at `url`. Only a regular file is read (``RegularFile``): a FIFO or a
+    /// device is refused at once, never waited on.
     package static func read(_ url: URL) throws(ObjectGraphError) -> Data {
-        do {
-            return try Data(contentsOf: url, options: .mappedIfSafe)
-        } catch {
-            let code = (error as NSError).code
-            if !FileManager.default.fileExists(atPath: url.path) {
-                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
-            }
-            throw ObjectGraphError(
-                .io, "\(url.path): could not read the store (error \(code)): \(error.localizedDescription)")
-        }
+        try RegularFile.read(url)
     }
 
     /// The first `maxLength` bytes of the file at `url` (all of it when shorter), and whether
     /// that is the whole file.
     package static func readPrefix(_ url: URL, maxLength: Int) throws(ObjectGraphError) -> (data: Data, isWhole: Bool) {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            if !FileManager.default.fileExists(atPath: url.path) {
-                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
-            }
-            throw ObjectGraphError(.io, "\(url.path): could not open the store for reading")
-        }
-        defer { try? handle.close() }
-        do {
-            // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
-            let data = try handle.read(upToCount: maxLength < Int.max ? maxLength + 1 : maxLength) ?? Data()
-            return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
-        } catch {
-            throw ObjectGraphError(.io, "\(url.path): could not read the store: \(error)")
-        }
+        // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
+        let data = try RegularFile.read(url, maxLength: maxLength < Int.max ? maxLength + 1 : maxLength)
+        return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
     }
 
     /// Replaces the file at `url` with `data` atomically.

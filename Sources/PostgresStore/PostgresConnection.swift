@@ -46,7 +46,7 @@ final class PostgresConnection {
         handle = connection
         guard PQstatus(connection) == CONNECTION_OK else {
             // Fully initialized here: deinit finishes the connection.
-            let message = Self.message(of: connection)
+            let message = location.hidingPassword(in: Self.message(of: connection))
             isBroken = true
             throw ObjectGraphError(.io, "\(location): cannot connect to PostgreSQL: \(message)")
         }

@@ -162,7 +162,8 @@ public struct OverlayPatch: Codable, Sendable {
         let decoder = JSONDecoder()
         decoder.nonConformingFloatDecodingStrategy = .convertFromString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        let patch = try decoder.decode(OverlayPatch.self, from: try Data(contentsOf: url))
+        // A FIFO or /dev/zero named as a patch is refused, never read forever (RegularFile).
+        let patch = try decoder.decode(OverlayPatch.self, from: try RegularFile.read(url, as: "patches"))
         guard patch.storefs == "patch", patch.version == 1 else {
             throw ObjectGraphError(.unsupported, "\(url.path) is not a storefs patch of a version this storefs reads")
         }

@@ -77,12 +77,14 @@ public final class StoreFolderFileSystem: SavingFileSystem {
 
     // MARK: - Slots
 
-    /// Store file names the folder holds, by suffix.
+    /// Store file names the folder holds, by suffix: regular files (or links to them) only. A
+    /// FIFO or a device with a store's name would block the open that serves it (RegularFile).
     func storeNames() -> [String] {
         let suffixes = Set(types.flatMap(\.fileExtensions))
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         return files.filter {
             !$0.hasPrefix(".") && suffixes.contains(URL(fileURLWithPath: $0).pathExtension.lowercased())
+                && RegularFile.isRegular(directory.appendingPathComponent($0).path) == true
         }
         .sorted()
     }

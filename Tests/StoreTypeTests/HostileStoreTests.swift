@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import SQLiteStore
 import TestSupport
+import Synchronization
 import Testing
 import XMLStore
 import BinaryStore
@@ -413,5 +414,107 @@ import BinaryStore
         } catch let error as ObjectGraphError {
             #expect(error.message.contains(file.path), "\(error)")
         }
+    }
+
+    // MARK: - Files that are not regular files
+
+    /// Runs `body` on its own thread; nil when it has not returned within `seconds` (a call
+    /// blocked on a FIFO must not take the test run with it), else the problems it found.
+    static func problems(within seconds: Double = 30, _ body: @escaping @Sendable () -> [String]) -> [String]? {
+        let found = Mutex<[String]?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let problems = body()
+            found.withLock { $0 = problems }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return found.withLock { $0 }
+    }
+
+    enum Refusal {
+        /// The message of the ObjectGraphError thrown.
+        case refused(String)
+        /// What happened instead.
+        case problem(String)
+    }
+
+    /// How `body` refused, or what it did instead.
+    static func refusal(_ what: String, _ body: () throws -> Any) -> Refusal {
+        do {
+            _ = try body()
+            return .problem("\(what) succeeded")
+        } catch let error as ObjectGraphError {
+            return .refused(error.message)
+        } catch {
+            return .problem("\(what) threw \(error), not an ObjectGraphError")
+        }
+    }
+
+    /// A FIFO named as a store is refused at once, whatever its suffix says and however it is
+    /// opened (metadata, read-only, for writing, by content, by each type itself): an open of a
+    /// FIFO would wait for a writer that never comes.
+    @Test(arguments: ["Pipe.sqlite", "Pipe.xml", "Pipe.binary", "Pipe"])
+    func aFIFONamedAsAStoreIsRefusedWithoutWaiting(name: String) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-fifo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent(name)
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let types = Self.types
+        let problems = Self.problems {
+            var problems: [String] = []
+            func expectRefused(
+                _ what: String, saying: String? = "is a FIFO, not a regular file", _ body: () throws -> Any
+            ) {
+                switch Self.refusal(what, body) {
+                case .refused(let message):
+                    if let saying, !message.contains(saying) { problems.append("\(what): \(message)") }
+                case .problem(let problem): problems.append(problem)
+                }
+            }
+            for readOnly in [true, false] {
+                expectRefused("open, readOnly \(readOnly)") {
+                    try PersistentStoreCoordinator.open(
+                        at: fifo, types: types, options: StoreOptions(readOnly: readOnly))
+                }
+            }
+            expectRefused("metadata") { try PersistentStoreCoordinator.metadata(at: fifo, types: types) }
+            for type in types {
+                // Each type's own reading refuses it too, when a caller names the type itself.
+                expectRefused("\(type.name) metadata", saying: nil) { try type.metadata(at: fifo) }
+                expectRefused("\(type.name) open", saying: nil) {
+                    try type.open(
+                        at: fifo, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+                }
+            }
+            return problems
+        }
+        #expect(problems != nil, "opening a FIFO as a store waited for a writer")
+        #expect(problems == [], "\(problems ?? [])")
+    }
+
+    @Test(arguments: ["/dev/zero", "/dev/null"])
+    func aDeviceNamedAsAStoreOrMappingModelIsRefused(path: String) throws {
+        let types = Self.types
+        let problems = Self.problems {
+            var problems: [String] = []
+            let url = URL(fileURLWithPath: path)
+            for result in [
+                Self.refusal("open") {
+                    try PersistentStoreCoordinator.open(at: url, types: types, forcedType: XMLStoreType())
+                },
+                Self.refusal("mapping model") { try MappingModelLoader.load(from: url, xmlStoreType: XMLStoreType()) }
+            ] {
+                switch result {
+                case .refused(let message) where message.contains("is a character device, not a regular file"): break
+                case .refused(let message): problems.append(message)
+                case .problem(let problem): problems.append(problem)
+                }
+            }
+            return problems
+        }
+        #expect(problems != nil, "reading \(path) as a store never ended")
+        #expect(problems == [], "\(problems ?? [])")
     }
 }

@@ -95,13 +95,15 @@ struct ExternalDataFolder: Sendable {
     }
 
     private static func read(_ file: URL) throws -> Data {
-        let handle = try FileHandle(forReadingFrom: file)
+        // A regular file only, opened without waiting: a FIFO with a value's name would block
+        // the read (RegularFile).
+        let (descriptor, status) = try RegularFile.openForReading(file, as: "values kept outside the store")
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         defer { try? handle.close() }
-        let size = try handle.seekToEnd()
+        let size = UInt64(max(status.st_size, 0))
         guard size <= UInt64(maximumFileSize) else {
             throw ObjectGraphError(.io, "\(size) bytes, more than the \(maximumFileSize) storefs reads")
         }
-        try handle.seek(toOffset: 0)
         let data = try handle.read(upToCount: Int(size)) ?? Data()
         guard data.count == Int(size) else { throw ObjectGraphError(.io, "the file changed while it was read") }
         return data

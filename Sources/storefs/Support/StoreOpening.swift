@@ -11,24 +11,21 @@ struct StoreOpening {
     private let evidence: EvidenceStore?
     private let path: String
 
-    /// Opens the store at `path` read-only, with the model at `model` (or the store's own) and
+    /// Opens the store `path` names (a file or a `postgresql://` URL) read-only, with the model at `model` (or the store's own) and
     /// `type` (or the one its suffix or content says).
     static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws
         -> StoreOpening
     {
-        let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(path) does not exist")
-        }
+        let url = try StoreTypes.existingStore(path)
         if evidence {
             let opened = try EvidenceStore.open(at: url, model: model, type: type, logger: logger)
-            return StoreOpening(coordinator: opened.coordinator, evidence: opened, path: path)
+            return StoreOpening(coordinator: opened.coordinator, evidence: opened, path: StoreURL.redacting(path))
         }
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
-        return StoreOpening(coordinator: coordinator, evidence: nil, path: path)
+        return StoreOpening(coordinator: coordinator, evidence: nil, path: StoreURL.redacting(path))
     }
 
     /// Closes the store. An evidence open prints every file it read with its SHA-256 to standard
