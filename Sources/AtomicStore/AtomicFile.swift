@@ -41,7 +41,8 @@ package enum AtomicFile {
         if stat(path, &st) == 0 { mode = st.st_mode & 0o7777 }
 
         func fail(_ step: String, _ code: Int32) -> ObjectGraphError {
-            ObjectGraphError(.io, "\(path): could not save the store (\(step)): \(String(cString: strerror(code)))")
+            // A full disk (or quota) is said as such: the filesystem answers ENOSPC, not EIO.
+            .writing("\(path): could not save the store (\(step))", errno: code)
         }
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw fail("creating temporary file \(temp)", errno) }

@@ -197,6 +197,9 @@ struct AttributeFile: NodeType {
             mapping.context.revert(
                 attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
             openFiles.update(handle) { $0.applied = nil }
+            // Taken back, the object may change nothing any more: then nothing of it is pending
+            // (no reason shown, nothing for the unmount's recovery file).
+            if mapping.context.pendingChange(of: object) == nil { mapping.session.failures.clear([object]) }
             return error
         }
         guard let error = failure else { return }

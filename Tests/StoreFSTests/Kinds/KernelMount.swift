@@ -23,7 +23,9 @@ final class KernelMount {
     private(set) var kernel: EmbeddedKernel
     let readOnly: Bool
 
-    init(objects: Int = 300, readOnly: Bool = false) throws {
+    /// `sql`, when given, is run on the store by sqlite3 before it is mounted (a store another
+    /// program left in a state storefs would not write).
+    init(objects: Int = 300, readOnly: Bool = false, sql: String? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent("Company.sqlite")
@@ -32,6 +34,10 @@ final class KernelMount {
         )
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
+        if let sql {
+            let result = try runTool("sqlite3", [url.path, sql], timeout: 60)
+            guard result.status == 0 else { throw ToolError("sqlite3 \(sql): \(result.error)") }
+        }
         self.readOnly = readOnly
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
     }
