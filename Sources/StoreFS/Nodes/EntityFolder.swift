@@ -127,10 +127,9 @@ struct EntityFolder: NodeType {
             name.utf8.first == UInt8(ascii: "p") && name.utf8.count > 1
             && name.utf8.dropFirst().allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
         guard looksLikeKey else { return nil }
-        guard let key = PrimaryKey(reference: name), Node.fits(key) else {
-            mapping.logger.error(
-                "mkdir \(mapping.model[entity].name)/\(name): not a key storefs can show; keys are p1 to p\(Node.maximumKey), without leading zeros"
-            )
+        let key = PrimaryKey(reference: name)
+        if let refusal = ChangeRules.keyRefusal(key) {
+            mapping.logger.error("mkdir \(mapping.model[entity].name)/\(name): \(refusal)")
             throw .invalid
         }
         return key
