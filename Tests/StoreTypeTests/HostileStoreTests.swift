@@ -301,6 +301,38 @@ import BinaryStore
         #expect(FileManager.default.fileExists(atPath: other.path), "another store's file was removed")
     }
 
+    /// Z_METADATA's plist nested 300,000 levels deep (PropertyListSerialization recursed until
+    /// the stack ran out): a clear error, binary or XML.
+    @Test(arguments: ["binary", "xml"])
+    func sqliteStoreWithADeepMetadataPlistIsAClearError(format: String) throws {
+        let folder = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = folder.appendingPathComponent("Deep.sqlite")
+        let seed = try PersistentStoreCoordinator.open(
+            at: store, types: Self.types, model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+        seed.close()
+        let depth = 300_000
+        var plist = Data()
+        if format == "xml" {
+            plist = Data(
+                ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key>"
+                    + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth)
+                    + "</dict></plist>").utf8)
+        } else {
+            plist = nestedBinaryPropertyList(depth: depth)
+        }
+        let hex = plist.map { String(format: "%02X", $0) }.joined()
+        let sql = "UPDATE Z_METADATA SET Z_PLIST = X'\(hex)';"
+        let updated = try runTool("sqlite3", [store.path], input: Data(sql.utf8), timeout: 120)
+        #expect(updated.status == 0, "\(updated.error)")
+        for readOnly in [true, false] {
+            Self.expectRefusal(.corruptStore, naming: store, []) {
+                _ = try PersistentStoreCoordinator.open(
+                    at: store, types: Self.types, options: StoreOptions(readOnly: readOnly))
+            }
+        }
+    }
+
     // MARK: - XML
 
     @Test func xmlStoreWithInvalidUTF8InAnElementNameIsAClearError() throws {
