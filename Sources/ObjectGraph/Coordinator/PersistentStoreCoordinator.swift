@@ -109,6 +109,9 @@ public final class PersistentStoreCoordinator: Sendable {
         if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
         // A store whose type keeps several writers apart itself (a server's) takes no lock file.
         let lock = options.readOnly || type.allowsSeveralWriters ? nil : try StoreLock.acquire(for: url)
+        // What a killed migration of the store left beside it (its process gone) goes with the
+        // first open for writing.
+        if lock != nil { StoreFiles.removeStaleTemporaries(of: url, type: type, holdingLock: false) }
         do throws(ObjectGraphError) {
             let (store, source) = try open(
                 at: url, type: type, model: model, options: options, metadata: metadata,
