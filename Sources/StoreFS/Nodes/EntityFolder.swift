@@ -51,10 +51,19 @@ struct EntityFolder: NodeType {
         guard mapping.isValid(node.entity) else { throw .notFound }
         let entity = mapping.model[node.entity]
         let context = mapping.context
-        let count = try mapping.engine({ () throws(ObjectGraphError) in try context.count(of: node.entity) }, "count")
+        let model = mapping.model
+        // `count` is what `ls` lists (the entity's objects and its subentities'), `ownCount` the
+        // entity's own objects (the folders; the others are links).
+        let (own, listed) = try mapping.engine(
+            { () throws(ObjectGraphError) -> (Int, Int) in
+                var listed = 0
+                for member in model.entityAndSubentities(of: node.entity) { listed += try context.count(of: member) }
+                return (try context.count(of: node.entity), listed)
+            }, "count")
         var result = [
             "user.entity.abstract": Data((entity.isAbstract ? "true" : "false").utf8),
-            "user.entity.count": Data(String(count).utf8)
+            "user.entity.count": Data(String(listed).utf8),
+            "user.entity.ownCount": Data(String(own).utf8)
         ]
         if let parent = entity.parentName { result["user.entity.parent"] = Data(parent.utf8) }
         if !entity.subentityIDs.isEmpty {
