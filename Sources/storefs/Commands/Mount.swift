@@ -8,8 +8,10 @@ struct Mount: ParsableCommand {
         abstract: "Mount a store on a directory.",
         discussion: """
             Without --foreground, storefs returns once the mount is ready and serves in the \
-            background; `fusermount3 -u MOUNTPOINT` (or SIGTERM) commits pending changes and \
-            unmounts. Options (-o, comma-separated): ro, evidence (nothing beside the store is \
+            background. `storefs unmount MOUNTPOINT` commits pending changes, unmounts and returns \
+            once the store is written; `fusermount3 -u MOUNTPOINT` (or SIGTERM to the server) makes \
+            the server commit and end too, but returns before the store is written. Options (-o, \
+            comma-separated): ro, evidence (nothing beside the store is \
             written; files read are hashed, user.storefs.evidence; edits go to an overlay in \
             memory: storefs overlay export), allow_other, auto_unmount, model=PATH, \
             list_fetched (list fetched properties' folders; they are reachable by name always), \
