@@ -29,11 +29,8 @@ import Testing
             set { metadata[key] = newValue }
         }
 
-        func log(
-            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-            function: String, line: UInt
-        ) {
-            lines.lines.withLock { $0.append("\(level): \(message)") }
+        func log(event: LogEvent) {
+            lines.lines.withLock { $0.append("\(event.level): \(event.message)") }
         }
     }
 
