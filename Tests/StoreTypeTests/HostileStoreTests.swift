@@ -111,7 +111,7 @@ import BinaryStore
         let coordinator = try Self.openAndWalk(file, readOnly: false)
         defer { coordinator.store.close() }
         let person = try #require(coordinator.model.entityID(named: "Person"))
-        Self.expectRefusal(.unsupported, naming: file, ["9223372036854775807", "no higher key"]) {
+        Self.expectRefusal(.noSpace, naming: file, ["9223372036854775807", "no higher key"]) {
             _ = try coordinator.store.reserveKeys(in: person, count: 1)
         }
     }
@@ -384,7 +384,7 @@ import BinaryStore
         defer { coordinator.store.close() }
         let note = try #require(coordinator.model.entityID(named: "NOTE"))
         #expect(try coordinator.store.count(of: note) == 1)
-        Self.expectRefusal(.unsupported, naming: file, ["no higher key"]) {
+        Self.expectRefusal(.noSpace, naming: file, ["no higher key"]) {
             _ = try coordinator.store.reserveKeys(in: note, count: 1)
         }
     }

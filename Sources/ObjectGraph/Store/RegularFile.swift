@@ -97,7 +97,10 @@ public enum RegularFile {
         defer { close(fd) }
         let limit = maxLength.map { max($0, 0) } ?? Int.max
         var data = Data()
-        data.reserveCapacity(min(limit, max(Int(info.st_size), 0), 64 << 20))
+        // The size as the file says, when believable, so a whole store is read without copies as
+        // it grows; past that, growth by doubling (the file may also change while it is read).
+        let size = max(Int(info.st_size), 0)
+        data.reserveCapacity(min(limit, size <= 16 << 30 ? size : 64 << 20))
         let chunk = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }

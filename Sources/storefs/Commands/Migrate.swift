@@ -56,6 +56,11 @@ struct Migrate: ParsableCommand {
                 throw ValidationError("--in-place needs --model, the model to migrate the store to")
             }
             guard type == nil else { throw ValidationError("--in-place keeps the store's type; --type does not apply") }
+            guard !StoreTypes.namesService(paths[0]) else {
+                throw ValidationError(
+                    "--in-place migrates a store file; migrate a PostgreSQL store into a new schema instead: "
+                        + "storefs migrate URL NEW-URL --model M")
+            }
         } else {
             guard paths.count == 2 else { throw ValidationError("give the store to read and the new store") }
         }
