@@ -1,4 +1,4 @@
-// fuzz-modules: Decoding ObjectGraph Logging Digest
+// fuzz-modules: Decoding ObjectGraph Digest
 // fuzz-max-len: 65536
 //
 // A store's own property lists (Sources/Decoding/StoredPropertyList.swift): the metadata of a
