@@ -31,6 +31,15 @@ public enum ChangeValidation {
             let value = snapshot.attributes[attribute.name]
             do throws(ObjectGraphError) {
                 try Validator.check(value, for: attribute, in: entity, object: object)
+                // A composite's element may be nil only with the whole composite (SwiftData).
+                if value == nil, attribute.composite != nil,
+                    !entity.mayBeNil(attribute, isNil: { snapshot.attributes[$0] == nil })
+                {
+                    throw ObjectGraphError(
+                        .validation,
+                        "\(object).\(attribute.name) is not optional and cannot be nil while "
+                            + "\(attribute.composite ?? "its composite") has a value")
+                }
             } catch {
                 guard let changed, !changed.contains(attribute.name) else {
                     throw ObjectGraphError(error.code, error.message, objects: [snapshot.objectID])
