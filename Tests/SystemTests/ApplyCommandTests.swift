@@ -38,7 +38,14 @@ import Testing
             """
             "metadata": {}, "objects": [{"object": "Employee/p6", "change": "updated", "version": 1, "toOne": {},
               "attributes": {"level": {"to": {"text": "99"}, "from": {"text": "3"}}}}]
+            """,
+            // An object of an abstract entity, and one without its mandatory lastName.
+            #""metadata": {}, "objects": [{"object": "Person/p5000", "change": "inserted", "toOne": {}, "attributes": {}}]"#,
             """
+            "metadata": {}, "objects": [{"object": "Employee/p5000", "change": "inserted", "toOne": {},
+              "attributes": {"firstName": {"to": {"text": "Ada"}}}}]
+            """,
+            #""objects": [], "metadata": {"NSStoreUUID": {"string": "0"}}"#
         ]
         for (index, patch) in refused.enumerated() {
             let path = scratch.path + "/refused-\(index).json"
