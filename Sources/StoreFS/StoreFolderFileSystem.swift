@@ -27,9 +27,38 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         var fileSystem: StoreFileSystem
     }
 
+    /// A store being opened in a slot claimed for it: other lookups of the store wait here for
+    /// the one open, lookups of other stores do not wait at all.
+    final class Opening: @unchecked Sendable {
+        // NSCondition guards `result`; @unchecked for that reason.
+        let slot: Int
+        private let condition = NSCondition()
+        private var result: Result<Int, FileSystemError>?
+
+        init(slot: Int) { self.slot = slot }
+
+        func finish(_ outcome: Result<Int, FileSystemError>) {
+            condition.lock()
+            result = outcome
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// The slot once the store is open, or why it did not open.
+        func wait() throws(FileSystemError) -> Int {
+            condition.lock()
+            while result == nil { condition.wait() }
+            let outcome = result!
+            condition.unlock()
+            return try outcome.get()
+        }
+    }
+
     private struct State {
         var slots: [Int: Slot] = [:]
         var slotsByName: [String: Int] = [:]
+        /// Stores being opened, by name, each in the slot it claimed.
+        var opening: [String: Opening] = [:]
         /// The store each process looked up last: the source of its next `cp -a` into a new name.
         var lastLookup: [Int32: Int] = [:]
         /// The store whose folder was looked up or listed last, by anyone.
@@ -38,7 +67,6 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     }
 
     private let state = Mutex(State())
-    private let opening = Mutex(())
     static let maximumStores = 63
 
     public init(
@@ -77,32 +105,75 @@ public final class StoreFolderFileSystem: SavingFileSystem {
 
     // MARK: - Slots
 
-    /// Store file names the folder holds, by suffix.
+    /// Store file names the folder holds, by suffix: regular files (or links to them) only. A
+    /// FIFO or a device with a store's name would block the open that serves it (RegularFile).
     func storeNames() -> [String] {
         let suffixes = Set(types.flatMap(\.fileExtensions))
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         return files.filter {
             !$0.hasPrefix(".") && suffixes.contains(URL(fileURLWithPath: $0).pathExtension.lowercased())
+                && RegularFile.isRegular(directory.appendingPathComponent($0).path) == true
         }
         .sorted()
     }
 
     /// The slot of store `name`, opening the store on first use.
+    ///
+    /// The slot is claimed before the store opens, under the table's lock, and the open runs
+    /// without it: two first lookups of one store open it once (the second waits for the first
+    /// and gets its slot, where it used to open the store again and find it locked: EBUSY), a
+    /// slow open (a large XML store loads whole) stalls no lookup of another store, and a folder
+    /// whose slots are all taken refuses before opening anything.
     func slot(named name: String, creating model: ManagedObjectModel? = nil, metadata: StoreMetadata = StoreMetadata())
         throws(FileSystemError) -> Int
     {
-        if let index = state.withLock({ $0.slotsByName[name] }) { return index }
-        // One store opens at a time: two first lookups of one store would each open it, and the
-        // second would find it locked for writing by the first.
-        return try opening.withLock { (_) throws(FileSystemError) -> Int in
-            try openSlot(named: name, creating: model, metadata: metadata)
+        enum Claim {
+            case open(Int)
+            case waiting(Opening)
+            case claimed(Opening)
+            case full
+        }
+        let claim = state.withLock { state -> Claim in
+            if let index = state.slotsByName[name] { return .open(index) }
+            if let opening = state.opening[name] { return .waiting(opening) }
+            let taken = Set(state.slots.keys).union(state.opening.values.map(\.slot))
+            guard let free = (1...Self.maximumStores).first(where: { !taken.contains($0) }) else { return .full }
+            let opening = Opening(slot: free)
+            state.opening[name] = opening
+            return .claimed(opening)
+        }
+        switch claim {
+        case .open(let index): return index
+        case .waiting(let opening): return try opening.wait()
+        case .full:
+            logger.error("open \(name): a folder mount serves at most \(Self.maximumStores) stores")
+            throw .noSpace
+        case .claimed(let opening):
+            do throws(FileSystemError) {
+                let fileSystem = try openStore(named: name, creating: model, metadata: metadata)
+                let invalidator = state.withLock { state in
+                    state.slots[opening.slot] = Slot(name: name, fileSystem: fileSystem)
+                    state.slotsByName[name] = opening.slot
+                    state.opening[name] = nil
+                    return state.invalidator
+                }
+                if let invalidator {
+                    fileSystem.didMount(invalidator: SlotInvalidator(slot: opening.slot, outer: invalidator))
+                }
+                opening.finish(.success(opening.slot))
+                return opening.slot
+            } catch {
+                state.withLock { $0.opening[name] = nil }
+                opening.finish(.failure(error))
+                throw error
+            }
         }
     }
 
-    private func openSlot(named name: String, creating model: ManagedObjectModel?, metadata: StoreMetadata)
-        throws(FileSystemError) -> Int
+    /// Opens store `name` of the folder (creating it with `model` when given) and its mapping.
+    private func openStore(named name: String, creating model: ManagedObjectModel?, metadata: StoreMetadata)
+        throws(FileSystemError) -> StoreFileSystem
     {
-        if let index = state.withLock({ $0.slotsByName[name] }) { return index }
         let url = directory.appendingPathComponent(name)
         let coordinator: PersistentStoreCoordinator
         do {
@@ -115,25 +186,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         }
         var fsConfiguration = configuration
         fsConfiguration.mountPoint = configuration.mountPoint.map { $0 + "/" + name }
-        let fileSystem = StoreFileSystem(
+        return StoreFileSystem(
             coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger,
             startsHidden: model != nil)
-        let (index, invalidator): (Int?, (any KernelCacheInvalidator)?) = state.withLock { state in
-            if let existing = state.slotsByName[name] { return (existing, nil) }
-            guard let free = (1...Self.maximumStores).first(where: { state.slots[$0] == nil }) else {
-                return (nil, nil)
-            }
-            state.slots[free] = Slot(name: name, fileSystem: fileSystem)
-            state.slotsByName[name] = free
-            return (free, state.invalidator)
-        }
-        guard let index else {
-            coordinator.close()
-            logger.error("open \(name): a folder mount serves at most \(Self.maximumStores) stores")
-            throw .noSpace
-        }
-        if let invalidator { fileSystem.didMount(invalidator: SlotInvalidator(slot: index, outer: invalidator)) }
-        return index
     }
 
     private func route(_ inode: InodeNumber) throws(FileSystemError) -> (StoreFileSystem, Int, InodeNumber)? {

@@ -27,14 +27,16 @@ struct StoreFSCommand: ParsableCommand {
     /// parsing; for errors thrown later it prints the root's usage (`storefs <subcommand>`),
     /// which tells a user nothing about the command they typed.
     static func main() {
+        CommandLinePasswords.hide()
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()
         } catch {
-            exit(withError: error)
+            exitReporting(error)
         }
         do {
             try command.run()
+            StandardOutput.finishPrinted()
         } catch let error as ValidationError {
             let subcommand = type(of: command)
             let usage = usageString(for: subcommand).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -46,7 +48,17 @@ struct StoreFSCommand: ParsableCommand {
             printError("Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information.")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
-            exit(withError: error)
+            exitReporting(error)
         }
+    }
+
+    /// ArgumentParser's exit(withError:), except that what a successful end prints (`--help`,
+    /// `--version`, completion scripts) is checked to have been written (``StandardOutput.finishPrinted()``).
+    static func exitReporting(_ error: any Error) -> Never {
+        guard exitCode(for: error) == .success else { exit(withError: error) }
+        let message = fullMessage(for: error)
+        if !message.isEmpty { print(message) }
+        StandardOutput.finishPrinted()
+        Foundation.exit(ExitCode.success.rawValue)
     }
 }
