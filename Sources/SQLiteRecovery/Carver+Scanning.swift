@@ -10,15 +10,25 @@ extension Carver {
     /// A cell that runs past `end` lost its end to what lies there (a later cell, a page's new
     /// content) and is kept with the part before `end`. So is a cell inside whose body another
     /// cell's head is found: that later cell was written over its end (had it been the other way
-    /// round, the later cell's head would be gone). A cell found is skipped over.
+    /// round, the later cell's head would be gone). A cell found is skipped over. A cell whose
+    /// head is whole but that does not read to its end (what lies over its end is no value of
+    /// its own) is read again up to the first cell head after its header: cells each written over
+    /// the end of the one before are each cut where the next begins.
+    ///
+    /// Each offset is read as the start of a cell once, and as a cell head at most once more
+    /// (``CellHeads``): a page costs the same whatever its bytes.
     func scan(
         _ page: [UInt8], _ start: Int, _ end: Int, place: Place, _ pageCount: UInt32,
         _ readPage: (UInt32) -> [UInt8]?, into found: inout [Found]
     ) {
         var offset = max(start, 0)
         let end = min(end, usableSize, page.count)
+        var heads = CellHeads(start: offset)
         while offset + 4 <= end {
-            guard let candidate = cell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage) else {
+            guard
+                let candidate = cell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage)
+                    ?? cutCell(page, at: offset, end: end, heads: &heads, pageCount: pageCount, readPage: readPage)
+            else {
                 offset += 1
                 continue
             }
@@ -36,6 +46,49 @@ extension Carver {
             }
             offset = next
         }
+    }
+
+    /// The offsets of a scanned range where a cell head (``Carver/head(_:at:end:)``) whose serial
+    /// types some table takes strictly starts, found once each: the range is read forward as far as a question needs, never twice.
+    struct CellHeads {
+        private var frontier: Int
+        private var found: [Int] = []
+
+        init(start: Int) { frontier = start }
+
+        /// The first head in `start..<before` (heads read within `end`).
+        mutating func first(in carver: Carver, _ page: [UInt8], from start: Int, before: Int, end: Int) -> Int? {
+            let before = min(before, end - 4)
+            while frontier < before {
+                if carver.startsCellHead(page, at: frontier, end: end) { found.append(frontier) }
+                frontier += 1
+            }
+            // The first found at or after `start` (binary search: `found` is sorted).
+            var low = 0
+            var high = found.count
+            while low < high {
+                let middle = (low + high) / 2
+                if found[middle] < start { low = middle + 1 } else { high = middle }
+            }
+            return low < found.count && found[low] < before ? found[low] : nil
+        }
+    }
+
+    /// The cell at `offset` whose head is whole but that does not read to its end, read up to the
+    /// first cell head after its header (and within the bytes it would take): a later cell
+    /// written over its end. Nil when there is none or the part before it is no record.
+    private func cutCell(
+        _ page: [UInt8], at offset: Int, end: Int, heads: inout CellHeads, pageCount: UInt32,
+        readPage: (UInt32) -> [UInt8]?
+    ) -> Candidate? {
+        guard let head = head(page, at: offset, end: end),
+            let later = heads.first(
+                in: self, page, from: head.headerEnd,
+                before: head.headerStart + TableCell.localLength(of: head.payloadLength, usable: usableSize), end: end),
+            let cut = intactCell(page, at: offset, end: later, pageCount: pageCount, readPage: readPage),
+            cut.found.isPartial
+        else { return nil }
+        return cut
     }
 
     /// The first offset in `start..<before` where a cell with an intact or stale free-block head
@@ -66,9 +119,7 @@ extension Carver {
         if let stale = staleHeaderCell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage) {
             var start = offset + 1
             while start < min(stale.body, end) {
-                if intactCell(page, at: start, end: end, pageCount: pageCount, readPage: readPage) != nil {
-                    return nil
-                }
+                if startsCellHead(page, at: start, end: end) { return nil }
                 start += 1
             }
             return stale
@@ -157,25 +208,9 @@ extension Carver {
     private func intactCell(
         _ page: [UInt8], at offset: Int, end: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
     ) -> Candidate? {
-        guard let (length, lengthSize) = Varint.read(page, at: offset, limit: end), length >= 3,
-            length <= Int64(TableCell.maximumPayload),
-            let (rowid, rowidSize) = Varint.read(page, at: offset + lengthSize, limit: end)
-        else { return nil }
-        let headerStart = offset + lengthSize + rowidSize
-        // Quick refusals before any allocation: a header size that fits, a first column that is
-        // the rowid's alias (NULL), a column count some table has.
-        guard let (headerSize, headerSizeLength) = Varint.read(page, at: headerStart, limit: end),
-            headerSize >= 2, headerSize <= Int64(maximumColumns) * 9 + 9, headerSize < length,
-            headerStart + headerSizeLength < end
-        else { return nil }
-        if firstColumnIsRowid && page[headerStart + headerSizeLength] != 0 { return nil }
-        let payloadLength = Int(length)
-        let headerEnd = headerStart + Int(headerSize)
-        guard headerEnd <= end,
-            let (types, _) = RecordFormat.header(page, at: headerStart, limit: headerEnd),
-            columnCounts.contains(types.count), let body = RecordFormat.bodyLength(of: types),
-            Int(headerSize) + body == payloadLength
-        else { return nil }
+        guard let (rowid, payloadLength, headerStart, headerEnd, _) = head(page, at: offset, end: end) else {
+            return nil
+        }
         let local = TableCell.localLength(of: payloadLength, usable: usableSize)
         var payload: [UInt8]
         var cellLength: Int
@@ -200,5 +235,38 @@ extension Carver {
                 table: table, rowid: rowid, payload: payload, wholeLength: payloadLength, offset: offset,
                 place: .cell, rebuilt: false),
             length: cellLength, body: headerEnd)
+    }
+
+    /// Whether a cell head whose serial types some table takes strictly starts at `offset`.
+    func startsCellHead(_ page: [UInt8], at offset: Int, end: Int) -> Bool {
+        guard let head = head(page, at: offset, end: end) else { return false }
+        return tables.contains { $0.accepts(types: head.types, strict: true) }
+    }
+
+    /// The head of a cell at `offset` read before `end`: payload length, rowid and a record
+    /// header of a column count some table has, whose body makes the payload's length. What
+    /// follows the header is not read.
+    func head(_ page: [UInt8], at offset: Int, end: Int) -> (
+        rowid: Int64, payloadLength: Int, headerStart: Int, headerEnd: Int, types: [Int64]
+    )? {
+        guard let (length, lengthSize) = Varint.read(page, at: offset, limit: end), length >= 3,
+            length <= Int64(TableCell.maximumPayload),
+            let (rowid, rowidSize) = Varint.read(page, at: offset + lengthSize, limit: end)
+        else { return nil }
+        let headerStart = offset + lengthSize + rowidSize
+        // Quick refusals before any allocation: a header size that fits, a first column that is
+        // the rowid's alias (NULL), a column count some table has.
+        guard let (headerSize, headerSizeLength) = Varint.read(page, at: headerStart, limit: end),
+            headerSize >= 2, headerSize <= Int64(maximumColumns) * 9 + 9, headerSize < length,
+            headerStart + headerSizeLength < end
+        else { return nil }
+        if firstColumnIsRowid && page[headerStart + headerSizeLength] != 0 { return nil }
+        let headerEnd = headerStart + Int(headerSize)
+        guard headerEnd <= end,
+            let (types, _) = RecordFormat.header(page, at: headerStart, limit: headerEnd),
+            columnCounts.contains(types.count), let body = RecordFormat.bodyLength(of: types),
+            Int(headerSize) + body == Int(length)
+        else { return nil }
+        return (rowid, Int(length), headerStart, headerEnd, types)
     }
 }

@@ -292,4 +292,30 @@ import TestSupport
         #expect(try Self.scan(Self.freeBlock(Self.values(born: .real(3e11)), size: { $0 })).isEmpty)
         #expect(try Self.scan(Self.freeBlock(Self.values(born: .real(-6.3e10)), size: { $0 })).count == 1)
     }
+
+    /// Cells each written over the end of the one before (a page's gap after many inserts and
+    /// deletions): each is cut where the next begins, the last is whole, and each byte is read
+    /// as the start of a cell a bounded number of times (80 cells, 4 KB: at once).
+    @Test func cellsEachWrittenOverTheLastAreEachCutWhereTheNextBegins() throws {
+        var bytes = HostilePageTests.database(pages: 2)
+        let page = HostilePageTests.pageSize
+        bytes[page] = 13
+        HostilePageTests.put16(4000, at: page + 5, in: &bytes)
+        let values = Self.values()
+        let payload = RecordFormat.encode(values)
+        for key in 0..<80 {
+            let cell = Varint.encode(Int64(payload.count)) + Varint.encode(Int64(key + 1)) + payload
+            let at = page + 100 + 40 * key
+            bytes.replaceSubrange(at..<(at + cell.count), with: cell)
+        }
+        let rows = try Self.scan(bytes).sorted { ($0.rowid ?? 0) < ($1.rowid ?? 0) }
+        #expect(rows.map(\.rowid) == (1...80).map { Int64($0) })
+        #expect(rows.dropLast().allSatisfy(\.isPartial) && rows.last?.isPartial == false)
+        for row in rows {
+            let record = try #require(SurvivingRecord(row.payload))
+            for (index, value) in values.enumerated() where record.survives(index) {
+                #expect(record.value(index) == value, "p\(row.rowid ?? 0) column \(index)")
+            }
+        }
+    }
 }
