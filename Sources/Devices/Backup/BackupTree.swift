@@ -40,6 +40,23 @@ public final class BackupTree: DeviceTree {
         }
     }
 
+    /// Why the backup at `folder` cannot be mounted before its manifest is read (it is
+    /// encrypted); nil when it is no backup or can be read.
+    public static func refusal(of folder: URL) -> String? {
+        guard isBackup(folder) else { return nil }
+        let root = Glibc.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { return nil }
+        defer { close(root) }
+        return encryptionRefusal(propertyList("Manifest.plist", in: root), origin: folder.standardizedFileURL)
+    }
+
+    private static func encryptionRefusal(_ manifest: PropertyListValue?, origin: URL) -> String? {
+        guard manifest?["IsEncrypted"]?.bool == true else { return nil }
+        return "\(origin.path) is an encrypted backup (Manifest.plist: IsEncrypted): storefs does not decrypt backups; "
+            + "make an unencrypted one (Finder or iTunes: untick \"Encrypt local backup\"; idevicebackup2 encryption off) "
+            + "or decrypt this one first (docs/DEVICES.md)"
+    }
+
     /// Reads the backup at `folder`: refuses an encrypted one, reads its manifest and checks
     /// which of the files it lists are there.
     public static func open(_ folder: URL) throws(DeviceError) -> BackupTree {
@@ -50,13 +67,7 @@ public final class BackupTree: DeviceTree {
         }
         do throws(DeviceError) {
             let manifest = propertyList("Manifest.plist", in: root)
-            if manifest?["IsEncrypted"]?.bool == true {
-                throw DeviceError(
-                    .unsupported,
-                    "\(origin.path) is an encrypted backup (Manifest.plist: IsEncrypted): storefs does not decrypt backups; "
-                        + "make an unencrypted one (Finder or iTunes: untick \"Encrypt local backup\"; idevicebackup2 encryption off) "
-                        + "or decrypt this one first (docs/DEVICES.md)")
-            }
+            if let refusal = encryptionRefusal(manifest, origin: origin) { throw DeviceError(.unsupported, refusal) }
             let info = propertyList("Info.plist", in: root)
             let (records, unreadable, format, flat) = try readManifest(in: root, origin: origin)
             let index = BackupIndex(records: records, unreadableRows: unreadable) { fileID in
