@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// A folder's stores are opened where they are. A backup keeps every file under a hash, so its
 /// store is laid out in a private folder of its own under TMPDIR (`storefs-backup-PID-…`, 0700)
-/// as symbolic links to the backup's files, named as the manifest names them: a read-only open
-/// then reads (and privately copies) the backup's bytes and writes nothing anywhere near it. The
+/// as copies of the backup's files, named as the manifest names them: the store types check a
+/// file's size and copy it by name, which links would defeat, and a hard link would change the
+/// backup's files' ctime. A read-only open of the copy writes nothing anywhere near the backup. The
 /// folder goes at ``remove()`` (the store's close); one a killed process left is removed by the
 /// next process that makes one.
 ///
@@ -21,7 +22,7 @@ public final class StoreLocation: Sendable {
     public let url: URL
     /// How the store is named in the tree (`HomeDomain/Library/x.sqlite`, `Documents/x.sqlite`).
     public let path: String
-    /// The private folder of links, for a backup's store.
+    /// The private folder of copies, for a backup's store.
     public let staging: URL?
     private let removed = Atomic<Bool>(false)
 
@@ -41,13 +42,15 @@ public final class StoreLocation: Sendable {
 
     static let stagingPrefix = "storefs-backup-"
 
-    /// A new private folder holding `links` (relative path there → absolute target), the first
-    /// of them the store file.
-    static func staged(_ links: [(name: String, target: String)], path: String) throws(DeviceError) -> StoreLocation {
+    /// A new private folder holding a copy of each of `files` (relative path there → a
+    /// descriptor to read from, left open), the first of them the store file.
+    static func staged(_ files: [(name: String, descriptor: Int32)], path: String) throws(DeviceError)
+        -> StoreLocation
+    {
         _ = staleRemoved
         let folder = try makeFolder()
-        for link in links {
-            let at = folder.appendingPathComponent(link.name)
+        for file in files {
+            let at = folder.appendingPathComponent(file.name)
             do {
                 try FileManager.default.createDirectory(
                     at: at.deletingLastPathComponent(), withIntermediateDirectories: true,
@@ -56,13 +59,36 @@ public final class StoreLocation: Sendable {
                 try? FileManager.default.removeItem(at: folder)
                 throw DeviceError(.io, "cannot lay out \(path) in \(folder.path): \(error)")
             }
-            guard symlink(link.target, at.path) == 0 else {
-                let reason = String(cString: strerror(errno))
+            if let reason = copy(file.descriptor, to: at.path) {
                 try? FileManager.default.removeItem(at: folder)
-                throw DeviceError(.io, "cannot lay out \(path) in \(folder.path): \(reason)")
+                throw DeviceError(.io, "cannot copy \(path) to \(folder.path): \(reason)")
             }
         }
-        return StoreLocation(url: folder.appendingPathComponent(links[0].name), path: path, staging: folder)
+        return StoreLocation(url: folder.appendingPathComponent(files[0].name), path: path, staging: folder)
+    }
+
+    /// Copies what `source` holds from its start to a new file at `destination` (0600); the
+    /// reason when it fails.
+    private static func copy(_ source: Int32, to destination: String) -> String? {
+        let target = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard target >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(target) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress!, $0.count, offset) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return String(cString: strerror(errno)) }
+            if count == 0 { return nil }
+            var written = 0
+            while written < count {
+                let n = buffer.withUnsafeBytes { write(target, $0.baseAddress! + written, count - written) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return String(cString: strerror(errno)) }
+                written += n
+            }
+            offset += off_t(count)
+        }
     }
 
     private static var temporaryFolder: String {

@@ -260,7 +260,7 @@ public final class BackupTree: DeviceTree {
 
     /// The store laid out in a private folder (``StoreLocation``): its file, its `-wal` and
     /// `-journal` (the manifest's `relativePath` with the suffix, in the same domain), and its
-    /// external data folder `.NAME_SUPPORT`, each a link to the backup's file.
+    /// external data folder `.NAME_SUPPORT`, each a copy of the backup's file.
     public func storeLocation(at path: String) throws(DeviceError) -> StoreLocation {
         let store = try node(path)
         guard store.kind == .file, let record = store.record else {
@@ -268,13 +268,13 @@ public final class BackupTree: DeviceTree {
         }
         let name = DevicePath.name(of: path)
         let folder = DevicePath.parent(of: path)
-        var links: [(name: String, target: String)] = []
-        func link(_ fileID: String, as linkName: String) throws(DeviceError) {
+        var files: [(name: String, descriptor: Int32)] = []
+        defer { for file in files { close(file.descriptor) } }
+        func link(_ fileID: String, as copyName: String) throws(DeviceError) {
             guard let fd = openBackupFile(fileID) else {
                 throw DeviceError(.notFound, "\(path): the backup's file \(location(of: fileID)) cannot be read")
             }
-            close(fd)
-            links.append((linkName, origin.appendingPathComponent(location(of: fileID)).path))
+            files.append((copyName, fd))
         }
         try link(index.records[record].fileID, as: name)
         for suffix in ["-wal", "-journal"] {
@@ -299,7 +299,7 @@ public final class BackupTree: DeviceTree {
                 }
             }
         }
-        return try StoreLocation.staged(links, path: path)
+        return try StoreLocation.staged(files, path: path)
     }
 
     public func facts(of path: String) -> [(name: String, value: String)] {
