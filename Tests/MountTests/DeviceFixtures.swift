@@ -22,9 +22,9 @@ enum DeviceFixtures {
         }
     }
 
-    /// Objects in an SQLite store as sqlite3 counts them (each root entity's table; a private copy
-    /// is read, so the original gets no -shm).
-    static func objectCount(_ store: URL) throws -> Int {
+    /// What sqlite3 answers to `sql` on a private copy of `store` and its -wal (opening the
+    /// original, even read-only, would leave a -shm beside it).
+    static func query(_ store: URL, _ sql: String) throws -> String {
         let scratch = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
             "storefs-count-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -33,16 +33,19 @@ enum DeviceFixtures {
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: store.path + suffix) {
             try FileManager.default.copyItem(atPath: store.path + suffix, toPath: copy.path + suffix)
         }
-        let query = try run(
-            "sqlite3",
-            [
-                "-batch", copy.path,
-                "select group_concat('(select count(*) from Z'||upper(Z_NAME)||')','+') from Z_PRIMARYKEY where Z_SUPER=0 and Z_ENT<16000"
-            ])
-        let total = try run(
-            "sqlite3", ["-batch", copy.path, "select \(query.output.trimmingCharacters(in: .whitespacesAndNewlines))"])
-        guard total.status == 0, let count = Int(total.output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw HarnessError("sqlite3 could not count \(store.path): \(total.error)")
+        let result = try run("sqlite3", ["-batch", copy.path, sql])
+        guard result.status == 0 else { throw HarnessError("sqlite3 \(store.path): \(result.error)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Objects in an SQLite store as sqlite3 counts them: each root entity's table.
+    static func objectCount(_ store: URL) throws -> Int {
+        let tables = try query(
+            store,
+            "select group_concat('(select count(*) from Z'||upper(Z_NAME)||')','+') from Z_PRIMARYKEY where Z_SUPER=0 and Z_ENT<16000"
+        )
+        guard let count = Int(try query(store, "select \(tables)")) else {
+            throw HarnessError("sqlite3 could not count the objects of \(store.path)")
         }
         return count
     }

@@ -129,13 +129,9 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: scratch.at("Documents/Notes/NoteStore"), isDirectory: &isFolder))
         #expect(isFolder.boolValue)
         let items = try run("ls", [scratch.at("Library/Application Support/default.store/Item")])
-        let reference = try run(
-            "sqlite3",
-            [
-                "-batch", "file:\(DeviceFixtures.corpus(DeviceFixtures.swiftData).path)?mode=ro",
-                "select count(*) from ZITEM"
-            ])
-        #expect(items.lines.count == Int(reference.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let reference = try DeviceFixtures.query(
+            DeviceFixtures.corpus(DeviceFixtures.swiftData), "select count(*) from ZITEM")
+        #expect(items.lines.count == Int(reference))
         // The deep store opens too.
         let deep = (0..<40).map { "d\($0)" }.joined(separator: "/")
         #expect(try run("ls", [scratch.at("deep/\(deep)/deep.store/Item")]).lines.count == items.lines.count)
@@ -236,15 +232,11 @@ import Testing
         // Stores open, read-only, with their -wal (the SwiftData store's objects are in its log).
         let items = try run(
             "ls", [scratch.at("AppDomain-com.example.resources/Library/Application Support/default.store/Item")])
-        let reference = try run(
-            "sqlite3",
-            [
-                "-batch", "file:\(DeviceFixtures.corpus(DeviceFixtures.swiftData).path)?mode=ro",
-                "select count(*) from ZITEM"
-            ])
+        let reference = try DeviceFixtures.query(
+            DeviceFixtures.corpus(DeviceFixtures.swiftData), "select count(*) from ZITEM")
         #expect(
             items.status == 0
-                && items.lines.count == Int(reference.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+                && items.lines.count == Int(reference))
         #expect(try run("ls", [scratch.at("CameraRollDomain/Media/PhotoData/Photos.sqlite")]).lines.contains("Asset"))
         #expect(
             try run("ls", [scratch.at("AppDomainGroup-group.com.apple.notes/NoteStore.sqlite")]).lines.contains(
