@@ -40,7 +40,9 @@ public final class DirectoryTree: DeviceTree {
             throw DeviceError(
                 .refused, "\(path): deeper than \(DevicePath.maximumDepth) folders, which a folder mount does not show")
         }
-        var fd = dup(root)
+        // Its own open file description: a dup would share the directory offset with every
+        // other listing, and a listing after the first would start at its end.
+        var fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw DeviceError(.io, "\(origin.path): \(FileAccess.reason)") }
         for part in parts {
             guard DevicePath.isValidName(part), let next = FileAccess.openFolder(part, in: fd) else {

@@ -495,9 +495,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         guard (try? tree.item(at: path)) == nil, slots.slot(at: path) == nil else { throw .exists }
         // The source of the copy: the store this process looked up last, or the store touched last.
         let source = state.withLock { state in state.lastLookup[context.pid] ?? state.lastTouched }
-        guard let source, let sourceSlot = slots.slot(at: source),
-            let model = try? slots.using(sourceSlot, { (fileSystem, _) throws(FileSystemError) in fileSystem.model })
-        else {
+        guard let source, let model = self.model(ofStoreAt: source) else {
             logger.error(
                 "mkdir \(path): a new store here is made by copying a store folder into it (cp -a A.sqlite \(name)); or use storefs migrate"
             )
@@ -516,6 +514,17 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         logger.info("mkdir \(path): a new store with the model of \(source), filled by the copy")
         let (entry, _) = try treeEntry(at: path, counted: true)
         return entry
+    }
+
+    /// The model of the store whose folder is at `path`, opening the store (a `cp -a` stats its
+    /// source and makes the copy's folder before it looks inside the source).
+    private func model(ofStoreAt path: String) -> ManagedObjectModel? {
+        guard let (entry, kind) = try? treeEntry(at: path, counted: false), case .store(let type) = kind else {
+            return nil
+        }
+        return try? withStore(at: path, folder: entry.attributes.inode, type: type) {
+            (fileSystem, _, _) throws(FileSystemError) in fileSystem.model
+        }
     }
 
     public func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics {
