@@ -493,8 +493,12 @@ public final class StoreFolderFileSystem: SavingFileSystem {
             throw .readOnly
         }
         guard (try? tree.item(at: path)) == nil, slots.slot(at: path) == nil else { throw .exists }
-        // The source of the copy: the store this process looked up last, or the store touched last.
-        let source = state.withLock { state in state.lastLookup[context.pid] ?? state.lastTouched }
+        // The source of the copy: the store this process looked up last, or the store touched
+        // last; when the kernel answered those lookups from a listing it cached, the only store
+        // in the folder.
+        let source =
+            state.withLock { state in state.lastLookup[context.pid] ?? state.lastTouched }
+            ?? onlyStore(in: DevicePath.parent(of: path))
         guard let source, let model = self.model(ofStoreAt: source) else {
             logger.error(
                 "mkdir \(path): a new store here is made by copying a store folder into it (cp -a A.sqlite \(name)); or use storefs migrate"
@@ -514,6 +518,19 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         logger.info("mkdir \(path): a new store with the model of \(source), filled by the copy")
         let (entry, _) = try treeEntry(at: path, counted: true)
         return entry
+    }
+
+    /// The path of the one store folder `folder` shows; nil when it shows none or several.
+    private func onlyStore(in folder: String) -> String? {
+        guard let names = try? treeListing(of: folder) else { return nil }
+        var found: String?
+        for name in names {
+            let path = DevicePath.join(folder, name)
+            guard let (_, kind) = try? treeEntry(at: path, counted: false), case .store = kind else { continue }
+            guard found == nil else { return nil }
+            found = path
+        }
+        return found
     }
 
     /// The model of the store whose folder is at `path`, opening the store (a `cp -a` stats its
