@@ -768,9 +768,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public func rename(parent: InodeNumber, name: String, newParent: InodeNumber, newName: String, flags: RenameFlags)
         throws(FileSystemError)
     {
-        guard let slot = try storeSlot(parent), let newSlot = try storeSlot(newParent) else {
-            throw configuration.readOnly ? .readOnly : .notPermitted
-        }
+        guard let slot = try storeSlot(parent), let newSlot = try storeSlot(newParent) else { throw .readOnly }
         guard slot == newSlot else { throw .crossDevice }
         let newInner =
             newParent.rawValue & Node.slotMask == 0

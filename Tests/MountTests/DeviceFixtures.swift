@@ -175,6 +175,48 @@ enum DeviceFixtures {
     }
 }
 
+extension DeviceFixtures {
+    /// A backup of iOS 5–9: `Manifest.mbdb` (big-endian records) and each file in the top folder
+    /// under the SHA-1 of `DOMAIN-path`, as sha1sum computes it.
+    static func mbdbBackup(_ rows: [Row], in folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var bytes: [UInt8] = Array("mbdb".utf8) + [5, 0]
+        func integer(_ value: UInt64, _ size: Int) {
+            for shift in stride(from: (size - 1) * 8, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        }
+        func string(_ text: String?) {
+            guard let text else { return integer(0xFFFF, 2) }
+            integer(UInt64(text.utf8.count), 2)
+            bytes += Array(text.utf8)
+        }
+        for row in rows {
+            let mode: UInt64 = row.flags == 2 ? 0o40755 : row.flags == 4 ? 0o120777 : 0o100644
+            var size: UInt64 = 0
+            if row.flags == 1, let content = row.content {
+                let fileID = try sha1("\(row.domain)-\(row.relativePath)")
+                try FileManager.default.copyItem(at: content, to: folder.appendingPathComponent(fileID))
+                size = UInt64((try FileManager.default.attributesOfItem(atPath: content.path)[.size] as? Int) ?? 0)
+            }
+            string(row.domain)
+            string(row.relativePath)
+            string(row.target)
+            string(nil)
+            string(nil)
+            integer(mode, 2)
+            integer(7, 8)
+            integer(501, 4)
+            integer(501, 4)
+            for _ in 0..<3 { integer(1_400_000_000, 4) }
+            integer(size, 8)
+            integer(4, 1)
+            integer(0, 1)
+        }
+        try Data(bytes).write(to: folder.appendingPathComponent("Manifest.mbdb"))
+    }
+}
+
 /// Whether a file ID is one a test may copy a file under (40 hexadecimal digits).
 enum BackupTreeFileID {
     static func isPlain(_ fileID: String) -> Bool {

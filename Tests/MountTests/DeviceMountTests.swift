@@ -281,6 +281,33 @@ import Testing
         #expect(try Self.fingerprint(scratch.device) == before)
     }
 
+    @Test func anOldBackupWithManifestMBDBMountsItsStores() throws {
+        let scratch = try Scratch()
+        try DeviceFixtures.mbdbBackup(
+            [
+                .init(domain: "HomeDomain", relativePath: "Library", flags: 2, content: nil),
+                .init(
+                    domain: "HomeDomain", relativePath: "Library/Notes/notes.sqlite", flags: 1,
+                    content: DeviceFixtures.corpus(DeviceFixtures.notes)),
+                .init(domain: "HomeDomain", relativePath: "Library/readme", flags: 1, content: Corpus.url("README.md")),
+                .init(domain: "HomeDomain", relativePath: "Library/gone", flags: 1, content: nil)
+            ], in: scratch.device)
+        let found = try Self.find(scratch.device)
+        #expect(found.compactMap { $0["path"] as? String } == ["HomeDomain/Library/Notes/notes.sqlite"])
+        #expect(
+            found.first?["objects"] as? Int
+                == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(DeviceFixtures.notes))))
+        try scratch.mount()
+        #expect(try run("ls", [scratch.at("HomeDomain/Library/Notes/notes.sqlite")]).lines.contains("ICNote"))
+        #expect(try run("cmp", [scratch.at("HomeDomain/Library/readme"), Corpus.url("README.md").path]).status == 0)
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.format", scratch.mountPoint.path]).output
+                == "Manifest.mbdb")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
+        try scratch.unmount()
+    }
+
     @Test func anEncryptedBackupIsRefusedWithAMessageThatSaysSo() throws {
         let scratch = try Scratch()
         try DeviceFixtures.backup(
