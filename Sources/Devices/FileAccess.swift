@@ -74,36 +74,3 @@ enum FileAccess {
 
     static var reason: String { String(cString: strerror(errno)) }
 }
-
-/// A regular file read at offsets through a descriptor it owns: what the store recognizer and
-/// the facts of `storefs find` read SQLite pages from.
-final class DescriptorBytes: ByteSource {
-    let size: Int64
-    private let descriptor: Int32
-
-    /// Takes ownership of `descriptor` (closed with this).
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
-        var info = stat()
-        size = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
-    }
-
-    deinit { close(descriptor) }
-
-    func bytes(at offset: Int64, count: Int) -> [UInt8]? {
-        guard count >= 0, offset >= 0, offset <= size, Int64(count) <= size - offset else { return nil }
-        if count == 0 { return [] }
-        var result = [UInt8](repeating: 0, count: count)
-        var done = 0
-        let ok = result.withUnsafeMutableBytes { buffer -> Bool in
-            while done < count {
-                let n = pread(descriptor, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return false }
-                done += n
-            }
-            return true
-        }
-        return ok ? result : nil
-    }
-}

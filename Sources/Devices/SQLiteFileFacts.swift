@@ -25,8 +25,8 @@ public struct SQLiteFileFacts: Sendable, Hashable {
     /// database. Links are followed (a backup's store is laid out as links).
     public static func read(store url: URL) -> SQLiteFileFacts? {
         guard let fd = openFollowing(url.path) else { return nil }
-        let database = DescriptorBytes(descriptor: fd)
-        let log = openFollowing(url.path + "-wal").map { DescriptorBytes(descriptor: $0) }
+        let database = FileBytes(descriptor: fd)
+        let log = openFollowing(url.path + "-wal").map { FileBytes(descriptor: $0) }
         guard let files = DatabaseFiles(database: database, log: log) else { return nil }
         var facts = SQLiteFileFacts(
             walFrames: 0, walCommits: files.lastVersion, uncommittedFrames: 0, freelistPages: 0,

@@ -65,7 +65,7 @@ public final class StoreRecognizer: Sendable {
     private func recognize(_ item: DeviceItem, log: DeviceItem?, in tree: any DeviceTree) -> (any PersistentStoreType)?
     {
         guard let fd = try? tree.openFile(at: item.path) else { return nil }
-        let bytes = DescriptorBytes(descriptor: fd)
+        let bytes = FileBytes(descriptor: fd)
         let start = bytes.bytes(at: 0, count: Int(min(bytes.size, Int64(PersistentStoreCoordinator.recognitionLength))))
         guard let start else { return nil }
         if start.count >= 16, start.prefix(16).elementsEqual(DatabaseHeader.magic) {
@@ -83,7 +83,7 @@ public final class StoreRecognizer: Sendable {
         let tables = files.state(0).tables().map { $0.name.uppercased() }
         if !tables.isEmpty { return hasCoreDataTables(tables) }
         guard let fd = log() else { return false }
-        guard let logged = DatabaseFiles(database: database, log: DescriptorBytes(descriptor: fd)) else { return false }
+        guard let logged = DatabaseFiles(database: database, log: FileBytes(descriptor: fd)) else { return false }
         return hasCoreDataTables(logged.state(logged.lastVersion).tables().map { $0.name.uppercased() })
     }
 

@@ -102,8 +102,8 @@ public final class BackupTree: DeviceTree {
         [BackupRecord], Int, String, Bool
     ) {
         if let fd = FileAccess.openFile("Manifest.db", in: root) {
-            let database = DescriptorBytes(descriptor: fd)
-            let log = FileAccess.openFile("Manifest.db-wal", in: root).map { DescriptorBytes(descriptor: $0) }
+            let database = FileBytes(descriptor: fd)
+            let log = FileAccess.openFile("Manifest.db-wal", in: root).map { FileBytes(descriptor: $0) }
             let (records, unreadable) = try ManifestDatabase.records(
                 database: database, log: log, path: origin.appendingPathComponent("Manifest.db").path)
             return (records, unreadable, "Manifest.db", false)
@@ -112,7 +112,7 @@ public final class BackupTree: DeviceTree {
             throw DeviceError(
                 .unsupported, "\(origin.path) is not an iOS backup: it has no Manifest.db or Manifest.mbdb file")
         }
-        let bytes = DescriptorBytes(descriptor: fd)
+        let bytes = FileBytes(descriptor: fd)
         guard bytes.size <= 1 << 30, let content = bytes.bytes(at: 0, count: Int(bytes.size)) else {
             throw DeviceError(.tooLarge, "\(origin.path)/Manifest.mbdb: more than 1 GiB, or unreadable")
         }
@@ -124,7 +124,7 @@ public final class BackupTree: DeviceTree {
     /// there is none or it does not read.
     private static func propertyList(_ name: String, in root: Int32) -> PropertyListValue? {
         guard let fd = FileAccess.openFile(name, in: root) else { return nil }
-        let bytes = DescriptorBytes(descriptor: fd)
+        let bytes = FileBytes(descriptor: fd)
         guard bytes.size <= 16 << 20, let content = bytes.bytes(at: 0, count: Int(bytes.size)) else { return nil }
         let data = Data(content)
         if BinaryPropertyList.looksLikeBinaryPropertyList(data) {
