@@ -152,6 +152,25 @@ import Testing
         try scratch.unmount()
     }
 
+    @Test func moreStoresThanSlotsOpenInTurnAsTheKernelLetsGoOfTheOldest() throws {
+        let scratch = try Scratch()
+        let store = DeviceFixtures.corpus("alemar11_CoreDataPlus_SampleModel3_V1.sqlite")
+        let users = Int(try DeviceFixtures.query(store, "select count(*) from ZUSER"))
+        for index in 1...70 {
+            try DeviceFixtures.copyStore(
+                "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
+                to: scratch.device.appendingPathComponent("d\(index)/s.sqlite"))
+        }
+        try scratch.mount()
+        // 70 stores, 63 slots: each is opened in turn; the oldest are closed to make room.
+        for index in Array(1...70) + [1, 2] {
+            let listed = try run("ls", [scratch.at("d\(index)/s.sqlite/User")])
+            #expect(listed.status == 0 && listed.lines.count == users, "d\(index): \(listed.error)")
+        }
+        #expect(scratch.logText.contains("closed to make room"), "\(scratch.logText.suffix(2000))")
+        try scratch.unmount()
+    }
+
     /// The backup of the hostile-manifest test: real stores at their iOS paths, plain files, a
     /// folder row, a file the folder lacks, and rows that must not become names.
     static func backupRows(scratch: URL) throws -> [DeviceFixtures.Row] {
