@@ -76,16 +76,20 @@ let package = Package(
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", "Decoding"]),
         .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", "Decoding"]),
+        // What a device holds, read-only: folders, iOS backups (their manifests read from the pages),
+        // Core Data stores found by content. No SQL, no FUSE.
+        .target(name: "Devices", dependencies: ["ObjectGraph", "SQLiteRecovery", "Digest", "Decoding"]),
         .target(
             name: "StoreFS",
             dependencies: [
-                "ObjectGraph", "Decoding", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")
+                "ObjectGraph", "Decoding", "FuseKit", "Locking", "Devices",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(
             name: "storefs",
             dependencies: [
                 "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit",
-                "Locking",
+                "Locking", "Devices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log")
             ]),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Devices
 import Foundation
 import Logging
 import ObjectGraph
@@ -97,6 +98,8 @@ struct Mount: ParsableCommand {
             if let logFile { .file(logFile) } else if syslog { .systemLog } else if foreground { .standardError } else {
                 .backgroundDefault
             }
+        // A backup storefs cannot read (encrypted) is refused here, where the terminal sees it.
+        if let refusal = BackupTree.refusal(of: StoreTypes.location(store)) { throw ValidationError(refusal) }
         if !foreground {
             // The version check is made here too, so that its refusal or notice reaches the
             // terminal (the server's own goes to its log).
