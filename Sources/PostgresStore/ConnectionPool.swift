@@ -46,7 +46,7 @@ final class ConnectionPool: Sendable {
     /// Drops every kept connection (after a failure: the others are probably broken too).
     func dropIdle() {
         drops.add(1, ordering: .relaxed)
-        _ = idle.withLock { idle in idle.removeAll() }
+        idle.withLock { idle in idle.removeAll() }
     }
 
     /// Connections open: kept and handed out.
@@ -54,7 +54,7 @@ final class ConnectionPool: Sendable {
 
     func close() {
         closed.store(true, ordering: .relaxed)
-        _ = idle.withLock { idle in idle.removeAll() }
+        idle.withLock { idle in idle.removeAll() }
     }
 }
 

@@ -91,7 +91,13 @@ struct Doctor: ParsableCommand {
 
     func run() throws {
         let logger = log.bootstrap()
-        let url = StoreTypes.location(store)
+        // A FIFO or a URL that does not parse cannot be read: exit 2 with the reason.
+        let url: URL
+        do {
+            url = try StoreTypes.location(store)
+        } catch {
+            throw failure("\(StoreURL.redacting(store)) cannot be read: \(error)")
+        }
         let name = StoreURL.describe(url)
         let exists: Bool
         do {
