@@ -99,7 +99,7 @@ struct Mount: ParsableCommand {
                 .backgroundDefault
             }
         // A backup storefs cannot read (encrypted) is refused here, where the terminal sees it.
-        if let refusal = BackupTree.refusal(of: StoreTypes.location(store)) { throw ValidationError(refusal) }
+        if let url, let refusal = BackupTree.refusal(of: url) { throw ValidationError(refusal) }
         if !foreground {
             // The version check is made here too, so that its refusal or notice reaches the
             // terminal (the server's own goes to its log).
