@@ -32,6 +32,20 @@ import Testing
         return request
     }
 
+    /// The save's answer is what the server kept: success with "after", EIO with "before".
+    func expectAnswer(_ answer: ObjectGraphError?, keptBy server: PostgresServer, schema: String, _ id: ObjectID)
+        throws
+    {
+        let kept = try server.psql(
+            "SELECT \"ZNAME\" FROM \(schema).\"ZDEPARTMENT\" WHERE \"Z_PK\" = \(id.key.rawValue)")
+        if let answer {
+            #expect(answer.code == .io, "\(answer)")
+            #expect(kept == "before\n", "the save answered EIO (\(answer.message)) but the server kept its change")
+        } else {
+            #expect(kept == "after\n", "the save answered success but the server has \(kept)")
+        }
+    }
+
     /// Waits until server process `pid` is gone (its transaction over), at most 30 s.
     func waitUntilGone(_ pid: Int32, on server: PostgresServer) throws {
         let deadline = Date().addingTimeInterval(30)
@@ -79,14 +93,7 @@ import Testing
         kill(pid, SIGCONT)
         try waitUntilGone(pid, on: server)
         let schema = url.query!.split(separator: "&").first { $0.hasPrefix("schema=") }!.dropFirst(7)
-        let kept = try server.psql(
-            "SELECT \"ZNAME\" FROM \(schema).\"ZDEPARTMENT\" WHERE \"Z_PK\" = \(id.key.rawValue)")
-        if let answer {
-            #expect(answer.code == .io, "\(answer)")
-            #expect(kept == "before\n", "the save answered EIO (\(answer.message)) but the server kept its change")
-        } else {
-            #expect(kept == "after\n", "the save answered success but the server has \(kept)")
-        }
+        try expectAnswer(answer, keptBy: server, schema: String(schema), id)
     }
 
     /// The save's server process dies as COMMIT is sent, the server restarts after the crash, and
@@ -156,13 +163,6 @@ import Testing
         while other.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         let otherNumber = try #require(other.withLock { $0 }).get()
         #expect(otherNumber == historyBefore + 1, "the other writer's commit took the number the lost one had")
-        let kept = try server.psql(
-            "SELECT \"ZNAME\" FROM \(schema).\"ZDEPARTMENT\" WHERE \"Z_PK\" = \(id.key.rawValue)")
-        if let answer {
-            #expect(answer.code == .io, "\(answer)")
-            #expect(kept == "before\n", "the save answered EIO but the server kept its change")
-        } else {
-            #expect(kept == "after\n", "the save answered success but the server has \(kept)")
-        }
+        try expectAnswer(answer, keptBy: server, schema: String(schema), id)
     }
 }
