@@ -109,6 +109,20 @@ public final class QueryBudget: Sendable {
         return now >= deadline ? 0 : Double(deadline - now) / 1e9
     }
 
+    /// Runs `body` with this budget as ``current`` (on this thread), and fails with ``error`` if
+    /// the budget stopped while it ran, whatever error that made `body` throw.
+    public func run<T>(_ body: () throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+        let outcome = Self.$current.withValue(self) { () -> Result<T, ObjectGraphError> in
+            do throws(ObjectGraphError) {
+                return .success(try body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure = outcome, stopReason != nil { throw error }
+        return try outcome.get()
+    }
+
     // MARK: - Stopping
 
     /// Stops the evaluation: its request was interrupted. The engine's stop actions run now.
