@@ -187,9 +187,13 @@ public final class QueryBudget: Sendable {
         case .memory:
             return ObjectGraphError(
                 .limitExceeded,
-                "\(subject): stopped holding more than \(limits.memory >> 20) MiB of values, the most one query "
+                "\(subject): stopped holding more than \(Self.bytes(limits.memory)) of values, the most one query "
                     + "may hold (query_memory); narrow the predicate or raise the limit")
         }
+    }
+
+    private static func bytes(_ value: Int) -> String {
+        value >= 1 << 20 && value % (1 << 20) == 0 ? "\(value >> 20) MiB" : "\(value) bytes"
     }
 
     private static func seconds(_ value: Double) -> String {

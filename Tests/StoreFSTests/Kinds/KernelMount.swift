@@ -22,8 +22,13 @@ final class KernelMount {
     private(set) var fileSystem: StoreFileSystem
     private(set) var kernel: EmbeddedKernel
     let readOnly: Bool
+    /// Changes to the test mounts' configuration (query limits, say), kept for ``remount()``.
+    let configure: @Sendable (inout StoreFSConfiguration) -> Void
 
-    init(objects: Int = 300, readOnly: Bool = false) throws {
+    init(
+        objects: Int = 300, readOnly: Bool = false,
+        configure: @escaping @Sendable (inout StoreFSConfiguration) -> Void = { _ in }
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent("Company.sqlite")
@@ -33,11 +38,15 @@ final class KernelMount {
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
         self.readOnly = readOnly
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        self.configure = configure
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, configure: configure)
     }
 
     /// A copy of corpus store `name` (with its WAL), served like the sample store.
-    init(corpus name: String, readOnly: Bool = false) throws {
+    init(
+        corpus name: String, readOnly: Bool = false, prepare: (URL) throws -> Void = { _ in },
+        configure: @escaping @Sendable (inout StoreFSConfiguration) -> Void = { _ in }
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent(name)
@@ -45,13 +54,15 @@ final class KernelMount {
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
             try FileManager.default.copyItem(atPath: source + suffix, toPath: url.path + suffix)
         }
+        try prepare(url)
         self.readOnly = readOnly
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        self.configure = configure
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, configure: configure)
     }
 
-    private static func mount(_ url: URL, readOnly: Bool) throws -> (
-        PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel
-    ) {
+    private static func mount(
+        _ url: URL, readOnly: Bool, configure: (inout StoreFSConfiguration) -> Void
+    ) throws -> (PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel) {
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: readOnly))
         var configuration = StoreFSConfiguration()
@@ -59,6 +70,7 @@ final class KernelMount {
         configuration.changePollInterval = 3600
         configuration.readOnly = readOnly
         configuration.mountPoint = "/mnt/company"
+        configure(&configuration)
         let fileSystem = StoreFileSystem(coordinator: coordinator, configuration: configuration)
         return (coordinator, fileSystem, EmbeddedKernel(fileSystem))
     }
@@ -68,7 +80,7 @@ final class KernelMount {
     func remount() throws -> EmbeddedKernel.Leftovers {
         let leftovers = kernel.finish()
         coordinator.close()
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, configure: configure)
         return leftovers
     }
 
