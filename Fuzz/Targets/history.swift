@@ -128,7 +128,7 @@ public func fuzzHistory(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             after = last.number
         }
     }
-    if let all = try? store.persistentHistory() {
+    if let sqlite = coordinator.store as? SQLiteStore, let all = try? sqlite.persistentHistory() {
         all.forEach(check)
         for transaction in all.prefix(8) {
             if let again = try? store.historyTransaction(transaction.number) { check(again) }

@@ -24,8 +24,9 @@ private let sample: PersistentStoreCoordinator? = {
     return coordinator
 }()
 
-/// Well inside libFuzzer's timeout and memory limit: an evaluation that needs more stops.
-private let limits = QueryLimits(time: 2, rowsVisited: 2_000_000, memory: 128 << 20)
+/// One budget for all the evaluations of an input, well inside libFuzzer's timeout (10 s) and
+/// memory limit: an input that needs more stops, and the evaluations after it stop at once.
+private let limits = QueryLimits(time: 3, rowsVisited: 2_000_000, memory: 128 << 20)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPredicate(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -35,14 +36,15 @@ public func fuzzPredicate(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let sample else { return 0 }
     let model = sample.model
     let context = sample.newContext()
+    let budget = QueryBudget(limits: limits, subject: "the input")
     for entity in model.entities {
         let source = (try? sample.store.objectIDs(of: entity.id))?.first
         let fetched = entity.allFetchedProperties.first
-        let inMemory = try? QueryBudget(limits: limits, subject: "in memory").run { () throws(ObjectGraphError) in
+        let inMemory = try? budget.run { () throws(ObjectGraphError) in
             try context.objects(
                 matching: predicate, of: entity.id, source: source, fetchedProperty: fetched, strategy: .inMemory)
         }
-        let inSQL = try? QueryBudget(limits: limits, subject: "in SQL").run { () throws(ObjectGraphError) in
+        let inSQL = try? budget.run { () throws(ObjectGraphError) in
             try context.objects(
                 matching: predicate, of: entity.id, source: source, fetchedProperty: fetched, strategy: .store)
         }
