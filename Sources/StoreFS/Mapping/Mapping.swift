@@ -28,6 +28,10 @@ final class Mapping: Sendable {
     let predicates: Predicates
     let fetchedResults = FetchedResults()
     let history = HistoryCache()
+    /// What `.recovered` and `.wal` read (``RecoveredState``).
+    let recovered = RecoveredState()
+    /// The days and links of `.timeline`, made when it is read (``TimelineIndex``).
+    let timeline = TimelineCache()
     let cachedStoreUUID = Mutex<String?>(nil)
     /// The queries asked of `.query` (``QueryFolder``), numbered for inode numbers.
     let queries = QueryTable()

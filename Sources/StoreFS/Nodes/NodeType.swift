@@ -267,6 +267,16 @@ extension Node.Kind {
         case .historyValue: HistoryValueFile()
         case .query: QueryFolder()
         case .queryFile: QueryResultFile()
+        case .recovered: RecoveredFolder()
+        case .recoveredEntity: RecoveredEntityFolder()
+        case .recoveredRecord: RecoveredRecordFolder()
+        case .recoveredAttribute: RecoveredAttributeFile()
+        case .recoveredRendering: RecoveredRenderingFile()
+        case .recoveredLink: RecoveredLink()
+        case .walFolder, .walVersion: WALFolder()
+        case .timeline: TimelineFolder()
+        case .timelineYear, .timelineMonth, .timelineDay: TimelineDateFolder()
+        case .timelineLink: TimelineLink()
         }
     }
 }
