@@ -15,10 +15,11 @@ private typealias OGPredicate = ObjectGraph.Predicate
     static let hostile =
         "projects.milestones.project.members.department.employees.projects.members.department.employees.@count > 1"
 
-    /// One sample company in memory, shared by the suite (made once: 2,000 objects).
+    /// One sample company in memory, shared by the suite (made once: 600 objects, on which the
+    /// hostile path gathers tens of millions of values).
     static let sample: PersistentStoreCoordinator = {
         let coordinator = makeSampleCoordinator()
-        try? SampleGenerator(objectCount: 2_000).populate(coordinator.newContext())
+        try? SampleGenerator(objectCount: 600).populate(coordinator.newContext())
         return coordinator
     }()
 
@@ -136,12 +137,23 @@ private typealias OGPredicate = ObjectGraph.Predicate
     @Test func aLargeInListSelectsWhatAnOrOfEqualitiesSelects() throws {
         let context = Self.sample.newContext()
         let employee = context.model.id("Employee")
-        let numbers = (0..<6000).map(String.init).joined(separator: ", ")
+        let numbers = (0..<6000).filter { $0 % 3 != 1 }.map(String.init).joined(separator: ", ")
         let inList = try context.objects(
             matching: try PredicateParser.parse("employeeID IN {\(numbers)}"), of: employee, strategy: .inMemory)
-        let ors = (0..<6000).map { "employeeID == \($0)" }.joined(separator: " OR ")
-        let orList = try context.objects(matching: try PredicateParser.parse(ors), of: employee, strategy: .inMemory)
-        #expect(!inList.isEmpty && inList == orList)
+        // The same objects another way (employee IDs are below 6,000 in the sample).
+        let everyOther = try context.objects(
+            matching: try PredicateParser.parse("employeeID < 6000"), of: employee, strategy: .inMemory
+        ).filter {
+            guard case .integer(let id)? = try context.value(of: "employeeID", for: $0) else { return false }
+            return id % 3 != 1
+        }
+        #expect(!inList.isEmpty && inList == everyOther)
+        let ors = (0..<300).map { "employeeID == \($0)" }.joined(separator: " OR ")
+        let small = (0..<300).map(String.init).joined(separator: ", ")
+        #expect(
+            try context.objects(matching: try PredicateParser.parse(ors), of: employee, strategy: .inMemory)
+                == context.objects(
+                    matching: try PredicateParser.parse("employeeID IN {\(small)}"), of: employee, strategy: .inMemory))
         let none = try context.objects(
             matching: try PredicateParser.parse(
                 "NONE projects.name IN {\((0..<50).map { "'x\($0)'" }.joined(separator: ", "))}"),
@@ -181,7 +193,7 @@ private typealias OGPredicate = ObjectGraph.Predicate
         }
         writer.start()
         defer { stop.store(true, ordering: .relaxed) }
-        for _ in 0..<300 {
+        for _ in 0..<100 {
             do {
                 _ = try context.objects(matching: predicate, of: employee, strategy: .inMemory)
                 _ = try context.count(matching: predicate, of: employee, strategy: .inMemory)
