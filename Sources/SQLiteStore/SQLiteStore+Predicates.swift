@@ -190,3 +190,53 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// The file's UNIQUE indexes on the tree's table, as property names (``StoreLayout/uniqueKeys``).
+    public func uniqueKeys(of root: EntityID) -> [[String]] { layout.uniqueKeys[root] ?? [] }
+
+    /// The rows of the tree's table whose columns hold `values` as Core Data stores them, in one
+    /// query on the columns (an index on them, a UNIQUE one among them, answers it); nil when a
+    /// property has no column or keeps its bytes outside the store.
+    public func objectIDs(holding values: [(property: String, value: PropertyMatch)], in root: EntityID)
+        throws(ObjectGraphError) -> [ObjectID]?
+    {
+        guard let table = layout[root].table, !values.isEmpty else { return nil }
+        let tree = model.entityAndSubentities(of: root)
+        var conditions: [String] = []
+        var arguments: [DatabaseValue] = []
+        for (property, value) in values {
+            var found = false
+            for id in tree where !found {
+                if let column = layout[id].attributes.first(where: { $0.attribute.name == property }),
+                    let name = column.column, case .value(let stored) = value
+                {
+                    guard !column.attribute.allowsExternalBinaryDataStorage else { return nil }
+                    conditions.append("\(name.quotedDatabaseIdentifier) = ?")
+                    arguments.append(try ValueCoding.encode(stored, as: column.attribute, entity: model[id].name))
+                    found = true
+                } else if let toOne = layout[id].toOne.first(where: { $0.name == property }), let name = toOne.column,
+                    case .object(let destination) = value
+                {
+                    conditions.append("\(name.quotedDatabaseIdentifier) = ?")
+                    arguments.append(destination.key.rawValue.databaseValue)
+                    found = true
+                }
+            }
+            guard found else { return nil }
+        }
+        let sql =
+            "SELECT Z_PK, Z_ENT FROM \(table.quotedDatabaseIdentifier) WHERE \(conditions.joined(separator: " AND "))"
+        var ids: [ObjectID] = []
+        try read { db in
+            try eachRow(db, sql, arguments: StatementArguments(arguments)) { row in
+                guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                    let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                    let id = layout.entityByZent[zent]
+                else { return }
+                ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+            }
+        }
+        return ids
+    }
+}

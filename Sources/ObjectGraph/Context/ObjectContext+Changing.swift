@@ -27,6 +27,7 @@ extension ObjectContext {
         } else {
             try store.checkRemoval(of: attribute, of: id.entity)
         }
+        try checkUniqueness(of: id, setting: name, to: value.map(KeyPart.value))
     }
 
     // MARK: - Relationships
@@ -37,6 +38,7 @@ extension ObjectContext {
         guard !relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
         }
+        try checkUniqueness(of: id, setting: name, to: destination.map(KeyPart.object))
         try state.withLock { (state) throws(ObjectGraphError) in
             beginChange(&state)
             defer { endChange(&state) }

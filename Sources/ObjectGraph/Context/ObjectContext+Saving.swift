@@ -136,7 +136,14 @@ extension ObjectContext {
                     let culprits = Set(error.objects)
                     let refused = groups.filter { $0.contains(where: culprits.contains) }
                     guard !refused.isEmpty else {
-                        // Not about any object (the disk, a trigger, a lock): nothing was saved.
+                        if groups.count > 1, Self.mayBeAboutOneGroup(error) {
+                            // A refusal that names no object (an SQLite UNIQUE index, a trigger):
+                            // the batch is split until the groups at fault are found; the others
+                            // are saved.
+                            saveApart(groups, metadata: metadata, &state, &outcome)
+                            break
+                        }
+                        // Not about any object (the disk, a lock): nothing was saved.
                         for group in groups { fail(group, error, &state, &outcome) }
                         outcome.storeError = error
                         break
@@ -153,6 +160,66 @@ extension ObjectContext {
             }
             return outcome
         }
+    }
+
+    /// Whether a store's refusal that names no object may still be about the changes of some of
+    /// the objects saved (a constraint, a value a trigger refuses) rather than about the store
+    /// itself (the disk, a lock, a read-only file), after which nothing is worth trying again.
+    static func mayBeAboutOneGroup(_ error: ObjectGraphError) -> Bool {
+        ![.io, .busy, .readOnly, .corruptStore].contains(error.code)
+    }
+
+    /// Saves `groups` in halves, each half in its own transaction, splitting a refused half until
+    /// the groups that are refused alone are found: those fail (pending, with the reason), every
+    /// other group is saved. The metadata goes with the first transaction that succeeds. A
+    /// refusal of one group takes O(log n) transactions to find.
+    private func saveApart(
+        _ groups: [[ObjectID]], metadata: StoreMetadata?, _ state: inout State, _ outcome: inout SaveOutcome
+    ) {
+        var pendingMetadata = metadata
+        var work: [[[ObjectID]]] = [Array(groups[..<(groups.count / 2)]), Array(groups[(groups.count / 2)...])]
+        while let part = work.popLast() {
+            guard !part.isEmpty else { continue }
+            let ids = part.flatMap { $0 }
+            do throws(ObjectGraphError) {
+                let request = try self.request(for: ids, metadata: pendingMetadata, &state)
+                let effects = try store.saveReportingEffects(request)
+                didSave(ids, &state)
+                let absorbed = absorb(effects, &state)
+                outcome.storeEffects.refreshed.formUnion(absorbed.refreshed)
+                outcome.storeEffects.refreshesEverything =
+                    outcome.storeEffects.refreshesEverything || absorbed.refreshesEverything
+                outcome.saved += ids
+                if pendingMetadata != nil {
+                    state.metadata = nil
+                    outcome.savedMetadata = true
+                    pendingMetadata = nil
+                }
+            } catch {
+                if part.count == 1 || !Self.mayBeAboutOneGroup(error) {
+                    for group in part {
+                        if error.code == .conflict {
+                            outcome.conflicts += drop(group, error, &state)
+                        } else {
+                            fail(group, error, &state, &outcome)
+                        }
+                    }
+                    if !Self.mayBeAboutOneGroup(error) { outcome.storeError = error }
+                    continue
+                }
+                work.append(Array(part[(part.count / 2)...]))
+                work.append(Array(part[..<(part.count / 2)]))
+            }
+        }
+    }
+
+    /// Attribute `name` of `id` as the store last had it, before this context's pending change of
+    /// it (the current value when there is none).
+    public func savedValue(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
+        if let original = state.withLock({ $0.pending[id]?.original }) {
+            return original.attributes[name]
+        }
+        return try snapshot(of: id)?.attributes[name]
     }
 
     /// The objects whose pending changes failed their last save, with why.
@@ -372,8 +439,16 @@ extension ObjectContext {
         let entity = model[id.entity]
         for attribute in entity.persistentAttributes {
             do throws(ObjectGraphError) {
-                try Validator.check(
-                    pending.snapshot.attributes[attribute.name], for: attribute, in: entity, object: describe(id))
+                let value = pending.snapshot.attributes[attribute.name]
+                try Validator.check(value, for: attribute, in: entity, object: describe(id))
+                if value == nil, attribute.composite != nil,
+                    !entity.mayBeNil(attribute, isNil: { pending.snapshot.attributes[$0] == nil })
+                {
+                    throw ObjectGraphError(
+                        .validation,
+                        "\(describe(id)).\(attribute.name) is not optional and cannot be nil while "
+                            + "\(attribute.composite ?? "its composite") has a value")
+                }
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }

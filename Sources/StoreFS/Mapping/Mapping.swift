@@ -144,6 +144,11 @@ final class Mapping: Sendable {
         do {
             return try body()
         } catch {
+            // A change refused at the call for what it would do to other objects: the process
+            // gets EEXIST, and the object's folder says why.
+            if error.code == .exists, !error.objects.isEmpty {
+                session.failures.refuse(error.objects, because: error.message)
+            }
             throw fileSystemError(error, operation(), logger: logger)
         }
     }

@@ -53,6 +53,10 @@ struct Node: Hashable, Sendable {
             walVersion
         /// The timeline's year, month and day folders and its links (``TimelineNode``): code 12.
         case timelineYear = 40, timelineMonth, timelineDay, timelineLink
+        /// A composite attribute's folder in an object folder (``CompositeFolder``): code 3, the
+        /// attribute's, with ``compositeFolderFlag`` in the property field and the composite's
+        /// place in the entity's `compositePaths` below it. Its element files are attribute nodes.
+        case compositeFolder = 50
 
         /// The code inode numbers carry: a family of kinds shares its first kind's.
         var code: UInt8 {
@@ -61,6 +65,7 @@ struct Node: Hashable, Sendable {
             case .historyTransaction, .historyField, .historyChanges, .historyLink, .historyTombstone, .historyValue:
                 Kind.history.rawValue
             case .subentityLink, .templateMember: Kind.member.rawValue
+            case .compositeFolder: Kind.attribute.rawValue
             case .recoveredEntity, .recoveredRecord, .recoveredAttribute, .recoveredRendering, .recoveredLink,
                 .walFolder, .walVersion:
                 Kind.recovered.rawValue
@@ -85,6 +90,11 @@ struct Node: Hashable, Sendable {
 
     /// Bit 11 of the property field: a query node (code 14) that is a file, not a folder.
     static let queryFileFlag = 0x800
+    /// Bit 11 of the property field: an attribute node (code 3) that is a composite's folder.
+    /// Attribute files therefore take indexes below 2,048 (SQLite's default limit is 2,000
+    /// columns a table).
+    static let compositeFolderFlag = 0x800
+    static let maximumAttributeFiles = compositeFolderFlag
 
     let kind: Kind
     let entity: EntityID
@@ -113,6 +123,13 @@ struct Node: Hashable, Sendable {
     static func object(_ id: ObjectID) -> Node { Node(.object, id) }
     /// An attribute file in an object folder, by the attribute's index.
     static func attribute(_ id: ObjectID, _ index: Int) -> Node { Node(.attribute, id, property: index) }
+    /// A composite attribute's folder in an object folder (or, nested, in its composite's folder),
+    /// by the composite's place in the entity's `compositePaths`.
+    static func compositeFolder(_ id: ObjectID, _ index: Int) -> Node {
+        Node(.compositeFolder, id, property: compositeFolderFlag | (index & (compositeFolderFlag - 1)))
+    }
+    /// The composite's place in the entity's `compositePaths` (for a composite folder node).
+    var compositeIndex: Int { property & (Self.compositeFolderFlag - 1) }
     /// A to-one relationship's symlink in an object folder.
     static func toOne(_ id: ObjectID, _ index: Int) -> Node { Node(.toOne, id, property: index) }
     /// A to-many relationship's folder in an object folder.
@@ -215,6 +232,7 @@ struct Node: Hashable, Sendable {
         let entity = Int((raw >> Self.entityShift) & ((1 << Self.entityBits) - 1))
         var member = kind
         if kind == .query && property & Self.queryFileFlag != 0 { member = .queryFile }
+        if kind == .attribute && property & Self.compositeFolderFlag != 0 { member = .compositeFolder }
         if kind == .history {
             guard let part = HistoryNode.Part(rawValue: entity) else { return nil }
             member = part.kind
@@ -249,11 +267,13 @@ struct Node: Hashable, Sendable {
     // MARK: - Questions about the node
 
     /// The kinds that sit in an object folder (or are it), and so belong to its object.
-    private static let objectFolderKinds: Set<Kind> = [.object, .attribute, .toOne, .toMany, .rendering]
+    private static let objectFolderKinds: Set<Kind> = [
+        .object, .attribute, .toOne, .toMany, .rendering, .compositeFolder
+    ]
 
     /// The object whose folder holds this node (or that it is), if any.
     var owner: ObjectID? { Self.objectFolderKinds.contains(kind) ? object : nil }
 
     /// Whether this is an object folder or one of its to-many folders (where scratch files live).
-    var isFolderOfObject: Bool { kind == .object || kind == .toMany }
+    var isFolderOfObject: Bool { kind == .object || kind == .toMany || kind == .compositeFolder }
 }

@@ -248,6 +248,7 @@ extension Node.Kind {
         case .entity: EntityFolder()
         case .object: ObjectFolder()
         case .attribute: AttributeFile()
+        case .compositeFolder: CompositeFolder()
         case .toOne: ToOneLink()
         case .toMany: ToManyFolder()
         case .member: MemberLink()
