@@ -46,7 +46,7 @@ final class PostgresConnection {
         handle = connection
         guard PQstatus(connection) == CONNECTION_OK else {
             // Fully initialized here: deinit finishes the connection.
-            let message = Self.message(of: connection)
+            let message = location.hidingPassword(in: Self.message(of: connection))
             isBroken = true
             throw ObjectGraphError(.io, "\(location): cannot connect to PostgreSQL: \(message)")
         }
@@ -229,6 +229,7 @@ enum PostgresError {
         case "25006":
             return ObjectGraphError(.readOnly, "\(text); the server is a read-only replica: mount it with -o ro")
         case "42501", "28000", "28P01": return ObjectGraphError(.notPermitted, text)
+        case "53100": return ObjectGraphError(.noSpace, "\(text); the server's disk is full")
         default:
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
                 return ObjectGraphError(.io, text)

@@ -165,14 +165,14 @@ extension PostgresStore {
             }
             let root = layout[deletion.objectID.entity].rootID
             for join in layout.joinTables where join.root == root {
-                try run(
+                _ = try run(
                     "DELETE FROM \(SQLText.identifier(join.table)) WHERE \(SQLText.identifier(join.column)) = $1", [key]
                 )
             }
             for hidden in layout.hiddenKeyColumns where hidden.root == root {
                 let c = SQLText.identifier(hidden.column)
                 let order = hidden.orderColumn.map { ", \(SQLText.identifier($0)) = NULL" } ?? ""
-                try run("UPDATE \(SQLText.identifier(hidden.table)) SET \(c) = NULL\(order) WHERE \(c) = $1", [key])
+                _ = try run("UPDATE \(SQLText.identifier(hidden.table)) SET \(c) = NULL\(order) WHERE \(c) = $1", [key])
             }
             written.deleted.append((deletion.objectID, tombstone))
         }
@@ -181,7 +181,7 @@ extension PostgresStore {
             request.toManyChanges, run: run, insertedOrders: InsertedOrders(request, layout: layout, model: model))
         if let metadata = request.metadata {
             let plist = try MetadataPlist.encode(metadata)
-            try run(
+            _ = try run(
                 "UPDATE \"Z_METADATA\" SET \"Z_UUID\" = COALESCE($1, \"Z_UUID\"), \"Z_PLIST\" = $2",
                 [metadata.storeUUID, PostgresValueCoding.hex(plist)])
         }

@@ -74,7 +74,8 @@ extension SQLiteStore {
                 let query = try selection(
                     predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums, pageAfter: true)
             else { return .some(nil) }
-            guard var (selection, arguments) = query, limit > 0 else { return [] }
+            guard let (selection, bound) = query, limit > 0 else { return [] }
+            var arguments = bound
             let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
             let selected = (["t0.Z_PK", "t0.Z_ENT", "t0.Z_OPT"] + columns).joined(separator: ", ")
             // Bound, so every page of a walk runs the statement the first one prepared; never

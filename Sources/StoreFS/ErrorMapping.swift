@@ -33,6 +33,7 @@ func mappedError(_ error: ObjectGraphError) -> FileSystemError {
     case .limitExceeded: .tooBig
     case .cancelled: .interrupted
     case .io: .io
+    case .noSpace: .noSpace
     case .corruptStore, .invalidModel: .io
     default: .io
     }

@@ -94,10 +94,7 @@ extension ObjectContext {
     @discardableResult
     public func insertObject(of entity: EntityID, key: PrimaryKey? = nil) throws(ObjectGraphError) -> ObjectID {
         let description = model[entity]
-        guard !description.isAbstract else {
-            throw ObjectGraphError(
-                .validation, "entity \(description.name) is abstract: insert an object of one of its subentities")
-        }
+        try ChangeValidation.checkInsert(of: description)
         return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID in
             beginChange(&state)
             defer { endChange(&state) }

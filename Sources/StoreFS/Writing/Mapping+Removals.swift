@@ -54,7 +54,7 @@ extension Mapping {
         } else {
             try removeNow(name, of: object, target)
         }
-        session.schedule.noteChange(object)
+        noteFolderChange(object)
         if target.kind == .attribute, isValid(object.entity), target.property < model[object.entity].allAttributes.count
         {
             let (folder, shown) = entry(ofAttribute: target.property, of: object)
@@ -89,7 +89,7 @@ extension Mapping {
             throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
         }
         for gone in deleted.map(\.objectID) {
-            session.removals.take(of: gone)
+            _ = session.removals.take(of: gone)
             session.scratch.removeAll(of: gone)
             _ = session.copyIn.endFreshness(of: gone)
         }
