@@ -67,6 +67,9 @@ final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// The server process serving this connection (`pg_backend_pid()`), known without a round trip.
+    var serverProcess: Int32 { PQbackendPID(handle) }
+
     /// Runs one statement with text parameters (nil: NULL); returns its result.
     ///
     /// - Throws: ``ObjectGraphError`` mapped from the server's SQLSTATE (``PostgresError``), or

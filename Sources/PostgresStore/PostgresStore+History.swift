@@ -22,7 +22,12 @@ extension PostgresStore {
     /// every machine takes until it ends: so the whole history of a save of up to
     /// ``rowsPerStatement`` objects is one statement (numbers, rows, NOTIFY) followed by COMMIT,
     /// two round trips under those locks instead of six.
-    func appendHistory(_ changes: WrittenChanges<String?>, run: Run) throws(ObjectGraphError) -> Int64? {
+    /// `timestamp` is the transaction's ZTIMESTAMP: with the number, it names this save's row when
+    /// a lost COMMIT is looked for (PostgresStore+Saving.swift).
+    func appendHistory(_ changes: WrittenChanges<String?>, at timestamp: Date = Date(), run: Run)
+        throws(ObjectGraphError)
+        -> Int64?
+    {
         guard !changes.isEmpty else { return nil }
         func zent(_ id: ObjectID) -> Int64 { layout[id.entity].zent ?? 0 }
         // Each change: kind, Z_ENT, Z_PK, ZCOLUMNS and tombstones as SQL, typed.
@@ -72,7 +77,9 @@ extension PostgresStore {
             + "a AS (INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", "
             + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(PostgresSchema.transactionZent), NULL, $3::bigint, "
             + "$3::bigint, NULL, $3::bigint, $4::double precision FROM t), x AS (SELECT pg_notify($1::text, t.n::text || ' ' || $2::text) FROM t)"
-        let parameters = [location.channel, announced, String(authorKey), String(Date().timeIntervalSinceReferenceDate)]
+        let parameters = [
+            location.channel, announced, String(authorKey), String(timestamp.timeIntervalSinceReferenceDate)
+        ]
         func insertChanges(_ slice: ArraySlice<String>, base: String, from: String) -> String {
             let values = slice.enumerated().map { "(\($0.offset + 1), \($0.element))" }.joined(separator: ", ")
             return
