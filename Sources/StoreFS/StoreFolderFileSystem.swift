@@ -289,6 +289,11 @@ public final class StoreFolderFileSystem: SavingFileSystem {
 
     // MARK: - The folder
 
+    /// As the store's own mapping says (``StoreFileSystem/mayTakeLong(_:)``).
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        StoreFileSystem.mayTakeLong(InodeNumber(inode.rawValue & ~Node.slotMask))
+    }
+
     public func lookup(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) -> Entry {
         switch try target(parent) {
         case .store(let slot, let inner):
