@@ -798,6 +798,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public func extendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) -> Data {
         // No security labels or ACLs here either (see StoreFileSystem.extendedAttribute).
         guard name.hasPrefix("user.") else { throw .notSupported }
+        if inode == .root && name == RootFolder.statsName { return Data(statisticsJSON().utf8) }
         if let value = treeFacts(of: inode).first(where: { $0.name == name }) { return Data(value.value.utf8) }
         if let value = try inStore(
             inode,
@@ -811,7 +812,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     }
 
     public func extendedAttributeNames(of inode: InodeNumber) throws(FileSystemError) -> [String] {
-        let facts = treeFacts(of: inode).map(\.name)
+        let facts = treeFacts(of: inode).map(\.name) + (inode == .root ? [RootFolder.statsName] : [])
         let inner = try inStore(inode) { (fileSystem, inner, _, _) throws(FileSystemError) in
             try fileSystem.extendedAttributeNames(of: inner)
         }

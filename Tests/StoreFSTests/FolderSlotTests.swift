@@ -106,6 +106,42 @@ import Testing
         #expect(type.opens.load(ordering: .relaxed) == 1, "the store was opened once")
     }
 
+    /// `storefs stats` reads `user.storefs.stats` at the mount's root: at a folder mount's root it
+    /// is the whole mount's, each open store's requests added up.
+    @Test func theRootsCountersAreTheWholeFolderMounts() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("folder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for name in ["A.sqlite", "B.sqlite"] {
+            let seed = try PersistentStoreCoordinator.open(
+                at: folder.appendingPathComponent(name), types: [SQLiteStoreType()], model: SampleModel.make(),
+                options: StoreOptions(createIfMissing: true))
+            try SampleGenerator(objectCount: 50).populate(seed.newContext())
+            seed.close()
+        }
+        let fileSystem = try StoreFolderFileSystem(directory: folder, types: [SQLiteStoreType()])
+        defer { fileSystem.willUnmount() }
+        let context = RequestContext(uid: 0, gid: 0, pid: 1)
+        func stats(_ inode: InodeNumber) throws -> [String: Any] {
+            let data = try fileSystem.extendedAttribute("user.storefs.stats", of: inode)
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        #expect(try fileSystem.extendedAttributeNames(of: .root).contains("user.storefs.stats"))
+        #expect(try stats(.root)["stores"] as? Int == 0)
+        var perStore = 0
+        for name in ["A.sqlite", "B.sqlite"] {
+            let store = try fileSystem.lookup(parent: .root, name: name, context: context).attributes.inode
+            let employees = try fileSystem.lookup(parent: store, name: "Employee", context: context).attributes.inode
+            _ = try fileSystem.lookup(parent: employees, name: "p1", context: context)
+            perStore += try #require(try stats(store)["storeRequests"] as? Int)
+        }
+        let whole = try stats(.root)
+        #expect(whole["stores"] as? Int == 2)
+        #expect(perStore > 0)
+        #expect(whole["storeRequests"] as? Int == perStore, "\(whole)")
+        #expect(whole["saves"] is [String: Any])
+    }
+
     static func eventually(_ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while !condition() {
