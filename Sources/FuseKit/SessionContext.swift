@@ -32,6 +32,8 @@ final class SessionContext: Sendable {
     /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
     /// value, 0 until then.
     let transport = Atomic<Int>(0)
+    /// Requests that may wait, answered off the ring threads.
+    let waitingRequests = WaitingRequests()
 
     init(
         fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions,

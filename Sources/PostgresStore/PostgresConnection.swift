@@ -24,62 +24,105 @@ final class PostgresConnection {
     /// Names the server in messages, without a password.
     let place: String
 
-    /// Milliseconds a statement waits for a row another writer holds: a save holds the context's
-    /// lock while it waits, and reads of this mount wait behind it, so the wait is short; a save
-    /// that times out fails with EIO and is tried again by its writer. Locks are normally held for
-    /// the few milliseconds of another save's commit; longer only when that writer's machine
-    /// vanished mid-commit.
+    /// Milliseconds a statement waits for a row another writer holds: the fsync or close waiting
+    /// for the save waits behind it, so the wait is short; a save that times out fails with EIO
+    /// and is tried again by its writer. Locks are normally held for the few milliseconds of
+    /// another save's commit; longer only when that writer's machine vanished mid-commit.
     static let lockTimeout = 3000
     /// Milliseconds a transaction may sit waiting for its client before the server ends it and
     /// lets go of its locks: what a machine that vanished mid-commit costs the others.
     static let idleInTransactionTimeout = 10000
 
+    /// Seconds a connection may take to be made, at most: a server that cannot be reached (or
+    /// accepts and never answers, a stopped one) fails the connect within this, and within the
+    /// deadline of the call that needed the connection.
+    static let connectLimit: Double = 10
+
     /// Connects and prepares the session: the store's schema first on the search path, text
     /// values exactly as sent (`standard_conforming_strings`), byte values in hex, floats in
     /// their shortest exact form, and server-side bounds on statements and locks.
-    init(_ location: PostgresLocation, timeout: Double) throws(ObjectGraphError) {
+    ///
+    /// The connection is made with libpq's non-blocking calls and waited for with poll(2), so
+    /// it ends by `deadline` (or within ``connectLimit``), whatever the network or the server does.
+    init(_ location: PostgresLocation, timeout: Double, deadline: Date? = nil) throws(ObjectGraphError) {
         self.timeout = timeout
         self.place = location.description
-        guard let connection = PQconnectdb(location.connectionURL) else {
+        let limit = min(deadline ?? .distantFuture, Date().addingTimeInterval(min(timeout, Self.connectLimit)))
+        guard let connection = PQconnectStart(location.connectionURL) else {
             throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
         }
         handle = connection
-        guard PQstatus(connection) == CONNECTION_OK else {
-            // Fully initialized here: deinit finishes the connection.
-            let message = Self.message(of: connection)
-            isBroken = true
-            throw ObjectGraphError(.io, "\(location): cannot connect to PostgreSQL: \(message)")
-        }
-        let milliseconds = Int(timeout * 1000)
-        let setup = [
-            "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
-            "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
-            "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
-            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'"
-        ]
         do throws(ObjectGraphError) {
-            for sql in setup { _ = try execute(sql) }
+            try connect(until: limit)
+            let milliseconds = Int(timeout * 1000)
+            // One round trip for all of them.
+            let setup = [
+                "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
+                "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
+                "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
+                "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'"
+            ]
+            _ = try run(
+                setup.joined(separator: "; "), [],
+                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture), simple: true)
         } catch {
+            // Fully initialized here: deinit finishes the connection.
             isBroken = true
             throw error
         }
     }
 
+    /// Drives libpq's connection to its end, waiting on its socket until `deadline`.
+    private func connect(until deadline: Date) throws(ObjectGraphError) {
+        guard PQstatus(handle) != CONNECTION_BAD else { throw connectError() }
+        var status = PGRES_POLLING_WRITING
+        while true {
+            switch status {
+            case PGRES_POLLING_OK: return
+            case PGRES_POLLING_FAILED: throw connectError()
+            default: break
+            }
+            let events = status == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
+            guard try wait(for: events, until: deadline, what: "connect") else { throw connectError() }
+            status = PQconnectPoll(handle)
+        }
+    }
+
+    private func connectError() -> ObjectGraphError {
+        isBroken = true
+        return ObjectGraphError(.io, "\(place): cannot connect to PostgreSQL: \(Self.message(of: handle))")
+    }
+
     deinit { PQfinish(handle) }
 
-    /// Runs one statement with text parameters (nil: NULL); returns its result.
+    /// Runs one statement with text parameters (nil: NULL); returns its result. The answer is
+    /// waited for until `deadline`, or for ``timeout`` seconds.
     ///
     /// - Throws: ``ObjectGraphError`` mapped from the server's SQLSTATE (``PostgresError``), or
     ///   ``ObjectGraphError/Code/io`` when the connection fails or the answer does not come in time
     ///   (the connection is then broken).
     @discardableResult
-    func execute(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
+    func execute(_ sql: String, _ parameters: [String?] = [], deadline: Date? = nil) throws(ObjectGraphError)
+        -> PostgresResult
+    {
+        try run(sql, parameters, deadline: deadline ?? Date().addingTimeInterval(timeout), simple: false)
+    }
+
+    /// Sends `sql` (with parameters, or `simple`: several statements in one, no parameters) and
+    /// collects its results; the last one is returned.
+    private func run(_ sql: String, _ parameters: [String?], deadline: Date, simple: Bool) throws(ObjectGraphError)
+        -> PostgresResult
+    {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
-        let sent: Int32 = withParameters(parameters) { values in
-            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        let sent: Int32
+        if simple {
+            sent = PQsendQuery(handle, sql)
+        } else {
+            sent = withParameters(parameters) { values in
+                PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+            }
         }
         guard sent == 1 else { throw brokenError() }
-        let deadline = Date().addingTimeInterval(timeout)
         // Flushing: a large statement may not go out in one write.
         while true {
             let flushed = PQflush(handle)
@@ -114,7 +157,9 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready or the deadline passes; false when it passed (the
     /// connection is then broken: an answer may still be on its way and cannot be told apart).
-    private func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError) -> Bool {
+    private func wait(for events: Int16, until deadline: Date, what: String = "answer") throws(ObjectGraphError)
+        -> Bool
+    {
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
         while true {
@@ -123,7 +168,9 @@ final class PostgresConnection {
                 isBroken = true
                 throw ObjectGraphError(
                     .io,
-                    "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
+                    what == "connect"
+                        ? "\(place): PostgreSQL did not accept a connection in time; it is tried again at the next request"
+                        : "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
                 )
             }
             var descriptor = pollfd(fd: socket, events: events, revents: 0)

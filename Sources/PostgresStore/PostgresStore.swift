@@ -107,21 +107,30 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
 
     /// Runs one counted statement on a connection of the pool.
     @discardableResult
+    ///
+    /// The whole call, a connection made on the way included, ends within the location's
+    /// statement timeout: a read that needs a server that does not answer fails with EIO then.
     func read(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
         try checkOpen()
         requests.add(1, ordering: .relaxed)
+        let started = Date()
+        let deadline = started.addingTimeInterval(location.statementTimeout)
         do {
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try connection.execute(sql, parameters)
+            return try pool.withConnection(deadline: deadline) { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters, deadline: deadline)
             }
-        } catch  where error.code == .io {
-            // The kept connections may all be dead (a restarted server): try once on a new one.
+        } catch  where error.code == .io && Date().timeIntervalSince(started) < Self.quickFailure {
+            // A kept connection found dead at once (a restarted server; the others are probably
+            // dead too): once more on a new one. A failure that took its time is the answer.
             pool.dropIdle()
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try connection.execute(sql, parameters)
+            return try pool.withConnection(deadline: deadline) { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters, deadline: deadline)
             }
         }
     }
+
+    /// Seconds within which a failed read is taken for a dead kept connection and tried again.
+    static let quickFailure: Double = 1
 
     func checkOpen() throws(ObjectGraphError) {
         if closed.load(ordering: .relaxed) { throw ObjectGraphError(.io, "the store \(location) was closed") }

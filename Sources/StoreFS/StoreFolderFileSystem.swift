@@ -357,6 +357,14 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         try fileSystem.fsyncDirectory(inner, handle: handle, dataOnly: dataOnly)
     }
 
+    public func mayWait(_ operation: OperationCounters.Operation, inode: InodeNumber, handle: FuseKit.FileHandle)
+        -> Bool
+    {
+        // The folder's own nodes never wait; a store's answer for its own.
+        guard let (fileSystem, _, inner) = try? route(inode) else { return false }
+        return fileSystem.mayWait(operation, inode: inner, handle: handle)
+    }
+
     public func create(
         parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext
     )
