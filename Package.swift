@@ -51,10 +51,16 @@ let package = Package(
         .target(name: "Decoding", dependencies: ["ObjectGraph"]),
         // Core Data's schema without an SQL dialect: layout, history slots, metadata plist (SQLite and PostgreSQL).
         .target(name: "CoreDataSchema", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
+        // Core Data's relational rules written once over an SQL dialect: reads, the save, integrity
+        // repair, to-many differences, history rows (SQLite and PostgreSQL).
+        .target(
+            name: "RelationalCore",
+            dependencies: ["ObjectGraph", "CoreDataSchema", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", "CoreDataSchema", "Decoding", "Locking", .product(name: "GRDB", package: "GRDB.swift"),
+                "ObjectGraph", "CoreDataSchema", "RelationalCore", "Decoding", "Locking",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log")
@@ -64,7 +70,8 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "ObjectGraph", "CoreDataSchema", "CPostgres", "Locking", .product(name: "Logging", package: "swift-log")
+                "ObjectGraph", "CoreDataSchema", "RelationalCore", "CPostgres", "Locking",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore"]),

@@ -25,8 +25,10 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         public static let unsupported = Code(rawValue: "unsupported")
         /// The store is read-only.
         public static let readOnly = Code(rawValue: "read-only")
-        /// An input/output failure below the store (disk full, permission denied).
+        /// An input/output failure below the store (a lost connection, permission denied).
         public static let io = Code(rawValue: "i/o error")
+        /// The store's disk (or its server's) is full: nothing was written.
+        public static let noSpace = Code(rawValue: "no space left")
         /// An object or key that already exists.
         public static let exists = Code(rawValue: "already exists")
         /// The store is in use by another writer.

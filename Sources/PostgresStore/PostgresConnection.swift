@@ -1,6 +1,7 @@
 import CPostgres
 import Foundation
 import ObjectGraph
+import RelationalCore
 
 #if canImport(Glibc)
     import Glibc
@@ -38,9 +39,10 @@ final class PostgresConnection {
     /// deadline of the call that needed the connection.
     static let connectLimit: Double = 10
 
-    /// Connects and prepares the session: the store's schema first on the search path, text
-    /// values exactly as sent (`standard_conforming_strings`), byte values in hex, floats in
-    /// their shortest exact form, and server-side bounds on statements and locks.
+    /// Connects and prepares the session: the store's schema first on the search path, byte
+    /// values in hex, floats in their shortest exact form, and server-side bounds on statements
+    /// and locks. Every value storefs sends is a bound parameter, so no setting changes how a
+    /// statement's text is read.
     ///
     /// The connection is made with libpq's non-blocking calls and waited for with poll(2), so
     /// it ends by `deadline` (or within ``connectLimit``), whatever the network or the server does.
@@ -55,16 +57,18 @@ final class PostgresConnection {
         do throws(ObjectGraphError) {
             try connect(until: limit)
             let milliseconds = Int(timeout * 1000)
-            // One round trip for all of them.
-            let setup = [
-                "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
-                "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
-                "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
-                "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'"
+            // One statement, one round trip, every value bound.
+            let settings: [(String, String)] = [
+                ("search_path", SQL.identifier(location.schema)), ("standard_conforming_strings", "on"),
+                ("bytea_output", "hex"), ("extra_float_digits", "1"), ("client_encoding", "UTF8"),
+                ("statement_timeout", String(max(1000, milliseconds - 1000))),
+                ("lock_timeout", String(Self.lockTimeout)),
+                ("idle_in_transaction_session_timeout", String(Self.idleInTransactionTimeout)), ("TimeZone", "UTC")
             ]
+            let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
             _ = try run(
-                setup.joined(separator: "; "), [],
-                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture), simple: true)
+                "SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
+                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture))
         } catch {
             // Fully initialized here: deinit finishes the connection.
             isBroken = true
@@ -105,22 +109,16 @@ final class PostgresConnection {
     func execute(_ sql: String, _ parameters: [String?] = [], deadline: Date? = nil) throws(ObjectGraphError)
         -> PostgresResult
     {
-        try run(sql, parameters, deadline: deadline ?? Date().addingTimeInterval(timeout), simple: false)
+        try run(sql, parameters, deadline: deadline ?? Date().addingTimeInterval(timeout))
     }
 
-    /// Sends `sql` (with parameters, or `simple`: several statements in one, no parameters) and
-    /// collects its results; the last one is returned.
-    private func run(_ sql: String, _ parameters: [String?], deadline: Date, simple: Bool) throws(ObjectGraphError)
+    /// Sends `sql` with its parameters and collects its results; the last one is returned.
+    private func run(_ sql: String, _ parameters: [String?], deadline: Date) throws(ObjectGraphError)
         -> PostgresResult
     {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
-        let sent: Int32
-        if simple {
-            sent = PQsendQuery(handle, sql)
-        } else {
-            sent = withParameters(parameters) { values in
-                PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
-            }
+        let sent: Int32 = withParameters(parameters) { values in
+            PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         guard sent == 1 else { throw brokenError() }
         // Flushing: a large statement may not go out in one write.
@@ -256,6 +254,12 @@ final class PostgresResult {
     }
 
     func integer(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
+
+    /// The type of `column` (PostgreSQL's type OID: 20 bigint, 17 bytea, 701 double precision, ...).
+    func typeOID(_ column: Int) -> UInt32 { UInt32(PQftype(handle, Int32(column))) }
+
+    /// Whether `column` is bytea (its text is the hex form).
+    func isBytea(_ column: Int) -> Bool { typeOID(column) == 17 }
 }
 
 /// PostgreSQL's SQLSTATE codes mapped to the engine's, with the server's message.
@@ -276,6 +280,7 @@ enum PostgresError {
         case "25006":
             return ObjectGraphError(.readOnly, "\(text); the server is a read-only replica: mount it with -o ro")
         case "42501", "28000", "28P01": return ObjectGraphError(.notPermitted, text)
+        case "53100": return ObjectGraphError(.noSpace, "\(text); the server's disk is full")
         default:
             if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
                 return ObjectGraphError(.io, text)

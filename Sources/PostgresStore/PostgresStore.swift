@@ -2,6 +2,7 @@ import CoreDataSchema
 import Foundation
 import Logging
 import ObjectGraph
+import RelationalCore
 import Synchronization
 
 /// A store in PostgreSQL, in Core Data's schema: Z_PRIMARYKEY, Z_METADATA, one Z<ENTITY> table per
@@ -31,6 +32,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
+    /// Core Data's relational rules over PostgreSQL's dialect: reads and saves.
+    let core: RelationalRules
     let slots: HistorySlots
     let logger: Logger
     let pool: ConnectionPool
@@ -94,6 +97,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             throw ObjectGraphError(.invalidModel, "\(location) keeps no model in its metadata; give one with --model")
         }
         layout = StoreLayout(model: model, schema: nil, logger: logger)
+        core = RelationalRules(
+            model: model, layout: layout, dialect: PostgresDialect(), place: location.description, logger: logger)
         slots = HistorySlots(model: model)
         tombstoneColumns = PostgresSchema.tombstoneColumns(for: slots)
         let layout = self.layout
@@ -184,7 +189,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         }
         let found = try read(
             "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), "
-                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",
+                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQL.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",
             [String(zent), String(count)])
         guard let last = found.integer(0, 0) else {
             throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY has no row for \(layout[root].name)")
@@ -198,7 +203,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
         let (table, zent) = try rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
-        let exists = try read("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
+        let exists = try read("SELECT 1 FROM \(SQL.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
         guard exists.rowCount == 0 else { return false }
         try read(
             "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = $2 WHERE \"Z_ENT\" = $1 AND COALESCE(\"Z_MAX\", 0) < $2",
@@ -206,16 +211,14 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         return true
     }
 
-    /// Z_MAX, or the highest key of the root's table where that is higher, in one statement (not
-    /// by listing every object, the protocol's default).
+    /// Z_MAX, or the highest key of the root's table where that is higher (not by listing every
+    /// object, the protocol's default).
     public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
-        let (table, zent) = try rootTable(of: root)
-        let found = try read(
-            "SELECT GREATEST((SELECT COALESCE(MAX(\"Z_MAX\"), 0) FROM \"Z_PRIMARYKEY\" WHERE \"Z_ENT\" = $1), "
-                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table))))",
-            [String(zent)])
-        return found.integer(0, 0) ?? 0
+        try core.highestStoredKey(in: root, on: reads)
     }
+
+    /// Statements run on the read pool, one connection per statement.
+    var reads: PostgresSQLConnection { PostgresSQLConnection(store: self, connection: nil) }
 
     /// Moves when the announcement listener reconnects: announcements may have been missed, so
     /// whoever compares tokens reads everything again. Nil until the listener runs.
@@ -239,7 +242,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {
-        _ = try PostgresValueCoding.encode(value, as: attribute, entity: try entityLayout(entity).name)
+        _ = try PostgresDialect().encode(value, as: attribute, entity: try entityLayout(entity).name)
     }
 
     public func close() {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ObjectGraph
+import RelationalCore
 
 extension SQLiteStore {
     /// Evaluates `predicate` as one SQL query; nil when ``PredicateTranslator`` declines it (the
@@ -68,33 +69,30 @@ extension SQLiteStore {
                     predicate ?? .constant(true), of: entity, includingSubentities, plainIntegerSums, pageAfter: true)
             else { return .some(nil) }
             guard var (selection, arguments) = query, limit > 0 else { return [] }
-            let (columns, plans) = rowPlans(forRoot: layout[entity].rootID, alias: "t0")
-            let selected = (["t0.Z_PK", "t0.Z_ENT", "t0.Z_OPT"] + columns).joined(separator: ", ")
+            let plan = RowPlan(core, root: layout[entity].rootID, alias: "t0")
             // Bound, so every page of a walk runs the statement the first one prepared; never
             // below 0, so the bound also keeps the keys that are not objects' out.
             arguments += ["pageAfter": max(key?.rawValue ?? 0, 0)]
             let sql =
-                "SELECT \(selected) FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK LIMIT \(limit)"
+                "SELECT \(plan.selected) FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK LIMIT \(limit)"
             var found: [Snapshot] = []
             found.reserveCapacity(min(limit, 4096))
             // Rows of a page are mostly of one entity: the last row's saves two lookups a row.
-            var last: (zent: Int64, id: EntityID, plan: RowPlan)?
+            var last: (zent: Int64, id: EntityID, plan: RowPlan.Entity)?
             let answered: Bool = try read { db in
                 try Self.overflowing {
                     try eachRow(db, sql, cached: true, arguments: arguments) { (row) throws(ObjectGraphError) in
                         guard let pk = Self.key(row, 0), let zent = Self.key(row, 1) else { return }
                         if last?.zent != zent {
-                            guard let id = layout.entityByZent[zent], let plan = plans[id] else { return }
-                            last = (zent, id, plan)
+                            guard let id = layout.entityByZent[zent], let entityPlan = plan.entities[id] else { return }
+                            last = (zent, id, entityPlan)
                         }
-                        guard let (_, id, plan) = last else { return }
-                        do throws(ObjectGraphError) {
-                            found.append(
-                                try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
-                        } catch {
-                            throw error.message.hasPrefix(path)
-                                ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
-                        }
+                        guard let (_, id, entityPlan) = last else { return }
+                        found.append(
+                            try core.snapshot(
+                                from: SQLiteRow(statement: row, store: self),
+                                id: ObjectID(entity: id, key: PrimaryKey(pk)),
+                                plan: entityPlan))
                     }
                 }
             }

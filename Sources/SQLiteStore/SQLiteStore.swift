@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import ObjectGraph
+import RelationalCore
 import Synchronization
 
 /// A Core Data SQLite store: objects in the tables Core Data lays out, read and written through GRDB.
@@ -26,6 +27,8 @@ public final class SQLiteStore: PersistentStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
+    /// Core Data's relational rules over SQLite's dialect: reads and saves.
+    let core: RelationalRules
     /// The connections that read (see ``ReadSource``).
     var reader: any DatabaseReader { source.withLock { $0.reader } }
     private let source: Mutex<ReadSource>
@@ -147,6 +150,8 @@ public final class SQLiteStore: PersistentStore {
             }
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
+        self.core = RelationalRules(
+            model: self.model, layout: layout, dialect: SQLiteDialect(), place: url.path, logger: logger)
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
         self.historyReader = HistoryReader(schema: schema, model: self.model)
         if options.readOnly {
@@ -345,14 +350,17 @@ public final class SQLiteStore: PersistentStore {
         return db.changesCount
     }
 
-    /// Maps GRDB and SQLite errors to the engine's codes, with a message naming the file.
+    /// Maps GRDB and SQLite errors to the engine's codes, with a message naming the file and
+    /// SQLite's extended result code (what `user.storefs.error` and the log show).
     static func mapError(_ error: any Error, file: String) -> ObjectGraphError {
         if let error = error as? ObjectGraphError { return error }
         guard let error = error as? DatabaseError else {
             return ObjectGraphError(.io, "\(file): \(error)")
         }
-        let message = error.message ?? "\(error)"
+        let message = "\(error.message ?? "\(error)") (SQLite result code \(error.extendedResultCode.rawValue))"
         switch error.resultCode {
+        case .SQLITE_FULL:
+            return ObjectGraphError(.noSpace, "\(file): the disk is full (\(message)); nothing was written")
         case .SQLITE_NOTADB:
             return ObjectGraphError(.corruptStore, "\(file) is not an SQLite database (\(message))")
         case .SQLITE_CORRUPT:
@@ -398,25 +406,17 @@ public final class SQLiteStore: PersistentStore {
         let (table, zent) = try rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         let exists = try read { db in
-            try !rows(db, "SELECT 1 FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?", [key.rawValue]).isEmpty
+            try connection(db).integer("SELECT 1 FROM \(identifier: table) WHERE Z_PK = \(key.rawValue)") != nil
         }
         guard !exists else { return false }
         reservedKeys.withLock { $0[zent] = max($0[zent] ?? 0, key.rawValue) }
         return true
     }
 
-    /// The larger of Z_MAX and the largest Z_PK of a root's table. Either may hold anything in a
-    /// damaged file: what is not an integer counts as 0.
+    /// The larger of Z_MAX and the largest Z_PK of a root's table (``RelationalRules/highestStoredKey(in:on:)``).
     private func highestStoredKey(table: String, zent: Int64) throws(ObjectGraphError) -> Int64 {
-        try read { db in
-            let max = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first.map {
-                Self.integer($0, 0)
-            }
-            let highest = try rows(db, "SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)").first.map {
-                Self.integer($0, 0)
-            }
-            return Swift.max(max ?? 0, highest ?? 0)
-        }
+        guard let root = layout.entityByZent[zent] else { return 0 }
+        return try read { db in try core.highestStoredKey(in: root, on: connection(db)) }
     }
 
     /// Column `index` of `row` as an integer, or 0 when it holds anything else (text, a blob, a

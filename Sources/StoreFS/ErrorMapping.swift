@@ -27,6 +27,7 @@ func mappedError(_ error: ObjectGraphError) -> FileSystemError {
     case .busy: .busy
     case .unsupported: .notSupported
     case .io: .io
+    case .noSpace: .noSpace
     case .corruptStore, .invalidModel: .io
     default: .io
     }
