@@ -73,7 +73,8 @@ extension RelationalRules {
             }
             let shape = [table] + columns.map(\.name)
             groups[shape, default: InsertGroup(table: table, columns: columns.map(\.name))].rows.append(
-                [.integer(id.key.rawValue), .integer(zent), .integer(1)] + columns.map(\.value))
+                [.integer(id.key.rawValue), .integer(zent), .integer(Self.insertedVersion(snapshot, request))]
+                    + columns.map(\.value))
             if keysByTable[table, default: [:]].updateValue(id, forKey: id.key.rawValue) != nil {
                 throw ObjectGraphError(.exists, "\(name(of: id)) is inserted twice by one save", objects: [id])
             }
@@ -125,6 +126,12 @@ extension RelationalRules {
             }
         }
         return maxKeys
+    }
+
+    /// The version an inserted row is written with: 1, or its own when the save keeps versions
+    /// (a migration).
+    static func insertedVersion(_ snapshot: Snapshot, _ request: SaveRequest) -> Int64 {
+        request.keepsVersions && snapshot.version >= 1 ? snapshot.version : 1
     }
 
     /// The inserted rows of one table with one set of columns.

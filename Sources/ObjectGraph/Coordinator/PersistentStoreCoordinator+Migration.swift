@@ -23,6 +23,8 @@ extension PersistentStoreCoordinator {
         var total = 0
         for entity in model.entities { total += try source.count(of: entity.id) }
         var request = SaveRequest()
+        // Each object keeps its version: what an app or another mount remembers of it still holds.
+        request.keepsVersions = true
         var done = 0
         for entity in model.entities {
             let ids = try source.objectIDs(of: entity.id)
