@@ -78,6 +78,20 @@ final class BackgroundTool: Sendable {
             .lines.sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }
     }
 
+    /// The stored lastName of the Employee folders `names` (`pN`), read back from the store.
+    static func lastNames(of names: [String], in url: URL, type: any PersistentStoreType) throws -> [AttributeValue?] {
+        let coordinator = try PersistentStoreCoordinator.open(
+            at: url, types: [type], options: StoreOptions(readOnly: true))
+        defer { coordinator.close() }
+        let context = coordinator.newContext()
+        let employee = coordinator.model.entityID(named: "Employee")!
+        return try names.map { name in
+            try context.objectID(forKey: PrimaryKey(Int64(name.dropFirst()) ?? 0), in: employee).flatMap {
+                try context.value(of: "lastName", for: $0)
+            }
+        }
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty ? -1 : sorted[sorted.count / 2]
@@ -166,20 +180,10 @@ final class BackgroundTool: Sendable {
         #expect(after.wait(seconds: 60)?.output.hasSuffix("ok\n") == true, "the mount reconnects by itself")
         #expect(try mount.unmount().status == 0)
 
-        let store = try PersistentStoreCoordinator.open(
-            at: url, types: [PostgresStoreType()], options: StoreOptions(readOnly: true))
-        defer { store.close() }
-        let context = store.newContext()
-        let employee = store.model.entityID(named: "Employee")!
-        func stored(_ name: String) throws -> AttributeValue? {
-            let key = PrimaryKey(Int64(name.dropFirst())!)
-            let id = try #require(try context.objectID(forKey: key, in: employee))
-            return try context.value(of: "lastName", for: id)
-        }
-        #expect(try stored(saved) == .string("Stalled"))
-        #expect(try stored(edited) == .string("Edited"))
-        #expect(try stored(employees[2]) != .string("NotSaved"))
-        #expect(try stored(employees[3]) == .string("AfterRestart"))
+        let values = try Self.lastNames(
+            of: [saved, edited, employees[2], employees[3]], in: url, type: PostgresStoreType())
+        #expect(values[0] == .string("Stalled") && values[1] == .string("Edited"))
+        #expect(values[2] != .string("NotSaved") && values[3] == .string("AfterRestart"))
     }
 
     @Test func anSQLiteStoreLockedByAnotherProcessFreezesNoReadOfWhatTheMountHolds() throws {
@@ -232,16 +236,7 @@ final class BackgroundTool: Sendable {
         )
         #expect(try run("sync", [mount]).status == 0)
         #expect(try mounted.unmountReportingStatus().status == 0)
-        let coordinator = try PersistentStoreCoordinator.open(
-            at: mounted.store, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
-        defer { coordinator.close() }
-        let context = coordinator.newContext()
-        let employee = coordinator.model.entityID(named: "Employee")!
-        let values = try [employees[0], employees[1]].map { name in
-            try context.objectID(forKey: PrimaryKey(Int64(name.dropFirst())!), in: employee).flatMap {
-                try context.value(of: "lastName", for: $0)
-            }
-        }
+        let values = try Self.lastNames(of: [employees[0], employees[1]], in: mounted.store, type: SQLiteStoreType())
         #expect(values == [.string("Stalled"), .string("Edited")])
     }
 }
