@@ -174,16 +174,17 @@ struct ExternalDataFolder: Sendable {
             while written < buffer.count {
                 let n = Glibc.write(fd, base + written, buffer.count - written)
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    throw ObjectGraphError(.io, "writing \(file.path): \(String(cString: strerror(errno)))")
-                }
+                guard n > 0 else { throw Self.failure("writing \(file.path)", errno: errno) }
                 written += n
             }
         }
         adoptOwnership(fd: fd, mode: storeMode & 0o666)
-        guard fsync(fd) == 0 else {
-            throw ObjectGraphError(.io, "syncing \(file.path): \(String(cString: strerror(errno)))")
-        }
+        guard fsync(fd) == 0 else { throw Self.failure("syncing \(file.path)", errno: errno) }
+    }
+
+    /// The error of a failed write or sync: a full disk is ENOSPC (nothing was saved), the rest EIO.
+    private static func failure(_ what: String, errno code: Int32) -> ObjectGraphError {
+        ObjectGraphError(code == ENOSPC ? .noSpace : .io, "\(what): \(String(cString: strerror(code)))")
     }
 
     /// Makes `.X_SUPPORT/_EXTERNAL_DATA` as Core Data would, owned like the store (storefs
