@@ -148,3 +148,20 @@ extension PostgresStore {
         return result
     }
 }
+
+/// Writing history carried from another store (``HistoryWriting``), through the relational core,
+/// in one transaction on the writer's connection.
+extension PostgresStore: HistoryWriting {
+    public func writeHistory(_ transactions: [HistoryTransaction]) throws(ObjectGraphError) {
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
+        guard !transactions.isEmpty else { return }
+        let tables = HistoryTables(
+            change: PostgresSchema.changeZent, transaction: PostgresSchema.transactionZent,
+            string: PostgresSchema.stringZent, tombstoneColumns: tombstoneColumns)
+        try inTransaction { (connection) throws(ObjectGraphError) in
+            try core.writeHistory(
+                transactions, tables: tables, slots: slots,
+                on: PostgresSQLConnection(store: self, connection: connection))
+        }
+    }
+}

@@ -50,7 +50,10 @@ extension PostgresStore {
                 var extensions = NoSaveExtensions()
                 let transaction = PostgresSQLConnection(store: self, connection: connection)
                 written = try core.apply(request, on: transaction, history: slots, extensions: &extensions)
-                number = try appendHistory(HistoryRow.rows(of: written, slots: slots, layout: layout), on: connection)
+                if request.recordsHistory {
+                    number = try appendHistory(
+                        HistoryRow.rows(of: written, slots: slots, layout: layout), on: connection)
+                }
                 committing = true
                 try run(connection, "COMMIT")
             } catch {
@@ -105,6 +108,26 @@ extension PostgresStore {
     /// loaded machine, debug build), up to ``largeSaveIdleTimeout`` ms.
     static let largeSave = 2_000
     static let largeSaveIdleTimeout = 600_000
+
+    /// Runs `body` in a transaction of the writer's connection (made again when it broke), and
+    /// commits; any error rolls everything back.
+    func inTransaction(_ body: (PostgresConnection) throws(ObjectGraphError) -> Void) throws(ObjectGraphError) {
+        try checkOpen()
+        try writer.withLock { (kept) throws(ObjectGraphError) in
+            if kept == nil || kept?.isBroken == true {
+                kept = try PostgresConnection(location, timeout: location.statementTimeout)
+            }
+            guard let connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
+            try run(connection, "BEGIN")
+            do throws(ObjectGraphError) {
+                try body(connection)
+                try run(connection, "COMMIT")
+            } catch {
+                if connection.isBroken { kept = nil } else { _ = try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
 
     @discardableResult
     func run(_ connection: PostgresConnection, _ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError)

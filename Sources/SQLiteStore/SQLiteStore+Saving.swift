@@ -25,7 +25,7 @@ extension SQLiteStore {
                 let connection = connection(db)
                 let written = try core.apply(
                     request, on: connection, history: mechanisms.history?.slots, extensions: &extensions)
-                if let history = mechanisms.history {
+                if let history = mechanisms.history, request.recordsHistory {
                     try history.append(
                         HistoryRow.rows(of: written, slots: history.slots, layout: layout), on: connection)
                 }

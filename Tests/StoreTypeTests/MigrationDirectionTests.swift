@@ -114,4 +114,47 @@ import XMLStore
         #expect(metadata.storeUUID == remembered.uuid, "\(from) → \(to): the store UUID")
         #expect(metadata.storeType == to.type.name)
     }
+
+    /// An app's persistent history goes along into PostgreSQL: the same transactions (numbers,
+    /// times, authors) with the same changes (IDs, kinds, objects, updated properties), and no
+    /// transaction of the migration's own inserts.
+    @Test(arguments: [
+        "RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite", "alemar11_CoreDataPlus_SampleModel2_V1.sqlite"
+    ])
+    func historyIsCarriedFromSQLiteIntoPostgreSQL(_ name: String) throws {
+        let folder = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = folder.appendingPathComponent(name)
+        for suffix in ["", "-wal"]
+        where FileManager.default.fileExists(
+            atPath: StoreFixtures.corpus.appendingPathComponent("sqlite/\(name)").path + suffix)
+        {
+            try FileManager.default.copyItem(
+                atPath: StoreFixtures.corpus.appendingPathComponent("sqlite/\(name)").path + suffix,
+                toPath: copy.path + suffix)
+        }
+        let source = try PersistentStoreCoordinator.open(
+            at: copy, types: Self.types, options: StoreOptions(readOnly: true))
+        defer { source.close() }
+        let sqlite = try #require(source.store as? SQLiteStore)
+        let expected = try sqlite.persistentHistory()
+        #expect(!expected.isEmpty, "the corpus store keeps history")
+        let url = try Kind.postgresql.url(in: folder, name: "history")
+        try source.migrate(to: url, type: PostgresStoreType())
+        let store = try PostgresStore(location: try PostgresLocation(url), model: nil)
+        defer { store.close() }
+        let carried = try store.persistentHistory()
+        #expect(carried.count == expected.count, "transactions: \(carried.count) of \(expected.count)")
+        for (a, b) in zip(expected, carried) {
+            #expect(
+                a.number == b.number && a.timestamp == b.timestamp && a.author == b.author, "transaction \(a.number)")
+            #expect(a.changes.count == b.changes.count, "changes of transaction \(a.number)")
+            for (x, y) in zip(a.changes, b.changes) where x != y {
+                #expect(
+                    x.changeID == y.changeID && x.kind == y.kind && x.objectID == y.objectID
+                        && x.updatedProperties == y.updatedProperties,
+                    "change \(x.changeID): \(x) became \(y)")
+            }
+        }
+    }
 }

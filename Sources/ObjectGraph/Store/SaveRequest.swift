@@ -109,6 +109,10 @@ public struct SaveRequest: Sendable {
     /// Otherwise (a new object) they are written with version 1. Stores whose format keeps no
     /// version (Core Data's XML) ignore it.
     public var keepsVersions = false
+    /// Whether a store that keeps persistent history records this save in it (a transaction
+    /// with a change per object). A migration that carries the old store's history
+    /// (``HistoryWriting``) turns it off, so the new store's history is the old one's.
+    public var recordsHistory = true
 
     public init() {}
 
