@@ -46,6 +46,10 @@ let package = Package(
         // info` hashes every store it reads, and unoptimized the hash ran at 5–10 MB/s.
         .target(name: "Digest", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "ObjectGraph", dependencies: ["Digest", "Locking"]),
+        // SQLite's file format read from the bytes alone (pages, free space, WAL frames), for the
+        // records a store's files remember; no SQLite, no stores. Optimized in every build like
+        // Digest: it walks every page of a store, and unoptimized it ran at a tenth of the speed.
+        .target(name: "SQLiteRecovery", swiftSettings: [.unsafeFlags(["-O"])]),
         // Readers of byte formats kept inside stores' values: DEFLATE and its wrappers, schema-less
         // protobuf, property lists as XML (value renderings; Core Data's Z_MODELCACHE).
         .target(name: "Decoding", dependencies: ["ObjectGraph"]),
@@ -59,7 +63,7 @@ let package = Package(
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", "CoreDataSchema", "RelationalCore", "Decoding", "Locking",
+                "ObjectGraph", "CoreDataSchema", "RelationalCore", "Decoding", "Locking", "SQLiteRecovery",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -119,7 +123,13 @@ let package = Package(
             dependencies: [
                 "SQLiteStore", "ObjectGraph", "Decoding", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")
             ]),
-        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"])
+        .testTarget(name: "DecodingTests", dependencies: ["Decoding", "ObjectGraph", "TestSupport"]),
+        .testTarget(
+            name: "SQLiteRecoveryTests",
+            dependencies: [
+                "SQLiteRecovery", "SQLiteStore", "ObjectGraph", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift")
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -31,6 +31,8 @@ package struct FileSchema: Sendable {
     package var tables: [String: (name: String, columns: [Column])] = [:]
     /// Single-column and multi-column indexes: index name (upper-cased) → (table, columns).
     package var indexes: [String: (table: String, columns: [String])] = [:]
+    /// The names (upper-cased) of the indexes that are UNIQUE.
+    package var uniqueIndexes: Set<String> = []
     /// Z_PRIMARYKEY rows below 16000 (entities, not Core Data's system tables), by Z_ENT.
     package var entityRows: [EntityRow] = []
 

@@ -75,6 +75,9 @@ package struct StoreLayout: Sendable {
         package var columns: [(name: String, type: String)]
         package var primaryKey: [String]
         package var indexes: [(name: String, columns: [String])]
+        /// UNIQUE indexes: Core Data's for the entities' uniqueness constraints
+        /// (`Z_<Entity>_UNIQUE_<names>`), which SwiftData's `#Unique` and `.unique` are.
+        package var uniqueIndexes: [(name: String, columns: [String])] = []
     }
 
     package let entities: [EntityLayout]
@@ -87,6 +90,10 @@ package struct StoreLayout: Sendable {
     package let hiddenKeyColumns: [(table: String, column: String, orderColumn: String?, root: EntityID)]
     /// Tables for a new file (empty when reading an existing one).
     package let plannedTables: [PlannedTable]
+    /// The file's UNIQUE indexes on entity tables, as the property names whose columns they cover
+    /// (attributes and to-ones of the tree's entities), by root entity: what a change must not
+    /// duplicate. Indexes on columns no property maps to are left out.
+    package let uniqueKeys: [EntityID: [[String]]]
 
     package subscript(id: EntityID) -> EntityLayout { entities[id.rawValue - 1] }
 
@@ -102,6 +109,15 @@ package struct StoreLayout: Sendable {
     }
 
     package static func tableName(forRoot name: String) -> String { "Z" + name.uppercased() }
+
+    /// The column Core Data names for an attribute before any suffix: `Z` and the name in capitals;
+    /// for a composite's element, its own name (`author.person` → ZPERSON), so two elements or an
+    /// element and an attribute of one name share the base and the later one (in the entity's
+    /// attribute order, which places a composite by its name) takes the suffix: the MetaCocktails
+    /// store has `author.id` in ZID and the entity's own `id` in ZID1.
+    package static func columnBase(of attribute: AttributeDescription) -> String {
+        "Z" + attribute.elementName.uppercased()
+    }
 
     // MARK: - Building
 
@@ -198,7 +214,7 @@ package struct StoreLayout: Sendable {
             }
             for attribute in entity.attributes where !attribute.isTransient {
                 let column = layout.table.flatMap {
-                    allocate("Z" + attribute.name.uppercased(), type: Self.sqlType(of: attribute.type), in: $0)
+                    allocate(Self.columnBase(of: attribute), type: Self.sqlType(of: attribute.type), in: $0)
                 }
                 if column == nil, schema != nil {
                     logger.warning("store has no column for \(entity.name).\(attribute.name); it reads as nil")
@@ -382,16 +398,71 @@ package struct StoreLayout: Sendable {
                 guard let table = tables[root.id] else { continue }
                 var indexes = plannedIndexes[table.uppercased()] ?? []
                 if !root.subentityIDs.isEmpty { indexes.append(("\(table)_Z_ENT_INDEX", ["Z_ENT"])) }
-                planned.append(
-                    PlannedTable(
-                        name: table,
-                        columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")]
-                            + Self.coreDataColumnOrder(plannedColumns[table.uppercased()] ?? []),
-                        primaryKey: [], indexes: indexes))
+                var uniqueIndexes: [(name: String, columns: [String])] = []
+                // Fetch indexes (`#Index`) and uniqueness constraints (`#Unique`), as Core Data
+                // names them: Z_<Entity>_<index name>, Z_<Entity>_UNIQUE_<property names>.
+                for id in model.entityAndSubentities(of: root.id) {
+                    let entity = model[id]
+                    func columns(_ names: [String]) -> [String]? {
+                        var result: [String] = []
+                        for name in names {
+                            let leaves = entity.allAttributes.filter {
+                                $0.name == name || $0.name.hasPrefix(name + ".")
+                            }
+                            let found =
+                                leaves.compactMap { leaf in
+                                    layouts[id.rawValue - 1].attributes.first { $0.attribute.name == leaf.name }?.column
+                                } + layouts[id.rawValue - 1].toOne.filter { $0.name == name }.compactMap(\.column)
+                            guard !found.isEmpty else { return nil }
+                            result += found
+                        }
+                        return result.isEmpty ? nil : result
+                    }
+                    for index in entity.fetchIndexes {
+                        guard let covered = columns(index.elements.map(\.property)) else { continue }
+                        indexes.append(("Z_\(entity.name)_\(index.name)", covered))
+                    }
+                    for constraint in entity.uniquenessConstraints {
+                        guard let covered = columns(constraint) else { continue }
+                        uniqueIndexes.append(("Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_"))", covered))
+                    }
+                }
+                var plannedTable = PlannedTable(
+                    name: table,
+                    columns: [("Z_PK", "INTEGER PRIMARY KEY"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")]
+                        + Self.coreDataColumnOrder(plannedColumns[table.uppercased()] ?? []),
+                    primaryKey: [], indexes: indexes)
+                plannedTable.uniqueIndexes = uniqueIndexes
+                planned.append(plannedTable)
             }
             planned += plannedJoins
         }
         self.plannedTables = planned
+
+        var unique: [EntityID: [[String]]] = [:]
+        if let schema {
+            for name in schema.uniqueIndexes.sorted() {
+                guard let index = schema.indexes[name] else { continue }
+                guard
+                    let root = model.rootEntities.first(where: {
+                        tables[$0.id]?.uppercased() == index.table.uppercased()
+                    })
+                else { continue }
+                var columnNames: [String: String] = [:]
+                for id in model.entityAndSubentities(of: root.id) {
+                    for attribute in layouts[id.rawValue - 1].attributes {
+                        if let column = attribute.column { columnNames[column.uppercased()] = attribute.attribute.name }
+                    }
+                    for toOne in layouts[id.rawValue - 1].toOne {
+                        if let column = toOne.column { columnNames[column.uppercased()] = toOne.name }
+                    }
+                }
+                let names = index.columns.compactMap { columnNames[$0.uppercased()] }
+                guard names.count == index.columns.count else { continue }
+                if !(unique[root.id]?.contains(names) ?? false) { unique[root.id, default: []].append(names) }
+            }
+        }
+        self.uniqueKeys = unique
     }
 
     /// Core Data groups columns by storage class: INTEGER, then TIMESTAMP/FLOAT/DECIMAL, VARCHAR, BLOB.

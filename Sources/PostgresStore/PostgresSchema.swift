@@ -40,6 +40,11 @@ enum PostgresSchema {
                     "CREATE INDEX \(q(index.name)) ON \(q(table.name)) (\(index.columns.map(q).joined(separator: ", ")))"
                 )
             }
+            for index in table.uniqueIndexes {
+                statements.append(
+                    "CREATE UNIQUE INDEX \(q(index.name)) ON \(q(table.name)) (\(index.columns.map(q).joined(separator: ", ")))"
+                )
+            }
         }
         statements += [
             "CREATE TABLE \"Z_PRIMARYKEY\" (\"Z_ENT\" integer PRIMARY KEY, \"Z_NAME\" varchar, \"Z_SUPER\" integer, \"Z_MAX\" bigint)",

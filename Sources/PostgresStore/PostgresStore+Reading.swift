@@ -29,4 +29,14 @@ extension PostgresStore {
     {
         try core.toManyDestinationLists(of: relationship, in: entity, for: sources, on: reads)
     }
+
+    /// The store's UNIQUE indexes on the tree's table, as property names.
+    public func uniqueKeys(of root: EntityID) -> [[String]] { layout.uniqueKeys[root] ?? [] }
+
+    /// The objects holding `values` (``RelationalRules/objectIDs(holding:in:on:)``).
+    public func objectIDs(holding values: [(property: String, value: PropertyMatch)], in root: EntityID)
+        throws(ObjectGraphError) -> [ObjectID]?
+    {
+        try core.objectIDs(holding: values, in: root, on: reads)
+    }
 }

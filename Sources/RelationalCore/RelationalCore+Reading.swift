@@ -202,3 +202,47 @@ extension RelationalRules {
         return low
     }
 }
+
+extension RelationalRules {
+    /// The objects of the tree of `root` whose columns hold `values` as the store keeps them, in
+    /// one statement on the columns (an index on them, a UNIQUE one among them, answers it); nil
+    /// when a property has no column or keeps its bytes outside the row (external storage).
+    package func objectIDs(
+        holding values: [(property: String, value: PropertyMatch)], in root: EntityID, on connection: some SQLConnection
+    ) throws(ObjectGraphError) -> [ObjectID]? {
+        guard root.rawValue >= 1, root.rawValue <= layout.entities.count, let table = layout[root].table,
+            !values.isEmpty
+        else { return nil }
+        let tree = model.entityAndSubentities(of: root)
+        var conditions: [SQL] = []
+        for (property, value) in values {
+            var found = false
+            for id in tree where !found {
+                if let column = layout[id].attributes.first(where: { $0.attribute.name == property }),
+                    let name = column.column, case .value(let stored) = value
+                {
+                    guard !column.attribute.allowsExternalBinaryDataStorage else { return nil }
+                    let encoded = try dialect.encode(stored, as: column.attribute, entity: model[id].name)
+                    conditions.append("\(identifier: name) = \(encoded)")
+                    found = true
+                } else if let toOne = layout[id].toOne.first(where: { $0.name == property }), let name = toOne.column,
+                    case .object(let destination) = value
+                {
+                    conditions.append("\(identifier: name) = \(destination.key.rawValue)")
+                    found = true
+                }
+            }
+            guard found else { return nil }
+        }
+        var ids: [ObjectID] = []
+        try connection.query(
+            "SELECT \"Z_PK\", \"Z_ENT\" FROM \(identifier: table) WHERE \(SQL.joined(conditions, separator: " AND "))"
+        ) { row in
+            guard let key = row.integer(0), let zent = row.integer(1), let id = layout.entityByZent[zent] else {
+                return
+            }
+            ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+        }
+        return ids
+    }
+}

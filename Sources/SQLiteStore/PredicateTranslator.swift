@@ -289,9 +289,14 @@ final class PredicateTranslator {
         var throughToOne = false
         var index = path.startIndex
         while index < path.endIndex {
-            let key = path[index]
-            let isLast = index == path.endIndex - 1
+            var key = path[index]
             let description = model[entity]
+            if let (element, next) = description.compositeElement(in: path, at: index) {
+                // A composite's element: its components name one attribute (`author.person`).
+                key = element
+                index = next - 1
+            }
+            let isLast = index == path.endIndex - 1
             if let attribute = description.attribute(named: key) {
                 guard isLast else { return nil }
                 let column = layout[entity].attributes.first { $0.attribute.name == key }?.column
@@ -720,7 +725,11 @@ final class PredicateTranslator {
         var throughToOne = false
         var index = path.startIndex
         while index < path.endIndex {
-            let key = path[index]
+            var key = path[index]
+            if let (element, next) = model[entity].compositeElement(in: path, at: index) {
+                key = element
+                index = next - 1
+            }
             let isLast = index == path.endIndex - 1
             switch step(key, of: entity) {
             case nil:

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import ObjectGraph
+import SQLiteRecovery
 import Synchronization
 
 #if canImport(Glibc)
@@ -23,6 +24,11 @@ import Synchronization
 /// kernel's clock tick, so a write during the copy always changes a time. A store that keeps
 /// changing for ``patience`` seconds is refused as busy.
 ///
+/// What the checkpoint changes is kept first (``readFiles``): the -wal as copied and the pages of
+/// the store the checkpoint overwrites or cuts off, so that the files as they were read can be read
+/// again, page by page, for the records they remember (SQLiteRecovery) and the versions the log
+/// holds. That costs the log's size, not the store's.
+///
 /// Threading: immutable after ``make(of:hashing:logger:)``; the folder goes when the last user
 /// lets go (a read in flight keeps it), or at ``remove()``.
 final class PrivateCopy: Sendable {
@@ -36,6 +42,21 @@ final class PrivateCopy: Sendable {
     private let original: String
     private let stamps: [String: InputFile.Stamp]
     private let removed = Atomic<Bool>(false)
+    /// What the checkpoint changed, kept (see ``readFiles``).
+    private let kept = Mutex<KeptPages?>(nil)
+
+    /// The store's pages the checkpoint was to overwrite or cut off, as they were copied.
+    private struct KeptPages {
+        /// The -wal as copied.
+        var log: URL
+        /// The kept pages, one after the other.
+        var pages: URL
+        /// Where each kept page is in ``pages``, by its offset in the store.
+        var runs: [Int64: Int64]
+        var pageSize: Int
+        /// The store's size as copied.
+        var storeSize: Int64
+    }
 
     /// The files read beside the store: SQLite's WAL, and the rollback journal a writer that died
     /// mid-transaction leaves (the copy rolls it back, as the next opener of the original would).
@@ -124,7 +145,9 @@ final class PrivateCopy: Sendable {
     /// Folds the copy's WAL into it (and rolls back a hot journal): one self-contained file,
     /// read without looking through the WAL. A failure leaves the copy as copied, which SQLite
     /// reads all the same; a damaged file then fails where it is read, with its own message.
+    /// What the checkpoint changes is kept first (``keepPagesTheCheckpointChanges(logger:)``).
     private func checkpoint(logger: Logger) {
+        keepPagesTheCheckpointChanges(logger: logger)
         var configuration = Configuration()
         configuration.label = "storefs.sqlite.copy"
         do {
@@ -138,6 +161,65 @@ final class PrivateCopy: Sendable {
         } catch {
             logger.debug("\(original): its private copy could not be checkpointed (\(error)); read as copied")
         }
+    }
+
+    /// Copies the -wal aside and keeps the store's pages its frames name and those past the size
+    /// of its last commit (the checkpoint writes over the first and cuts off the second). A copy
+    /// without a -wal keeps nothing: the checkpoint changes nothing there.
+    private func keepPagesTheCheckpointChanges(logger: Logger) {
+        let logPath = store.path + "-wal"
+        guard let log = FileBytes(path: logPath), log.size > Int64(WriteAheadLog.headerSize),
+            let database = FileBytes(path: store.path), let first = database.bytes(at: 0, count: 100),
+            let header = DatabaseHeader(first)
+        else { return }
+        let pageSize = header.pageSize
+        let keptLog = folder.appendingPathComponent(store.lastPathComponent + ".wal-as-read")
+        let keptPages = folder.appendingPathComponent(store.lastPathComponent + ".pages-as-read")
+        do {
+            try FileManager.default.copyItem(atPath: logPath, toPath: keptLog.path)
+            let frames = WriteAheadLog(log, databasePageSize: pageSize)
+            let filePages = UInt32(clamping: database.size / Int64(pageSize))
+            var numbers = Set<UInt32>()
+            for frame in frames?.frames ?? [] where frame.page >= 1 && frame.page <= filePages {
+                numbers.insert(frame.page)
+            }
+            if let last = frames?.commits.last, last.pageCount < filePages {
+                for number in (last.pageCount + 1)...filePages { numbers.insert(number) }
+            }
+            FileManager.default.createFile(
+                atPath: keptPages.path, contents: nil, attributes: [.posixPermissions: 0o600])
+            let handle = try FileHandle(forWritingTo: keptPages)
+            defer { try? handle.close() }
+            var runs: [Int64: Int64] = [:]
+            var at: Int64 = 0
+            for number in numbers.sorted() {
+                let offset = Int64(number - 1) * Int64(pageSize)
+                guard let page = database.bytes(at: offset, count: pageSize) else { continue }
+                try handle.write(contentsOf: page)
+                runs[offset] = at
+                at += Int64(pageSize)
+            }
+            kept.withLock {
+                $0 = KeptPages(log: keptLog, pages: keptPages, runs: runs, pageSize: pageSize, storeSize: database.size)
+            }
+        } catch {
+            logger.debug(
+                "\(original): the pages its WAL changes could not be kept (\(error)); only the checkpointed copy is read"
+            )
+        }
+    }
+
+    /// The store and its -wal as they were read: the checkpointed copy with the pages the
+    /// checkpoint changed laid back, and the -wal as copied (nil when there was none).
+    var readFiles: (database: any ByteSource, log: (any ByteSource)?)? {
+        guard let copied = FileBytes(path: store.path) else { return nil }
+        guard let kept = kept.withLock({ $0 }) else { return (copied, nil) }
+        guard let pages = FileBytes(path: kept.pages.path), let log = FileBytes(path: kept.log.path) else {
+            return (copied, nil)
+        }
+        let database = PatchedBytes(
+            base: copied, size: kept.storeSize, patches: pages, runs: kept.runs, runLength: kept.pageSize)
+        return (database, log)
     }
 
     /// The stamps of the store's files that exist, by suffix ("" for the store itself).

@@ -179,3 +179,15 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// The file's UNIQUE indexes on the tree's table, as property names (``StoreLayout/uniqueKeys``).
+    public func uniqueKeys(of root: EntityID) -> [[String]] { layout.uniqueKeys[root] ?? [] }
+
+    /// The objects holding `values` (``RelationalRules/objectIDs(holding:in:on:)``).
+    public func objectIDs(holding values: [(property: String, value: PropertyMatch)], in root: EntityID)
+        throws(ObjectGraphError) -> [ObjectID]?
+    {
+        try read { db in try core.objectIDs(holding: values, in: root, on: connection(db)) }
+    }
+}

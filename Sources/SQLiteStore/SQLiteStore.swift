@@ -4,6 +4,7 @@ import GRDB
 import Logging
 import ObjectGraph
 import RelationalCore
+import SQLiteRecovery
 import Synchronization
 
 /// A Core Data SQLite store: objects in the tables Core Data lays out, read and written through GRDB.
@@ -81,14 +82,46 @@ public final class SQLiteStore: PersistentStore {
         var notBefore = Date.distantPast
     }
 
+    /// What the store's files remember, read once per private copy (SQLiteStore+Recovery.swift).
+    let recovery = Mutex(RecoveryState())
+    /// The file is a version storefs made (``init(version:of:)``), removed when the store closes.
+    private let isVersion: Bool
+
+    struct RecoveryState: Sendable {
+        var records: (copy: PrivateCopy, records: RecoveredRecords)?
+        /// The files as read (their log's frames verified once), per copy.
+        var files: (copy: PrivateCopy, files: DatabaseFiles)?
+    }
+
     /// Opens (or creates) the store at `url`; see ``SQLiteStoreType/open(at:model:options:initialMetadata:)``.
-    public init(
+    public convenience init(
         url: URL, model: ManagedObjectModel?, options: StoreOptions = StoreOptions(),
         initialMetadata: StoreMetadata = StoreMetadata(), logger: Logger = Logger(label: "storefs.sqlite")
+    ) throws(ObjectGraphError) {
+        try self.init(
+            url: url, model: model, options: options, initialMetadata: initialMetadata, logger: logger,
+            privateFile: nil)
+    }
+
+    /// A version of `store` made from its files (``openVersion(_:)``): the file at `url` is
+    /// storefs's own, in the store's private folder, and is read in place (no copy of it is made),
+    /// with the store's model, its external data read from beside the store.
+    convenience init(version url: URL, of store: SQLiteStore) throws(ObjectGraphError) {
+        try self.init(
+            url: url, model: store.model, options: StoreOptions(readOnly: true),
+            initialMetadata: StoreMetadata(), logger: store.logger, privateFile: store.url)
+    }
+
+    /// `privateFile`: `url` is a private file storefs made (a version), read in place; the URL
+    /// given is the store it was made from, whose external data it reads.
+    private init(
+        url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata, logger: Logger,
+        privateFile: URL?
     ) throws(ObjectGraphError) {
         self.url = url
         self.path = url.path
         self.isReadOnly = options.readOnly
+        self.isVersion = privateFile != nil
         self.logger = logger
         if !FileManager.default.fileExists(atPath: url.path) {
             guard options.createIfMissing else {
@@ -105,7 +138,9 @@ public final class SQLiteStore: PersistentStore {
         try FileCheck.check(url)
         if !options.readOnly { try FileCheck.checkWritable(url) }
         // Read-only: everything is read from a private copy; nothing beside the store is touched.
-        let copy = options.readOnly ? try PrivateCopy.make(of: url, hashing: options.hashesInputs, logger: logger) : nil
+        let copy =
+            options.readOnly && privateFile == nil
+            ? try PrivateCopy.make(of: url, hashing: options.hashesInputs, logger: logger) : nil
         isWAL = FileCheck.isWAL(copy?.store ?? url)
         followsChanges = options.readOnly && !options.hashesInputs
         hashesInputs = options.hashesInputs
@@ -155,7 +190,7 @@ public final class SQLiteStore: PersistentStore {
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
         self.historyReader = HistoryReader(schema: schema, model: self.model)
         if options.readOnly {
-            mechanisms = CoreDataMechanisms(url: url, logger: logger)
+            mechanisms = CoreDataMechanisms(url: privateFile ?? url, logger: logger)
         } else {
             do {
                 mechanisms = try CoreDataMechanisms(
@@ -464,6 +499,7 @@ public final class SQLiteStore: PersistentStore {
         // only the last connection to a file does (and only one that may write).
         try? watcher.withLock { $0 }?.close()
         Self.close(source.withLock { $0 })
+        if isVersion, let url { try? FileManager.default.removeItem(at: url) }
         if let writer = openedWriter.withLock({ $0 }) {
             if isWAL {
                 // Fold the WAL into the main file, so a closed store is one self-contained file
@@ -518,6 +554,9 @@ public final class SQLiteStore: PersistentStore {
             return generation
         }
     }
+
+    /// The private copy reads go to now (nil for a store open for writing).
+    var currentCopy: PrivateCopy? { source.withLock { $0.copy } }
 
     /// Seconds before a copy that failed is tried again.
     private static let retryAfterFailedCopy: TimeInterval = 5

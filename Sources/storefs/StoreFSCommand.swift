@@ -18,7 +18,8 @@ struct StoreFSCommand: ParsableCommand {
         subcommands: [
             Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self,
             Sample.self,
-            Create.self, Overlay.self, Apply.self, Export.self, Diff.self
+            Create.self, Overlay.self, Apply.self, Export.self, Diff.self,
+            TimelineCommand.self
         ])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows

@@ -23,6 +23,7 @@ extension ObjectContext {
         } else {
             try store.checkRemoval(of: attribute, of: id.entity)
         }
+        try checkUniqueness(of: id, setting: name, to: value.map(KeyPart.value))
     }
 
     // MARK: - Relationships
@@ -33,6 +34,7 @@ extension ObjectContext {
         guard !relationship.isToMany else {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
         }
+        try checkUniqueness(of: id, setting: name, to: destination.map(KeyPart.object))
         try change { () throws(ObjectGraphError) in
             if let destination { try checkDestination(destination, of: relationship) }
             try setToOne(destination, relationship, id)

@@ -120,7 +120,7 @@ extension ObjectContext {
             // Groups this call refused: not tried again by it.
             var refused: Set<ObjectID> = []
             // Each round either saves everything left or refuses at least one group more.
-            while true {
+            rounds: while true {
                 let round = changeLock.withLock { _ -> SaveRound? in
                     let candidates = state.withLock { state -> ([[ObjectID]], StoreMetadata?) in
                         let groups = changeGroups(&state).filter { group in
@@ -161,16 +161,22 @@ extension ObjectContext {
                     break
                 } catch {
                     let culprits = Set(error.objects)
-                    let stop = changeLock.withLock { _ -> Bool in
-                        state.withLock { state -> Bool in
+                    let next = changeLock.withLock { _ -> AfterRefusal in
+                        state.withLock { state -> AfterRefusal in
                             putBack(round.ids, &state)
                             let groups = changeGroups(&state).filter { $0.contains(where: round.ids.contains) }
                             let blamed = groups.filter { $0.contains(where: culprits.contains) }
                             guard !blamed.isEmpty else {
-                                // Not about any object (the disk, a trigger, a lock): nothing was saved.
+                                if groups.count > 1, Self.mayBeAboutOneGroup(error) {
+                                    // A refusal that names no object (an SQLite UNIQUE index, a
+                                    // trigger): the batch is split until the groups at fault are
+                                    // found; the others are saved.
+                                    return .split(groups)
+                                }
+                                // Not about any object (the disk, a lock): nothing was saved.
                                 for group in groups { fail(group, error, &state, &outcome) }
                                 outcome.storeError = error
-                                return true
+                                return .stop
                             }
                             for group in blamed {
                                 if error.code == .conflict {
@@ -181,14 +187,93 @@ extension ObjectContext {
                                 refused.formUnion(group)
                             }
                             regroup(&state)
-                            return false
+                            return .again
                         }
                     }
-                    if stop { break }
+                    switch next {
+                    case .again: continue
+                    case .stop: break rounds
+                    case .split(let groups):
+                        saveApart(groups, metadata: round.metadata, &outcome)
+                        break rounds
+                    }
                 }
             }
             return outcome
         }
+    }
+
+    /// What a save does after the store refused a round.
+    private enum AfterRefusal {
+        /// Tries the groups left again.
+        case again
+        /// Saves nothing more.
+        case stop
+        /// Saves these groups apart (``saveApart(_:metadata:_:)``).
+        case split([[ObjectID]])
+    }
+
+    /// Whether a store's refusal that names no object may still be about the changes of some of
+    /// the objects saved (a constraint, a value a trigger refuses) rather than about the store
+    /// itself (the disk, a lock, a read-only file), after which nothing is worth trying again.
+    static func mayBeAboutOneGroup(_ error: ObjectGraphError) -> Bool {
+        ![.io, .busy, .readOnly, .corruptStore].contains(error.code)
+    }
+
+    /// Saves `groups` in halves, each half in its own transaction, splitting a refused half until
+    /// the groups that are refused alone are found: those fail (pending, with the reason), every
+    /// other group is saved. The metadata goes with the first transaction that succeeds. A
+    /// refusal of one group takes O(log n) transactions to find.
+    private func saveApart(_ groups: [[ObjectID]], metadata: StoreMetadata?, _ outcome: inout SaveOutcome) {
+        var pendingMetadata = metadata
+        var work: [[[ObjectID]]] = [Array(groups[(groups.count / 2)...]), Array(groups[..<(groups.count / 2)])]
+        while let part = work.popLast() {
+            guard !part.isEmpty else { continue }
+            let round = changeLock.withLock { _ in begin(part.flatMap { $0 }, metadata: pendingMetadata) }
+            do throws(ObjectGraphError) {
+                let effects = try store.saveReportingEffects(round.request)
+                let absorbed = finish(round, effects: effects)
+                outcome.storeEffects.refreshed.formUnion(absorbed.refreshed)
+                outcome.storeEffects.refreshesEverything =
+                    outcome.storeEffects.refreshesEverything || absorbed.refreshesEverything
+                outcome.saved += round.ids
+                if pendingMetadata != nil {
+                    outcome.savedMetadata = true
+                    pendingMetadata = nil
+                }
+            } catch {
+                let alone = part.count == 1 || !Self.mayBeAboutOneGroup(error)
+                changeLock.withLock { _ in
+                    state.withLock { state in
+                        putBack(round.ids, &state)
+                        guard alone else { return }
+                        for group in part {
+                            if error.code == .conflict {
+                                outcome.conflicts += drop(group, error, &state)
+                            } else {
+                                fail(group, error, &state, &outcome)
+                            }
+                        }
+                        regroup(&state)
+                    }
+                }
+                if alone {
+                    if !Self.mayBeAboutOneGroup(error) { outcome.storeError = error }
+                    continue
+                }
+                work.append(Array(part[(part.count / 2)...]))
+                work.append(Array(part[..<(part.count / 2)]))
+            }
+        }
+    }
+
+    /// Attribute `name` of `id` as the store last had it, before this context's pending change of
+    /// it (the current value when there is none).
+    public func savedValue(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
+        if let original = state.withLock({ $0.pending[id]?.original }) {
+            return original.attributes[name]
+        }
+        return try snapshot(of: id)?.attributes[name]
     }
 
     /// The objects whose pending changes failed their last save, with why.
@@ -560,8 +645,16 @@ extension ObjectContext {
         let entity = model[id.entity]
         for attribute in entity.persistentAttributes {
             do throws(ObjectGraphError) {
-                try Validator.check(
-                    pending.snapshot.attributes[attribute.name], for: attribute, in: entity, object: describe(id))
+                let value = pending.snapshot.attributes[attribute.name]
+                try Validator.check(value, for: attribute, in: entity, object: describe(id))
+                if value == nil, attribute.composite != nil,
+                    !entity.mayBeNil(attribute, isNil: { pending.snapshot.attributes[$0] == nil })
+                {
+                    throw ObjectGraphError(
+                        .validation,
+                        "\(describe(id)).\(attribute.name) is not optional and cannot be nil while "
+                            + "\(attribute.composite ?? "its composite") has a value")
+                }
             } catch {
                 throw ObjectGraphError(error.code, error.message, objects: [id])
             }

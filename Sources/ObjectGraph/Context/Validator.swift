@@ -10,7 +10,10 @@ enum Validator {
         // Built only for a message: checking every value of a bulk insert made it per value.
         var subject: String { "\(object() ?? entity.name).\(attribute.name)" }
         guard let value else {
-            if !attribute.isOptional && !attribute.isTransient {
+            // A composite's element is judged with the composite's other elements, at save
+            // (``EntityDescription/mayBeNil(_:isNil:)``): `rm -r` of an optional composite takes
+            // its elements one by one.
+            if !attribute.isOptional && !attribute.isTransient && attribute.composite == nil {
                 throw ObjectGraphError(.validation, "\(subject) is not optional and cannot be nil")
             }
             return

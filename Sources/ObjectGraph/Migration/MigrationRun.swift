@@ -463,8 +463,16 @@ struct MigrationRun {
             }
             for attribute in entity.persistentAttributes
             where attribute.derivationExpression == nil && validates(attribute.name, of: entity.id) {
-                do {
+                do throws(ObjectGraphError) {
                     try Validator.check(object.attributes[attribute.name], for: attribute, in: entity, object: name)
+                    if object.attributes[attribute.name] == nil, attribute.composite != nil,
+                        !entity.mayBeNil(attribute, isNil: { object.attributes[$0] == nil })
+                    {
+                        throw ObjectGraphError(
+                            .validation,
+                            "\(name).\(attribute.name) is not optional and cannot be nil while \(attribute.composite ?? "its composite") has a value"
+                        )
+                    }
                 } catch {
                     throw ObjectGraphError(
                         .validation, "the migrated store would not be valid: \(error.message)",

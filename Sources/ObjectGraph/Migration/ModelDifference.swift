@@ -270,10 +270,10 @@ public struct ModelDifference: Sendable, Hashable {
         }
         let keptNew = Set(pairs.map(\.new.name))
         for attribute in new.persistentAttributes where !keptNew.contains(attribute.name) {
-            properties.append(added(.attribute(attribute), entity: new.name))
+            properties.append(added(.attribute(attribute), entity: new.name, in: new))
         }
         for relationship in new.persistentRelationships where !keptNew.contains(relationship.name) {
-            properties.append(added(.relationship(relationship), entity: new.name))
+            properties.append(added(.relationship(relationship), entity: new.name, in: new))
         }
         for attribute in old.persistentAttributes where !keptOld.contains(attribute.name) {
             properties.append(
@@ -297,12 +297,15 @@ public struct ModelDifference: Sendable, Hashable {
             properties: properties, hashDiffers: true)
     }
 
-    private static func added(_ property: PropertyRef, entity: String) -> PropertyDifference {
+    private static func added(_ property: PropertyRef, entity: String, in description: EntityDescription)
+        -> PropertyDifference
+    {
         switch property {
         case .attribute(let a):
             var details: [String] = []
             var verdict = Verdict.lightweight
-            if !a.isOptional {
+            // An element of an optional composite: existing objects get the composite nil.
+            if !a.isOptional && !description.mayBeNil(a, isNil: { _ in true }) {
                 if let value = a.defaultValue {
                     details.append("mandatory, existing objects get the default \(AttributeConversion.describe(value))")
                 } else {

@@ -27,6 +27,9 @@ public struct AttributeDescription: Sendable, Hashable {
     /// A derived attribute's expression (Xcode's `derivationExpression`): Core Data computes the
     /// value in the store, so it is read, never written.
     public var derivationExpression: String?
+    /// For an element of a composite attribute (flattened by the model, named by its key path
+    /// `author.person`): the name of the entity's composite that holds it; nil otherwise.
+    public var composite: String?
 
     public init(
         name: String, type: AttributeType, isOptional: Bool = true, isTransient: Bool = false,

@@ -10,6 +10,14 @@ public struct EntityDescription: Sendable, Hashable {
     /// Relationships declared on this entity, in declaration order.
     public var relationships: [RelationshipDescription]
     public var fetchedProperties: [FetchedPropertyDescription]
+    /// Composite attributes declared on this entity. The model lists their leaf elements among
+    /// ``attributes`` (named by key path, ``AttributeDescription/composite`` set), placed by the
+    /// composite's name among the other attributes: Core Data's order, which decides which of two
+    /// same-named columns gets the suffix (`ZID`, `ZID1`).
+    public var composites: [CompositeAttributeDescription] = []
+    /// Fetch indexes (Core Data's `NSFetchIndexDescription`, SwiftData's `#Index`), kept so that a
+    /// store written or migrated keeps them.
+    public var fetchIndexes: [FetchIndexDescription] = []
     public var userInfo: [String: String]
     /// Uniqueness constraints: each a list of property names.
     public var uniquenessConstraints: [[String]]
@@ -31,6 +39,11 @@ public struct EntityDescription: Sendable, Hashable {
     public internal(set) var allRelationships: [RelationshipDescription] = []
     /// Every fetched property, inherited ones first.
     public internal(set) var allFetchedProperties: [FetchedPropertyDescription] = []
+    /// Every composite attribute, inherited ones first.
+    public internal(set) var allComposites: [CompositeAttributeDescription] = []
+    /// The key path of every composite, nested ones included (`author`, `a.b`), parents first,
+    /// in ``allComposites`` order: what shows as a folder in an object's folder.
+    public internal(set) var compositePaths: [String] = []
 
     public init(
         name: String, parentName: String? = nil, isAbstract: Bool = false,
@@ -67,6 +80,14 @@ public struct EntityDescription: Sendable, Hashable {
     public func fetchedProperty(named name: String) -> FetchedPropertyDescription? {
         allFetchedProperties.first { $0.name == name }
     }
+
+    /// The composite attribute named `name` (top level), inherited or not.
+    public func composite(named name: String) -> CompositeAttributeDescription? {
+        allComposites.first { $0.name == name }
+    }
+
+    /// Attributes declared on this entity that are not composite elements.
+    public var plainAttributes: [AttributeDescription] { attributes.filter { $0.composite == nil } }
 
     /// Attributes a store keeps (every non-transient one).
     public var persistentAttributes: [AttributeDescription] { allAttributes.filter { !$0.isTransient } }

@@ -76,6 +76,7 @@ public struct ManagedObjectModel: Sendable, Hashable {
         var resolved: [EntityDescription] = []
         for name in order {
             var entity = byName[name]!
+            try Self.flattenComposites(of: &entity)
             entity.id = ids[name]!
             entity.parentID = entity.parentName.flatMap { ids[$0] }
             entity.subentityIDs = (children[name] ?? []).sorted().map { ids[$0]! }
@@ -85,12 +86,15 @@ public struct ManagedObjectModel: Sendable, Hashable {
                 entity.allAttributes = parent.allAttributes + entity.attributes
                 entity.allRelationships = parent.allRelationships + entity.relationships
                 entity.allFetchedProperties = parent.allFetchedProperties + entity.fetchedProperties
+                entity.allComposites = parent.allComposites + entity.composites
             } else {
                 entity.rootID = entity.id
                 entity.allAttributes = entity.attributes
                 entity.allRelationships = entity.relationships
                 entity.allFetchedProperties = entity.fetchedProperties
+                entity.allComposites = entity.composites
             }
+            entity.compositePaths = entity.allComposites.flatMap { $0.folders().map(\.path) }
             try Self.checkProperties(of: entity)
             resolved.append(entity)
         }
@@ -126,11 +130,48 @@ public struct ManagedObjectModel: Sendable, Hashable {
         self.versionIdentifier = versionIdentifier
     }
 
+    /// Lists the leaf elements of the entity's composites among its attributes, each placed before
+    /// the first plain attribute whose name follows the composite's (Core Data lays out columns in
+    /// that order); leaves a description already carries are replaced, so resolving twice is the same.
+    private static func flattenComposites(of entity: inout EntityDescription) throws(ObjectGraphError) {
+        var plain = entity.attributes.filter { $0.composite == nil }
+        guard !entity.composites.isEmpty else {
+            entity.attributes = plain
+            return
+        }
+        for composite in entity.composites.sorted(by: { $0.name < $1.name }) {
+            guard composite.depth <= CompositeAttributeDescription.maximumDepth else {
+                throw ObjectGraphError(
+                    .invalidModel,
+                    "composite attribute \(entity.name).\(composite.name) nests more than "
+                        + "\(CompositeAttributeDescription.maximumDepth) composites deep")
+            }
+            for (path, folder) in composite.folders() {
+                var seen: Set<String> = []
+                for element in folder.elements {
+                    guard !element.name.isEmpty, !element.name.contains(".") else {
+                        throw ObjectGraphError(
+                            .invalidModel,
+                            "composite attribute \(entity.name).\(path) has an element named '\(element.name)'")
+                    }
+                    guard seen.insert(element.name).inserted else {
+                        throw ObjectGraphError(
+                            .invalidModel,
+                            "composite attribute \(entity.name).\(path) has two elements named \(element.name)")
+                    }
+                }
+            }
+            let place = plain.firstIndex { $0.name > composite.name } ?? plain.endIndex
+            plain.insert(contentsOf: composite.flattenedElements(), at: place)
+        }
+        entity.attributes = plain
+    }
+
     private static func checkProperties(of entity: EntityDescription) throws(ObjectGraphError) {
         var seen: Set<String> = []
         let names =
-            entity.allAttributes.map(\.name) + entity.allRelationships.map(\.name)
-            + entity.allFetchedProperties.map(\.name)
+            entity.allAttributes.map(\.name) + entity.allComposites.map(\.name)
+            + entity.allRelationships.map(\.name) + entity.allFetchedProperties.map(\.name)
         for name in names {
             guard !name.isEmpty else {
                 throw ObjectGraphError(.invalidModel, "entity \(entity.name) has a property with an empty name")

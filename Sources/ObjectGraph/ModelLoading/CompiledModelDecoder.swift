@@ -131,7 +131,11 @@ struct CompiledModelDecoder {
             if inherited.contains(key) { continue }
             let propertyName = try property.string("NSPropertyName") ?? key
             let here = "\(name).\(propertyName)"
-            if property.isKind(of: "NSAttributeDescription") {
+            if property.isKind(of: "NSCompositeAttributeDescription") {
+                if let composite = try decodeComposite(property, name: propertyName, here, depth: 1) {
+                    entity.composites.append(composite)
+                }
+            } else if property.isKind(of: "NSAttributeDescription") {
                 if let attribute = try decodeAttribute(property, name: propertyName, here) {
                     entity.attributes.append(attribute)
                 }
@@ -145,7 +149,13 @@ struct CompiledModelDecoder {
                 )
             }
         }
+        if let indexes = try object.object("NSFetchIndexDescriptions") {
+            for index in try indexes.elements() {
+                entity.fetchIndexes.append(try decodeFetchIndex(index, "entity \(name)"))
+            }
+        }
         entity.attributes.sort { $0.name < $1.name }
+        entity.composites.sort { $0.name < $1.name }
         entity.relationships.sort { $0.name < $1.name }
         entity.fetchedProperties.sort { $0.name < $1.name }
         return entity
@@ -162,6 +172,71 @@ struct CompiledModelDecoder {
             current = next
         }
         throw failure("\(here) is a chain of more than \(Self.maximumProxyChain) proxies")
+    }
+
+    // MARK: - Composite attributes and fetch indexes
+
+    /// A composite attribute and its elements, in the order archived (Core Data's column order);
+    /// nested composites at most ``CompositeAttributeDescription/maximumDepth`` deep. Elements of
+    /// a kind storefs does not model are noted, and the composite kept without them.
+    private mutating func decodeComposite(_ object: ArchivedObject, name: String, _ here: String, depth: Int)
+        throws(ObjectGraphError) -> CompositeAttributeDescription?
+    {
+        guard depth <= CompositeAttributeDescription.maximumDepth else {
+            throw failure("\(here) nests composites more than \(CompositeAttributeDescription.maximumDepth) deep")
+        }
+        var elements: [CompositeAttributeDescription.Element] = []
+        for element in try object.object("NSCompositeElements")?.elements() ?? [] {
+            guard let elementName = try element.string("NSPropertyName"), !elementName.isEmpty else {
+                throw failure("\(here) has an element without a name")
+            }
+            let inner = "\(here).\(elementName)"
+            if element.isKind(of: "NSCompositeAttributeDescription") {
+                if let nested = try decodeComposite(element, name: elementName, inner, depth: depth + 1) {
+                    elements.append(.composite(nested))
+                }
+            } else if element.isKind(of: "NSAttributeDescription") {
+                if let attribute = try decodeAttribute(element, name: elementName, inner) {
+                    elements.append(.attribute(attribute))
+                }
+            } else {
+                notes.append(
+                    "\(archive.source): \(inner) is a \(element.className ?? "plain value"), which storefs does not model; left out"
+                )
+            }
+        }
+        if let value = try object.object("NSDefaultValue"), let entries = try? value.entries(), !entries.isEmpty {
+            notes.append("\(archive.source): the default value of composite \(here) is not kept (its elements' are)")
+        }
+        return CompositeAttributeDescription(
+            name: name, isOptional: object.bool("NSIsOptional"), isTransient: object.bool("NSIsTransient"),
+            elements: elements, userInfo: try userInfo(object, here),
+            renamingIdentifier: renaming(try object.string("NSRenamingIdentifier"), name),
+            versionHashModifier: try object.string("NSVersionHashModifier"))
+    }
+
+    private func decodeFetchIndex(_ object: ArchivedObject, _ owner: String) throws(ObjectGraphError)
+        -> FetchIndexDescription
+    {
+        guard let name = try object.string("NSIndexName") else {
+            throw failure("\(owner) has a fetch index without a name")
+        }
+        var elements: [FetchIndexDescription.Element] = []
+        for element in try object.object("NSIndexElements")?.elements() ?? [] {
+            var property = try element.string("NSPropertyName")
+            if property == nil, let described = try element.object("NSProperty") {
+                property = try described.string("NSPropertyName")
+            }
+            guard let property else { throw failure("\(owner): fetch index \(name) has an element without a property") }
+            elements.append(
+                FetchIndexDescription.Element(
+                    property: property, isAscending: element["NSAscending"] == nil || element.bool("NSAscending"),
+                    isRTree: element.integer("NSFetchIndexElementType") == 1))
+        }
+        let predicate = try object.object("NSPartialIndexPredicate").map { (p) throws(ObjectGraphError) in
+            try ArchivedPredicateFormat.predicate(p)
+        }
+        return FetchIndexDescription(name: name, elements: elements, partialIndexPredicate: predicate)
     }
 
     // MARK: - Attributes

@@ -34,17 +34,25 @@ public enum CompiledModelEncoder {
         var propertyUIDs: [String: [String: Int]] = [:]
         for entity in entities {
             var names: [String: Int] = [:]
-            for attribute in entity.allAttributes { names[attribute.name] = archive.reserve() }
+            for attribute in entity.allAttributes where attribute.composite == nil {
+                names[attribute.name] = archive.reserve()
+            }
+            for composite in entity.allComposites { names[composite.name] = archive.reserve() }
             for relationship in entity.allRelationships { names[relationship.name] = archive.reserve() }
             propertyUIDs[entity.name] = names
         }
         for entity in entities {
             let uid = entityUIDs[entity.name]!
             var properties: [(PropertyListValue, PropertyListValue)] = []
-            for attribute in entity.allAttributes.sorted(by: { $0.name < $1.name }) {
+            for attribute in entity.allAttributes.sorted(by: { $0.name < $1.name }) where attribute.composite == nil {
                 let property = propertyUIDs[entity.name]![attribute.name]!
                 write(attribute, as: property, entity: uid, into: &archive)
                 properties.append((archive.string(attribute.name), .uid(property)))
+            }
+            for composite in entity.allComposites.sorted(by: { $0.name < $1.name }) {
+                let property = propertyUIDs[entity.name]![composite.name]!
+                write(composite, as: property, entity: uid, into: &archive)
+                properties.append((archive.string(composite.name), .uid(property)))
             }
             for relationship in entity.allRelationships.sorted(by: { $0.name < $1.name }) {
                 let property = propertyUIDs[entity.name]![relationship.name]!
@@ -71,6 +79,34 @@ public enum CompiledModelEncoder {
                 ("NSSuperentity", entity.parentName.flatMap { entityUIDs[$0] }.map(PropertyListValue.uid) ?? .uid(0))
             ]
             if entity.isAbstract { fields.append(("NSIsAbstract", .boolean(true))) }
+            if !entity.fetchIndexes.isEmpty {
+                var indexes: [PropertyListValue] = []
+                for index in entity.fetchIndexes {
+                    let indexUID = archive.reserve()
+                    var elements: [PropertyListValue] = []
+                    for element in index.elements {
+                        elements.append(
+                            archive.add(
+                                className: "NSFetchIndexElementDescription",
+                                classes: ["NSFetchIndexElementDescription", "NSObject"],
+                                fields: [
+                                    ("NSPropertyName", archive.string(element.property)),
+                                    ("NSFetchIndexElementType", .integer(element.isRTree ? 1 : 0)),
+                                    ("NSFetchIndexDescription", .uid(indexUID)),
+                                    ("NSAscending", .boolean(element.isAscending))
+                                ]))
+                    }
+                    archive.set(
+                        indexUID, className: "NSFetchIndexDescription",
+                        classes: ["NSFetchIndexDescription", "NSObject"],
+                        fields: [
+                            ("NSIndexName", archive.string(index.name)), ("NSPartialIndexPredicate", .uid(0)),
+                            ("NSIndexElements", archive.array(elements)), ("NSEntity", .uid(uid))
+                        ])
+                    indexes.append(.uid(indexUID))
+                }
+                fields.append(("NSFetchIndexDescriptions", archive.array(indexes, className: "NSMutableArray")))
+            }
             if !entity.uniquenessConstraints.isEmpty {
                 var tuples: [PropertyListValue] = []
                 for constraint in entity.uniquenessConstraints {
@@ -140,6 +176,41 @@ public enum CompiledModelEncoder {
         archive.set(
             uid, className: "NSAttributeDescription",
             classes: ["NSAttributeDescription", "NSPropertyDescription", "NSObject"], fields: fields)
+    }
+
+    /// A composite attribute as SwiftData's caches show it: type 2100, value class NSDictionary,
+    /// its elements (attribute descriptions owned by the entity, nested composites alike) in
+    /// declaration order under NSCompositeElements.
+    private static func write(
+        _ composite: CompositeAttributeDescription, as uid: Int, entity: Int, into archive: inout KeyedArchiveWriter
+    ) {
+        var elements: [PropertyListValue] = []
+        for element in composite.elements {
+            let elementUID = archive.reserve()
+            switch element {
+            case .attribute(let attribute): write(attribute, as: elementUID, entity: entity, into: &archive)
+            case .composite(let inner): write(inner, as: elementUID, entity: entity, into: &archive)
+            }
+            elements.append(.uid(elementUID))
+        }
+        var fields: [(String, PropertyListValue)] = [
+            ("NSPropertyName", archive.string(composite.name)), ("NSEntity", .uid(entity)),
+            ("NSAttributeType", .integer(2100)), ("NSAttributeValueClassName", archive.string("NSDictionary")),
+            ("NSDefaultValue", .uid(0)), ("NSValueTransformerName", .uid(0)), ("NSFlagsKey", .integer(0)),
+            ("NSCompositeElements", archive.array(elements)),
+            ("NSRenamingIdentifier", archive.string(composite.renamingIdentifier ?? composite.name)),
+            ("_P", .integer(flags(optional: composite.isOptional, transient: composite.isTransient)))
+        ]
+        if composite.isOptional { fields.append(("NSIsOptional", .boolean(true))) }
+        if composite.isTransient { fields.append(("NSIsTransient", .boolean(true))) }
+        if let modifier = composite.versionHashModifier {
+            fields.append(("NSVersionHashModifier", archive.string(modifier)))
+        }
+        if !composite.userInfo.isEmpty { fields.append(("NSUserInfo", userInfo(composite.userInfo, into: &archive))) }
+        archive.set(
+            uid, className: "NSCompositeAttributeDescription",
+            classes: ["NSCompositeAttributeDescription", "NSAttributeDescription", "NSPropertyDescription", "NSObject"],
+            fields: fields)
     }
 
     private static func write(

@@ -9,6 +9,8 @@ import Foundation
 struct XcodeContentsReader {
     /// The file's path, the prefix of every error.
     let source: String
+    /// The model's `<composite>` types by name.
+    var compositeTypes: [String: XMLElementTree] = [:]
 
     func model(from root: XMLElementTree) throws(ObjectGraphError) -> ManagedObjectModel {
         guard root.name == "model" else {
@@ -18,9 +20,18 @@ struct XcodeContentsReader {
         var entities: [EntityDescription] = []
         var templates: [FetchRequestTemplate] = []
         var configurations: [ModelConfiguration] = []
+        // Composite types sit at model level, beside the entities that use them.
+        var compositeTypes: [String: XMLElementTree] = [:]
+        for child in root.children where child.name == "composite" {
+            guard let name = nonEmpty(child.attributes["name"]) else {
+                throw failure(at: child, "<composite> has no name")
+            }
+            compositeTypes[name] = child
+        }
+        let reader = XcodeContentsReader(source: source, compositeTypes: compositeTypes)
         for child in root.children {
             switch child.name {
-            case "entity": entities.append(try entity(from: child))
+            case "entity": entities.append(try reader.entity(from: child))
             case "fetchRequest": templates.append(try template(from: child))
             case "configuration": configurations.append(try configuration(from: child))
             default: continue  // <elements> is layout only.
@@ -37,7 +48,7 @@ struct XcodeContentsReader {
 
     // MARK: - Entities
 
-    private func entity(from element: XMLElementTree) throws(ObjectGraphError) -> EntityDescription {
+    fileprivate func entity(from element: XMLElementTree) throws(ObjectGraphError) -> EntityDescription {
         guard let name = nonEmpty(element.attributes["name"]) else {
             throw failure(at: element, "<entity> has no name")
         }
@@ -50,7 +61,10 @@ struct XcodeContentsReader {
             versionHashModifier: nonEmpty(element.attributes["versionHashModifier"]))
         for child in element.children {
             switch child.name {
+            case "attribute" where child.attributes["attributeType"] == "Composite":
+                entity.composites.append(try composite(from: child, context, depth: 1))
             case "attribute": entity.attributes.append(try attribute(from: child, context))
+            case "fetchIndex": entity.fetchIndexes.append(try fetchIndex(from: child, context))
             case "relationship": entity.relationships.append(try relationship(from: child, context))
             case "fetchedProperty": entity.fetchedProperties.append(try fetchedProperty(from: child, context))
             case "userInfo": entity.userInfo = try userInfo(from: child, "\(element.tagDescription)")
@@ -65,10 +79,71 @@ struct XcodeContentsReader {
                     }
                     entity.uniquenessConstraints.append(names)
                 }
-            default: continue  // compoundIndexes, fetchIndex: store hints the model does not hold.
+            default: continue  // compoundIndexes: a store hint the model does not hold.
             }
         }
         return entity
+    }
+
+    // MARK: - Composite attributes and fetch indexes
+
+    /// An attribute of type Composite: its elements are those of the `<composite>` type it names
+    /// (`composite="Author"`), which may name further composites, at most
+    /// ``CompositeAttributeDescription/maximumDepth`` deep (which also ends a type that names itself).
+    private func composite(from element: XMLElementTree, _ context: String, depth: Int) throws(ObjectGraphError)
+        -> CompositeAttributeDescription
+    {
+        guard let name = nonEmpty(element.attributes["name"]) else {
+            throw failure(at: element, "<attribute> \(context) has no name")
+        }
+        let here = "\(element.tagDescription) \(context)"
+        guard depth <= CompositeAttributeDescription.maximumDepth else {
+            throw failure(
+                at: element, "\(here) nests composites more than \(CompositeAttributeDescription.maximumDepth) deep")
+        }
+        guard let typeName = nonEmpty(element.attributes["composite"]) else {
+            throw failure(at: element, "\(here) is a Composite attribute that names no composite")
+        }
+        guard let type = compositeTypes[typeName] else {
+            throw failure(at: element, "\(here) names composite \(typeName), which the model does not declare")
+        }
+        var elements: [CompositeAttributeDescription.Element] = []
+        let inner = "in composite \(typeName)"
+        for child in type.children(named: "attribute") {
+            if child.attributes["attributeType"] == "Composite" {
+                elements.append(.composite(try composite(from: child, inner, depth: depth + 1)))
+            } else {
+                elements.append(.attribute(try attribute(from: child, inner)))
+            }
+        }
+        var composite = CompositeAttributeDescription(
+            name: name, isOptional: try flag("optional", of: element, here),
+            isTransient: try flag("transient", of: element, here), elements: elements,
+            renamingIdentifier: nonEmpty(element.attributes["elementID"]),
+            versionHashModifier: nonEmpty(element.attributes["versionHashModifier"]), typeName: typeName)
+        if let info = element.child(named: "userInfo") {
+            composite.userInfo = try userInfo(from: info, here)
+        }
+        return composite
+    }
+
+    private func fetchIndex(from element: XMLElementTree, _ context: String) throws(ObjectGraphError)
+        -> FetchIndexDescription
+    {
+        guard let name = nonEmpty(element.attributes["name"]) else {
+            throw failure(at: element, "<fetchIndex> \(context) has no name")
+        }
+        var elements: [FetchIndexDescription.Element] = []
+        for part in element.children(named: "fetchIndexElement") {
+            guard let property = nonEmpty(part.attributes["property"]) else {
+                throw failure(at: part, "<fetchIndexElement> of fetch index \(name) \(context) has no property")
+            }
+            elements.append(
+                FetchIndexDescription.Element(
+                    property: property, isAscending: part.attributes["order"] != "descending",
+                    isRTree: part.attributes["type"] == "RTree"))
+        }
+        return FetchIndexDescription(name: name, elements: elements)
     }
 
     // MARK: - Attributes

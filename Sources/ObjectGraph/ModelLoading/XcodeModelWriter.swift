@@ -20,8 +20,20 @@ public enum XcodeModelWriter {
                 ("minimumToolsVersion", "Automatic"), ("sourceLanguage", "Swift"),
                 ("userDefinedModelVersionIdentifier", model.versionIdentifier ?? "")
             ], closed: false, depth: 0)
+        let types = CompositeTypeNames(model)
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
-            write(entity, into: &out)
+            write(entity, types: types, into: &out)
+        }
+        for (name, composite) in types.declarations {
+            out += tag("composite", [("name", name)], closed: composite.elements.isEmpty, depth: 1)
+            if composite.elements.isEmpty { continue }
+            for element in composite.elements {
+                switch element {
+                case .attribute(let attribute): write(attribute, into: &out)
+                case .composite(let inner): write(inner, typeName: types.name(of: inner), into: &out)
+                }
+            }
+            out += end("composite", depth: 1)
         }
         for template in model.fetchRequestTemplates {
             var attributes = [("name", template.name), ("entity", template.entityName)]
@@ -46,7 +58,66 @@ public enum XcodeModelWriter {
 
     // MARK: - Elements
 
-    private static func write(_ entity: EntityDescription, into out: inout String) {
+    /// Names for the model's composite types: Xcode declares each once at model level and an
+    /// attribute names its type. A composite read from a compiled model has no type name; it is
+    /// named after the attribute (`author` → `Author`), with a number when two differ.
+    private struct CompositeTypeNames {
+        private(set) var declarations: [(name: String, composite: CompositeAttributeDescription)] = []
+
+        init(_ model: ManagedObjectModel) {
+            for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+                for composite in entity.composites { declare(composite) }
+            }
+        }
+
+        /// The type's shape without the attribute's own name and flags.
+        private static func shape(_ composite: CompositeAttributeDescription) -> [CompositeAttributeDescription.Element]
+        {
+            composite.elements
+        }
+
+        func name(of composite: CompositeAttributeDescription) -> String {
+            let base = Self.baseName(composite)
+            return declarations.first { $0.name.hasPrefix(base) && Self.shape($0.composite) == Self.shape(composite) }?
+                .name ?? base
+        }
+
+        private static func baseName(_ composite: CompositeAttributeDescription) -> String {
+            if let name = composite.typeName, !name.isEmpty { return name }
+            return composite.name.prefix(1).uppercased() + composite.name.dropFirst()
+        }
+
+        private mutating func declare(_ composite: CompositeAttributeDescription) {
+            for case .composite(let inner) in composite.elements { declare(inner) }
+            let base = Self.baseName(composite)
+            if declarations.contains(where: {
+                $0.name.hasPrefix(base) && Self.shape($0.composite) == Self.shape(composite)
+            }) {
+                return
+            }
+            var name = base
+            var n = 1
+            while declarations.contains(where: { $0.name == name }) {
+                name = base + String(n)
+                n += 1
+            }
+            declarations.append((name, composite))
+        }
+    }
+
+    /// An attribute of type Composite naming its type.
+    private static func write(_ composite: CompositeAttributeDescription, typeName: String, into out: inout String) {
+        var attributes = [("name", composite.name)]
+        if composite.isOptional { attributes.append(("optional", "YES")) }
+        if composite.isTransient { attributes.append(("transient", "YES")) }
+        attributes.append(("attributeType", "Composite"))
+        attributes.append(("composite", typeName))
+        append("elementID", composite.renamingIdentifier, to: &attributes)
+        append("versionHashModifier", composite.versionHashModifier, to: &attributes)
+        element("attribute", attributes, userInfo: composite.userInfo, into: &out)
+    }
+
+    private static func write(_ entity: EntityDescription, types: CompositeTypeNames, into out: inout String) {
         var attributes = [("name", entity.name)]
         append("representedClassName", entity.representedClassName, to: &attributes)
         append("parentEntity", entity.parentName, to: &attributes)
@@ -56,10 +127,12 @@ public enum XcodeModelWriter {
         attributes.append(("syncable", "YES"))
         let isEmpty =
             entity.attributes.isEmpty && entity.relationships.isEmpty && entity.fetchedProperties.isEmpty
-            && entity.userInfo.isEmpty && entity.uniquenessConstraints.isEmpty
+            && entity.userInfo.isEmpty && entity.uniquenessConstraints.isEmpty && entity.composites.isEmpty
+            && entity.fetchIndexes.isEmpty
         out += tag("entity", attributes, closed: isEmpty, depth: 1)
         if isEmpty { return }
-        for attribute in entity.attributes { write(attribute, into: &out) }
+        for attribute in entity.attributes where attribute.composite == nil { write(attribute, into: &out) }
+        for composite in entity.composites { write(composite, typeName: types.name(of: composite), into: &out) }
         for relationship in entity.relationships { write(relationship, into: &out) }
         for property in entity.fetchedProperties {
             var attributes = [("name", property.name)]
@@ -73,6 +146,19 @@ public enum XcodeModelWriter {
             out += tag("fetchRequest", request, closed: true, depth: 3)
             write(property.userInfo, depth: 3, into: &out)
             out += end("fetchedProperty", depth: 2)
+        }
+        for index in entity.fetchIndexes {
+            out += tag("fetchIndex", [("name", index.name)], closed: index.elements.isEmpty, depth: 2)
+            if index.elements.isEmpty { continue }
+            for element in index.elements {
+                out += tag(
+                    "fetchIndexElement",
+                    [
+                        ("property", element.property), ("type", element.isRTree ? "RTree" : "Binary"),
+                        ("order", element.isAscending ? "ascending" : "descending")
+                    ], closed: true, depth: 3)
+            }
+            out += end("fetchIndex", depth: 2)
         }
         if !entity.uniquenessConstraints.isEmpty {
             out += indent(2) + "<uniquenessConstraints>\n"

@@ -158,6 +158,19 @@ public enum PredicateChecker {
                 throw ObjectGraphError(.validation, "key path \(written): a value has no key \(key)")
             }
             let entity = model[id]
+            if let (element, next) = entity.compositeElement(in: components, at: index),
+                let attribute = entity.attribute(named: element)
+            {
+                guard !attribute.isTransient else {
+                    throw ObjectGraphError(
+                        .validation,
+                        "key path \(written): \(entity.name).\(element) is transient (not stored), so it cannot be queried"
+                    )
+                }
+                current = .values(attribute.type, collection: collection)
+                index = next
+                continue
+            }
             if let attribute = entity.attribute(named: key) {
                 guard !attribute.isTransient else {
                     throw ObjectGraphError(

@@ -250,11 +250,32 @@ public struct PredicateEvaluator: Sendable {
                             + "(use @count, @sum, @avg, @min or @max)")
                 }
             } else {
+                if let (element, next) = compositeElement(of: current, components, at: index) {
+                    current = try step(current, element, path)
+                    index = next
+                    continue
+                }
                 current = try step(current, key, path)
             }
             index += 1
         }
         return current
+    }
+
+    /// A composite's element the components spell from `index` (`author.person`), for the
+    /// objects `value` holds.
+    private func compositeElement(of value: Value, _ components: ArraySlice<String>, at index: Int)
+        -> (key: String, next: Int)?
+    {
+        let entity: EntityID
+        switch value {
+        case .object(let id): entity = id.entity
+        case .list(let items):
+            guard case .object(let id)? = items.first else { return nil }
+            entity = id.entity
+        default: return nil
+        }
+        return context.model[entity].compositeElement(in: components, at: index)
     }
 
     private func step(_ value: Value, _ key: String, _ path: [String]) throws(ObjectGraphError) -> Value {

@@ -99,6 +99,17 @@ public protocol PersistentStore: AnyObject, Sendable {
     func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
 
+    /// The objects of root entity `root`'s tree whose properties hold exactly `values` (an
+    /// attribute's value, or a to-one's destination), in one request; nil when the store cannot
+    /// answer (the engine then reads the tree). What the uniqueness check at the call asks.
+    func objectIDs(holding values: [(property: String, value: PropertyMatch)], in root: EntityID)
+        throws(ObjectGraphError) -> [ObjectID]?
+
+    /// Property tuples the store itself keeps unique among the objects of root entity `root`'s
+    /// tree, beyond the model's uniqueness constraints (an SQLite file's UNIQUE indexes, Photos'
+    /// among them): a change that would duplicate one is refused when it is made.
+    func uniqueKeys(of root: EntityID) -> [[String]]
+
     /// The number of objects ``objectIDs(matching:of:includingSubentities:)`` would give, counted
     /// in one store request without reading them; nil when the store cannot evaluate `predicate`.
     func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
@@ -153,6 +164,14 @@ extension PersistentStore {
         }
         return highest
     }
+
+    /// Stores that cannot look values up leave it to the engine.
+    public func objectIDs(holding values: [(property: String, value: PropertyMatch)], in root: EntityID)
+        throws(ObjectGraphError) -> [ObjectID]?
+    { nil }
+
+    /// Stores without indexes of their own keep what the model says.
+    public func uniqueKeys(of root: EntityID) -> [[String]] { [] }
 
     /// Stores that cannot query leave predicates to the engine.
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
@@ -295,4 +314,10 @@ public enum StoreURL {
 
     /// Whether `url` names a store on a server rather than a file.
     public static func isService(_ url: URL) -> Bool { !url.isFileURL && url.scheme != nil }
+}
+
+/// A property's value to look objects up by: an attribute's value or a to-one's destination.
+public enum PropertyMatch: Hashable, Sendable {
+    case value(AttributeValue)
+    case object(ObjectID)
 }

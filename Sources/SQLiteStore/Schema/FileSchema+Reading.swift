@@ -7,7 +7,7 @@ extension FileSchema {
     static func read(_ db: Database, file: String) throws -> FileSchema {
         var schema = FileSchema()
         let masterRows = try Row.fetchAll(
-            db, sql: "SELECT type, name, tbl_name FROM main.sqlite_master WHERE type IN ('table', 'index')")
+            db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_master WHERE type IN ('table', 'index')")
         // Every value is read by storage class (StoredValue.swift): a damaged file can hold
         // anything anywhere, and GRDB's typed subscripts trap on what does not convert.
         for row in masterRows {
@@ -33,6 +33,13 @@ extension FileSchema {
                         return values.count > 2 ? values[2].storedText : nil
                     }
                 schema.indexes[name.uppercased()] = (table, columns)
+                // A UNIQUE index (Core Data's for a uniqueness constraint, or one an app made):
+                // its columns must differ between rows where none is NULL.
+                if values.count > 3, let sql = values[3].storedText,
+                    sql.uppercased().hasPrefix("CREATE UNIQUE INDEX"), !columns.isEmpty
+                {
+                    schema.uniqueIndexes.insert(name.uppercased())
+                }
             }
         }
         if let bookkeeping = schema.tables["Z_PRIMARYKEY"] {

@@ -32,7 +32,13 @@ enum SchemaCreation {
                     for index in table.indexes {
                         try db.execute(
                             sql:
-                                "CREATE INDEX \(index.name) ON \(table.name) (\(index.columns.joined(separator: ", ")))"
+                                "CREATE INDEX \(Self.identifier(index.name)) ON \(table.name) (\(index.columns.joined(separator: ", ")))"
+                        )
+                    }
+                    for index in table.uniqueIndexes {
+                        try db.execute(
+                            sql:
+                                "CREATE UNIQUE INDEX \(Self.identifier(index.name)) ON \(table.name) (\(index.columns.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ")))"
                         )
                     }
                 }
@@ -62,5 +68,16 @@ enum SchemaCreation {
             try? FileManager.default.removeItem(at: url)
             throw SQLiteStore.mapError(error, file: url.path)
         }
+    }
+
+    /// An index name as Core Data writes it where it is a plain identifier; quoted otherwise (a
+    /// fetch index's name comes from the model, which may come from any file).
+    static func identifier(_ name: String) -> String {
+        let plain =
+            !name.isEmpty
+            && name.utf8.allSatisfy {
+                $0 == UInt8(ascii: "_") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+            }
+        return plain ? name : name.quotedDatabaseIdentifier
     }
 }

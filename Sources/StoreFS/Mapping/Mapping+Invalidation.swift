@@ -30,10 +30,17 @@ extension Mapping {
         for object in Set(objects) where object.entity.rawValue >= 1 && object.entity.rawValue <= model.entities.count {
             let entity = model[object.entity]
             invalidator.invalidateInode(Node.object(object).inode)
-            for (index, attribute) in entity.allAttributes.enumerated() {
+            for index in entity.allAttributes.indices where index < Node.maximumAttributeFiles {
                 invalidator.invalidateInode(Node.attribute(object, index).inode)
-                invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name)
+                let (folder, name) = entry(ofAttribute: index, of: object)
+                invalidator.invalidateEntry(parent: folder.inode, name: name)
                 invalidateRenderings(of: object, index)
+            }
+            for index in entity.compositePaths.indices {
+                invalidator.invalidateInode(Node.compositeFolder(object, index).inode)
+                if let (folder, name) = entry(ofComposite: index, of: object) {
+                    invalidator.invalidateEntry(parent: folder.inode, name: name)
+                }
             }
             for (index, relationship) in entity.allRelationships.enumerated() {
                 let node: Node = relationship.isToMany ? .toMany(object, index) : .toOne(object, index)
@@ -50,7 +57,7 @@ extension Mapping {
             index < model[object.entity].allAttributes.count, index < Node.maximumRenderedAttributes
         else { return }
         let attribute = model[object.entity].allAttributes[index]
-        guard RenderingFile.isRenderable(attribute.type) else { return }
+        guard RenderingFile.isRenderable(attribute.type), attribute.composite == nil else { return }
         for (renderer, rendering) in ValueRendering.all.enumerated() {
             invalidator.invalidateInode(Node.rendering(object, index, renderer).inode)
             invalidator.invalidateEntry(parent: Node.object(object).inode, name: attribute.name + rendering.suffix)

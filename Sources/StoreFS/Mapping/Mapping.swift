@@ -28,6 +28,10 @@ final class Mapping: Sendable {
     let predicates: Predicates
     let fetchedResults = FetchedResults()
     let history = HistoryCache()
+    /// What `.recovered` and `.wal` read (``RecoveredState``).
+    let recovered = RecoveredState()
+    /// The days and links of `.timeline`, made when it is read (``TimelineIndex``).
+    let timeline = TimelineCache()
     let cachedStoreUUID = Mutex<String?>(nil)
     /// The queries asked of `.query` (``QueryFolder``), numbered for inode numbers.
     let queries = QueryTable()
@@ -138,6 +142,11 @@ final class Mapping: Sendable {
         do {
             return try body()
         } catch {
+            // A change refused at the call for what it would do to other objects: the process
+            // gets EEXIST, and the object's folder says why.
+            if error.code == .exists, !error.objects.isEmpty {
+                session.failures.refuse(error.objects, because: error.message)
+            }
             throw fileSystemError(error, operation(), logger: logger)
         }
     }

@@ -13,7 +13,13 @@ import ObjectGraph
 struct AttributeFile: NodeType {
     var isDirectory: Bool { false }
 
-    func parent(of node: Node, in mapping: Mapping) -> Node { .object(node.object) }
+    /// The object's folder, or for a composite's element its composite's folder.
+    func parent(of node: Node, in mapping: Mapping) -> Node {
+        guard mapping.isValid(node.entity), node.property < mapping.model[node.entity].allAttributes.count else {
+            return .object(node.object)
+        }
+        return mapping.entry(ofAttribute: node.property, of: node.object).folder
+    }
 
     func attributes(of node: Node, in mapping: Mapping, known: Snapshot?, listed: Bool) throws(FileSystemError)
         -> FileAttributes
@@ -121,7 +127,13 @@ struct AttributeFile: NodeType {
         throws(FileSystemError)
     {
         let attribute = mapping.model[node.entity].allAttributes[node.property]
-        guard ValueText.isText(attribute.type) else { return }
+        guard ValueText.isText(attribute.type) else {
+            // JSON kept in a binary value (JSONInBinary): a whole line written at once is judged now.
+            if attribute.type == .binaryData, text.last == UInt8(ascii: "\n"), offset == 0, text.count <= 1 << 20 {
+                _ = try mapping.parsedValue(text, for: node.object, node.property)
+            }
+            return
+        }
         // Long strings written piece by piece are checked incrementally, not parsed per piece.
         let isShort = attribute.type != .string || text.count <= 4096
         if text.last == UInt8(ascii: "\n") && (offset == 0 || isShort) {
@@ -161,7 +173,15 @@ struct AttributeFile: NodeType {
         throws(FileSystemError)
     {
         let entity = mapping.model[node.entity]
-        guard entity.attribute(named: newName) == nil, entity.relationship(named: newName) == nil else {
+        let isElement = entity.allAttributes[node.property].composite != nil
+        let sibling =
+            isElement
+            ? mapping.compositeMembers(
+                at: String(entity.allAttributes[node.property].name.dropLast(name.count + 1)), of: node.entity
+            )
+            .elements.contains { $0.name == newName }
+            : entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil
+        guard !sibling else {
             mapping.logger.error(
                 "mv \(name) \(newName) in \(mapping.describe(folder)): one attribute cannot be renamed onto another; use cp"
             )

@@ -99,7 +99,9 @@ struct EntityFolder: NodeType {
         // Core Data would refuse to save an object whose mandatory attributes are nil; a folder
         // made by mkdir gets the type's zero value there, to be overwritten. Where the zero value
         // is not valid (a minimum length), the attribute waits for a value.
-        for attribute in model[entity].persistentAttributes where !attribute.isOptional {
+        // An element of an optional composite is not: the composite starts nil.
+        for attribute in model[entity].persistentAttributes
+        where !attribute.isOptional && !model[entity].mayBeNil(attribute, isNil: { _ in true }) {
             let current = (try? context.value(of: attribute.name, for: object)) ?? nil
             if current == nil, let zero = attribute.type.zeroValue {
                 try? context.setValue(zero, of: attribute.name, for: object)

@@ -248,6 +248,7 @@ extension Node.Kind {
         case .entity: EntityFolder()
         case .object: ObjectFolder()
         case .attribute: AttributeFile()
+        case .compositeFolder: CompositeFolder()
         case .toOne: ToOneLink()
         case .toMany: ToManyFolder()
         case .member: MemberLink()
@@ -267,6 +268,16 @@ extension Node.Kind {
         case .historyValue: HistoryValueFile()
         case .query: QueryFolder()
         case .queryFile: QueryResultFile()
+        case .recovered: RecoveredFolder()
+        case .recoveredEntity: RecoveredEntityFolder()
+        case .recoveredRecord: RecoveredRecordFolder()
+        case .recoveredAttribute: RecoveredAttributeFile()
+        case .recoveredRendering: RecoveredRenderingFile()
+        case .recoveredLink: RecoveredLink()
+        case .walFolder, .walVersion: WALFolder()
+        case .timeline: TimelineFolder()
+        case .timelineYear, .timelineMonth, .timelineDay: TimelineDateFolder()
+        case .timelineLink: TimelineLink()
         }
     }
 }

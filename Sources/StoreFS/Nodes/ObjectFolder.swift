@@ -31,7 +31,9 @@ struct ObjectFolder: NodeType {
         if mapping.isHidden(name, in: object) { throw .notFound }
         let snapshot = try mapping.snapshot(of: object)
         let entity = mapping.model[object.entity]
-        if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
+        if let index = entity.allAttributes.firstIndex(where: { $0.name == name && $0.composite == nil }),
+            index < Node.maximumAttributeFiles
+        {
             guard
                 snapshot.attributes[name] != nil
                     || mapping.session.openFiles.sizeBeingWritten(.attribute(object, index)) != nil
@@ -42,6 +44,13 @@ struct ObjectFolder: NodeType {
             if entity.allRelationships[index].isToMany { return .toMany(object, index) }
             guard snapshot.toOne[name] != nil else { throw .notFound }
             return .toOne(object, index)
+        }
+        if let folder = mapping.compositeMembers(at: nil, of: object.entity).folders.first(where: { $0.name == name }) {
+            guard
+                mapping.compositeShows(folder.index, of: object, snapshot: snapshot)
+                    || mapping.session.copyIn.isMadeComposite(name, in: object)
+            else { throw .notFound }
+            return .compositeFolder(object, folder.index)
         }
         if let index = entity.allFetchedProperties.firstIndex(where: { $0.name == name }),
             mapping.hasFetchedFolder(object, index)
@@ -69,8 +78,15 @@ struct ObjectFolder: NodeType {
         let snapshot = try mapping.snapshot(of: object, known: known)
         let entity = mapping.model[object.entity]
         var result: [(String, Node)] = []
-        for (index, attribute) in entity.allAttributes.enumerated() where snapshot.attributes[attribute.name] != nil {
+        for (index, attribute) in entity.allAttributes.enumerated()
+        where attribute.composite == nil && index < Node.maximumAttributeFiles
+            && snapshot.attributes[attribute.name] != nil
+        {
             result.append((attribute.name, .attribute(object, index)))
+        }
+        for folder in mapping.compositeMembers(at: nil, of: object.entity).folders
+        where mapping.compositeShows(folder.index, of: object, snapshot: snapshot) {
+            result.append((folder.name, .compositeFolder(object, folder.index)))
         }
         for (index, relationship) in entity.allRelationships.enumerated() {
             if relationship.isToMany {
@@ -128,7 +144,9 @@ struct ObjectFolder: NodeType {
     func createFile(named name: String, in node: Node, in mapping: Mapping) throws(FileSystemError) -> Node {
         let object = node.object
         let entity = mapping.model[object.entity]
-        if let index = entity.allAttributes.firstIndex(where: { $0.name == name }) {
+        if let index = entity.allAttributes.firstIndex(where: { $0.name == name && $0.composite == nil }),
+            index < Node.maximumAttributeFiles
+        {
             guard !entity.allAttributes[index].isTransient else { throw .notPermitted }
             mapping.session.copyIn.show(name, in: object)
             return .attribute(object, index)
@@ -165,6 +183,13 @@ struct ObjectFolder: NodeType {
             }
         }
         if (try? child(named: name, of: node, in: mapping)) != nil { throw .exists }
+        if let folder = mapping.compositeMembers(at: nil, of: object.entity).folders.first(where: { $0.name == name }) {
+            // A copy about to fill a composite: its folder shows empty meanwhile.
+            mapping.session.removals.unhide(.folder(name), in: object)
+            mapping.session.copyIn.madeComposite(name, in: object)
+            mapping.session.copyIn.show(name, in: object)
+            return .compositeFolder(object, folder.index)
+        }
         mapping.logger.error("mkdir \(name): folders can only be made in entity directories (a new object)")
         throw .notPermitted
     }
@@ -225,7 +250,9 @@ struct ObjectFolder: NodeType {
         let entity = mapping.model[object.entity]
         let scratch = mapping.session.scratch
         let file = scratch.file(serial)
-        if let index = entity.allAttributes.firstIndex(where: { $0.name == newName }), file?.linkTarget == nil {
+        if let index = entity.allAttributes.firstIndex(where: { $0.name == newName && $0.composite == nil }),
+            index < Node.maximumAttributeFiles, file?.linkTarget == nil
+        {
             // An editor's save: the temporary file's content becomes the value.
             try mapping.setContent(file?.content ?? Data(), of: .attribute(object, index))
             scratch.consume(serial, becoming: .attribute(object, index))
@@ -239,7 +266,9 @@ struct ObjectFolder: NodeType {
             }
             try mapping.setToOne(object, index, destination: destination)
             scratch.consume(serial, becoming: .toOne(object, index))
-        } else if entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil {
+        } else if entity.attribute(named: newName) != nil || entity.relationship(named: newName) != nil
+            || entity.composite(named: newName) != nil
+        {
             throw .notPermitted
         } else {
             if let existing = scratch.named(newName, in: node) { scratch.remove(existing) }

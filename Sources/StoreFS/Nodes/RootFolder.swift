@@ -5,8 +5,9 @@ import ObjectGraph
 /// The mount root: one folder per entity, and the store's metadata as `user.*` extended
 /// attributes (Core Data's metadata dictionary; `setfattr` there is setMetadata), with
 /// `user.storefs.stats` (the mount's counters) and `user.storefs.error` (why a commit of the store
-/// failed). `.fetchRequests` and `.query` are reachable by name but not listed, so that copies (`cp -a`),
-/// `diff -r` and `find` of a mount leave the computed folders out.
+/// failed). `.fetchRequests`, `.query`, `.history`, `.recovered`, `.wal` and `.timeline` are reachable
+/// by name but not listed, so that copies (`cp -a`), `diff -r` and `find` of a mount leave the
+/// computed folders out.
 struct RootFolder: NodeType {
     static let statsName = "user.storefs.stats"
     /// Why an object's changes (or, on the root, the store's) could not be saved.
@@ -26,6 +27,9 @@ struct RootFolder: NodeType {
         if name == TemplatesFolder.name && !mapping.predicates.templates.isEmpty { return .templates }
         if name == HistoryNode.folderName && mapping.historyStore != nil { return HistoryNode.folder }
         if name == QueryFolder.name { return .query(QueryFolder.rootPart) }
+        if name == RecoveredNode.folderName && mapping.showsRecovered { return RecoveredNode.folder }
+        if name == RecoveredNode.walName && mapping.servesVersions { return RecoveredNode.wal }
+        if name == TimelineNode.folderName { return TimelineNode.folder }
         guard let id = mapping.model.entityID(named: name), !mapping.hiddenEntities.withLock({ $0.contains(name) })
         else {
             throw .notFound

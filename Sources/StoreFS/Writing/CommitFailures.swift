@@ -38,6 +38,12 @@ final class CommitFailures: Sendable {
 
     func reason(for object: ObjectID) -> String? { state.withLock { $0.reasons[object] } }
 
+    /// A change refused when it was made (a uniqueness constraint it would break): the reason
+    /// shows in `user.storefs.error` on the object's folder until the object is next saved.
+    func refuse(_ objects: [ObjectID], because reason: String) {
+        state.withLock { state in for id in objects { state.reasons[id] = reason } }
+    }
+
     var storeReason: String? { state.withLock { $0.storeReason } }
 
     /// Forgets the reasons of objects whose changes were discarded or saved.

@@ -40,6 +40,28 @@ final class CopyInSession: Sendable {
 
     private let state = Mutex(State())
 
+    // MARK: - Composite folders made by mkdir
+
+    /// A composite's folder shows only while the composite has a value; one made by mkdir (a copy
+    /// about to fill it) shows empty meanwhile. Bounded: a folder never filled is forgotten.
+    private let madeComposites = Mutex(Set<String>())
+    static let maximumMadeComposites = 4096
+
+    func madeComposite(_ path: String, in object: ObjectID) {
+        madeComposites.withLock { made in
+            if made.count >= Self.maximumMadeComposites { made.removeAll() }
+            made.insert("\(object)|\(path)")
+        }
+    }
+
+    func isMadeComposite(_ path: String, in object: ObjectID) -> Bool {
+        madeComposites.withLock { $0.contains("\(object)|\(path)") }
+    }
+
+    func forgetComposite(_ path: String, in object: ObjectID) {
+        _ = madeComposites.withLock { $0.remove("\(object)|\(path)") }
+    }
+
     // MARK: - Fresh folders
 
     func markFresh(_ object: ObjectID) { state.withLock { $0.fresh[object] = FreshFolder() } }

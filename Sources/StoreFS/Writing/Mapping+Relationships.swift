@@ -106,7 +106,15 @@ extension Mapping {
                 logger.error("ln -s \(target) \(describe(object))/\(name): \(describe(named)) does not exist")
                 throw .notFound
             }
-            try setToOne(object, index, destination: destination)
+            do {
+                try setToOne(object, index, destination: destination)
+            } catch .exists {
+                // Refused for what it would do to a unique key. `ln -sfn` links under a temporary
+                // name and renames it onto the relationship's: EEXIST here would read as a name
+                // taken and make it try another name (hundreds of thousands of times). The link
+                // stays a scratch link, and the rename onto the relationship gets the EEXIST.
+                return .scratch(session.scratch.create(named: name, in: directory, linkTarget: target))
+            }
             session.scratch.alias(name, in: directory, to: .toOne(object, index))
             invalidateEntry(parent: directory, name: name)
             return .toOne(object, index)

@@ -12,7 +12,9 @@ extension Mapping {
         let entity = model[object.entity]
         do throws(ObjectGraphError) {
             if target.kind == .attribute {
-                guard entity.allAttributes[target.property].isOptional else { throw Self.notRemovable(name) }
+                let attribute = entity.allAttributes[target.property]
+                // A composite's element: judged at the commit with its composite's other elements.
+                guard attribute.isOptional || attribute.composite != nil else { throw Self.notRemovable(name) }
                 try context.setValue(nil, of: name, for: object)
                 changed(object)
             } else if target.kind == .toOne {
@@ -31,15 +33,36 @@ extension Mapping {
 
     /// `rm` of attribute or to-one `name` (the node `target`): hidden when the process that
     /// opened the folder last is emptying it (``RemovalLog``), else removed now.
-    func removeProperty(_ target: Node, named name: String, by request: RequestContext) throws(FileSystemError) {
+    func removeProperty(_ target: Node, named shownName: String, by request: RequestContext) throws(FileSystemError) {
         let object = target.object
+        // A composite's element shows under its own name; the model knows it by its key path.
+        var name = shownName
+        if target.kind == .attribute, isValid(object.entity), target.property < model[object.entity].allAttributes.count
+        {
+            name = model[object.entity].allAttributes[target.property].name
+            // The composite's folder stays for the rmdir that `rm -r` sends once it is empty.
+            if model[object.entity].allAttributes[target.property].composite != nil {
+                var path = Substring(name)
+                while let dot = path.lastIndex(of: ".") {
+                    path = path[..<dot]
+                    session.copyIn.madeComposite(String(path), in: object)
+                }
+            }
+        }
         if session.removals.isEmptying(object, by: request.pid) {
             session.removals.hide(.property(name), in: object)
         } else {
             try removeNow(name, of: object, target)
         }
         session.schedule.noteChange(object)
-        invalidateEntry(parent: .object(object), name: name)
+        if target.kind == .attribute, isValid(object.entity), target.property < model[object.entity].allAttributes.count
+        {
+            let (folder, shown) = entry(ofAttribute: target.property, of: object)
+            invalidateEntry(parent: folder, name: shown)
+            invalidate(folder)
+        } else {
+            invalidateEntry(parent: .object(object), name: name)
+        }
         invalidate(.object(object))
         if target.kind == .attribute { invalidateRenderings(of: object, target.property) }
     }

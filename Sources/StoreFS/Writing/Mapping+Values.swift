@@ -63,9 +63,15 @@ extension Mapping {
         -> AttributeValue
     {
         let attribute = model[object.entity].allAttributes[index]
-        let value: AttributeValue
+        var value: AttributeValue
         do {
             value = try ValueText.value(from: content, type: attribute.type)
+            if attribute.type == .binaryData,
+                let json = try JSONInBinary.value(
+                    content, replacing: (try? context.savedValue(of: attribute.name, for: object)) ?? nil)
+            {
+                value = .data(json)
+            }
         } catch {
             if logging {
                 logger.error("write \(describe(object))/\(attribute.name): \(error.message); the value stays as it was")
@@ -75,6 +81,9 @@ extension Mapping {
         do {
             try context.check(value, of: attribute.name, for: object)
         } catch {
+            if error.code == .exists, !error.objects.isEmpty {
+                session.failures.refuse(error.objects, because: error.message)
+            }
             guard logging else { throw mappedError(error) }
             throw fileSystemError(error, "write \(describe(object))/\(attribute.name)", logger: logger)
         }

@@ -125,6 +125,22 @@ final class RemovalLog: Sendable {
 
     /// The hidden removals of `object`, taken out: its rmdir deletes it, and they go with it.
     @discardableResult
+    /// The hidden removals of `object`'s properties that `matches` picks, taken out (the rmdir of
+    /// a composite's folder applies those of its elements).
+    func takeProperties(of object: ObjectID, where matches: (String) -> Bool) -> [String] {
+        state.withLock { state in
+            guard var hidden = state.hidden[object] else { return [] }
+            var taken: [String] = []
+            hidden.removals.removeAll { removal in
+                guard case .property(let name) = removal, matches(name) else { return false }
+                taken.append(name)
+                return true
+            }
+            state.hidden[object] = hidden.removals.isEmpty ? nil : hidden
+            return taken
+        }
+    }
+
     func take(of object: ObjectID) -> [Removal] {
         state.withLock { $0.hidden.removeValue(forKey: object)?.removals ?? [] }
     }

@@ -48,12 +48,22 @@ struct Export: ParsableCommand {
     )
     var evidence = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Write the records the store's files remember instead of its objects (deleted objects, earlier versions: docs/FORENSICS.md), as JSON Lines."
+    )
+    var recovered = false
+
     @OptionGroup var log: LogOptions
 
     /// Objects read per store request: a page of rows, then one request per to-many relationship.
     static let pageSize = 1000
 
     func validate() throws {
+        if recovered && (format != ObjectRecordFormat.jsonLines.rawValue || predicate != nil) {
+            throw ValidationError("--recovered writes JSON Lines of every recovered record: no --format or --where")
+        }
         guard ObjectRecordFormat(rawValue: format) != nil else {
             throw ValidationError("--format must be jsonl, json or csv, not \(format)")
         }
@@ -73,6 +83,12 @@ struct Export: ParsableCommand {
         defer { if !closed { opened.close() } }
         let coordinator = opened.coordinator
         let model = coordinator.model
+        if recovered {
+            try exportRecovered(coordinator)
+            closed = true
+            guard opened.close() else { throw ExitCode.failure }
+            return
+        }
 
         var entities: [(id: EntityID, includingSubentities: Bool)] = model.entities.map { ($0.id, false) }
         var parsed: ObjectGraph.Predicate?
@@ -131,5 +147,34 @@ struct Export: ParsableCommand {
         progress.end()
         closed = true
         guard opened.close() else { throw ExitCode.failure }
+    }
+
+    /// `--recovered`: every recovered record (of `--entity` and its subentities when given).
+    private func exportRecovered(_ coordinator: PersistentStoreCoordinator) throws {
+        guard let store = coordinator.store.recovering else {
+            throw ValidationError(
+                "\(self.store) is not a store whose files can be read for what they remember (SQLite)")
+        }
+        let records = try store.recoveredRecords(cancelled: { false })
+        var entities: Set<EntityID>?
+        if let entity {
+            guard let id = coordinator.model.entityID(named: entity) else {
+                throw ValidationError("the store's model has no entity \(entity)")
+            }
+            entities = Set(coordinator.model.entityAndSubentities(of: id))
+        }
+        let writer = RecoveredRecordLines(
+            model: coordinator.model, storeUUID: try coordinator.store.metadata().storeUUID ?? "")
+        var output = StandardOutput()
+        for index in records.records.indices where entities?.contains(records.records[index].entity) ?? true {
+            try writer.append(records, index, into: &output.buffer)
+            try output.flushIfFull()
+        }
+        try output.flush()
+        if records.leftOut > 0 {
+            printError(
+                "storefs export: \(records.leftOut) more recovered records were found than storefs keeps; they are left out"
+            )
+        }
     }
 }

@@ -36,7 +36,11 @@ enum Server {
             let fileSystem = StoreFileSystem(
                 coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
             made(fileSystem)
-            return fileSystem
+            // Read-only and evidence mounts of a store whose files hold versions (SQLite) show
+            // them in `.wal` (docs/FORENSICS.md).
+            let showsVersions = fsConfiguration.readOnly || coordinator.store is OverlayStore
+            guard showsVersions, coordinator.store.recovering != nil else { return fileSystem }
+            return StoreVersionsFileSystem(store: fileSystem)
         }
     }
 

@@ -10,12 +10,38 @@ struct StoreOpening {
     let coordinator: PersistentStoreCoordinator
     private let evidence: EvidenceStore?
     private let path: String
+    /// For a version (`STORE@cN`): the store it was made from, closed with it.
+    private var base: PersistentStoreCoordinator?
 
     /// Opens the store at `path` read-only, with the model at `model` (or the store's own) and
     /// `type` (or the one its suffix or content says).
+    /// `STORE@cN` opens version N of the store (``RecoveringStore/openVersion(_:)``: `c0` the
+    /// database file alone, `cN` the store right after its WAL's commit N) when no file has that
+    /// name.
     static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws
         -> StoreOpening
     {
+        if !FileManager.default.fileExists(atPath: path), let at = path.lastIndex(of: "@"),
+            let number = StoreVersion.number(named: String(path[path.index(after: at)...])),
+            FileManager.default.fileExists(atPath: String(path[..<at]))
+        {
+            let opened = try open(String(path[..<at]), model: model, type: type, evidence: evidence, logger: logger)
+            do {
+                guard let store = opened.coordinator.store.recovering else {
+                    throw ValidationError("\(path[..<at]) keeps no versions (only SQLite stores with a -wal do)")
+                }
+                let version = try store.openVersion(number)
+                var result = StoreOpening(
+                    coordinator: PersistentStoreCoordinator(
+                        store: version, configuration: opened.coordinator.configuration,
+                        modelSource: opened.coordinator.modelSource), evidence: opened.evidence, path: path)
+                result.base = opened.coordinator
+                return result
+            } catch {
+                opened.close()
+                throw error
+            }
+        }
         let url = URL(fileURLWithPath: path)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ValidationError("\(path) does not exist")
@@ -36,6 +62,11 @@ struct StoreOpening {
     /// with what changed printed.
     @discardableResult
     func close() -> Bool {
+        if let base {
+            coordinator.close()
+            let opened = StoreOpening(coordinator: base, evidence: evidence, path: path)
+            return opened.close()
+        }
         guard let evidence else {
             coordinator.close()
             return true

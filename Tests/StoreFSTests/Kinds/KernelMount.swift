@@ -49,6 +49,18 @@ final class KernelMount {
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
     }
 
+    /// A copy of the store at `source` (with its WAL), served like the sample store.
+    init(copying source: URL, readOnly: Bool = false) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        url = folder.appendingPathComponent(source.lastPathComponent)
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source.path + suffix) {
+            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: url.path + suffix)
+        }
+        self.readOnly = readOnly
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+    }
+
     private static func mount(_ url: URL, readOnly: Bool) throws -> (
         PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel
     ) {
