@@ -33,7 +33,7 @@ PG="$WORK/pg"
 MOUNTS=()
 pg_cleanup() {
   set +e
-  for pid in $(cat "$PG/data/postmaster.pid" 2>/dev/null | head -1) $(pgrep -P "$(head -1 "$PG/data/postmaster.pid" 2>/dev/null || echo 0)" 2>/dev/null); do kill -CONT "$pid" 2>/dev/null; done
+  [ -f "$PG/data/postmaster.pid" ] && signal_server CONT
   for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { timeout 120 "$STOREFS" unmount "$m" >/dev/null 2>&1 || fusermount3 -uz "$m"; }; done
   [ -d "$PG/data" ] && timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m immediate stop >/dev/null 2>&1
   cleanup
@@ -54,35 +54,36 @@ mount_store() {  # mount_store STORE MOUNTPOINT [OPTIONS]
   "$STOREFS" mount "$1" "$2" ${3:+-o "$3"} --log-file "$WORK/$(basename "$2").log" >/dev/null
   MOUNTS+=("$2")
 }
-unmount_store() { timeout 120 "$STOREFS" unmount "$1" >/dev/null 2>&1 || fusermount3 -uz "$1"; }
+unmount_path() { timeout 120 "$STOREFS" unmount "$1" >/dev/null 2>&1 || fusermount3 -uz "$1"; }
 echo "relational.sh: sizes ${SIZES[*]}, storefs $STOREFS, PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- query count
-median_ms() { python3 -c "import sys, statistics; v = sorted(float(x) for x in sys.argv[1:]); print('%.1f' % statistics.median(v))" "$@"; }
-count_queries() {  # count_queries MOUNT: five counts of new predicates, each timed in ms
-  local mnt="$1" times=() i start end out
-  for i in 1 2 3 4 5; do
-    start=$(now_us)
-    out=$(cat "$mnt/.query/Employee/salary > $((90000 + i * 1000))/.count")
-    end=$(now_us)
-    times+=("$(python3 -c "print(($end - $start) / 1000)")")
-    COUNT_OUTPUT="$out"
-  done
-  median_ms "${times[@]}"
+count_queries() {  # count_queries MOUNT: the median ms of five counts of new predicates, and the last count
+  python3 - "$1" <<'EOF'
+import statistics, sys, time
+mount, times, out = sys.argv[1], [], ""
+for i in range(1, 6):
+    start = time.perf_counter()
+    with open("%s/.query/Employee/salary > %d/.count" % (mount, 90000 + i * 1000)) as f:
+        out = f.read().strip()
+    times.append((time.perf_counter() - start) * 1000)
+print("%.1f %s" % (statistics.median(times), out))
+EOF
 }
 for size in "${SIZES[@]}"; do
+  [ "$size" = 0 ] && continue  # 0: no query counts
   store="$WORK/Company$size.sqlite"
   "$STOREFS" sample --objects "$size" "$store" >/dev/null
   "$STOREFS" migrate "$store" "$(url "sample$size")" >/dev/null 2>"$WORK/migrate.err" \
     || { echo "$NAME: migrate into PostgreSQL: $(tail -3 "$WORK/migrate.err")" >&2; exit 1; }
   mount_store "$store" "$WORK/sqlite$size" ro
   mount_store "$(url "sample$size")" "$WORK/pg$size" ro
-  sqlite_ms=$(count_queries "$WORK/sqlite$size"); sqlite_out=$COUNT_OUTPUT
-  pg_ms=$(count_queries "$WORK/pg$size"); pg_out=$COUNT_OUTPUT
+  read -r sqlite_ms sqlite_out < <(count_queries "$WORK/sqlite$size")
+  read -r pg_ms pg_out < <(count_queries "$WORK/pg$size")
   [ "$sqlite_out" = "$pg_out" ] || echo "$NAME: counts differ: SQLite $sqlite_out, PostgreSQL $pg_out" >&2
   printf 'query count     %s objects: SQLite %s ms, PostgreSQL %s ms (median of 5), ratio %s (count %s)\n' \
     "$size" "$sqlite_ms" "$pg_ms" "$(python3 -c "print('%.2f' % ($pg_ms / $sqlite_ms))")" "$pg_out"
-  unmount_store "$WORK/sqlite$size"; unmount_store "$WORK/pg$size"
+  unmount_path "$WORK/sqlite$size"; unmount_path "$WORK/pg$size"
   rm -f "$store"
 done
 
@@ -129,9 +130,10 @@ while time.monotonic() < deadline:
 print("%.1f" % (done / seconds))
 EOF
 )
-unmount_store "$RW"
+unmount_path "$RW"
 
-KEYS=$(psql_run "SELECT min(\"Z_PK\") || ' ' || max(\"Z_PK\") FROM small.\"ZPERSON\" WHERE \"Z_ENT\" = 2")
+KEYS=$(psql_run "SELECT min(\"Z_PK\") || ' ' || max(\"Z_PK\") FROM small.\"ZPERSON\" WHERE \"Z_ENT\" = (SELECT \"Z_ENT\" FROM small.\"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'Employee')")
+[ -n "$KEYS" ] || { echo "$NAME: no Employee keys in the store" >&2; exit 1; }
 cat >"$PG/update.sql" <<EOF
 \set id random(${KEYS% *}, ${KEYS#* })
 BEGIN;
