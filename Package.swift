@@ -103,7 +103,8 @@ let package = Package(
         .testTarget(
             name: "StoreFSTests",
             dependencies: [
-                "StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport"
+                "StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(
             name: "MountTests",

@@ -70,7 +70,13 @@ public struct MountOptions: Sendable, Hashable {
     public var ioUring: Bool
 
     /// ``ioUring``'s default: on unless `STOREFS_IO_URING=0` is in the environment.
-    public static var ioUringByDefault: Bool { ProcessInfo.processInfo.environment["STOREFS_IO_URING"] != "0" }
+    public static var ioUringByDefault: Bool { ioUringByDefault(in: ProcessInfo.processInfo.environment) }
+
+    /// ``ioUring``'s default in a process whose environment is `environment`: on unless it holds
+    /// `STOREFS_IO_URING=0`.
+    public static func ioUringByDefault(in environment: [String: String]) -> Bool {
+        environment["STOREFS_IO_URING"] != "0"
+    }
 
     public init(
         readOnly: Bool = false, allowOther: Bool = false, autoUnmount: Bool = true,

@@ -215,7 +215,8 @@ public final class SQLiteStore: PersistentStore {
     /// `views` (SQL) are created in each connection's temp schema, where they shadow the tables
     /// they read. Core Data's SQL functions are there on every connection, the trigger hooks
     /// (`hooks`) reporting into `effects`; the connection that writes commits with
-    /// `synchronous = FULL`, so an acknowledged commit survives a power loss.
+    /// `synchronous = FULL`, so an acknowledged commit survives a power loss (a pool's writer is
+    /// set again in ``writer()``, after GRDB's WAL setup has lowered it).
     static func configuration(
         readOnly: Bool, views: [String] = [], hooks: [String] = CoreDataFunctions.knownHooks,
         effects: TriggerEffects = TriggerEffects()
@@ -342,6 +343,11 @@ public final class SQLiteStore: PersistentStore {
                     isWAL
                     ? try DatabasePool(path: path, configuration: configuration)
                     : try DatabaseQueue(path: path, configuration: configuration)
+                // A pool sets `synchronous = NORMAL` on its writer after `prepareDatabase` (GRDB's
+                // setUpWALMode): WAL commits would then reach the disk only at the next
+                // checkpoint, and a power cut would lose acknowledged ones (docs/RELIABILITY.md,
+                // power-loss trials). The writer is the only connection that commits.
+                try opened.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
                 writer = opened
                 return opened
             } catch {

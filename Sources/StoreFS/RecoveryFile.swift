@@ -33,7 +33,7 @@ public struct RecoveryFile: Codable, Sendable {
             toMany = pending.toMany.mapValues { list in list.map { Self.name($0, model) } }
         }
 
-        static func name(_ id: ObjectID, _ model: ManagedObjectModel) -> String {
+        package static func name(_ id: ObjectID, _ model: ManagedObjectModel) -> String {
             guard id.entity.rawValue >= 1, id.entity.rawValue <= model.entities.count else { return id.description }
             return "\(model[id.entity].name)/\(id.key)"
         }
@@ -44,7 +44,7 @@ public struct RecoveryFile: Codable, Sendable {
         public var text: String?
         public var base64: String?
 
-        init(_ value: AttributeValue) {
+        package init(_ value: AttributeValue) {
             if case .data(let bytes) = value {
                 base64 = bytes.base64EncodedString()
             } else {
@@ -52,7 +52,7 @@ public struct RecoveryFile: Codable, Sendable {
             }
         }
 
-        func content(for type: AttributeType) -> Data? {
+        package func content(for type: AttributeType) -> Data? {
             if let base64 { return Data(base64Encoded: base64) }
             guard let text else { return nil }
             return Data((ValueText.isText(type) ? text + "\n" : text).utf8)
@@ -122,8 +122,9 @@ public struct RecoveryFile: Codable, Sendable {
         var lastError: (any Error)?
         for url in candidates {
             do {
-                // Never over another recovery file: created new, or not at all.
-                try data.write(to: url, options: [.withoutOverwriting])
+                // Never over another recovery file: created new, or not at all; and on the disk,
+                // name included, before the unmount says where it is.
+                try DurableFile.create(data, at: url)
                 return url
             } catch {
                 lastError = error

@@ -16,7 +16,7 @@ import ObjectGraph
 /// refused rather than stored as infinity or zero, and text that is not UTF-8 is refused. Forms
 /// that denote exactly the same value are accepted and read back in the canonical form (`+7` and
 /// `007` as `7`, `0.00001` as `1e-05`, dates with an offset as UTC).
-enum ValueText {
+package enum ValueText {
     /// Whether files of this type are text (a trailing newline) rather than raw bytes.
     static func isText(_ type: AttributeType) -> Bool {
         type != .binaryData && type != .transformable
@@ -71,7 +71,7 @@ enum ValueText {
     /// Parses file content written for an attribute of `type`.
     ///
     /// - Throws: a message saying what the text should look like.
-    static func value(from content: Data, type: AttributeType) throws(ValueTextError) -> AttributeValue {
+    package static func value(from content: Data, type: AttributeType) throws(ValueTextError) -> AttributeValue {
         if !isText(type) { return .data(content) }
         // Exactly one newline byte goes, whatever precedes it: as a String, "\r\n" is one
         // Character and would hide the newline from hasSuffix.
@@ -197,7 +197,7 @@ enum ValueText {
 }
 
 /// Why a file's text is not a value of its attribute's type.
-struct ValueTextError: Error, Sendable {
-    var message: String
+package struct ValueTextError: Error, Sendable {
+    package var message: String
     init(_ message: String) { self.message = message }
 }

@@ -154,12 +154,34 @@ public final class EmbeddedKernel: @unchecked Sendable {
         public let handle: FuseKit.FileHandle
     }
 
-    /// `open(2)` of `path`, kept open until ``closeFile(_:)``.
-    public func openFile(_ path: String, writing: Bool = false) throws(KernelError) -> OpenedFile {
+    /// `open(2)` of `path`, kept open until ``closeFile(_:)``: for reading and, when `writing`,
+    /// writing (`O_RDWR`, or `O_WRONLY` when `reading` is false), `O_TRUNC` when `truncating`,
+    /// `O_CREAT` when `creating` (a name the filesystem does not know is made with CREATE).
+    public func openFile(
+        _ path: String, writing: Bool = false, reading: Bool = true, truncating: Bool = false, creating: Bool = false
+    ) throws(KernelError) -> OpenedFile {
+        let flags = OpenFlags.make(reading: reading || !writing, writing: writing, truncating: truncating)
+        if creating {
+            let (directory, name) = try parent(of: path, "open")
+            if (try? fileSystem.lookup(parent: directory, name: name, context: requester)).map({
+                took($0, name, in: directory)
+            }) == nil {
+                do throws(FileSystemError) {
+                    let (entry, opened) = try fileSystem.create(
+                        parent: directory, name: name, permissions: 0o644, flags: flags, context: requester)
+                    took(entry, name, in: directory)
+                    let file = OpenedFile(inode: entry.attributes.inode, handle: opened.handle)
+                    openedFiles[opened.handle.rawValue] = file
+                    return file
+                } catch {
+                    throw fail("open", error)
+                }
+            }
+        }
         let inode = try walk(path, "open", followLast: true)
         do throws(FileSystemError) {
-            let handle = try fileSystem.open(inode, flags: .make(reading: true, writing: writing), context: requester)
-                .handle
+            let handle = try fileSystem.open(inode, flags: flags, context: requester).handle
+            if truncating { cachedAttributes[inode] = nil }
             let file = OpenedFile(inode: inode, handle: handle)
             openedFiles[handle.rawValue] = file
             return file
@@ -183,6 +205,15 @@ public final class EmbeddedKernel: @unchecked Sendable {
             _ = try fileSystem.write(file.inode, handle: file.handle, offset: offset, data: data)
         } catch {
             throw fail("write", error)
+        }
+    }
+
+    /// `fsync(2)` of a file held open.
+    public func fsync(_ file: OpenedFile) throws(KernelError) {
+        do throws(FileSystemError) {
+            try fileSystem.fsync(file.inode, handle: file.handle, dataOnly: false)
+        } catch {
+            throw fail("fsync", error)
         }
     }
 
@@ -467,6 +498,31 @@ public final class EmbeddedKernel: @unchecked Sendable {
     }
 
     /// `truncate(2)` by path.
+    /// `touch PATH` of an existing node: `utimensat(2)` setting both times to now.
+    public func touch(_ path: String) throws(KernelError) {
+        let inode = try walk(path, "utimensat", followLast: true)
+        let now = Date()
+        do throws(FileSystemError) {
+            cachedAttributes[inode] = try fileSystem.setAttributes(
+                of: inode, AttributeChanges(accessTime: now, modificationTime: now), handle: nil, context: requester
+            ).0
+        } catch {
+            throw fail("utimensat", error)
+        }
+    }
+
+    /// Runs `body`'s calls as one process, as one command given many paths makes them (`rm -r
+    /// A/* B/*`); calls are otherwise each their own process.
+    public func asOneProcess<T>(_ body: () throws -> T) rethrows -> T {
+        let outermost = process == nil
+        if outermost {
+            lastProcess += 1
+            process = lastProcess
+        }
+        defer { if outermost { process = nil } }
+        return try body()
+    }
+
     public func truncate(_ path: String, to size: UInt64) throws(KernelError) {
         let inode = try walk(path, "truncate", followLast: true)
         do throws(FileSystemError) {
@@ -616,8 +672,10 @@ public final class EmbeddedKernel: @unchecked Sendable {
     }
 
     /// `getxattr(2)`.
-    public func getxattr(_ path: String, _ name: String) throws(KernelError) -> Data {
-        let inode = try walk(path, "getxattr", followLast: false)
+    /// `lgetxattr(2)`, or `getxattr(2)` (what `getfattr` calls: a final symlink followed) when
+    /// `follow`.
+    public func getxattr(_ path: String, _ name: String, follow: Bool = false) throws(KernelError) -> Data {
+        let inode = try walk(path, "getxattr", followLast: follow)
         do throws(FileSystemError) {
             return try fileSystem.extendedAttribute(name, of: inode)
         } catch {

@@ -32,9 +32,20 @@ import Testing
         #expect(mount.session.transport == .device)
     }
 
-    @Test func theEnvironmentDecidesTheDefault() {
-        let off = ProcessInfo.processInfo.environment["STOREFS_IO_URING"] == "0"
-        #expect(MountOptions().ioUring == !off)
+    /// `STOREFS_IO_URING=0` turns the ring off for every mount of a process tree; any other value,
+    /// or none, leaves it on.
+    @Test func theEnvironmentDecidesTheDefault() throws {
+        #expect(MountOptions.ioUringByDefault(in: [:]))
+        #expect(!MountOptions.ioUringByDefault(in: ["STOREFS_IO_URING": "0"]))
+        #expect(MountOptions.ioUringByDefault(in: ["STOREFS_IO_URING": "1"]))
+        #expect(MountOptions.ioUringByDefault(in: ["STOREFS_IO_URING": "no"]))
+        #expect(MountOptions.ioUringByDefault(in: ["OTHER": "0"]))
+        // Options made without saying take this process's environment, as the kernel gave it
+        // (/proc/self/environ, not Foundation's reading of it).
+        let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/self/environ"))
+        let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let off = variables.contains("STOREFS_IO_URING=0")
+        #expect(MountOptions().ioUring == !off, "STOREFS_IO_URING=0 is \(off ? "" : "not ")set here")
     }
 
     @Test func onlyAWritersCloseSendsFlush() throws {

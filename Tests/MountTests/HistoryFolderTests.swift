@@ -3,8 +3,9 @@ import TestSupport
 import Testing
 
 /// `MNT/.history`: a real app's persistent history as folders, read with ls, cat, readlink,
-/// getfattr and find, against what `sqlite3` reads from the same rows; and a commit through the
-/// mount showing up as a new transaction without a remount.
+/// getfattr and find, against what `sqlite3` reads from the same rows and `storefs history` prints.
+/// A commit showing up as a new transaction, and stores without history, are kernel-free in
+/// StoreFSTests' RealStoreRenderingTests.
 @Suite(.serialized) struct HistoryFolderTests {
     static func sqlite(_ store: URL, _ query: String) throws -> [String] {
         try run("timeout", ["60", "sqlite3", "-batch", "-readonly", store.path, query]).lines
@@ -93,39 +94,5 @@ import Testing
                 == "FE291698-3C93-4425-A47A-E19027DBCAA0-@-0\n")
         #expect(try run("touch", [deleted]).status != 0, "read-only")
         #expect(try run("rm", ["-f", link]).status != 0, "read-only")
-    }
-
-    /// A commit through the mount (of a Notes store) is a new `tN` at once, without a remount:
-    /// the folder updated, with `user.history.changed` naming the attribute.
-    @Test func aCommitThroughTheMountShowsUpAsANewTransaction() throws {
-        let mount = try MountedStore(
-            copying: Corpus.url("sqlite/RhetTbull_apple-notes-parser_NoteStore-macOS-14-Sonoma.sqlite"))
-        defer { try? mount.unmount() }
-        let history = "\(mount.path)/.history"
-        let before = try run("ls", [history]).lines
-        #expect(before.count == 51)
-        #expect(
-            try sh("printf 'Renamed\\n' > \(mount.path)/ICFolder/p5/title && sync \(mount.path)/ICFolder/p5/title")
-                .status == 0)
-        let added = try run("ls", [history]).lines.filter { !before.contains($0) }
-        #expect(added.count == 1, "\(added)")
-        let new = try #require(added.first)
-        #expect(try run("ls", ["\(history)/\(new)/updated"]).lines == ["ICFolder-p5"])
-        let changed = try run("getfattr", ["-d", "\(history)/\(new)/updated"])
-        #expect(changed.output.contains("user.history.changed.ICFolder-p5=\"title\""), "\(changed)")
-        #expect(try run("cat", ["\(history)/\(new)/updated/ICFolder-p5/title"]).output == "Renamed\n")
-        #expect(try run("cat", ["\(history)/\(new)/author"]).output == "storefs\n")
-        #expect(
-            try run("ls", ["\(history)/\(new)"]).lines == [
-                "author", "bundleID", "deleted", "inserted", "processID", "timestamp", "updated"
-            ])
-    }
-
-    /// Stores that keep no history have no `.history`.
-    @Test func storesWithoutHistoryHaveNone() throws {
-        let mount = try MountedStore(objects: 50)
-        defer { try? mount.unmount() }
-        let result = try run("ls", ["\(mount.path)/.history"])
-        #expect(result.status != 0 && result.error.contains("No such file"), "\(result)")
     }
 }

@@ -5,106 +5,11 @@ import TestSupport
 @testable import StoreFS
 import Testing
 
-/// Reading a mounted sample store with the ordinary tools, checked against what the engine holds.
+/// Reading a mounted sample store with the ordinary tools, checked against what the engine holds:
+/// what needs the kernel (request counts, read-only opens, concurrent readers, the page cache,
+/// corpus stores walked by find and cat). What the mapping lists and reads is kernel-free in
+/// StoreFSTests' ReadMappingTests.
 @Suite(.serialized) struct ReadPathTests {
-    /// Read-only mounts list without OPENDIR (listings kept per directory, not per handle): the
-    /// same names either way, over the many READDIRPLUS calls of an 850-entry directory.
-    @Test(arguments: [[], ["ro"]])
-    func lsShowsEntitiesAndTheirObjects(options: [String]) throws {
-        let mount = try MountedStore(objects: 1_000, options: options)
-        defer { try? mount.unmount() }
-        let engine = try mount.engine()
-        let context = engine.newContext()
-        #expect(try run("ls", [mount.path]).lines == engine.model.entities.map(\.name).sorted())
-        for entity in engine.model.entities {
-            let expected = try context.objectIDs(of: entity.id, includingSubentities: true).map(\.key.description)
-                .sorted()
-            let listed = try run("ls", [mount.path + "/" + entity.name]).lines
-            #expect(listed == expected, "ls \(entity.name)")
-        }
-    }
-
-    @Test func catAndStatGiveTheValuesTheStoreHolds() throws {
-        let mount = try MountedStore(objects: 500)
-        defer { try? mount.unmount() }
-        let engine = try mount.engine()
-        let context = engine.newContext()
-        let model = engine.model
-        let employees = try context.objectIDs(of: model.entityID(named: "Employee")!)
-        for id in employees.prefix(12) {
-            let folder = "\(mount.path)/Employee/\(id.key)"
-            let snapshot = try #require(try context.snapshot(of: id))
-            let files = try run("find", [folder, "-maxdepth", "1", "-type", "f", "-printf", "%f\n"]).lines.sorted()
-            #expect(files == snapshot.attributes.keys.sorted(), "the files are the non-nil attributes of \(id)")
-            for attribute in model[id.entity].persistentAttributes {
-                guard let value = snapshot.attributes[attribute.name] else { continue }
-                let expected = ValueText.content(of: value, type: attribute.type)
-                let path = "\(folder)/\(attribute.name)"
-                let content = try Data(contentsOf: URL(fileURLWithPath: path))
-                #expect(content == expected, "\(path)")
-                let size = try run("stat", ["-c", "%s", path]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-                #expect(size == String(expected.count), "stat size of \(path)")
-                if ValueText.isText(attribute.type) {
-                    #expect(try run("cat", [path]).output == ValueText.text(of: value) + "\n")
-                }
-            }
-        }
-    }
-
-    @Test func relationshipsAreLinksAndFoldersOfLinks() throws {
-        let mount = try MountedStore(objects: 500)
-        defer { try? mount.unmount() }
-        let engine = try mount.engine()
-        let context = engine.newContext()
-        let model = engine.model
-        let employee = try context.objectIDs(of: model.entityID(named: "Employee")!)[3]
-        let department = try #require(try context.destination(of: "department", for: employee))
-        let link = try run("readlink", ["\(mount.path)/Employee/\(employee.key)/department"])
-        #expect(link.output == "../../Department/\(department.key)\n")
-        #expect(
-            try run("cat", ["\(mount.path)/Employee/\(employee.key)/department/name"]).output
-                == ValueText.text(of: try #require(try context.value(of: "name", for: department))) + "\n")
-
-        let members = try context.destinations(of: "employees", for: department)
-        let listed = try run("ls", ["\(mount.path)/Department/\(department.key)/employees"]).lines
-        #expect(listed == members.map(\.key.description).sorted())
-        let target = try run("readlink", ["\(mount.path)/Department/\(department.key)/employees/\(members[0].key)"])
-            .output
-        #expect(target == "../../../\(model[members[0].entity].name)/\(members[0].key)\n")
-
-        // An ordered relationship lists in its order (ls -U keeps the directory order) and says it in user.order.
-        let manager = try context.objectIDs(of: model.entityID(named: "Manager")!)[1]
-        let reports = try context.destinations(of: "directReports", for: manager).map(\.key.description)
-        #expect(reports.count > 1)
-        #expect(try run("ls", ["-U", "\(mount.path)/Manager/\(manager.key)/directReports"]).lines == reports)
-        let order = try run(
-            "getfattr", ["--only-values", "-n", "user.order", "\(mount.path)/Manager/\(manager.key)/directReports"])
-        #expect(order.output == reports.joined(separator: " "))
-    }
-
-    @Test func subentityObjectsAppearOnceAsFoldersAndAsLinksInAncestors() throws {
-        let mount = try MountedStore(objects: 500)
-        defer { try? mount.unmount() }
-        let engine = try mount.engine()
-        let context = engine.newContext()
-        let model = engine.model
-        let managers = try context.objectIDs(of: model.entityID(named: "Manager")!)
-        let employees = try context.objectIDs(of: model.entityID(named: "Employee")!)
-        let manager = managers[0]
-        let tree = ["Person", "Employee", "Manager"].map { "\(mount.path)/\($0)" }
-        let folders = try run("find", tree + ["-type", "d", "-name", manager.key.description]).lines
-        #expect(folders == ["\(mount.path)/Manager/\(manager.key)"], "one folder for the object")
-        for ancestor in ["Employee", "Person"] {
-            #expect(
-                try run("readlink", ["\(mount.path)/\(ancestor)/\(manager.key)"]).output
-                    == "../Manager/\(manager.key)\n")
-        }
-        let personLinks = try run("find", ["\(mount.path)/Person", "-maxdepth", "1", "-type", "l"]).lines.count
-        #expect(personLinks == managers.count + employees.count)
-        #expect(
-            try run("find", ["\(mount.path)/Employee", "-maxdepth", "1", "-type", "l"]).lines.count == managers.count)
-    }
-
     @Test func findGrepDuAndGetfattrWork() throws {
         let mount = try MountedStore(objects: 300)
         defer { try? mount.unmount() }
@@ -162,19 +67,6 @@ import Testing
         #expect(
             requests <= (count + batch - 1) / batch + 4,
             "\(requests) store requests for listing and reading \(count) objects")
-    }
-
-    @Test func missingNamesAreENOENT() throws {
-        let mount = try MountedStore(objects: 200)
-        defer { try? mount.unmount() }
-        for path in [
-            "NoSuchEntity", "Employee/p999999", "Employee/x1", "Employee/p6/noSuchAttribute",
-            "Department/p1/employees/p999999"
-        ] {
-            let result = try run("stat", ["\(mount.path)/\(path)"])
-            #expect(
-                result.status != 0 && result.error.contains("No such file or directory"), "\(path): \(result.error)")
-        }
     }
 
     @Test func readOnlyMountsRefuseWritesAndLeaveTheFileAsItWas() throws {

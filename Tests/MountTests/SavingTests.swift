@@ -97,33 +97,6 @@ import Testing
         #expect(try sqlite(mount.store, "select ZLASTNAME from ZPERSON where Z_PK = \(made.rawValue)") == "Fixed")
     }
 
-    @Test func fsyncReportsAValueThatCannotBeSavedAndTakesItBack() throws {
-        let mount = try MountedStore(objects: 300)
-        defer { _ = try? mount.unmountReportingStatus() }
-        #expect(try run("mkdir", ["\(mount.path)/Employee/p7000"]).status == 0)
-        let fsync = """
-            import os, sys
-            fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC); os.write(fd, b"Ada\\n")
-            try:
-                os.fsync(fd); print("ok")
-            except OSError as e:
-                print("error", e.errno)
-            os.close(fd)
-            """
-        // lastName is still "" (below its minimum): the object cannot be saved, so firstName's value
-        // is not saved either: fsync says so and the value is taken back.
-        #expect(try python(fsync, "\(mount.path)/Employee/p7000/firstName") == "error \(EINVAL)\n")
-        #expect(try run("cat", ["\(mount.path)/Employee/p7000/firstName"]).output == "\n", "taken back")
-        #expect(
-            try run("getfattr", ["--only-values", "-n", "user.storefs.error", "\(mount.path)/Employee/p7000"]).output
-                .contains("lastName"))
-        // With lastName set, the same fsync saves.
-        #expect(try sh("echo Lovelace > \(mount.path)/Employee/p7000/lastName").status == 0)
-        #expect(try python(fsync, "\(mount.path)/Employee/p7000/firstName") == "ok\n")
-        #expect(
-            try sqlite(mount.store, "select ZFIRSTNAME, ZLASTNAME from ZPERSON where Z_PK = 7000") == "Ada|Lovelace")
-    }
-
     @Test func aFolderMadeByMkdirShowsItsDefaultsTwoSecondsAfterItsLastChange() throws {
         let mount = try MountedStore(objects: 300)
         defer { try? mount.unmount() }
@@ -135,19 +108,6 @@ import Testing
         #expect(try run("cat", ["\(mount.path)/Project/p800/name"]).output == "New Project\n")
         // No other change happened, and it is saved.
         #expect(try sqlite(mount.store, "select ZNAME from ZPROJECT where Z_PK = 800") == "New Project")
-    }
-
-    @Test func aDeleteRefusedByDenyLeavesEveryRowAsItWas() throws {
-        let mount = try MountedStore(objects: 300)
-        defer { try? mount.unmount() }
-        let dump =
-            "select * from ZDEPARTMENT where Z_PK = 2; select Z_PK, Z_OPT, ZDEPARTMENT from ZPERSON where ZDEPARTMENT = 2 order by Z_PK; select Z_PK, Z_OPT, ZDEPARTMENT from ZPROJECT where ZDEPARTMENT = 2 order by Z_PK"
-        let before = try sqlite(mount.store, dump)
-        let removal = try run("rm", ["-r", "\(mount.path)/Department/p2"])
-        #expect(removal.status != 0 && removal.error.contains("Operation not permitted"), "\(removal.error)")
-        #expect(try run("ls", ["\(mount.path)/Department/p2"]).lines.contains("employees"))
-        try mount.unmount()
-        #expect(try sqlite(mount.store, dump) == before, "rows, keys and Z_OPT as they were")
     }
 
     @Test(arguments: ["sqlite", "xml", "binary"])

@@ -5,7 +5,8 @@ import SQLiteStore
 import Testing
 
 /// Editing through the mount with standard tools; every result is checked after unmount, through
-/// the engine and with sqlite3 on the file.
+/// the engine and with sqlite3 on the file. The mapping's answers to those edits (typed values,
+/// removals, delete rules and inverses) are kernel-free in StoreFSTests' WriteMappingTests.
 @Suite(.serialized) struct WritePathTests {
     /// The value of `attribute` of `Entity/pKey` in the store file, through a fresh engine.
     func stored(_ mount: MountedStore, _ entity: String, _ key: Int64, _ attribute: String) throws -> AttributeValue? {
@@ -14,11 +15,6 @@ import Testing
         let context = engine.newContext()
         let id = try #require(try context.objectID(forKey: PrimaryKey(key), in: engine.model.entityID(named: entity)!))
         return try context.value(of: attribute, for: id)
-    }
-
-    /// fsync on a folder: commits what is pending.
-    func fsync(_ path: String) throws -> ToolResult {
-        try run("python3", ["-c", "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)", path])
     }
 
     func sqlite(_ mount: MountedStore, _ query: String) throws -> String {
@@ -80,140 +76,6 @@ import Testing
                 try sqlite(mount, "select Z\(attribute.uppercased()) from ZDEPARTMENT where Z_PK=\(key)") == value,
                 "sqlite3: \(command)")
         }
-    }
-
-    @Test func typedValuesParseAndInvalidOnesAreRefused() throws {
-        let mount = try MountedStore(objects: 300)
-        defer { try? mount.unmount() }
-        let e = "\(mount.path)/Employee/p10"
-        #expect(try sh("echo 7 > \(e)/level").status == 0)
-        #expect(try sh("echo 2024-05-01T12:30:00.25+02:00 > \(e)/birthDate").status == 0)
-        #expect(try sh("echo yes > \(e)/isRemote").status == 0)
-        #expect(try sh("echo 1234.5 > \(e)/salary").status == 0)
-        #expect(try run("cat", ["\(e)/birthDate"]).output == "2024-05-01T10:30:00.25Z\n")
-        #expect(try run("cat", ["\(e)/isRemote"]).output == "true\n")
-        // Refused values fail the write or the close (tee reports close errors) and change nothing.
-        for (attribute, text) in [
-            ("level", "abc"), ("level", "40000"), ("birthDate", "2024-13-45"), ("salary", "12,5"),
-            ("isRemote", "maybe"), ("personID", "not-a-uuid")
-        ] {
-            let before = try run("cat", ["\(e)/\(attribute)"]).output
-            let result = try sh("echo '\(text)' | tee \(e)/\(attribute)")
-            #expect(result.status != 0 && result.error.contains("Invalid argument"), "\(attribute) = \(text)")
-            #expect(try run("cat", ["\(e)/\(attribute)"]).output == before, "\(attribute) kept its value")
-        }
-        #expect(mount.logText.contains("is outside -32768...32767"), "the log says why")
-        try mount.unmount()
-        #expect(try stored(mount, "Employee", 10, "level") == .integer(7))
-        #expect(try stored(mount, "Employee", 10, "isRemote") == .boolean(true))
-        #expect(try stored(mount, "Employee", 10, "salary") == .decimal(Decimal(string: "1234.5")!))
-        #expect(try sqlite(mount, "select ZLEVEL, ZISREMOTE from ZPERSON where Z_PK=10") == "7|1")
-    }
-
-    @Test func rmSetsNilAndIsRefusedForMandatoryAttributes() throws {
-        let mount = try MountedStore(objects: 300)
-        defer { try? mount.unmount() }
-        let e = "\(mount.path)/Employee/p10"
-        #expect(try run("rm", ["\(e)/badgeNumber"]).status == 0)
-        #expect(try run("stat", ["\(e)/badgeNumber"]).status != 0)
-        let refused = try run("rm", ["\(e)/lastName"])
-        #expect(
-            refused.status != 0 && refused.error.contains("Operation not permitted"),
-            "a mandatory value cannot be removed: \(refused.error)")
-        #expect(try run("cat", ["\(e)/lastName"]).status == 0, "and its file is still there")
-        #expect(mount.logText.contains("lastName is not optional and cannot be removed"))
-        try mount.unmount()
-        #expect(try stored(mount, "Employee", 10, "badgeNumber") == nil)
-        #expect(try stored(mount, "Employee", 10, "lastName") != nil)
-    }
-
-    @Test func objectsAndRelationshipsFollowDeleteRulesAndInverses() throws {
-        let mount = try MountedStore(objects: 300)
-        defer { try? mount.unmount() }
-        let m = mount.path
-        // mkdir: a free key is kept, another name gets the next key.
-        #expect(try run("mkdir", ["\(m)/Department/p900"]).status == 0)
-        #expect(
-            try run("ls", ["\(m)/Department/p900"]).lines == [],
-            "a new folder looks empty until its first commit (cp -a copies into it)")
-        #expect(try fsync("\(m)/Department/p900").status == 0)
-        #expect(
-            try run("ls", ["\(m)/Department/p900"]).lines == ["employees", "name", "projects"],
-            "then shows its defaults")
-        #expect(try run("cat", ["\(m)/Department/p900/name"]).output == "New Department\n")
-        #expect(try run("mkdir", ["\(m)/Department/p1"]).error.contains("File exists"))
-        let projects = try run("ls", ["\(m)/Project"]).lines.compactMap { PrimaryKey(reference: $0)?.rawValue }
-        #expect(try run("mkdir", ["\(m)/Project/extra"]).status == 0)
-        let next = "p\(projects.max()! + 1)"
-        #expect(try run("ls", ["\(m)/Project"]).lines.contains(next), "a name that is not a key gets the next key")
-        #expect(try run("stat", ["\(m)/Project/extra"]).status != 0, "and shows under its real name")
-        // ln -s sets a to-one; the inverse follows.
-        #expect(try run("ln", ["-sfn", "../../Department/p900", "\(m)/Employee/p10/department"]).status == 0)
-        #expect(try run("readlink", ["\(m)/Employee/p10/department"]).output == "../../Department/p900\n")
-        #expect(try run("ls", ["\(m)/Department/p900/employees"]).lines == ["p10"])
-        // In a to-many folder, ln -s adds and rm removes; the inverse follows.
-        #expect(try run("ln", ["-s", "../../../Employee/p11", "\(m)/Department/p900/employees/p11"]).status == 0)
-        #expect(try run("readlink", ["\(m)/Employee/p11/department"]).output == "../../Department/p900\n")
-        #expect(try run("rm", ["\(m)/Department/p900/employees/p10"]).status == 0)
-        #expect(try run("stat", ["\(m)/Employee/p10/department"]).status != 0, "p10 has no department now")
-        #expect(try run("rm", ["\(m)/Employee/p11/department"]).status == 0)
-        #expect(try run("ls", ["\(m)/Department/p900/employees"]).lines == [], "p11 left the department's employees")
-        // A link to something that is not a Department is refused.
-        let wrong = try run("ln", ["-sfn", "../../Project/p1", "\(m)/Employee/p12/department"])
-        #expect(wrong.status != 0 && wrong.error.contains("Invalid argument"))
-        // Ordered: user.order sets the order.
-        let reports = try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines
-        #expect(reports.count > 2)
-        let reversed = Array(reports.reversed())
-        #expect(
-            try run(
-                "setfattr", ["-n", "user.order", "-v", reversed.joined(separator: " "), "\(m)/Manager/p2/directReports"]
-            ).status == 0)
-        #expect(try run("ls", ["-U", "\(m)/Manager/p2/directReports"]).lines == reversed)
-        // Deny: a department with employees is not deleted, and nothing inside it is lost.
-        let employees = try run("ls", ["\(m)/Department/p1/employees"]).lines
-        let denied = try run("rm", ["-r", "\(m)/Department/p1"])
-        #expect(denied.status != 0 && denied.error.contains("Operation not permitted"))
-        #expect(try run("ls", ["\(m)/Department/p1/employees"]).lines == employees)
-        #expect(mount.logText.contains("Deny"))
-        // Cascade: deleting a project deletes its milestones; Nullify: its members stay.
-        let milestones = try run("ls", ["\(m)/Project/p1/milestones"]).lines
-        let members = try run("ls", ["\(m)/Project/p1/members"]).lines
-        #expect(!milestones.isEmpty && !members.isEmpty)
-        #expect(try run("rm", ["-r", "\(m)/Project/p1"]).status == 0)
-        for milestone in milestones { #expect(try run("stat", ["\(m)/Milestone/\(milestone)"]).status != 0) }
-        for member in members {
-            #expect(try run("stat", ["\(m)/Employee/\(member)"]).status == 0)
-            #expect(!(try run("ls", ["\(m)/Employee/\(member)/projects"]).lines.contains("p1")))
-        }
-        // rm -r of an object with nothing blocking deletes it.
-        #expect(try run("rm", ["-r", "\(m)/Department/p900"]).status == 0)
-        #expect(try run("stat", ["\(m)/Department/p900"]).status != 0)
-        try mount.unmount()
-
-        let engine = try mount.engine()
-        let context = engine.newContext()
-        let model = engine.model
-        // Keys are per inheritance tree: Employee/p10 may be a Manager.
-        func id(_ e: String, _ k: Int64) -> ObjectID {
-            (try? context.objectID(forKey: PrimaryKey(k), in: model.entityID(named: e)!)) ?? nil
-                ?? ObjectID(entity: model.entityID(named: e)!, key: PrimaryKey(k))
-        }
-        #expect(try !context.exists(id("Department", 900)))
-        #expect(try context.exists(id("Project", PrimaryKey(reference: next)!.rawValue)))
-        #expect(try context.exists(id("Department", 1)))
-        #expect(
-            try context.destinations(of: "employees", for: id("Department", 1)).map(\.key.description).sorted()
-                == employees.sorted())
-        #expect(try !context.exists(id("Project", 1)))
-        for milestone in milestones {
-            #expect(
-                try !context.exists(
-                    ObjectID(entity: model.entityID(named: "Milestone")!, key: PrimaryKey(reference: milestone)!)))
-        }
-        #expect(try context.destination(of: "department", for: id("Employee", 10)) == nil)
-        #expect(try context.destinations(of: "directReports", for: id("Manager", 2)).map(\.key.description) == reversed)
-        #expect(try sqlite(mount, "select count(*) from ZPROJECT where Z_PK=1") == "0")
     }
 
     @Test func aSecondReadWriteMountIsRefusedWhileReadOnlyMountsSeeTheEdits() throws {

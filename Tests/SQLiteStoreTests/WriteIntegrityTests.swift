@@ -109,21 +109,63 @@ import Testing
         #expect(try s.integrityCheck() == ["ok"])
     }
 
-    /// Z_MAX stays at or above every key of its tree, after inserts and deletes.
+    /// Z_MAX is exactly the highest key its tree ever handed out, as Core Data keeps it: every key
+    /// stays at or below it, new objects take the keys right after it, a delete never lowers it
+    /// (a key is never reused), trees a save does not touch keep theirs, and the history tables,
+    /// which only grow here, end at their highest row, having grown by the rows added.
     @Test func keysStayBelowZMax() throws {
         let s = try CorpusStore(Self.swiftData)
-        for name in ["a", "b", "c"] { _ = try s.insert("Item", values: ["name": .string(name)]) }
-        s.save()
-        try s.context.delete(try s.id("Item", 12))
-        s.save()
-        for (zent, table) in [
+        let trees = [
             ("1", "ZCOMPONENT"), ("2", "ZCRAFTINGRECIPE"), ("3", "ZITEM"), ("16001", "ACHANGE"),
             ("16002", "ATRANSACTION"), ("16003", "ATRANSACTIONSTRING")
-        ] {
-            let max = Int(try s.value("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = \(zent)")) ?? -1
-            let top = Int(try s.value("SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)")) ?? Int.max
-            #expect(max >= top, "\(table): Z_MAX \(max) below key \(top)")
+        ]
+        func zmax(_ table: String) throws -> Int64 {
+            let zent = try #require(trees.first { $0.1 == table }?.0)
+            return try #require(Int64(try s.value("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = \(zent)")))
         }
+        func top(_ table: String) throws -> Int64 {
+            try #require(Int64(try s.value("SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)")))
+        }
+        func rows(_ table: String) throws -> Int64 { try #require(Int64(try s.value("SELECT COUNT(*) FROM \(table)"))) }
+        var before: [String: Int64] = [:]
+        var rowsBefore: [String: Int64] = [:]
+        for (_, table) in trees {
+            before[table] = try zmax(table)
+            rowsBefore[table] = try rows(table)
+            #expect(try top(table) <= before[table]!, "\(table): a key above Z_MAX before any save")
+        }
+        let items = before["ZITEM"]!
+
+        // Three inserts take the three keys after Z_MAX, which becomes the last of them.
+        let inserted = try ["a", "b", "c"].map { try s.insert("Item", values: ["name": .string($0)]) }
+        s.save()
+        #expect(inserted.map(\.key.rawValue) == [items + 1, items + 2, items + 3])
+        #expect(try zmax("ZITEM") == items + 3)
+        #expect(try top("ZITEM") == items + 3)
+        // Deletes, of an old object and of the newest, lower nothing.
+        try s.context.delete(try s.id("Item", 12))
+        try s.context.delete(inserted[2])
+        s.save()
+        #expect(try zmax("ZITEM") == items + 3, "a delete never lowers Z_MAX")
+        #expect(try top("ZITEM") == items + 2)
+        // The next insert takes the next key, not the newest deleted one.
+        let next = try s.insert("Item", values: ["name": .string("d")])
+        s.save()
+        #expect(next.key.rawValue == items + 4, "the deleted key \(items + 3) is not reused")
+        #expect(try zmax("ZITEM") == items + 4)
+
+        // Trees no save inserted into keep their Z_MAX (the delete of item 12 may remove rows).
+        for table in ["ZCOMPONENT", "ZCRAFTINGRECIPE"] {
+            #expect(try zmax(table) == before[table]!, "\(table)")
+            #expect(try top(table) <= before[table]!, "\(table)")
+        }
+        // The history tables: three saves added rows, Z_MAX is the highest of them, exactly.
+        for table in ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"] {
+            let (max, highest) = (try zmax(table), try top(table))
+            #expect(max == highest, "\(table): Z_MAX \(max), highest key \(highest)")
+            #expect(max - before[table]! == (try rows(table)) - rowsBefore[table]!, "\(table): one key per row added")
+        }
+        #expect(try rows("ATRANSACTION") - rowsBefore["ATRANSACTION"]! == 3, "one transaction per save")
     }
 
     // MARK: - File settings

@@ -33,6 +33,40 @@ import Testing
         #expect(!total.contains(" 0 writes"), "no write was logged before the kills: \(total)")
     }
 
+    /// The power-loss trials need LazyFS's source, which CI cannot fetch (docs/RELIABILITY.md runs
+    /// them by hand): without it, or given a folder that is not it, the script says what it needs
+    /// and where to get it, exits 2 (cannot run, not "trials failed"), and builds, installs and
+    /// mounts nothing.
+    @Test func thePowerLossScriptSaysClearlyWhatItNeedsWithoutLazyFSSource() throws {
+        let script = packageRoot.appendingPathComponent("scripts/power-loss").path
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("power-loss-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let build = folder.appendingPathComponent("build").path
+        func lazyFSMounts() throws -> Int {
+            try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8).split(separator: "\n")
+                .filter { $0.contains(" fuse.lazyfs ") }.count
+        }
+        let mountsBefore = try lazyFSMounts()
+
+        let none = try run(script, ["--lazyfs-build", build, "--storefs", "/bin/false"])
+        #expect(none.status == 2, "\(none.status): \(none.errorOutput)")
+        #expect(none.errorOutput.contains("--lazyfs-source PATH is needed"), "\(none.errorOutput)")
+        #expect(none.errorOutput.contains("github.com/dsrhaslab/lazyfs"), "says where to get it: \(none.errorOutput)")
+
+        let notLazyFS = try run(
+            script, ["--lazyfs-source", folder.path, "--lazyfs-build", build, "--storefs", "/bin/false"])
+        #expect(notLazyFS.status == 2, "\(notLazyFS.status): \(notLazyFS.errorOutput)")
+        #expect(notLazyFS.errorOutput.contains("is not LazyFS's source"), "\(notLazyFS.errorOutput)")
+
+        let missing = folder.appendingPathComponent("nothing-here").path
+        let absent = try run(script, ["--lazyfs-source", missing, "--lazyfs-build", build, "--storefs", "/bin/false"])
+        #expect(absent.status == 2 && absent.errorOutput.contains("no such file or folder"), "\(absent.errorOutput)")
+
+        #expect(!FileManager.default.fileExists(atPath: build), "nothing was built")
+        #expect(try lazyFSMounts() == mountsBefore, "nothing was mounted")
+    }
+
     @Test func mutatedStoresNeverCrashHangOrChangeUnderInfoAndAReadOnlyMount() throws {
         try Self.requireTools()
         let result = try run(

@@ -144,10 +144,7 @@ enum StoreFiles {
 
     /// Makes the entries of `folder` (renames, links) durable.
     static func syncFolder(_ folder: URL) {
-        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
+        DurableFile.syncFolder(folder)
     }
 
     /// Makes a file's data durable.

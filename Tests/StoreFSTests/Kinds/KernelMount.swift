@@ -1,8 +1,10 @@
 import EmbeddedKernel
 import Foundation
 import FuseKit
+import Logging
 import ObjectGraph
 import SQLiteStore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -14,7 +16,7 @@ import Testing
 
 /// A sample company store (SQLite, in a temporary folder) served by a ``StoreFileSystem`` on an
 /// embedded kernel: the fast layer the node kinds are tested on, without /dev/fuse. Commits happen
-/// where a test asks (fsync, ``remount()``).
+/// where a test asks (fsync, ``remount()``, ``unmount()``).
 final class KernelMount {
     let folder: URL
     let url: URL
@@ -22,8 +24,19 @@ final class KernelMount {
     private(set) var fileSystem: StoreFileSystem
     private(set) var kernel: EmbeddedKernel
     let readOnly: Bool
+    /// The model the store is opened with; nil: the store's own.
+    let model: ManagedObjectModel?
+    /// Changes to the configuration every (re)mount makes (`-o max_value_size=1`, `list_fetched`).
+    let configure: @Sendable (inout StoreFSConfiguration) -> Void
+    private let log = LogRecord()
 
-    init(objects: Int = 300, readOnly: Bool = false) throws {
+    /// What the mapping logged, one message a line (what `--log-file` holds for a real mount).
+    var logText: String { log.text }
+
+    init(
+        objects: Int = 300, readOnly: Bool = false, model: ManagedObjectModel? = nil,
+        configure: @escaping @Sendable (inout StoreFSConfiguration) -> Void = { _ in }
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent("Company.sqlite")
@@ -33,7 +46,9 @@ final class KernelMount {
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
         self.readOnly = readOnly
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        self.model = model
+        self.configure = configure
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, model: model, configure, log)
     }
 
     /// A copy of corpus store `name` (with its WAL), served like the sample store.
@@ -46,7 +61,9 @@ final class KernelMount {
             try FileManager.default.copyItem(atPath: source + suffix, toPath: url.path + suffix)
         }
         self.readOnly = readOnly
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        self.model = nil
+        self.configure = { _ in }
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, model: nil, configure, log)
     }
 
     /// A copy of the store at `source` (with its WAL), served like the sample store.
@@ -58,20 +75,26 @@ final class KernelMount {
             try FileManager.default.copyItem(atPath: source.path + suffix, toPath: url.path + suffix)
         }
         self.readOnly = readOnly
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        self.model = nil
+        self.configure = { _ in }
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, model: nil, configure, log)
     }
 
-    private static func mount(_ url: URL, readOnly: Bool) throws -> (
-        PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel
-    ) {
+    private static func mount(
+        _ url: URL, readOnly: Bool, model: ManagedObjectModel?,
+        _ configure: (inout StoreFSConfiguration) -> Void, _ log: LogRecord
+    ) throws -> (PersistentStoreCoordinator, StoreFileSystem, EmbeddedKernel) {
         let coordinator = try PersistentStoreCoordinator.open(
-            at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: readOnly))
+            at: url, types: [SQLiteStoreType()], model: model, options: StoreOptions(readOnly: readOnly))
         var configuration = StoreFSConfiguration()
         configuration.commitDelay = 3600
         configuration.changePollInterval = 3600
         configuration.readOnly = readOnly
         configuration.mountPoint = "/mnt/company"
-        let fileSystem = StoreFileSystem(coordinator: coordinator, configuration: configuration)
+        configure(&configuration)
+        let fileSystem = StoreFileSystem(
+            coordinator: coordinator, configuration: configuration,
+            logger: Logger(label: "storefs", factory: { _ in RecordingLogHandler(record: log) }))
         return (coordinator, fileSystem, EmbeddedKernel(fileSystem))
     }
 
@@ -80,7 +103,7 @@ final class KernelMount {
     func remount() throws -> EmbeddedKernel.Leftovers {
         let leftovers = kernel.finish()
         coordinator.close()
-        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly)
+        (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, model: model, configure, log)
         return leftovers
     }
 
@@ -90,6 +113,38 @@ final class KernelMount {
         coordinator.close()
         try? FileManager.default.removeItem(at: folder)
         return leftovers
+    }
+
+    /// Finishes the kernel and closes the store, keeping its file for ``stored(_:_:_:)`` and
+    /// ``sqlite(_:)``: what an unmount saved is what they find.
+    func unmount() -> EmbeddedKernel.Leftovers {
+        let leftovers = kernel.finish()
+        coordinator.close()
+        return leftovers
+    }
+
+    deinit { try? FileManager.default.removeItem(at: folder) }
+
+    /// A fresh read-only engine on the store file.
+    func engine() throws -> PersistentStoreCoordinator {
+        try PersistentStoreCoordinator.open(
+            at: url, types: [SQLiteStoreType()], model: model, options: StoreOptions(readOnly: true))
+    }
+
+    /// The value of `attribute` of `entity`/p`key` in the store file, through a fresh engine.
+    func stored(_ entity: String, _ key: Int64, _ attribute: String) throws -> AttributeValue? {
+        let engine = try engine()
+        defer { engine.close() }
+        let context = engine.newContext()
+        let entityID = try #require(engine.model.entityID(named: entity))
+        let id = try #require(try context.objectID(forKey: PrimaryKey(key), in: entityID))
+        return try context.value(of: attribute, for: id)
+    }
+
+    /// What the sqlite3 tool answers for `query` on the store file (another process reading it).
+    func sqlite(_ query: String) throws -> String {
+        try runTool("sqlite3", ["-cmd", ".timeout 5000", url.path, query]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// The keys of `entity`'s own objects (not its subentities'), as the store has them.
@@ -109,4 +164,26 @@ func errnoOf(_ body: () throws -> Void) -> Int32? {
     } catch {
         return (error as? EmbeddedKernel.KernelError)?.errno ?? -1
     }
+}
+
+/// The messages a mapping logged (every level), in order.
+final class LogRecord: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+}
+
+/// A swift-log handler that keeps every message in a ``LogRecord``.
+struct RecordingLogHandler: LogHandler {
+    let record: LogRecord
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) { record.append("\(event.level): \(event.message)") }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import StoreFS
 
 /// The changes of an evidence mount's overlay as a file: `storefs overlay export MNT >
 /// changes.json` writes it, `storefs apply changes.json COPY` replays it on a copy of the store
@@ -100,7 +101,7 @@ public struct OverlayPatch: Codable, Sendable {
         self.store = store
         self.storeUUID = metadata.storeUUID ?? ""
         self.read = read
-        self.written = ValueText.format(Date())
+        self.written = ISO8601DateText.text(of: Date())
         var objects: [Object] = []
         for snapshot in changes.inserted {
             var object = Object(object: name(snapshot.objectID), change: PendingChange.Kind.inserted.rawValue)
