@@ -39,4 +39,38 @@ extension PostgresStore {
     {
         try core.objectIDs(holding: values, in: root, on: reads)
     }
+
+    // MARK: - Predicates in SQL
+
+    /// The objects that may match `predicate`, in one statement (``RelationalRules/candidates(matching:of:includingSubentities:on:)``):
+    /// exactly the matches where PostgreSQL's SQL decides every comparison, else a superset the
+    /// engine decides.
+    public func candidates(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> PredicateCandidates?
+    {
+        try core.candidates(matching: predicate, of: entity, includingSubentities: includingSubentities, on: reads)
+    }
+
+    public func objectIDs(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> [ObjectID]?
+    {
+        try candidates(matching: predicate, of: entity, includingSubentities: includingSubentities).flatMap {
+            $0.exact ? $0.ids : nil
+        }
+    }
+
+    public func count(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> Int?
+    {
+        try core.count(matching: predicate, of: entity, includingSubentities: includingSubentities, on: reads)
+    }
+
+    public func snapshots(
+        of entity: EntityID, includingSubentities: Bool, matching predicate: ObjectGraph.Predicate?,
+        after key: PrimaryKey?, limit: Int
+    ) throws(ObjectGraphError) -> [Snapshot]? {
+        try core.snapshots(
+            of: entity, includingSubentities: includingSubentities, matching: predicate, after: key, limit: limit,
+            on: reads)
+    }
 }

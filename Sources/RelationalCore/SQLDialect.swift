@@ -1,3 +1,4 @@
+import Foundation
 import ObjectGraph
 
 /// What one SQL engine spells its own way, and nothing more: the relational algorithms
@@ -44,6 +45,44 @@ package protocol SQLDialect: Sendable {
 
     /// The column type of `type` in a store this engine makes.
     func columnType(of type: AttributeType) -> String
+
+    // MARK: Predicates (PredicateTranslator)
+
+    /// Whether the engine runs the evaluator's own comparison inside SQL (functions registered
+    /// under ``PredicateFunctionNames``): without it, comparisons plain SQL cannot decide exactly
+    /// widen a query's answer, and the caller decides those rows.
+    var evaluatesWithFunctions: Bool { get }
+
+    /// The placeholder of bound value `name` in a predicate's SQL, typed where the engine would
+    /// infer no type; `type`: the attribute it is compared with.
+    func placeholder(_ name: String, for value: SQLValue, comparedWith type: AttributeType?) -> String
+
+    /// String column (or expression) `column`, compared in the order of its code points (UTF-8's
+    /// byte order), as the evaluator compares strings.
+    func bytewise(column: String) -> String
+
+    /// `text` as the value a ``bytewise(column:)`` comparison takes; nil when the engine cannot
+    /// compare with it exactly.
+    func bytewise(_ text: String) -> SQLValue?
+
+    /// Text column `column` as `MIN` and `MAX` order it: by code points, as the evaluator does.
+    func codePointOrdered(_ column: String) -> String
+
+    /// Whether double and decimal columns may hold NaN (which SQL orders above every number).
+    var storesNaN: Bool { get }
+
+    /// `expression` (an integer) as a double.
+    func real(_ expression: String) -> String
+
+    /// Attribute column `column` of `type` as predicates compare it (booleans as integers).
+    func comparable(_ column: String, type: AttributeType) -> String
+
+    /// A UUID as the engine stores it.
+    func uuid(_ value: UUID) -> SQLValue
+
+    /// `column` tested without its index (SQLite's unary `+`), where walking the key order is
+    /// better than the index.
+    func unindexed(_ column: String) -> String
 }
 
 extension SQLDialect {

@@ -75,4 +75,42 @@ struct PostgresDialect: SQLDialect {
     }
 
     func columnType(of type: AttributeType) -> String { PostgresValueCoding.columnType(of: type) }
+
+    // MARK: Predicates
+
+    /// No Swift runs inside the server: what plain SQL cannot decide exactly widens the answer.
+    var evaluatesWithFunctions: Bool { false }
+
+    func placeholder(_ name: String, for value: SQLValue, comparedWith type: AttributeType?) -> String {
+        if type == .uuid { return "CAST(\(name) AS uuid)" }
+        if type == .decimal, case .real = value { return "CAST(\(name) AS numeric)" }
+        switch value {
+        case .null: return name
+        case .integer: return "CAST(\(name) AS bigint)"
+        case .real: return "CAST(\(name) AS double precision)"
+        case .text: return "CAST(\(name) AS text)"
+        case .blob: return "CAST(\(name) AS bytea)"
+        }
+    }
+
+    /// The "C" collation orders text by its bytes: UTF-8's byte order is code point order.
+    func bytewise(column: String) -> String { "\(column) COLLATE \"C\"" }
+
+    /// A NUL cannot be sent in a text parameter (and no stored text holds one).
+    func bytewise(_ text: String) -> SQLValue? { text.utf8.contains(0) ? nil : .text(text) }
+
+    func codePointOrdered(_ column: String) -> String { bytewise(column: column) }
+
+    /// double precision, real and numeric all hold NaN, and PostgresDialect keeps it.
+    var storesNaN: Bool { true }
+
+    func real(_ expression: String) -> String { "CAST(\(expression) AS double precision)" }
+
+    func comparable(_ column: String, type: AttributeType) -> String {
+        type == .boolean ? "CAST(\(column) AS integer)" : column
+    }
+
+    func uuid(_ value: UUID) -> SQLValue { .text(value.uuidString) }
+
+    func unindexed(_ column: String) -> String { column }
 }

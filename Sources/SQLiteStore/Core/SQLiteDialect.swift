@@ -79,4 +79,29 @@ struct SQLiteDialect: SQLDialect {
     }
 
     func columnType(of type: AttributeType) -> String { StoreLayout.sqlType(of: type) }
+
+    // MARK: Predicates
+
+    /// The evaluator's own comparison runs inside SQLite (PredicateFunctions.swift).
+    var evaluatesWithFunctions: Bool { true }
+
+    func placeholder(_ name: String, for value: SQLValue, comparedWith type: AttributeType?) -> String { name }
+
+    func bytewise(column: String) -> String { "CAST(\(column) AS BLOB)" }
+
+    func bytewise(_ text: String) -> SQLValue? { .blob(Data(text.utf8)) }
+
+    /// Text's BINARY collation, SQLite's default, compares the bytes: UTF-8's order is code points'.
+    func codePointOrdered(_ column: String) -> String { column }
+
+    /// SQLite stores NaN as NULL.
+    var storesNaN: Bool { false }
+
+    func real(_ expression: String) -> String { "CAST(\(expression) AS REAL)" }
+
+    func comparable(_ column: String, type: AttributeType) -> String { column }
+
+    func uuid(_ value: UUID) -> SQLValue { .blob(withUnsafeBytes(of: value.uuid) { Data($0) }) }
+
+    func unindexed(_ column: String) -> String { "+" + column }
 }
