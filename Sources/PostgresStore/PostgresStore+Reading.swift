@@ -54,9 +54,7 @@ extension PostgresStore {
     public func objectIDs(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     {
-        try candidates(matching: predicate, of: entity, includingSubentities: includingSubentities).flatMap {
-            $0.exact ? $0.ids : nil
-        }
+        try core.objectIDs(matching: predicate, of: entity, includingSubentities: includingSubentities, on: reads)
     }
 
     public func count(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)

@@ -33,6 +33,16 @@ extension RelationalRules {
         }
     }
 
+    /// The objects of `entity` (and its subentities when asked) that match `predicate`, by key;
+    /// nil when the translator declines it or the dialect cannot decide it exactly in SQL.
+    package func objectIDs(
+        matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool,
+        on connection: some SQLConnection
+    ) throws(ObjectGraphError) -> [ObjectID]? {
+        try candidates(matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection)
+            .flatMap { $0.exact ? $0.ids : nil }
+    }
+
     /// The number of objects matching `predicate`, counted in SQL without reading them; nil when
     /// the translator declines it or cannot decide it exactly.
     package func count(

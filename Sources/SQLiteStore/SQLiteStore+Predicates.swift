@@ -11,8 +11,9 @@ extension SQLiteStore {
     public func objectIDs(matching predicate: ObjectGraph.Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     {
-        try candidates(matching: predicate, of: entity, includingSubentities: includingSubentities).flatMap {
-            $0.exact ? $0.ids : nil
+        try read { db in
+            try core.objectIDs(
+                matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
         }
     }
 

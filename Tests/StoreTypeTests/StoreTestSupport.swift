@@ -15,16 +15,7 @@ enum StoreFixtures {
 
     /// A writable copy of corpus store `name` (and its WAL), in a folder of its own.
     static func corpusCopy(_ name: String) throws -> URL {
-        let directory = try tempDirectory()
-        let source = corpus.appendingPathComponent("sqlite/\(name)")
-        for suffix in ["", "-wal"] {
-            let from = URL(fileURLWithPath: source.path + suffix)
-            guard FileManager.default.fileExists(atPath: from.path) else { continue }
-            let to = directory.appendingPathComponent(name + suffix)
-            try FileManager.default.copyItem(at: from, to: to)
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: to.path)
-        }
-        return directory.appendingPathComponent(name)
+        try Corpus.copy(sqlite: name, into: tempDirectory())
     }
 
     /// An in-memory store of the sample model holding `objects` generated objects.
