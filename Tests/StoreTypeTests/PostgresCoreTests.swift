@@ -423,6 +423,73 @@ import Testing
         #expect(try psql("SELECT \"Z_MAX\" FROM \"Z_PRIMARYKEY\" WHERE \"Z_NAME\" = 'CHANGE'") == "5")
     }
 
+    @Test func historyAfterANumberHoldsOnlyTheLaterTransactions() throws {
+        let store = try open()
+        defer { store.close() }
+        for key in Int64(1)...4 { try store.save(insert([employee(store, key)])) }
+        let later = try store.persistentHistory(after: 2)
+        #expect(later.map(\.number) == [3, 4])
+        #expect(later.map { $0.changes.map(\.objectID) } == [[id(store, "Employee", 3)], [id(store, "Employee", 4)]])
+        #expect(try store.persistentHistory(after: 4).isEmpty)
+        // A number no transaction reached is no error: nothing is after it.
+        #expect(try store.persistentHistory(after: .max).isEmpty)
+    }
+
+    // MARK: - Metadata, models, lookups
+
+    @Test func metadataWrittenWithASaveIsReadBackAfterReopening() throws {
+        let store = try open()
+        let before = try store.metadata()
+        var metadata = before
+        metadata.values["com.example.note"] = .string("O'Brien; DROP TABLE")
+        metadata.values["com.example.count"] = .integer(42)
+        var request = SaveRequest()
+        request.metadata = metadata
+        try store.save(request)
+        store.close()
+        let again = try open(create: false)
+        defer { again.close() }
+        let read = try again.metadata()
+        #expect(read.values["com.example.note"] == .string("O'Brien; DROP TABLE"))
+        #expect(read.values["com.example.count"] == .integer(42))
+        #expect(read.storeUUID == before.storeUUID && read.storeUUID != nil)
+        #expect(read.storeType == PostgresStore.typeName)
+    }
+
+    @Test func aStoreMadeForAnotherModelIsRefusedWhenOpened() throws {
+        try open().close()
+        let other = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Gadget", attributes: [AttributeDescription(name: "label", type: .string)])
+        ])
+        do {
+            let store = try open(other, create: false)
+            store.close()
+            Issue.record("a store of another model was opened")
+        } catch let error as ObjectGraphError {
+            #expect(error.code == .invalidModel, "\(error)")
+            #expect(error.message.contains("another model"), "\(error)")
+        }
+        // The store it was made for still opens, unchanged.
+        let store = try open(create: false)
+        defer { store.close() }
+        #expect(try store.objectIDs(of: store.model.entityID(named: "Employee")!).isEmpty)
+    }
+
+    @Test func objectsHoldingValuesAreFoundInOneStatement() throws {
+        let store = try open()
+        defer { store.close() }
+        try store.save(insert([employee(store, 1, "Doe"), employee(store, 2, "Roe"), employee(store, 3, "Doe")]))
+        let person = try #require(store.model.entityID(named: "Person"))
+        let before = store.requestCount
+        let found = try store.objectIDs(holding: [("lastName", .value(.string("Doe")))], in: person)
+        #expect(found.map(Set.init) == [id(store, "Employee", 1), id(store, "Employee", 3)])
+        #expect(store.requestCount - before == 1)
+        let both = try store.objectIDs(
+            holding: [("lastName", .value(.string("Doe"))), ("employeeID", .value(.integer(3)))], in: person)
+        #expect(both == [id(store, "Employee", 3)])
+        #expect(try store.objectIDs(holding: [("lastName", .value(.string("'; --")))], in: person) == [])
+    }
+
     // MARK: - Large saves, read-only stores, errors
 
     @Test func aSaveLargerThanOneStatementIsWrittenWhole() throws {
