@@ -181,7 +181,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// store's whatever other writers do, and are never handed out again (as in Core Data, keys
     /// of objects that are never saved are skipped). Z_MAX starts from the highest key a row has.
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         guard count > 0 else { return [] }
         guard count <= 1_000_000 else {
@@ -201,7 +201,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// it then); a lower key is granted when no row has it, and a save that finds another writer
     /// saved it meanwhile fails with EEXIST.
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         let exists = try read("SELECT 1 FROM \(SQL.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
         guard exists.rowCount == 0 else { return false }
@@ -242,7 +242,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {
-        _ = try PostgresDialect().encode(value, as: attribute, entity: try entityLayout(entity).name)
+        _ = try PostgresDialect().encode(value, as: attribute, entity: try core.entityLayout(entity).name)
     }
 
     public func close() {
@@ -253,20 +253,4 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     }
 
     deinit { close() }
-
-    /// The table and Z_ENT of the root entity of `entity`'s tree.
-    func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {
-        let root = layout[try entityLayout(entity).rootID]
-        guard let table = root.table, let zent = root.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(location)")
-        }
-        return (table, zent)
-    }
-
-    func entityLayout(_ id: EntityID) throws(ObjectGraphError) -> StoreLayout.EntityLayout {
-        guard id.rawValue >= 1, id.rawValue <= layout.entities.count else {
-            throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
-        }
-        return layout[id]
-    }
 }

@@ -61,13 +61,13 @@ extension SQLiteStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {
-        let entityName = try entityLayout(entity).name
+        let entityName = try core.entityLayout(entity).name
         if mechanisms.isComputed(attribute.name, of: entity) { throw computedAttribute(attribute.name, of: entityName) }
         _ = try SQLiteDialect().encode(value, as: attribute, entity: entityName)
     }
 
     public func checkRemoval(of attribute: AttributeDescription, of entity: EntityID) throws(ObjectGraphError) {
-        let entityName = try entityLayout(entity).name
+        let entityName = try core.entityLayout(entity).name
         if mechanisms.isComputed(attribute.name, of: entity) { throw computedAttribute(attribute.name, of: entityName) }
     }
 

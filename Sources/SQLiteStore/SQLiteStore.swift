@@ -432,7 +432,7 @@ public final class SQLiteStore: PersistentStore {
     /// it holds (a store whose Z_MAX lags behind its rows never reuses a key); the save that
     /// inserts them writes Z_MAX.
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard count > 0 else { return [] }
         let stored = try highestStoredKey(table: table, zent: zent)
@@ -444,7 +444,7 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         let exists = try read { db in
             try connection(db).integer("SELECT 1 FROM \(identifier: table) WHERE Z_PK = \(key.rawValue)") != nil
@@ -576,25 +576,8 @@ public final class SQLiteStore: PersistentStore {
 
     /// Z_MAX, or the highest key of the root's table where that is higher.
     public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         let stored = try highestStoredKey(table: table, zent: zent)
         return max(stored, reservedKeys.withLock { $0[zent] ?? 0 })
-    }
-
-    /// The table and Z_ENT of the root entity of `entity`'s tree.
-    func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {
-        let entityLayout = try entityLayout(entity)
-        let root = layout[entityLayout.rootID]
-        guard let table = root.table, let zent = root.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(path)")
-        }
-        return (table, zent)
-    }
-
-    func entityLayout(_ id: EntityID) throws(ObjectGraphError) -> StoreLayout.EntityLayout {
-        guard id.rawValue >= 1, id.rawValue <= layout.entities.count else {
-            throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
-        }
-        return layout[id]
     }
 }
