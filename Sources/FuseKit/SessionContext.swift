@@ -35,6 +35,9 @@ final class SessionContext: Sendable {
     /// Requests that may wait, answered off the ring threads.
     let waitingRequests = WaitingRequests()
 
+    /// Where requests that may take long are served (``FileSystem/mayTakeLong(_:)``).
+    let slowRequests: SlowRequests
+
     init(
         fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions,
         mountPoint: String
@@ -46,6 +49,7 @@ final class SessionContext: Sendable {
         self.wantsIOUring = options.ioUring
         self.wantsCachedLinkTargets = options.cachesLinkTargets
         self.mountPoint = mountPoint
+        self.slowRequests = SlowRequests(maximumThreads: options.slowRequestThreads)
     }
 
     /// Records (once) which way `request` came, and says it in the log: the kernel picks the way

@@ -121,7 +121,8 @@ extension PostgresStore {
             index[number] = result.count
             result.append(
                 HistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: author,
+                    number: number, timestamp: HistoryTransaction.timestamp(secondsSinceReferenceDate: seconds),
+                    author: author,
                     bundleID: author,
                     contextName: nil, processID: author, changes: []))
         }

@@ -19,14 +19,19 @@ extension RelationalRules {
             }
             guard let (translator, selection) = query else { return PredicateCandidates(ids: [], exact: true) }
             var ids: [ObjectID] = []
+            // Each row counted against the evaluation's budget (an engine polls it, or stops the
+            // statement, while the statement runs).
+            let budget = QueryBudget.current
             try connection.query(
                 translator.statement(
                     "SELECT t0.\"Z_PK\", t0.\"Z_ENT\" FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.\"Z_PK\""
                 )
-            ) { row in
+            ) { (row) throws(ObjectGraphError) in
                 guard let key = row.integer(0), let zent = row.integer(1), let id = layout.entityByZent[zent] else {
                     return
                 }
+                try budget?.visit()
+                try budget?.hold(MemoryLayout<ObjectID>.stride)
                 ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
             }
             return PredicateCandidates(ids: ids, exact: selection.exact)

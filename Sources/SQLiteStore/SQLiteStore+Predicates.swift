@@ -12,8 +12,10 @@ extension SQLiteStore {
         throws(ObjectGraphError) -> [ObjectID]?
     {
         try read { db in
-            try core.objectIDs(
-                matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            try bounded(db) {
+                try core.objectIDs(
+                    matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            }
         }
     }
 
@@ -21,8 +23,10 @@ extension SQLiteStore {
         throws(ObjectGraphError) -> PredicateCandidates?
     {
         try read { db in
-            try core.candidates(
-                matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            try bounded(db) {
+                try core.candidates(
+                    matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            }
         }
     }
 
@@ -31,8 +35,10 @@ extension SQLiteStore {
         throws(ObjectGraphError) -> Int?
     {
         try read { db in
-            try core.count(
-                matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            try bounded(db) {
+                try core.count(
+                    matching: predicate, of: entity, includingSubentities: includingSubentities, on: connection(db))
+            }
         }
     }
 
@@ -43,9 +49,11 @@ extension SQLiteStore {
         after key: PrimaryKey?, limit: Int
     ) throws(ObjectGraphError) -> [Snapshot]? {
         try read { db in
-            try core.snapshots(
-                of: entity, includingSubentities: includingSubentities, matching: predicate, after: key, limit: limit,
-                on: connection(db))
+            try bounded(db) {
+                try core.snapshots(
+                    of: entity, includingSubentities: includingSubentities, matching: predicate, after: key,
+                    limit: limit, on: connection(db))
+            }
         }
     }
 

@@ -48,6 +48,20 @@ public final class StoreFileSystem: SavingFileSystem {
 
     private func node(_ inode: InodeNumber) throws(FileSystemError) -> Node { try mapping.node(inode) }
 
+    /// Computed folders and their files (a query's, a fetched property's, a template's): their
+    /// answers are predicates evaluated on request, bounded by ``StoreFSConfiguration/queryLimits``
+    /// but still seconds at worst, so FuseKit serves them off the thread that receives requests.
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool { Self.mayTakeLong(inode) }
+
+    static func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        guard let node = Node(inode) else { return false }
+        switch node.kind {
+        case .query: return node.property == QueryFolder.queryPart
+        case .queryFile, .fetched, .template: return true
+        default: return false
+        }
+    }
+
     /// Refuses a change on a read-only mount.
     private func changing() throws(FileSystemError) {
         guard !mapping.configuration.readOnly else { throw .readOnly }

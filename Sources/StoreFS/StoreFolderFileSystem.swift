@@ -169,6 +169,11 @@ public final class StoreFolderFileSystem: SavingFileSystem {
 
     // MARK: - The folder
 
+    /// As the store's own mapping says (``StoreFileSystem/mayTakeLong(_:)``).
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        StoreFileSystem.mayTakeLong(InodeNumber(inode.rawValue & ~Node.slotMask))
+    }
+
     public func lookup(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) -> Entry {
         if let (fileSystem, slot, inner) = try route(parent) {
             return Self.outer(try fileSystem.lookup(parent: inner, name: name, context: context), slot: slot)

@@ -35,6 +35,8 @@ final class Mapping: Sendable {
     let cachedStoreUUID = Mutex<String?>(nil)
     /// The queries asked of `.query` (``QueryFolder``), numbered for inode numbers.
     let queries = QueryTable()
+    /// Why computed folders' last evaluations stopped at a limit (``bounded(_:_:)``).
+    let queryFailures = QueryFailures()
     /// The write path: open files, scratch files, the copy-in session, removals, commits.
     let session = WriteSession()
     let background = BackgroundWork()

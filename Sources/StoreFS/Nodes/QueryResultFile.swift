@@ -65,11 +65,11 @@ struct QueryResultFile: NodeType {
         if let kept = mapping.queries.file(node, generation: generation) { return kept }
         let folder = folder(of: node)
         let (query, predicate) = try mapping.query(folder)
-        let content: Data
-        if part(node) == countPart {
-            content = Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
-        } else {
-            content = try records(
+        let content = try mapping.bounded(folder) { () throws(FileSystemError) -> Data in
+            if part(node) == countPart {
+                return Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
+            }
+            return try records(
                 of: try mapping.queryMembers(of: folder), entity: query.entity,
                 format: part(node) == jsonPart ? .jsonLines : .csv, mapping, name: "\(mapping.describe(folder))")
         }
@@ -105,6 +105,9 @@ struct QueryResultFile: NodeType {
         writer.begin(into: &out)
         var start = 0
         while start < ids.count {
+            // Reading the matches is part of the answer's cost (its time and an interrupt).
+            try mapping.engine(
+                { () throws(ObjectGraphError) in try QueryBudget.current?.check() }, "read \(name)")
             let batch = Array(ids[start..<min(start + 500, ids.count)])
             start += batch.count
             let records = try mapping.engine(

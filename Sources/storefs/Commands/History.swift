@@ -65,7 +65,8 @@ struct History: ParsableCommand {
         var after = since
         while true {
             let page = try history.historyTransactions(after: after, limit: Self.pageSize, includingChanges: true)
-            guard let last = page.last else { break }
+            // Numbers only go up; a page that does not (a damaged store) ends the listing.
+            guard let last = page.last, last.number > after else { break }
             var text = ""
             for transaction in page {
                 text +=
