@@ -308,6 +308,7 @@ public final class StoreFileSystem: SavingFileSystem {
         let folder = try node(parent)
         let node = try folder.kind.type.createFile(named: name, in: folder, in: mapping)
         let isAttribute = node.kind == .attribute
+        if isAttribute { mapping.noteCreated(node) }
         let handle = mapping.session.openFiles.open(node, buffer: isAttribute ? Data() : nil)
         mapping.changed(node.owner)
         // A new attribute file has no value until its writer closes it: its entry is the empty

@@ -88,7 +88,9 @@ public final class EmbeddedKernel: @unchecked Sendable {
         /// inode): an invalidation was missing.
         public var staleNames: [String] = []
         /// Attributes the kernel still keeps that differ from the filesystem's (kind, size,
-        /// permissions): an invalidation was missing.
+        /// permissions, a file's modification time): an invalidation was missing, or a time moved
+        /// that should not have (an editor that read the file at the kept time and writes it at
+        /// the new one takes it for another process's change).
         public var staleAttributes: [String] = []
         /// Files opened with ``openFile(_:writing:)`` and never closed.
         public var openFiles: [String] = []
@@ -140,6 +142,10 @@ public final class EmbeddedKernel: @unchecked Sendable {
             if now.kind != kept.kind || now.size != kept.size || now.permissions != kept.permissions {
                 leftovers.staleAttributes.append(
                     "\(paths[inode] ?? "\(inode)"): kept \(kept.kind) size \(kept.size), now \(now.kind) size \(now.size)"
+                )
+            } else if now.modificationTime != kept.modificationTime {
+                leftovers.staleAttributes.append(
+                    "\(paths[inode] ?? "\(inode)"): kept modification time \(kept.modificationTime), now \(now.modificationTime)"
                 )
             }
         }

@@ -77,6 +77,8 @@ extension Mapping {
             else { return }
             let isToMany = model[id.entity].allRelationships[index].isToMany
             let node: Node = isToMany ? .toMany(id, index) : .toOne(id, index)
+            // A to-many folder's time is its own: its members changed.
+            if isToMany { session.fileTimes.touch(node.inode) }
             invalidator.invalidateInode(node.inode)
             invalidator.invalidateEntry(parent: Node.object(id).inode, name: relationship)
             invalidator.invalidateInode(Node.object(id).inode)

@@ -28,7 +28,7 @@ struct AttributeFile: NodeType {
             let (attribute, value) = try mapping.attributeValue(node.object, node.property, known: known)
             return mapping.make(
                 node, .regularFile, size: ValueText.size(of: value, type: attribute.type),
-                time: mapping.session.schedule.modificationTime(of: node.object))
+                time: mapping.session.fileTimes.time(of: node.inode))
         } catch {
             // A file made by create has no value until its writer closes it; it exists meanwhile
             // (tools set its times through the descriptor, which the kernel does by inode).
@@ -220,6 +220,8 @@ struct AttributeFile: NodeType {
             return error
         }
         guard let error = failure else { return }
+        // The file shows the value it had again: a change of its content.
+        mapping.session.fileTimes.touch(node.inode)
         mapping.renderedValues.valuesChanged()
         mapping.invalidateRelated([object])
         throw fileSystemError(

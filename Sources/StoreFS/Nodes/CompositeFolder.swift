@@ -181,7 +181,7 @@ struct CompositeFolder: NodeType {
             // `rm -r` of the object (or of this folder) whose removals are hidden until the
             // object's rmdir: they go with the object, or are applied once its folder settles.
             mapping.session.removals.hide(.folder(path), in: object)
-            mapping.session.schedule.noteChange(object)
+            mapping.noteFolderChange(object)
             mapping.session.copyIn.forgetComposite(path, in: object)
             mapping.invalidate(folder)
             return

@@ -114,8 +114,7 @@ struct FetchedFolder: NodeType {
     func removeFolder(_ node: Node, named name: String, from folder: Node, in mapping: Mapping) throws(FileSystemError)
     {
         mapping.session.removals.hide(.folder(name), in: node.object)
-        mapping.session.schedule.noteChange(node.object)
-        mapping.invalidate(.object(node.object))
+        mapping.noteFolderChange(node.object)
     }
 
     func pathComponents(of node: Node, in mapping: Mapping) -> [String] {

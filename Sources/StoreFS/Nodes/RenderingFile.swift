@@ -21,7 +21,7 @@ struct RenderingFile: NodeType {
     {
         mapping.make(
             node, .regularFile, permissions: 0o444, size: try Self.content(of: node, mapping).count,
-            time: mapping.session.schedule.modificationTime(of: node.object))
+            time: mapping.session.fileTimes.time(of: Node.attribute(node.object, Self.parts(of: node).index).inode))
     }
 
     /// Computed from the value: read-only, like fetched properties.

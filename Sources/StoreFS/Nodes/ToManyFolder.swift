@@ -28,7 +28,8 @@ struct ToManyFolder: NodeType {
     {
         _ = try relationship(of: node, in: mapping)
         _ = try mapping.snapshot(of: node.object, known: known)
-        return mapping.make(node, .directory, time: mapping.session.schedule.modificationTime(of: node.object))
+        // Its own time, which moves when its members change, not when the object's values do.
+        return mapping.make(node, .directory, time: mapping.session.fileTimes.time(of: node.inode))
     }
 
     func members(of node: Node, in mapping: Mapping, _ operation: @autoclosure () -> String) throws(FileSystemError)
@@ -112,7 +113,8 @@ struct ToManyFolder: NodeType {
         let relationship = try self.relationship(of: node, in: mapping)
         if mapping.session.removals.isEmptying(object, by: request.pid) {
             mapping.session.removals.hide(.member(relationship: relationship.name, member), in: object)
-            mapping.session.schedule.noteChange(object)
+            mapping.noteFolderChange(object)
+            mapping.session.fileTimes.touch(node.inode)
             mapping.invalidateEntry(parent: node, name: name)
             mapping.invalidate(node)
             return
@@ -150,7 +152,7 @@ struct ToManyFolder: NodeType {
     {
         guard try members(of: node, in: mapping, "rmdir").isEmpty else { throw .notEmpty }
         mapping.session.removals.hide(.folder(name), in: node.object)
-        mapping.session.schedule.noteChange(node.object)
+        mapping.noteFolderChange(node.object)
         mapping.invalidate(folder)
     }
 

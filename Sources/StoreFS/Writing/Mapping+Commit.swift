@@ -10,14 +10,26 @@ import ObjectGraph
 /// once they change. Objects in folders a copy is still filling wait until they settle. At
 /// unmount, what still cannot be saved goes to a recovery file beside the store.
 extension Mapping {
-    /// Notes a change: the commit timer restarts, and texts kept for readers are not used again.
+    /// Notes a change: the commit timer restarts, `object`'s folder shows a new time, and texts
+    /// kept for readers are not used again.
     func changed(_ object: ObjectID? = nil) {
-        session.schedule.noteChange(object)
+        if let object { noteFolderChange(object) } else { session.schedule.noteChange(nil) }
         renderedValues.valuesChanged()
         // Any change may change what a predicate selects. (Results were kept until the commit: a
         // fetched folder evaluated while a copy was still setting its object's relationships kept
         // the old answer until then.)
         dropFetchedResults()
+    }
+
+    /// Notes a change in `object`'s folder: the commit timer restarts and the folder (with its
+    /// composites' folders, which show the same time) shows the time of the change. The kernel is
+    /// told at once: it keeps a folder's attributes for an hour, and would otherwise show the old
+    /// time to one stat and the new one to a later, without a change between.
+    func noteFolderChange(_ object: ObjectID) {
+        session.schedule.noteChange(object)
+        invalidate(.object(object))
+        guard isValid(object.entity) else { return }
+        for index in model[object.entity].compositePaths.indices { invalidate(.compositeFolder(object, index)) }
     }
 
     /// Commits what can be committed as one transaction and records what could not.

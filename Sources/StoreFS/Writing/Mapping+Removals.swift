@@ -54,7 +54,7 @@ extension Mapping {
         } else {
             try removeNow(name, of: object, target)
         }
-        session.schedule.noteChange(object)
+        noteFolderChange(object)
         if target.kind == .attribute, isValid(object.entity), target.property < model[object.entity].allAttributes.count
         {
             let (folder, shown) = entry(ofAttribute: target.property, of: object)

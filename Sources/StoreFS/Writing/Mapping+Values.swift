@@ -21,9 +21,16 @@ extension Mapping {
         return OpenResult(handle: handle, keepCache: false, directIO: true, needsFlush: flags.isWriting)
     }
 
+    /// An attribute's file a create made: one that had no value is new, and its time is now. One
+    /// that has a value keeps its time until the new value is set (vim makes its file anew after
+    /// renaming it to a backup, and its value is the old one until vim closes it).
+    func noteCreated(_ node: Node) {
+        if (try? attributeValue(node.object, node.property)) == nil { session.fileTimes.touch(node.inode) }
+    }
+
     /// The attributes of an attribute file a writer is writing: its buffer's size.
     func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
-        make(node, .regularFile, size: size, time: node.owner.flatMap { session.schedule.modificationTime(of: $0) })
+        make(node, .regularFile, size: size, time: session.fileTimes.time(of: node.inode))
     }
 
     /// close(2): sets what the handle wrote. A handle only truncated sets nothing yet (the
@@ -113,6 +120,8 @@ extension Mapping {
                     try context.setValue(value, of: attribute.name, for: object)
                 }
             }, "write \(describe(object))/\(attribute.name)")
+        // The file's own time moves, not its siblings' (``FileTimes``).
+        session.fileTimes.touch(node.inode)
         changed(object)
         invalidate(node)
         invalidateRenderings(of: object, index)
