@@ -171,11 +171,37 @@ final class PostgresConnection {
                         : "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
                 )
             }
+            // A query's budget (ObjectGraph's QueryBudget: its time limit, or its request
+            // interrupted) stops the wait: the connection is dropped and the server asked to stop
+            // the statement, since nothing in the server polls the budget.
+            let budget = QueryBudget.current
+            if let budget, budget.shouldStop() {
+                isBroken = true
+                cancelStatement()
+                throw budget.error
+            }
             var descriptor = pollfd(fd: socket, events: events, revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
+            let slice = budget == nil ? 1 : Self.budgetPollSeconds
+            let ready = poll(&descriptor, 1, Int32(min(remaining, slice) * 1000) + 1)
             if ready > 0 { return true }
             if ready < 0 && errno != EINTR { return false }
         }
+    }
+
+    /// Seconds between two looks at a query's budget while an answer is awaited.
+    static let budgetPollSeconds = 0.05
+
+    /// Asks the server to stop this connection's running statement (PQcancel), from a thread of
+    /// its own: the request opens a connection of its own, which a server that does not answer
+    /// would hold.
+    private func cancelStatement() {
+        guard let cancel = PQgetCancel(handle) else { return }
+        let request = CancelRequest(pointer: cancel)
+        Thread {
+            var message = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(request.pointer, &message, Int32(message.count))
+            PQfreeCancel(request.pointer)
+        }.start()
     }
 
     /// Waits up to `seconds` for something to read (a notification), consumes it and returns
@@ -288,4 +314,10 @@ enum PostgresError {
             return ObjectGraphError(.io, text)
         }
     }
+}
+
+/// libpq's cancel object, handed to the thread that sends it once and frees it.
+private struct CancelRequest: @unchecked Sendable {
+    // @unchecked: PQcancel may be called from any thread; only that thread uses it afterwards.
+    let pointer: OpaquePointer
 }
