@@ -54,9 +54,11 @@ let package = Package(
         // protobuf, property lists as XML (value renderings; Core Data's Z_MODELCACHE).
         .target(name: "Decoding", dependencies: ["ObjectGraph"]),
         // Core Data's schema without an SQL dialect: layout, history slots, metadata plist (SQLite and PostgreSQL).
-        .target(name: "CoreDataSchema", dependencies: ["ObjectGraph", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "CoreDataSchema",
+            dependencies: ["ObjectGraph", "Decoding", .product(name: "Logging", package: "swift-log")]),
         // Core Data's relational rules written once over an SQL dialect: reads, the save, integrity
-        // repair, to-many differences, history rows (SQLite and PostgreSQL).
+        // repair, to-many differences, history rows, predicates as SQL (SQLite and PostgreSQL).
         .target(
             name: "RelationalCore",
             dependencies: ["ObjectGraph", "CoreDataSchema", .product(name: "Logging", package: "swift-log")]),
@@ -78,18 +80,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log")
             ]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
-        .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore"]),
-        .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore"]),
+        .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", "Decoding"]),
+        .target(name: "BinaryStore", dependencies: ["ObjectGraph", "AtomicStore", "Decoding"]),
+        // What a device holds, read-only: folders, iOS backups (their manifests read from the pages),
+        // Core Data stores found by content. No SQL, no FUSE.
+        .target(name: "Devices", dependencies: ["ObjectGraph", "SQLiteRecovery", "Digest", "Decoding"]),
         .target(
             name: "StoreFS",
             dependencies: [
-                "ObjectGraph", "Decoding", "FuseKit", "Locking", .product(name: "Logging", package: "swift-log")
+                "ObjectGraph", "Decoding", "FuseKit", "Locking", "Devices",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .executableTarget(
             name: "storefs",
             dependencies: [
                 "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit",
-                "Locking",
+                "Locking", "Devices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log")
             ]),
@@ -104,7 +110,7 @@ let package = Package(
             name: "StoreFSTests",
             dependencies: [
                 "StoreFS", "EmbeddedKernel", "ObjectGraph", "SQLiteStore", "PostgresStore", "Decoding", "TestSupport",
-                .product(name: "Logging", package: "swift-log")
+                "XMLStore", .product(name: "Logging", package: "swift-log")
             ]),
         .testTarget(
             name: "MountTests",

@@ -1,4 +1,4 @@
-// fuzz-modules: BinaryStore AtomicStore ObjectGraph Digest Logging
+// fuzz-modules: BinaryStore AtomicStore Decoding ObjectGraph Digest Logging
 // fuzz-max-len: 262144
 //
 // The binary store reader: the input is a whole .binary store, opened read-only with no model and

@@ -4,8 +4,9 @@
 // SQLiteRecovery's page and WAL reader (Sources/SQLiteRecovery): the input is a database file,
 // followed, from the first WAL header magic at a 512-byte boundary, by its -wal. Everything the
 // recovery of a store reads is run on it: the header, every version's freelist, the schema walk,
-// the scan of every page version for the records of a table laid out as Core Data lays one out,
-// and each version's pages. Whatever the bytes, it ends, within the bounds, without a trap.
+// the scan of every page version for the records of a table laid out as Core Data lays one out
+// (whole, and partial: their end overwritten), and each version's pages. Whatever the bytes, it
+// ends, within the bounds, without a trap.
 import Foundation
 import SQLiteRecovery
 
@@ -50,8 +51,17 @@ public func fuzzSQLiteRecovery(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
     for row in result.rows {
         precondition(!row.sources.isEmpty, "a record found nowhere")
         precondition(row.payload.count <= 256 << 20, "a record past the bound")
-        if let (types, length) = RecordFormat.header(row.payload, at: 0, limit: row.payload.count) {
-            precondition(RecordFormat.values(types, in: row.payload, at: length, limit: row.payload.count) != nil)
+        precondition(row.payload.count <= row.wholeLength, "a record longer than it was")
+        let record = SurvivingRecord(row.payload)
+        precondition(record != nil, "a record whose header does not read")
+        if let record {
+            precondition(record.isWhole == !row.isPartial, "a partial record read whole or the reverse")
+            _ = record.values
+            if !row.isPartial {
+                precondition(
+                    RecordFormat.values(record.types, in: row.payload, at: record.headerLength, limit: row.payload.count)
+                        != nil)
+            }
         }
     }
     return 0

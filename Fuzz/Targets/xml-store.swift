@@ -1,4 +1,4 @@
-// fuzz-modules: XMLStore AtomicStore ObjectGraph Digest Logging
+// fuzz-modules: XMLStore AtomicStore Decoding ObjectGraph Digest Logging
 // fuzz-max-len: 262144
 //
 // The XML store reader: the input is a whole .xml store, opened read-only with no model (so the

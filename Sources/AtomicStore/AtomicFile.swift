@@ -13,36 +13,18 @@ import ObjectGraph
 /// and fsyncs the directory: after a crash or a failure the store is either the old file or the
 /// new one, and a failure removes the temporary file. Stateless; safe from any thread.
 package enum AtomicFile {
+    /// The whole store file at `url`. Only a regular file is read (``RegularFile``): a FIFO or a
+    /// device is refused at once, never waited on.
     package static func read(_ url: URL) throws(ObjectGraphError) -> Data {
-        do {
-            return try Data(contentsOf: url, options: .mappedIfSafe)
-        } catch {
-            let code = (error as NSError).code
-            if !FileManager.default.fileExists(atPath: url.path) {
-                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
-            }
-            throw ObjectGraphError(
-                .io, "\(url.path): could not read the store (error \(code)): \(error.localizedDescription)")
-        }
+        try RegularFile.read(url)
     }
 
     /// The first `maxLength` bytes of the file at `url` (all of it when shorter), and whether
     /// that is the whole file.
     package static func readPrefix(_ url: URL, maxLength: Int) throws(ObjectGraphError) -> (data: Data, isWhole: Bool) {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            if !FileManager.default.fileExists(atPath: url.path) {
-                throw ObjectGraphError(.notFound, "\(url.path) does not exist")
-            }
-            throw ObjectGraphError(.io, "\(url.path): could not open the store for reading")
-        }
-        defer { try? handle.close() }
-        do {
-            // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
-            let data = try handle.read(upToCount: maxLength < Int.max ? maxLength + 1 : maxLength) ?? Data()
-            return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
-        } catch {
-            throw ObjectGraphError(.io, "\(url.path): could not read the store: \(error)")
-        }
+        // One byte more than asked tells a file of exactly `maxLength` bytes from a longer one.
+        let data = try RegularFile.read(url, maxLength: maxLength < Int.max ? maxLength + 1 : maxLength)
+        return data.count > maxLength ? (data.prefix(maxLength), false) : (data, true)
     }
 
     /// Replaces the file at `url` with `data` atomically.
@@ -59,7 +41,8 @@ package enum AtomicFile {
         if stat(path, &st) == 0 { mode = st.st_mode & 0o7777 }
 
         func fail(_ step: String, _ code: Int32) -> ObjectGraphError {
-            ObjectGraphError(.io, "\(path): could not save the store (\(step)): \(String(cString: strerror(code)))")
+            // A full disk (or quota) is said as such: the filesystem answers ENOSPC, not EIO.
+            .writing("\(path): could not save the store (\(step))", errno: code)
         }
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw fail("creating temporary file \(temp)", errno) }

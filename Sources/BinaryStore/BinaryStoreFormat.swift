@@ -1,3 +1,4 @@
+import Decoding
 import Foundation
 import AtomicStore
 import ObjectGraph
@@ -239,24 +240,8 @@ enum BinaryStoreFormat {
         guard CRC32C.checksum(bytes) == expectedCRC else {
             throw ObjectGraphError(.corruptStore, "\(path): the metadata checksum does not match (the file is damaged)")
         }
-        let plist: Any
-        do {
-            plist = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
-        } catch {
-            throw ObjectGraphError(.corruptStore, "\(path): the metadata property list does not parse: \(error)")
-        }
-        guard let dict = plist as? [String: Any] else {
-            throw ObjectGraphError(.corruptStore, "\(path): the metadata is not a dictionary")
-        }
-        var values: [String: MetadataValue] = [:]
-        for (key, value) in dict {
-            do {
-                values[key] = try MetadataValue(propertyList: value)
-            } catch {
-                throw ObjectGraphError(.corruptStore, "\(path): metadata key \(key): \(error.message)")
-            }
-        }
-        return StoreMetadata(values)
+        // The bounded reader: a store's bytes never reach PropertyListSerialization.
+        return StoreMetadata(try StoredPropertyList.dictionary(Data(bytes), source: "\(path): the metadata"))
     }
 
     /// Decodes a whole file into a graph for `model`.

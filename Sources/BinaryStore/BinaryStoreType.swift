@@ -24,19 +24,14 @@ public struct BinaryStoreType: PersistentStoreType {
     /// Reads the header and the metadata section only.
     public func metadata(at url: URL) throws(ObjectGraphError) -> StoreMetadata {
         let path = url.path
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            if !FileManager.default.fileExists(atPath: path) {
-                throw ObjectGraphError(.notFound, "\(path) does not exist")
-            }
-            throw ObjectGraphError(.io, "\(path): could not open the store for reading")
-        }
+        // A regular file only, opened without waiting (a FIFO is refused: RegularFile).
+        let (descriptor, status) = try RegularFile.openForReading(url)
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         defer { try? handle.close() }
-        let size: Int
+        let size = Int(status.st_size)
         let head: Data
         let body: Data
         do {
-            size = Int(try handle.seekToEnd())
-            try handle.seek(toOffset: 0)
             head = try handle.read(upToCount: BinaryStoreFormat.headerSize) ?? Data()
         } catch {
             throw ObjectGraphError(.io, "\(path): could not read the store: \(error)")

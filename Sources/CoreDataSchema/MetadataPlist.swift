@@ -1,3 +1,4 @@
+import Decoding
 import Foundation
 import ObjectGraph
 
@@ -24,16 +25,8 @@ package enum MetadataPlist {
     package static func decode(_ plist: Data?, source: String) throws(ObjectGraphError) -> StoreMetadata {
         var metadata = StoreMetadata()
         guard let plist, !plist.isEmpty else { return metadata }
-        let object: Any
-        do {
-            object = try PropertyListSerialization.propertyList(from: plist, options: [], format: nil)
-        } catch {
-            throw ObjectGraphError(.corruptStore, "\(source) is not a property list (\(error))")
-        }
-        guard case .dictionary(let values) = try MetadataValue(propertyList: object) else {
-            throw ObjectGraphError(.corruptStore, "\(source) is not a dictionary")
-        }
-        metadata.values = values
+        // The bounded reader: a store's bytes never reach PropertyListSerialization.
+        metadata.values = try StoredPropertyList.dictionary(plist, source: source)
         return metadata
     }
 

@@ -1,3 +1,9 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// An error of the engine or of a store: what kind of failure, and a message for the user.
 ///
 /// The message says what was wrong and, where there is one, what to do; the filesystem maps the
@@ -25,9 +31,10 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         public static let unsupported = Code(rawValue: "unsupported")
         /// The store is read-only.
         public static let readOnly = Code(rawValue: "read-only")
-        /// An input/output failure below the store (a lost connection, permission denied).
+        /// An input/output failure below the store (permission denied, a lost connection).
         public static let io = Code(rawValue: "i/o error")
-        /// The store's disk (or its server's) is full: nothing was written.
+        /// The disk (or the server's) has no room for what a save writes: nothing was written, and
+        /// the save can succeed once room is made. The filesystem answers ENOSPC, as for any file.
         public static let noSpace = Code(rawValue: "no space left")
         /// An object or key that already exists.
         public static let exists = Code(rawValue: "already exists")
@@ -57,4 +64,12 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
     }
 
     public var description: String { "\(code): \(message)" }
+
+    /// The error of a system call that failed with `errno` while writing: ``Code/noSpace`` for a
+    /// full disk or quota (ENOSPC, EDQUOT), which the filesystem answers as such, else
+    /// ``Code/io``. `message` says what failed; the system's reason is appended.
+    public static func writing(_ message: String, errno code: Int32) -> ObjectGraphError {
+        ObjectGraphError(
+            code == ENOSPC || code == EDQUOT ? .noSpace : .io, "\(message): \(String(cString: strerror(code)))")
+    }
 }

@@ -43,7 +43,7 @@ final class ConnectionPool: Sendable {
     }
 
     /// Drops every kept connection (after a failure: the others are probably broken too).
-    func dropIdle() { _ = idle.withLock { idle in idle.removeAll() } }
+    func dropIdle() { idle.withLock { idle in idle.removeAll() } }
 
     func close() {
         closed.store(true, ordering: .relaxed)

@@ -24,6 +24,8 @@ final class PostgresConnection {
     private(set) var isBroken = false
     /// Names the server in messages, without a password.
     let place: String
+    /// Masks the password in libpq's connection messages.
+    private let location: PostgresLocation
 
     /// Milliseconds a statement waits for a row another writer holds: the fsync or close waiting
     /// for the save waits behind it, so the wait is short; a save that times out fails with EIO
@@ -49,6 +51,7 @@ final class PostgresConnection {
     init(_ location: PostgresLocation, timeout: Double, deadline: Date? = nil) throws(ObjectGraphError) {
         self.timeout = timeout
         self.place = location.description
+        self.location = location
         let limit = min(deadline ?? .distantFuture, Date().addingTimeInterval(min(timeout, Self.connectLimit)))
         guard let connection = PQconnectStart(location.connectionURL) else {
             throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
@@ -94,7 +97,8 @@ final class PostgresConnection {
 
     private func connectError() -> ObjectGraphError {
         isBroken = true
-        return ObjectGraphError(.io, "\(place): cannot connect to PostgreSQL: \(Self.message(of: handle))")
+        return ObjectGraphError(
+            .io, "\(place): cannot connect to PostgreSQL: \(location.hidingPassword(in: Self.message(of: handle)))")
     }
 
     deinit { PQfinish(handle) }
@@ -231,7 +235,9 @@ final class PostgresConnection {
 
     private func brokenError() -> ObjectGraphError {
         isBroken = true
-        return ObjectGraphError(.io, "\(place): the connection to PostgreSQL failed: \(Self.message(of: handle))")
+        return ObjectGraphError(
+            .io,
+            "\(place): the connection to PostgreSQL failed: \(location.hidingPassword(in: Self.message(of: handle)))")
     }
 
     static func message(of connection: OpaquePointer) -> String {

@@ -38,6 +38,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     let connectionURL: String
     /// The URL without its password, for logs, messages and /proc/mounts.
     public let description: String
+    /// The password the URL holds, as written and decoded: libpq quotes parts of a URL it
+    /// refuses in its messages, which ``hidingPassword(in:)`` masks.
+    private let passwords: [String]
 
     /// Settings every connection gets unless the URL sets them, each for a reason:
     /// a server that cannot be reached fails a connect within 10 s; a connection whose peer
@@ -60,6 +63,11 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             throw ObjectGraphError(.unsupported, "not a PostgreSQL URL (postgresql://user@host/database)")
         }
         self.url = url
+        passwords = Set(
+            [components.password, components.percentEncodedPassword]
+                + (components.queryItems ?? []).filter { $0.name.lowercased() == "password" }.map(\.value)
+                + (components.percentEncodedQueryItems ?? []).filter { $0.name.lowercased() == "password" }.map(\.value)
+        ).compactMap { $0 }.filter { !$0.isEmpty }.sorted { $0.count > $1.count }
         var items = components.queryItems ?? []
         var schema: String?
         if let index = items.firstIndex(where: { $0.name == "schema" }) {
@@ -95,13 +103,17 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         var shown = components
         shown.queryItems =
             (components.queryItems ?? []).filter { item in
-                !Self.connectionDefaults.contains { $0.0 == item.name } && item.name != "password"
+                !Self.connectionDefaults.contains { $0.0 == item.name }
             } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
             + (statementTimeout == Self.defaultTimeout
                 ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
-        if shown.password != nil { shown.password = "***" }
-        description = shown.string ?? "postgresql://(unprintable URL)"
+        description = StoreURL.redacting(shown.string ?? "postgresql://(unprintable URL)")
+    }
+
+    /// `text` (a message of libpq's) with the URL's password masked wherever it appears.
+    func hidingPassword(in text: String) -> String {
+        passwords.reduce(text) { $0.replacingOccurrences(of: $1, with: StoreURL.mask) }
     }
 
     /// The first schema of `-csearch_path=A,B` (or `-c search_path=A`) in libpq's `options`.

@@ -21,6 +21,14 @@ public final class FileBytes: ByteSource {
     public let size: Int64
     private let descriptor: Int32
 
+    /// Reads through `descriptor`, a file opened for reading, and closes it with this (a caller
+    /// that opened it with flags of its own: no link followed, no access time).
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+        var info = stat()
+        size = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
     /// Opens `path` read-only; nil when it cannot be opened.
     public init?(path: String) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

@@ -1,12 +1,21 @@
 /// Finds the records of known tables in one page: the cells its pointers name, the cells left in
 /// its free blocks (whose first four bytes SQLite overwrote with the block's link and size: the
-/// record's header is rebuilt from the table's layout), and whole cells among the bytes of its
-/// unallocated space or of a page that is no b-tree page (a freelist trunk, an overflow page's
-/// tail).
+/// record's header is rebuilt from the table's layout), and cells among the bytes of its
+/// unallocated space (of a page of any b-tree kind: a leaf that became an interior page when its
+/// table grew keeps its old cells there) or of a page that is no b-tree page (a freelist trunk,
+/// an overflow page's tail).
+///
+/// A record whose end was overwritten (by a later cell, by the reuse of part of its free block,
+/// by a page's new content, or whose overflow pages were used again) is found with the part that
+/// survives: its header whole, its body up to the bytes that are no longer its own
+/// (``Found/wholeLength`` says how long it was; ``SurvivingRecord`` reads it).
 ///
 /// Every candidate is checked against a ``TableSignature`` before it counts: its payload length
 /// must be exactly its header and body, its columns the table's, its Z_ENT one of the table's
-/// entities. Bytes that only look like a record are passed over.
+/// entities, and a record carved from free space must be one SQLite could have written
+/// (``TableSignature/isPlausibleCarving(_:schemaFormat:)``: it holds a value, its integers in the
+/// serial types SQLite gives them, its dates dates).
+/// Bytes that only look like a record are passed over.
 ///
 /// Threading: a value; safe from any thread.
 public struct Carver: Sendable {
@@ -28,26 +37,43 @@ public struct Carver: Sendable {
         public var table: Int
         /// Its rowid (the key of Core Data's tables), when the bytes that hold it survived.
         public var rowid: Int64?
-        /// Its header and body, as the file holds them (a free block's header rebuilt).
+        /// Its header and body, as the file holds them (a free block's header rebuilt); only the
+        /// part that survived when its end was overwritten.
         public var payload: [UInt8]
-        public var values: [RecordValue]
+        /// The payload's length when whole: more than `payload.count` for a record whose end was
+        /// overwritten.
+        public var wholeLength: Int
         public var offset: Int
         public var place: Place
         /// The header was rebuilt from the table's layout (its first bytes were overwritten).
         public var rebuilt: Bool
+
+        /// Whether the record's end was overwritten.
+        public var isPartial: Bool { payload.count < wholeLength }
+    }
+
+    /// A cell read among bytes: the record, the bytes the cell takes from its offset (up to the
+    /// limit it was read within, for a record cut there), and where its body starts in the page.
+    struct Candidate {
+        var found: Found
+        var length: Int
+        var body: Int
     }
 
     public let tables: [TableSignature]
     public let usableSize: Int
+    /// The database's schema format (``DatabaseHeader/schemaFormat``).
+    public let schemaFormat: UInt32
     /// The column counts of the tables, for a quick refusal of most offsets.
-    private let columnCounts: Set<Int>
-    private let maximumColumns: Int
+    let columnCounts: Set<Int>
+    let maximumColumns: Int
     /// Every table's first column is its rowid's alias: a record's first serial type is 0.
-    private let firstColumnIsRowid: Bool
+    let firstColumnIsRowid: Bool
 
-    public init(tables: [TableSignature], usableSize: Int) {
+    public init(tables: [TableSignature], usableSize: Int, schemaFormat: UInt32 = 4) {
         self.tables = tables
         self.usableSize = usableSize
+        self.schemaFormat = schemaFormat
         columnCounts = Set(tables.map(\.columns.count))
         maximumColumns = tables.map(\.columns.count).max() ?? 0
         firstColumnIsRowid = !tables.isEmpty && tables.allSatisfy { $0.rowidColumn == 0 }
@@ -64,21 +90,23 @@ public struct Carver: Sendable {
         if number == 1 { return [] }
         var found: [Found] = []
         if let tree = BTreePage(page, isFirstPage: false, usableSize: usableSize) {
-            guard tree.kind == .tableLeaf else { return [] }
-            if cells {
+            if cells && tree.kind == .tableLeaf {
                 for pointer in tree.cellPointers {
                     guard
                         let cell = TableCell.read(
                             page, at: pointer, limit: usableSize, usable: usableSize, pageCount: pageCount,
-                            readPage: readPage),
-                        let (table, values) = match(cell.payload, strict: false)
+                            keepingLocalPart: true, readPage: readPage),
+                        let table = match(cell.payload, wholeLength: cell.wholeLength, strict: false)
                     else { continue }
                     found.append(
                         Found(
-                            table: table, rowid: cell.rowid, payload: cell.payload, values: values, offset: pointer,
-                            place: .cell, rebuilt: false))
+                            table: table, rowid: cell.rowid, payload: cell.payload, wholeLength: cell.wholeLength,
+                            offset: pointer, place: .cell, rebuilt: false))
                 }
             }
+            // Interior and index pages too: their free space holds what the page held before
+            // (a table's root leaf becomes an interior page when the table outgrows it, and SQLite
+            // rewrites only the page's header).
             for block in tree.freeBlocks(in: page) {
                 carveFreeBlock(page, at: block.offset, size: block.size, pageCount: pageCount, readPage, into: &found)
             }
@@ -92,279 +120,42 @@ public struct Carver: Sendable {
 
     // MARK: - Matching
 
-    /// The table a payload is a row of, and its values; nil when it is none's.
-    func match(_ payload: [UInt8], strict: Bool) -> (Int, [RecordValue])? {
-        guard let (types, headerLength) = RecordFormat.header(payload, at: 0, limit: payload.count),
-            let body = RecordFormat.bodyLength(of: types), headerLength + body == payload.count
+    /// The table a payload is a row of; nil when it is none's. `wholeLength`: the payload's
+    /// length when whole (more than `payload.count` when its end was lost).
+    func match(_ payload: [UInt8], wholeLength: Int, strict: Bool) -> Int? {
+        guard let record = SurvivingRecord(payload), let body = RecordFormat.bodyLength(of: record.types),
+            record.headerLength + body == wholeLength, payload.count <= wholeLength
         else { return nil }
-        return match(types: types, body: payload, at: headerLength, limit: payload.count, strict: strict)
-    }
-
-    private func match(types: [Int64], body bytes: [UInt8], at index: Int, limit: Int, strict: Bool) -> (
-        Int, [RecordValue]
-    )? {
-        var decoded: [RecordValue]?
-        for (i, table) in tables.enumerated() where table.accepts(types: types, strict: strict) {
-            if decoded == nil { decoded = RecordFormat.values(types, in: bytes, at: index, limit: limit) }
-            guard let values = decoded else { return nil }
-            if table.accepts(values: values, strict: strict) { return (i, values) }
-        }
-        return nil
-    }
-
-    // MARK: - Whole cells among bytes
-
-    /// Looks for cells from each offset of `start..<end` of `page`, checked strictly: whole cells
-    /// (payload length, rowid, header, body), and cells that start with a free block's stale
-    /// link and size (a cell freed first and then merged into a larger block, or into the
-    /// unallocated space when it was the first cell of the content area), whose header is rebuilt.
-    /// A cell found is skipped over.
-    private func scan(
-        _ page: [UInt8], _ start: Int, _ end: Int, place: Place, _ pageCount: UInt32,
-        _ readPage: (UInt32) -> [UInt8]?, into found: inout [Found]
-    ) {
-        var offset = max(start, 0)
-        let end = min(end, usableSize)
-        while offset + 4 <= end {
-            if let next = page.bigEndian(at: offset, count: 2), let size = page.bigEndian(at: offset + 2, count: 2),
-                size >= 8, offset + Int(size) <= end, next == 0 || Int(next) > offset,
-                let (record, length) = rebuiltCell(
-                    page, at: offset, end: offset + Int(size), pageCount: pageCount, readPage: readPage)
-            {
-                var record = record
-                record.place = place
-                found.append(record)
-                offset += max(length, 1)
-                continue
-            }
-            if let (record, length) = intactCell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage)
-                ?? headerlessCell(page, typesAt: offset, end: end)
-            {
-                var record = record
-                record.place = place
-                found.append(record)
-                offset += max(length, 1)
-            } else {
-                offset += 1
+        guard record.isWhole else {
+            return tables.indices.first {
+                tables[$0].accepts(partial: record, strict: strict) && (!strict || plausible(record, $0))
             }
         }
-    }
-
-    /// A cell whose lengths and rowid were overwritten (by a cell pointer array that grew, a
-    /// later cell, a block's link) but whose serial types survive from `index`: for each table
-    /// whose first column is the rowid's alias, the types read from there (the alias's NULL
-    /// first), the body after them, both within `end` and checked strictly. Only payloads held
-    /// whole in the page; the rowid is lost.
-    private func headerlessCell(_ page: [UInt8], typesAt index: Int, end: Int) -> (Found, Int)? {
-        // A cheap refusal first: the alias's NULL, then Z_ENT's and Z_OPT's integer types.
-        guard firstColumnIsRowid, index + 3 < end, page[index] == 0, RecordFormat.isInteger(Int64(page[index + 1])),
-            page[index + 2] == 0 || RecordFormat.isInteger(Int64(page[index + 2]))
-        else { return nil }
-        var best: (Found, Int)?
-        for (number, table) in tables.enumerated() where table.entityColumn == 1 {
-            let n = table.columns.count
-            var types: [Int64] = []
-            types.reserveCapacity(n)
-            var at = index
-            while types.count < n {
-                guard let (type, length) = Varint.read(page, at: at, limit: end),
-                    RecordFormat.contentSize(of: type) != nil
-                else { break }
-                types.append(type)
-                at += length
-            }
-            guard types.count == n, table.accepts(types: types, strict: true),
-                let body = RecordFormat.bodyLength(of: types),
-                at + body <= end
-            else { continue }
-            let typeBytes = at - index
-            var headerSize = typeBytes + 1
-            if Varint.length(of: Int64(headerSize)) > 1 {
-                headerSize = typeBytes + Varint.length(of: Int64(typeBytes + 2))
-            }
-            guard TableCell.localLength(of: headerSize + body, usable: usableSize) == headerSize + body,
-                let values = RecordFormat.values(types, in: page, at: at, limit: end),
-                table.accepts(values: values, strict: true)
-            else { continue }
-            var payload = Varint.encode(Int64(headerSize))
-            for type in types { payload += Varint.encode(type) }
-            payload += page[at..<(at + body)]
-            let record = Found(
-                table: number, rowid: nil, payload: payload, values: values, offset: index, place: .cell, rebuilt: true)
-            if best == nil || at + body - index > best!.1 { best = (record, at + body - index) }
-        }
-        return best
-    }
-
-    /// A whole cell at `offset` that ends by `end` (its local part; the rest in overflow pages).
-    private func intactCell(
-        _ page: [UInt8], at offset: Int, end: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
-    ) -> (Found, Int)? {
-        guard let (length, lengthSize) = Varint.read(page, at: offset, limit: end), length >= 3,
-            let (rowid, rowidSize) = Varint.read(page, at: offset + lengthSize, limit: end)
-        else { return nil }
-        let headerStart = offset + lengthSize + rowidSize
-        // Quick refusals before any allocation: a header size that fits, a first column that is
-        // the rowid's alias (NULL), a column count some table has.
-        guard let (headerSize, headerSizeLength) = Varint.read(page, at: headerStart, limit: end),
-            headerSize >= 2, headerSize <= Int64(maximumColumns) * 9 + 9, headerSize < length,
-            headerStart + headerSizeLength < end
-        else { return nil }
-        if firstColumnIsRowid && page[headerStart + headerSizeLength] != 0 { return nil }
-        let payloadLength = Int(length)
-        let local = TableCell.localLength(of: payloadLength, usable: usableSize)
-        let headerEnd = headerStart + Int(headerSize)
-        guard headerEnd <= end, headerStart + local <= end || local < payloadLength else { return nil }
-        guard let (types, _) = RecordFormat.header(page, at: headerStart, limit: headerEnd),
-            columnCounts.contains(types.count), let body = RecordFormat.bodyLength(of: types),
-            Int(headerSize) + body == payloadLength
-        else { return nil }
         guard
-            let cell = TableCell.read(
-                page, at: offset, limit: end, usable: usableSize, pageCount: pageCount, readPage: readPage),
-            let (table, values) = match(
-                types: types, body: cell.payload, at: Int(headerSize), limit: cell.payload.count, strict: true)
+            let values = RecordFormat.values(
+                record.types, in: payload, at: record.headerLength, limit: payload.count)
         else { return nil }
-        return (
-            Found(
-                table: table, rowid: rowid, payload: cell.payload, values: values, offset: offset, place: .cell,
-                rebuilt: false), cell.length
-        )
-    }
-
-    // MARK: - Free blocks
-
-    /// The cell a free block starts with, its first four bytes (payload length, rowid, part of
-    /// the header) overwritten: for each table and each place the serial types may start, the
-    /// header is read from the bytes that remain (the rowid's alias, always NULL, supplied when
-    /// its byte was overwritten) and accepted when the lengths it implies fit what was
-    /// overwritten and the record fits the block. Then whole cells are looked for in the rest of
-    /// the block (adjacent freed cells merge into one block and keep their headers).
-    private func carveFreeBlock(
-        _ page: [UInt8], at offset: Int, size: Int, pageCount: UInt32, _ readPage: (UInt32) -> [UInt8]?,
-        into found: inout [Found]
-    ) {
-        let end = min(offset + size, usableSize)
-        var resume = offset + 4
-        if let (record, length) = rebuiltCell(page, at: offset, end: end, pageCount: pageCount, readPage: readPage) {
-            found.append(record)
-            resume = offset + length
+        return tables.indices.first {
+            tables[$0].accepts(types: record.types, strict: strict)
+                && tables[$0].accepts(values: values, strict: strict) && (!strict || plausible(record, $0))
         }
-        scan(page, resume, end, place: .freeBlock, pageCount, readPage, into: &found)
     }
 
-    /// The cell at the start of a free block with its header rebuilt; with the bytes it took.
-    private func rebuiltCell(
-        _ page: [UInt8], at offset: Int, end: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
-    ) -> (Found, Int)? {
-        var best: (Found, Int)?
-        for (index, table) in tables.enumerated() {
-            let n = table.columns.count
-            guard n >= 2 else { continue }
-            // Serial types start `k` bytes into the cell: after the payload length (1+ bytes),
-            // the rowid (1+) and the header size (1+).
-            for k in 3...12 {
-                var types: [Int64] = []
-                types.reserveCapacity(n)
-                var at = offset + k
-                if k < 4 {
-                    // The first serial type's byte was overwritten: it is the rowid alias's NULL.
-                    guard table.rowidColumn == 0 else { continue }
-                    types.append(0)
-                    at = offset + 4
-                }
-                var ok = true
-                while types.count < n {
-                    guard let (type, length) = Varint.read(page, at: at, limit: end),
-                        RecordFormat.contentSize(of: type) != nil
-                    else {
-                        ok = false
-                        break
-                    }
-                    types.append(type)
-                    at += length
-                }
-                guard ok, table.accepts(types: types, strict: true), let body = RecordFormat.bodyLength(of: types)
-                else { continue }
-                // The header's own length, and what the lengths before it must have taken.
-                let typeBytes = (k < 4 ? 1 : 0) + (at - offset - max(k, 4))
-                var headerSize = typeBytes + 1
-                if Varint.length(of: Int64(headerSize)) > 1 {
-                    headerSize = typeBytes + Varint.length(of: Int64(typeBytes + 2))
-                }
-                let headerSizeLength = headerSize - typeBytes
-                let payloadLength = headerSize + body
-                let lengthSize = Varint.length(of: Int64(payloadLength))
-                let rowidSize = k - headerSizeLength - lengthSize
-                guard rowidSize >= 1, rowidSize <= 9 else { continue }
-                // The bytes of the lengths that survived must read as what they were.
-                let headerSizeAt = offset + k - headerSizeLength
-                if headerSizeAt >= offset + 4 {
-                    guard let (value, length) = Varint.read(page, at: headerSizeAt, limit: end),
-                        value == Int64(headerSize), length == headerSizeLength
-                    else { continue }
-                }
-                let rowidEnd = offset + lengthSize + rowidSize
-                if rowidEnd - 1 >= offset + 4 {
-                    guard page[rowidEnd - 1] & 0x80 == 0 || rowidSize == 9 else { continue }
-                    let first = max(offset + 4, offset + lengthSize)
-                    var intact = true
-                    var i = first
-                    while i < rowidEnd - 1 {
-                        if page[i] & 0x80 == 0 { intact = false }
-                        i += 1
-                    }
-                    guard intact else { continue }
-                }
-                var header = Varint.encode(Int64(headerSize))
-                for type in types { header += Varint.encode(type) }
-                // The body: in the block, or its start here and the rest in an overflow chain
-                // (freed with the cell; it must end exactly where the payload does).
-                let local = TableCell.localLength(of: payloadLength, usable: usableSize)
-                var payload = header
-                var cellEnd = at + body
-                if local == payloadLength {
-                    guard at + body <= end else { continue }
-                    payload += page[at..<(at + body)]
-                } else {
-                    let localBody = local - headerSize
-                    guard localBody >= 0, at + localBody + 4 <= end,
-                        let overflow = overflowContent(
-                            page, at: at + localBody, count: payloadLength - local, pageCount: pageCount,
-                            readPage: readPage)
-                    else { continue }
-                    payload += page[at..<(at + localBody)]
-                    payload += overflow
-                    cellEnd = at + localBody + 4
-                }
-                guard let values = RecordFormat.values(types, in: payload, at: headerSize, limit: payload.count),
-                    table.accepts(values: values, strict: true)
-                else { continue }
-                var rowid: Int64?
-                if lengthSize >= 4, let (value, length) = Varint.read(page, at: offset + lengthSize, limit: end),
-                    length == rowidSize
-                {
-                    rowid = value
-                }
-                let record = Found(
-                    table: index, rowid: rowid, payload: payload, values: values, offset: offset, place: .freeBlock,
-                    rebuilt: true)
-                let length = cellEnd - offset
-                // The longest reading wins: a shorter one is usually a prefix that happens to parse.
-                if best == nil || length > best!.1 { best = (record, length) }
-                break
-            }
+    /// A carved payload as far as it is the record's own. Text never holds NUL bytes; SQLite
+    /// zeroes freed space (when it defragments a page, under secure_delete), so a text value whose
+    /// bytes turn to zeros that run to the payload's end was overwritten from the first of them:
+    /// the payload is cut there. Nil when a NUL is followed by other bytes (no text an app wrote).
+    func withoutZeroedEnd(_ payload: [UInt8]) -> [UInt8]? {
+        guard let record = SurvivingRecord(payload) else { return payload }
+        for index in 0..<record.intactColumns where record.types[index] >= 13 && record.types[index] % 2 == 1 {
+            guard let range = record.range(of: index), let nul = payload[range].firstIndex(of: 0) else { continue }
+            return payload[nul...].allSatisfy { $0 == 0 } ? Array(payload[..<nul]) : nil
         }
-        return best
+        return payload
     }
 
-    /// `count` bytes of an overflow chain whose first page number is at `index` of `page`.
-    private func overflowContent(
-        _ page: [UInt8], at index: Int, count: Int, pageCount: UInt32, readPage: (UInt32) -> [UInt8]?
-    ) -> [UInt8]? {
-        guard let first = page.bigEndian(at: index, count: 4) else { return nil }
-        return TableCell.overflow(
-            from: first, count: count, usable: usableSize, pageCount: pageCount, readPage: readPage)?
-            .0
+    /// ``TableSignature/isPlausibleCarving(_:schemaFormat:)`` for table `table`.
+    func plausible(_ record: SurvivingRecord, _ table: Int) -> Bool {
+        tables[table].isPlausibleCarving(record, schemaFormat: schemaFormat)
     }
 }

@@ -20,6 +20,9 @@ public struct DatabaseHeader: Sendable, Hashable {
     public var incrementalVacuum: Bool
     /// 1 legacy (rollback journal), 2 WAL.
     public var writeVersion: UInt8
+    /// The schema format number: 4 (every store of the last twenty years) writes the integers 0
+    /// and 1 in the record header alone.
+    public var schemaFormat: UInt32
 
     /// The part of each page b-tree content may use.
     public var usableSize: Int { pageSize - reservedBytes }
@@ -43,5 +46,17 @@ public struct DatabaseHeader: Sendable, Hashable {
         largestRootPage = bytes.bigEndian(at: 52, count: 4) ?? 0
         textEncoding = bytes.bigEndian(at: 56, count: 4) ?? 1
         incrementalVacuum = (bytes.bigEndian(at: 64, count: 4) ?? 0) != 0
+        schemaFormat = bytes.bigEndian(at: 44, count: 4) ?? 4
+    }
+
+    /// Whether page `number` is a pointer-map page (files with auto_vacuum or incremental_vacuum
+    /// keep one every usable/5 + 1 pages from page 2): five-byte entries, never a record.
+    public func isPointerMapPage(_ number: UInt32) -> Bool {
+        guard largestRootPage != 0, number >= 2 else { return false }
+        let perMap = UInt64(usableSize / 5 + 1)
+        let pendingBytePage = UInt64(0x4000_0000 / pageSize + 1)
+        var map = (UInt64(number) - 2) / perMap * perMap + 2
+        if map == pendingBytePage { map += 1 }
+        return map == UInt64(number)
     }
 }

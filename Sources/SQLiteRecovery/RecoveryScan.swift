@@ -4,12 +4,16 @@
 ///
 /// What is read: every page of the last version (the one a reader of the store sees): the cells
 /// of its freelist pages, the free blocks and unallocated space of its pages in use, the bytes
-/// of pages that are no b-tree page; then every page version it does not show: the database
+/// of pages that are no b-tree page (pointer-map pages excepted); then every page version it does not show: the database
 /// file's own pages that the log replaced (or that its commits cut off), and every frame of the
 /// log but the latest committed one of each page (earlier commits, frames after the last commit,
 /// frames SQLite would not read). A record found in several places is one record with every
 /// place. Records equal to the live row of their key, and keyless records equal to some live row
-/// of their table (a copy left behind when SQLite moved a cell), are not recovered.
+/// of their table (a copy left behind when SQLite moved a cell), are not recovered. A record
+/// whose end was overwritten (``Row/isPartial``) is compared on the columns that survive
+/// (``SurvivingRecord``): one that agrees with the live row of its key, with some live row of its
+/// table when its key is lost, or with another record recovered here (then one more place of
+/// that record), cannot be told apart from it and is not recovered on its own.
 ///
 /// Bounded: at most ``Limits/maximumRecords`` records and ``Limits/maximumPayloadBytes`` of
 /// their bytes are kept (the rest counted as left out), every page is read once per version it
@@ -100,10 +104,16 @@ public enum RecoveryScan {
     public struct Row: Sendable {
         public var table: Int
         public var rowid: Int64?
-        /// Header and body.
+        /// Header and body (as far as they survive: see ``wholeLength``).
         public var payload: [UInt8]
+        /// The payload's length when whole; more than `payload.count` when the record's end was
+        /// overwritten (``SurvivingRecord`` reads what is left).
+        public var wholeLength: Int
         public var sources: [Source]
         public var live: LiveState
+
+        /// Whether the record's end was overwritten.
+        public var isPartial: Bool { payload.count < wholeLength }
     }
 
     public struct Result: Sendable {
@@ -120,7 +130,8 @@ public enum RecoveryScan {
         _ files: DatabaseFiles, tables: [TableSignature], limits: Limits = Limits(),
         cancelled: () -> Bool = { false }
     ) -> Result {
-        let carver = Carver(tables: tables, usableSize: files.usableSize)
+        let carver = Carver(tables: tables, usableSize: files.usableSize, schemaFormat: files.header.schemaFormat)
+        let header = files.header
         var collector = Collector(limits: limits)
         var pagesRead = 0
         let current = files.state(files.lastVersion)
@@ -133,7 +144,8 @@ public enum RecoveryScan {
                 stopped = true
                 break
             }
-            guard let page = current.page(number) else { continue }
+            // Pointer-map pages hold five-byte entries, never a record (their bytes read as rows of NULLs).
+            guard !header.isPointerMapPage(number), let page = current.page(number) else { continue }
             pagesRead += 1
             let frame = files.latestFrame(of: number, upTo: current.lastFrame).flatMap { files.frame($0) }
             let free = trunks.contains(number) || leaves.contains(number)
@@ -163,7 +175,7 @@ public enum RecoveryScan {
                     stopped = true
                     break
                 }
-                guard let page = files.databasePage(number) else { continue }
+                guard !header.isPointerMapPage(number), let page = files.databasePage(number) else { continue }
                 pagesRead += 1
                 let free = originalFree.trunks.contains(number) || originalFree.leaves.contains(number)
                 for found in carver.records(
@@ -190,7 +202,7 @@ public enum RecoveryScan {
                 stopped = true
                 break
             }
-            guard let page = files.framePage(frame) else { continue }
+            guard !header.isPointerMapPage(frame.page), let page = files.framePage(frame) else { continue }
             pagesRead += 1
             var state = current
             var free = false
@@ -249,8 +261,8 @@ public enum RecoveryScan {
             index[key] = rows.count
             rows.append(
                 Row(
-                    table: found.table, rowid: found.rowid, payload: found.payload, sources: [source],
-                    live: found.rowid == nil ? .unknownKey : .deleted))
+                    table: found.table, rowid: found.rowid, payload: found.payload, wholeLength: found.wholeLength,
+                    sources: [source], live: found.rowid == nil ? .unknownKey : .deleted))
         }
 
         /// The rows that are not live: compared with the live rows of `state`, table by table.
@@ -258,38 +270,140 @@ public enum RecoveryScan {
             var keep = [Bool](repeating: true, count: rows.count)
             // Keyless records equal to a keyed one are that record, found once more.
             var keyed: [Int: [[UInt8]: Int]] = [:]
-            for (i, row) in rows.enumerated() where row.rowid != nil {
+            for (i, row) in rows.enumerated() where row.rowid != nil && !row.isPartial {
                 keyed[row.table, default: [:]][row.payload] = keyed[row.table]?[row.payload] ?? i
             }
-            for (i, row) in rows.enumerated() where row.rowid == nil {
+            for (i, row) in rows.enumerated() where row.rowid == nil && !row.isPartial {
                 if let target = keyed[row.table]?[row.payload] {
-                    for source in row.sources where !rows[target].sources.contains(source) {
-                        rows[target].sources.append(source)
-                    }
+                    merge(i, into: target)
                     keep[i] = false
                 }
             }
+            mergePartials(&keep)
             var byKey: [Int: [Int64: [Int]]] = [:]
             var keyless: [Int: [[UInt8]: [Int]]] = [:]
+            var partials = PartialIndex()
             for (i, row) in rows.enumerated() where keep[i] {
                 if let rowid = row.rowid {
                     byKey[row.table, default: [:]][rowid, default: []].append(i)
+                } else if row.isPartial, let record = SurvivingRecord(row.payload) {
+                    partials.add(i, row.table, record)
                 } else {
                     keyless[row.table, default: [:]][row.payload, default: []].append(i)
                 }
             }
-            for (table, signature) in tables.enumerated() where byKey[table] != nil || keyless[table] != nil {
+            for (table, signature) in tables.enumerated()
+            where byKey[table] != nil || keyless[table] != nil || partials.counts[table] != nil {
                 guard let root = signature.rootPage, !cancelled() else { continue }
                 let keys = byKey[table] ?? [:]
                 let copies = keyless[table] ?? [:]
+                let counts = partials.counts[table] ?? []
                 state.walkTable(root: root) { rowid, payload in
                     for i in keys[rowid] ?? [] {
-                        if rows[i].payload == payload { keep[i] = false } else { rows[i].live = .differs }
+                        if rows[i].isPartial {
+                            // Compared on what survived: equal there, it cannot be told from the row.
+                            if let record = SurvivingRecord(rows[i].payload), let live = SurvivingRecord(payload),
+                                record.agrees(with: live)
+                            {
+                                keep[i] = false
+                            } else {
+                                rows[i].live = .differs
+                            }
+                        } else if rows[i].payload == payload {
+                            keep[i] = false
+                        } else {
+                            rows[i].live = .differs
+                        }
                     }
                     if !copies.isEmpty { for i in copies[payload] ?? [] { keep[i] = false } }
+                    if !counts.isEmpty, let live = SurvivingRecord(payload) {
+                        for i in partials.agreeing(with: live, table: table, counts: counts) { keep[i] = false }
+                    }
                 }
             }
             return rows.indices.filter { keep[$0] }.map { rows[$0] }
+        }
+
+        /// Adds the places of record `i` to record `target`'s.
+        private mutating func merge(_ i: Int, into target: Int) {
+            for source in rows[i].sources where !rows[target].sources.contains(source) {
+                rows[target].sources.append(source)
+            }
+        }
+
+        /// Merges each partial record into a recovered record that agrees with it on every
+        /// column it kept and survived at least as far (a whole one first): it is that record,
+        /// found once more with its end overwritten, or a version that cannot be told from it.
+        /// A keyed partial record merges only into a record with its key, or into a whole keyless
+        /// one that then has its key.
+        private mutating func mergePartials(_ keep: inout [Bool]) {
+            var partials = PartialIndex()
+            var records: [Int: SurvivingRecord] = [:]
+            for (i, row) in rows.enumerated() where keep[i] && row.isPartial {
+                guard let record = SurvivingRecord(row.payload) else { continue }
+                partials.add(i, row.table, record)
+                records[i] = record
+            }
+            guard !partials.members.isEmpty else { return }
+            // The most complete records first: a record merged away is never a target after.
+            let order = rows.indices.filter { keep[$0] && partials.counts[rows[$0].table] != nil }.sorted {
+                (rows[$0].isPartial ? rows[$0].payload.count : Int.max, -$0)
+                    > (rows[$1].isPartial ? rows[$1].payload.count : Int.max, -$1)
+            }
+            for target in order where keep[target] {
+                guard let record = records[target] ?? SurvivingRecord(rows[target].payload) else { continue }
+                let counts = partials.counts[rows[target].table] ?? []
+                for i in partials.agreeing(with: record, table: rows[target].table, counts: counts)
+                where i != target && keep[i] {
+                    let completer =
+                        !rows[target].isPartial || rows[target].payload.count > rows[i].payload.count
+                        || (rows[target].payload.count == rows[i].payload.count && target < i)
+                    guard completer else { continue }
+                    if let key = rows[i].rowid, rows[target].rowid != key {
+                        // A keyed part gives its key to a whole keyless record it agrees with, when
+                        // what it kept includes a text or blob (a few numbers agree too easily).
+                        guard rows[target].rowid == nil, !rows[target].isPartial, records[i]?.keepsTextOrBlob == true
+                        else { continue }
+                        rows[target].rowid = key
+                        rows[target].live = .deleted
+                    }
+                    merge(i, into: target)
+                    keep[i] = false
+                }
+            }
+        }
+    }
+
+    /// Partial records by table and by a digest of the columns they kept whole
+    /// (``SurvivingRecord/prefixDigests(_:)``), to find those a record agrees with in one pass
+    /// over it.
+    private struct PartialIndex {
+        struct Key: Hashable {
+            var table: Int
+            var count: Int
+            var digest: Int
+        }
+
+        var members: [Key: [(index: Int, record: SurvivingRecord)]] = [:]
+        /// Per table, the counts of whole columns the partial records have.
+        var counts: [Int: Set<Int>] = [:]
+
+        mutating func add(_ index: Int, _ table: Int, _ record: SurvivingRecord) {
+            let key = Key(table: table, count: record.intactColumns, digest: record.prefixDigest)
+            members[key, default: []].append((index, record))
+            counts[table, default: []].insert(record.intactColumns)
+        }
+
+        /// The partial records of `table` that `other` agrees with on every column they kept.
+        func agreeing(with other: SurvivingRecord, table: Int, counts: Set<Int>) -> [Int] {
+            var result: [Int] = []
+            for (count, digest) in other.prefixDigests(counts) {
+                for member in members[Key(table: table, count: count, digest: digest)] ?? []
+                where member.record.agrees(with: other) {
+                    result.append(member.index)
+                }
+            }
+            return result
         }
     }
 }

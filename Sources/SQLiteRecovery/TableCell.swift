@@ -3,8 +3,13 @@
 /// pages holding the rest.
 public struct TableCell: Sendable {
     public var rowid: Int64
-    /// The whole payload: the record's header and body.
+    /// The whole payload: the record's header and body (only the page's part of it when the
+    /// overflow chain was lost and the cell was read ``read(_:at:limit:usable:pageCount:keepingLocalPart:readPage:)``
+    /// keeping its local part).
     public var payload: [UInt8]
+    /// The payload's length as the cell gives it (more than `payload.count` when the overflow
+    /// chain was lost).
+    public var wholeLength: Int
     /// The overflow pages read, in order.
     public var overflowPages: [UInt32]
     /// The bytes the cell takes in its page.
@@ -27,9 +32,10 @@ public struct TableCell: Sendable {
     /// The cell at `offset` of `page`, its varints and local payload read no further than
     /// `limit`; the overflow chain read through `readPage`. Nil when the cell is not readable whole:
     /// lengths that do not fit, an overflow chain that loops, leaves the file (`pageCount`),
-    /// ends early or goes on past the payload's end.
+    /// ends early or goes on past the payload's end. `keepingLocalPart`: a cell whose overflow
+    /// chain does not read (its pages were used again) is given with the part its page holds.
     public static func read(
-        _ page: [UInt8], at offset: Int, limit: Int, usable: Int, pageCount: UInt32,
+        _ page: [UInt8], at offset: Int, limit: Int, usable: Int, pageCount: UInt32, keepingLocalPart: Bool = false,
         readPage: (UInt32) -> [UInt8]?
     ) -> TableCell? {
         guard let (length, lengthSize) = Varint.read(page, at: offset, limit: limit), length >= 0,
@@ -50,11 +56,17 @@ public struct TableCell: Sendable {
             guard
                 let (rest, pages) = overflow(
                     from: first, count: payloadLength - local, usable: usable, pageCount: pageCount, readPage: readPage)
-            else { return nil }
+            else {
+                guard keepingLocalPart else { return nil }
+                return TableCell(
+                    rowid: rowid, payload: payload, wholeLength: payloadLength, overflowPages: [], length: cellLength)
+            }
             payload += rest
             overflowPages = pages
         }
-        return TableCell(rowid: rowid, payload: payload, overflowPages: overflowPages, length: cellLength)
+        return TableCell(
+            rowid: rowid, payload: payload, wholeLength: payloadLength, overflowPages: overflowPages, length: cellLength
+        )
     }
 
     /// `count` bytes of the overflow chain starting at page `first`, and its pages; nil when the

@@ -6,9 +6,7 @@ import ObjectGraph
 enum FileCheck {
     /// Whether the file's header says WAL (read and write versions 2), without opening it.
     static func isWAL(_ url: URL) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { return false }
-        defer { try? handle.close() }
-        let header = [UInt8]((try? handle.read(upToCount: 20)) ?? Data())
+        let header = [UInt8]((try? RegularFile.read(url, maxLength: 20)) ?? Data())
         return header.count == 20 && header[18] == 2 && header[19] == 2
     }
 
@@ -31,14 +29,8 @@ enum FileCheck {
 
     static func check(_ url: URL) throws(ObjectGraphError) {
         let path = url.path
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            if FileManager.default.fileExists(atPath: path) {
-                throw ObjectGraphError(.io, "\(path) cannot be opened for reading; check its permissions")
-            }
-            throw ObjectGraphError(.notFound, "\(path) does not exist")
-        }
-        defer { try? handle.close() }
-        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        // Never waits: a FIFO or a device is refused (RegularFile).
+        let header = [UInt8](try RegularFile.read(url, maxLength: 100))
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? header.count
         guard header.count == 100 else {
             throw ObjectGraphError(

@@ -186,7 +186,7 @@ final class PrivateCopy: Sendable {
             if let last = frames?.commits.last, last.pageCount < filePages {
                 for number in (last.pageCount + 1)...filePages { numbers.insert(number) }
             }
-            FileManager.default.createFile(
+            _ = FileManager.default.createFile(
                 atPath: keptPages.path, contents: nil, attributes: [.posixPermissions: 0o600])
             let handle = try FileHandle(forWritingTo: keptPages)
             defer { try? handle.close() }

@@ -47,6 +47,9 @@ public final class SQLiteStore: PersistentStore {
     let historyReader: HistoryReader?
     /// The connection that writes, opened by the first save.
     private let openedWriter = Mutex<(any DatabaseWriter)?>(nil)
+    /// Whether closing removes the -wal and -shm files: a WAL store opened for writing that had
+    /// none beside it (see ``close()``).
+    private let removesWALFilesAtClose: Bool
     /// The highest key handed out per root Z_ENT since the store opened: keys are reserved in
     /// memory and written (Z_MAX) by the save that inserts them, so a mkdir that is never saved
     /// leaves the file as it was.
@@ -142,6 +145,9 @@ public final class SQLiteStore: PersistentStore {
             options.readOnly && privateFile == nil
             ? try PrivateCopy.make(of: url, hashing: options.hashesInputs, logger: logger) : nil
         isWAL = FileCheck.isWAL(copy?.store ?? url)
+        removesWALFilesAtClose =
+            !options.readOnly && isWAL && !FileManager.default.fileExists(atPath: url.path + "-wal")
+            && !FileManager.default.fileExists(atPath: url.path + "-shm")
         followsChanges = options.readOnly && !options.hashesInputs
         hashesInputs = options.hashesInputs
         var opened = try Self.openReader(url, copy: copy, isWAL: isWAL, logger: logger)
@@ -408,8 +414,14 @@ public final class SQLiteStore: PersistentStore {
             return ObjectGraphError(.corruptStore, "\(file) is corrupt (\(message)); restore it from a backup")
         case .SQLITE_READONLY:
             return ObjectGraphError(.readOnly, "\(file) cannot be written (\(message))")
+        case .SQLITE_CONSTRAINT where error.extendedResultCode == .SQLITE_CONSTRAINT_TRIGGER:
+            return ObjectGraphError(.notPermitted, "\(file): a trigger of the store refused the change (\(message))")
         case .SQLITE_CONSTRAINT:
             return ObjectGraphError(.exists, "\(file): a row already exists (\(message))")
+        case .SQLITE_FULL:
+            return ObjectGraphError(
+                .noSpace,
+                "\(file): the disk is full (\(message)); nothing of the save was written, make room and save again")
         case .SQLITE_CANTOPEN:
             return ObjectGraphError(.io, "\(file) cannot be opened (\(message)); check the path and permissions")
         default:
@@ -518,6 +530,16 @@ public final class SQLiteStore: PersistentStore {
                 }
             }
             do { try writer.close() } catch { logger.warning("closing \(path): \(error)") }
+        } else if removesWALFilesAtClose {
+            // Nothing was saved, but the read connections made a -wal and -shm beside the store,
+            // which SQLite's read-only connections never remove. A connection that may write,
+            // closed last, removes them (as the last connection to a WAL file does): the store's
+            // folder is as it was. Its WAL is empty, so the store file is not written.
+            do {
+                try DatabaseQueue(path: path, configuration: Self.configuration(readOnly: false)).close()
+            } catch {
+                logger.warning("closing \(path): \(error)")
+            }
         }
     }
 

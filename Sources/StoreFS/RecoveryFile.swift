@@ -135,7 +135,7 @@ public struct RecoveryFile: Codable, Sendable {
 
     /// Reads a recovery file.
     public static func read(_ url: URL) throws -> RecoveryFile {
-        let data = try Data(contentsOf: url)
+        let data = try RegularFile.read(url, as: "recovery files")
         let file = try JSONDecoder().decode(RecoveryFile.self, from: data)
         guard file.storefs == "recovery", file.version == 1 else {
             throw ObjectGraphError(

@@ -1,3 +1,4 @@
+import Decoding
 import Foundation
 import AtomicStore
 import ObjectGraph
@@ -82,22 +83,9 @@ enum XMLStoreReader {
         {
             let body = data[open.upperBound..<close.lowerBound]
             if body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D) }) {
-                let plist: Any
-                do {
-                    plist = try PropertyListSerialization.propertyList(from: Data(body), options: [], format: nil)
-                } catch {
-                    throw ObjectGraphError(
-                        .corruptStore, "\(path): the <metadata> property list does not parse: \(error)")
-                }
-                guard let dict = plist as? [String: Any] else {
-                    throw ObjectGraphError(.corruptStore, "\(path): <metadata> is not a dictionary")
-                }
-                for (key, value) in dict {
-                    do {
-                        doc.metadata[key] = try MetadataValue(propertyList: value)
-                    } catch {
-                        throw ObjectGraphError(.corruptStore, "\(path): metadata key \(key): \(error.message)")
-                    }
+                // The bounded reader: a store's bytes never reach PropertyListSerialization.
+                for (key, value) in try StoredPropertyList.dictionary(Data(body), source: "\(path): <metadata>") {
+                    doc.metadata[key] = value
                 }
             }
         }

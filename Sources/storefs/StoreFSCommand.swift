@@ -19,7 +19,8 @@ struct StoreFSCommand: ParsableCommand {
             Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self,
             Sample.self,
             Create.self, Overlay.self, Apply.self, Export.self, Diff.self,
-            TimelineCommand.self
+            TimelineCommand.self,
+            Find.self
         ])
 
     /// ArgumentParser's main, except that a ValidationError thrown by a subcommand's run() shows
@@ -27,14 +28,16 @@ struct StoreFSCommand: ParsableCommand {
     /// parsing; for errors thrown later it prints the root's usage (`storefs <subcommand>`),
     /// which tells a user nothing about the command they typed.
     static func main() {
+        CommandLinePasswords.hide()
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()
         } catch {
-            exit(withError: error)
+            exitReporting(error)
         }
         do {
             try command.run()
+            StandardOutput.finishPrinted()
         } catch let error as ValidationError {
             let subcommand = type(of: command)
             let usage = usageString(for: subcommand).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -46,7 +49,17 @@ struct StoreFSCommand: ParsableCommand {
             printError("Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information.")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
-            exit(withError: error)
+            exitReporting(error)
         }
+    }
+
+    /// ArgumentParser's exit(withError:), except that what a successful end prints (`--help`,
+    /// `--version`, completion scripts) is checked to have been written (``StandardOutput.finishPrinted()``).
+    static func exitReporting(_ error: any Error) -> Never {
+        guard exitCode(for: error) == .success else { exit(withError: error) }
+        let message = fullMessage(for: error)
+        if !message.isEmpty { print(message) }
+        StandardOutput.finishPrinted()
+        Foundation.exit(ExitCode.success.rawValue)
     }
 }

@@ -84,9 +84,9 @@ import Testing
             info.status == 0 && info.output.contains("objects:  300") && info.output.contains("PostgreSQL"),
             "\(info.output)\(info.error)")
         let a = try URLMount(url)
-        defer { try? a.unmount() }
+        defer { _ = try? a.unmount() }
         let b = try URLMount(url)
-        defer { try? b.unmount() }
+        defer { _ = try? b.unmount() }
         // B holds everything in its caches first (names, attributes, pages).
         _ = try run("ls", ["-lR", b.path + "/Employee", b.path + "/Department"])
         #expect(
@@ -138,9 +138,9 @@ import Testing
         let server = try PostgresServer.shared()
         let url = try Self.sampleStore(objects: 100, server: server, name: "conflict")
         let a = try URLMount(url)
-        defer { try? a.unmount() }
+        defer { _ = try? a.unmount() }
         let b = try URLMount(url)
-        defer { try? b.unmount() }
+        defer { _ = try? b.unmount() }
         // Both open the same file for writing (O_TRUNC reads it as it is now); A closes first.
         let script = """
             import errno, os, sys
@@ -187,7 +187,7 @@ import Testing
         #expect(try run(try storefsBinary(), ["create", "--model", "sample", copied.absoluteString]).status == 0)
         #expect(try run(try storefsBinary(), ["migrate", source.store.path, migrated.absoluteString]).status == 0)
         let target = try URLMount(copied)
-        defer { try? target.unmount() }
+        defer { _ = try? target.unmount() }
         let copy = try run("cp", ["-a", source.path + "/.", target.path + "/"])
         #expect(copy.status == 0, "cp -a: \(copy.error)")
         #expect(try run("sync", [target.path]).status == 0)
@@ -217,7 +217,7 @@ import Testing
         let url = server.url(schema: "killed")
         #expect(try run(try storefsBinary(), ["migrate", sqlite.path, url.absoluteString]).status == 0)
         let mount = try URLMount(url)
-        defer { try? mount.unmount() }
+        defer { _ = try? mount.unmount() }
         /// Writes `value` to p`key`'s lastName and fsyncs it; the errno name, or "ok".
         func write(_ key: Int, _ value: String) throws -> String {
             let script = """
@@ -296,7 +296,7 @@ import Testing
             versionBefore = try plan.string.map { try before.newContext().version(of: $0.object) }
         }
         let mount = try PostgresMountTests.URLMount(url)
-        defer { try? mount.unmount() }
+        defer { _ = try? mount.unmount() }
         func folderOf(_ id: ObjectID) -> String { "\(mount.path)/\(model[id.entity].name)/\(id.key)" }
         var edits: [String] = []
         if let (object, attribute) = plan.string {

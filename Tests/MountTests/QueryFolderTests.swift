@@ -27,7 +27,7 @@ import Testing
         #expect(!listed.isEmpty && listed == wanted)
         engine.close()
         #expect(try run("cat", ["\(folder)/.count"]).output == "\(listed.count)\n")
-        let json = try run("cat", ["\(folder)/.json"]).lines
+        let json = try run("cat", ["\(folder)/.jsonl"]).lines
         #expect(json.count == listed.count && json.allSatisfy { $0.contains("\"isRemote\":\"false\"") })
         #expect(try run("head", ["-1", "\(folder)/.csv"]).output.hasPrefix("@entity,@uri,"))
         let first = try #require(listed.first)

@@ -125,6 +125,7 @@ struct ArchiveBuilder {
     }
 
     /// An instance of `className` with `fields`.
+    @discardableResult
     mutating func instance(
         _ className: String, _ superclasses: [String] = ["NSObject"], _ fields: [(String, Value)], at uid: Int? = nil
     )

@@ -258,7 +258,10 @@ import Testing
     }
 
     @Test(arguments: [
-        ("shout", "FUNCTION($source.first, \"rot13\")", "the method rot13 of string values is not one storefs runs"),
+        ("shout", "FUNCTION($source.first, \"rot13\")", "the method rot13 is not a supported function"),
+        ("shout", "FUNCTION($source.first, \"dealloc\")", "the method dealloc is not a supported function"),
+        ("shout", "FUNCTION($source.first, \"dealloc\", 1)", "the method dealloc is not a supported function"),
+        ("shout", "FUNCTION($source.born, \"length\")", "the method length of date values is not one storefs runs"),
         ("shout", "sqrt:($source.score)", "the function sqrt: is not one storefs runs"),
         ("nextAge", "$source.first", "is not a value of Card.nextAge (Integer 32)"),
         ("shout", "$source.nickname", "Person of the old model does not have"),
@@ -365,6 +368,37 @@ import Testing
                 mappings: [stray], store: "S")
         }
         #expect(unused?.contains("Stray.cdm fits no step") == true, "\(unused ?? "planned")")
+    }
+
+    /// Two mapping models given for one step: the plan names both and the step, not "fits no
+    /// step" for the second.
+    @Test func twoMappingModelsForOneStepAreNamedWithTheStep() throws {
+        let versions = try Self.versions()
+        let base = try Self.rule("Base")
+        let from = VersionHash.entityHashes(of: base)
+        let to = VersionHash.entityHashes(of: try Self.rule("Added"))
+        let name = try #require(from.keys.sorted().first { to[$0] != nil })
+        func mapping(_ source: String) -> MappingModel {
+            MappingModel(
+                source: source,
+                entityMappings: [
+                    EntityMapping(
+                        name: name, kind: .transform, sourceEntityName: name, destinationEntityName: name,
+                        sourceEntityVersionHash: from[name], destinationEntityVersionHash: to[name])
+                ])
+        }
+        let plan = try MigrationPlan.make(
+            storeModel: base, storeModelSource: .inferred, recordedHashes: from, target: versions,
+            mappings: [mapping("First.cdm")], store: "S")
+        #expect(plan.steps.map(\.mapping.source) == ["First.cdm"], "one fits the step")
+        let both = Self.failure {
+            _ = try MigrationPlan.make(
+                storeModel: base, storeModelSource: .inferred, recordedHashes: from, target: versions,
+                mappings: [mapping("First.cdm"), mapping("Second.cdm")], store: "S")
+        }
+        #expect(
+            both?.contains("First.cdm and Second.cdm both fit the step V1 → V2") == true, "\(both ?? "planned")")
+        #expect(both?.contains("fits no step") == false)
     }
 
     @Test func historyMappingsCompose() {

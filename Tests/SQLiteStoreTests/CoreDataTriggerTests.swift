@@ -192,7 +192,7 @@ import Testing
     }
 
     static func fileBytes(_ url: URL) throws -> [Data] {
-        try ["", "-wal"].map { suffix in
+        ["", "-wal"].map { suffix in
             (try? Data(contentsOf: URL(fileURLWithPath: url.path + suffix))) ?? Data()
         }
     }

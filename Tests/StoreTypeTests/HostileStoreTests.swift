@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import SQLiteStore
 import TestSupport
+import Synchronization
 import Testing
 import XMLStore
 import BinaryStore
@@ -110,7 +111,7 @@ import BinaryStore
         let coordinator = try Self.openAndWalk(file, readOnly: false)
         defer { coordinator.store.close() }
         let person = try #require(coordinator.model.entityID(named: "Person"))
-        Self.expectRefusal(.unsupported, naming: file, ["9223372036854775807", "no higher key"]) {
+        Self.expectRefusal(.noSpace, naming: file, ["9223372036854775807", "no higher key"]) {
             _ = try coordinator.store.reserveKeys(in: person, count: 1)
         }
     }
@@ -300,6 +301,38 @@ import BinaryStore
         #expect(FileManager.default.fileExists(atPath: other.path), "another store's file was removed")
     }
 
+    /// Z_METADATA's plist nested 300,000 levels deep (PropertyListSerialization recursed until
+    /// the stack ran out): a clear error, binary or XML.
+    @Test(arguments: ["binary", "xml"])
+    func sqliteStoreWithADeepMetadataPlistIsAClearError(format: String) throws {
+        let folder = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = folder.appendingPathComponent("Deep.sqlite")
+        let seed = try PersistentStoreCoordinator.open(
+            at: store, types: Self.types, model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+        seed.close()
+        let depth = 300_000
+        var plist = Data()
+        if format == "xml" {
+            plist = Data(
+                ("<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>k</key>"
+                    + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth)
+                    + "</dict></plist>").utf8)
+        } else {
+            plist = nestedBinaryPropertyList(depth: depth)
+        }
+        let hex = plist.map { String(format: "%02X", $0) }.joined()
+        let sql = "UPDATE Z_METADATA SET Z_PLIST = X'\(hex)';"
+        let updated = try runTool("sqlite3", [store.path], input: Data(sql.utf8), timeout: 120)
+        #expect(updated.status == 0, "\(updated.error)")
+        for readOnly in [true, false] {
+            Self.expectRefusal(.corruptStore, naming: store, []) {
+                _ = try PersistentStoreCoordinator.open(
+                    at: store, types: Self.types, options: StoreOptions(readOnly: readOnly))
+            }
+        }
+    }
+
     // MARK: - XML
 
     @Test func xmlStoreWithInvalidUTF8InAnElementNameIsAClearError() throws {
@@ -351,7 +384,7 @@ import BinaryStore
         defer { coordinator.store.close() }
         let note = try #require(coordinator.model.entityID(named: "NOTE"))
         #expect(try coordinator.store.count(of: note) == 1)
-        Self.expectRefusal(.unsupported, naming: file, ["no higher key"]) {
+        Self.expectRefusal(.noSpace, naming: file, ["no higher key"]) {
             _ = try coordinator.store.reserveKeys(in: note, count: 1)
         }
     }
@@ -413,5 +446,107 @@ import BinaryStore
         } catch let error as ObjectGraphError {
             #expect(error.message.contains(file.path), "\(error)")
         }
+    }
+
+    // MARK: - Files that are not regular files
+
+    /// Runs `body` on its own thread; nil when it has not returned within `seconds` (a call
+    /// blocked on a FIFO must not take the test run with it), else the problems it found.
+    static func problems(within seconds: Double = 30, _ body: @escaping @Sendable () -> [String]) -> [String]? {
+        let found = Mutex<[String]?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let problems = body()
+            found.withLock { $0 = problems }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return found.withLock { $0 }
+    }
+
+    enum Refusal {
+        /// The message of the ObjectGraphError thrown.
+        case refused(String)
+        /// What happened instead.
+        case problem(String)
+    }
+
+    /// How `body` refused, or what it did instead.
+    static func refusal(_ what: String, _ body: () throws -> Any) -> Refusal {
+        do {
+            _ = try body()
+            return .problem("\(what) succeeded")
+        } catch let error as ObjectGraphError {
+            return .refused(error.message)
+        } catch {
+            return .problem("\(what) threw \(error), not an ObjectGraphError")
+        }
+    }
+
+    /// A FIFO named as a store is refused at once, whatever its suffix says and however it is
+    /// opened (metadata, read-only, for writing, by content, by each type itself): an open of a
+    /// FIFO would wait for a writer that never comes.
+    @Test(arguments: ["Pipe.sqlite", "Pipe.xml", "Pipe.binary", "Pipe"])
+    func aFIFONamedAsAStoreIsRefusedWithoutWaiting(name: String) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storefs-fifo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent(name)
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let types = Self.types
+        let problems = Self.problems {
+            var problems: [String] = []
+            func expectRefused(
+                _ what: String, saying: String? = "is a FIFO, not a regular file", _ body: () throws -> Any
+            ) {
+                switch Self.refusal(what, body) {
+                case .refused(let message):
+                    if let saying, !message.contains(saying) { problems.append("\(what): \(message)") }
+                case .problem(let problem): problems.append(problem)
+                }
+            }
+            for readOnly in [true, false] {
+                expectRefused("open, readOnly \(readOnly)") {
+                    try PersistentStoreCoordinator.open(
+                        at: fifo, types: types, options: StoreOptions(readOnly: readOnly))
+                }
+            }
+            expectRefused("metadata") { try PersistentStoreCoordinator.metadata(at: fifo, types: types) }
+            for type in types {
+                // Each type's own reading refuses it too, when a caller names the type itself.
+                expectRefused("\(type.name) metadata", saying: nil) { try type.metadata(at: fifo) }
+                expectRefused("\(type.name) open", saying: nil) {
+                    try type.open(
+                        at: fifo, model: nil, options: StoreOptions(readOnly: true), initialMetadata: StoreMetadata())
+                }
+            }
+            return problems
+        }
+        #expect(problems != nil, "opening a FIFO as a store waited for a writer")
+        #expect(problems == [], "\(problems ?? [])")
+    }
+
+    @Test(arguments: ["/dev/zero", "/dev/null"])
+    func aDeviceNamedAsAStoreOrMappingModelIsRefused(path: String) throws {
+        let types = Self.types
+        let problems = Self.problems {
+            var problems: [String] = []
+            let url = URL(fileURLWithPath: path)
+            for result in [
+                Self.refusal("open") {
+                    try PersistentStoreCoordinator.open(at: url, types: types, forcedType: XMLStoreType())
+                },
+                Self.refusal("mapping model") { try MappingModelLoader.load(from: url, xmlStoreType: XMLStoreType()) }
+            ] {
+                switch result {
+                case .refused(let message) where message.contains("is a character device, not a regular file"): break
+                case .refused(let message): problems.append(message)
+                case .problem(let problem): problems.append(problem)
+                }
+            }
+            return problems
+        }
+        #expect(problems != nil, "reading \(path) as a store never ended")
+        #expect(problems == [], "\(problems ?? [])")
     }
 }

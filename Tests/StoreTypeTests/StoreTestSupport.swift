@@ -119,11 +119,11 @@ enum StoreFixtures {
         ]
         let doubles: [Double] = [
             -0.0, .nan, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, -1e-300,
-            123456789012345678
+            123_456_789_012_345_680
         ]
         let floats: [Float] = [
             -0.0, .nan, .infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.leastNormalMagnitude, 0.1,
-            16777217
+            16_777_216
         ]
         let integers: [Int64] = [.min, .max, 0, -1, 1 << 53 + 1]
         let dates = [

@@ -140,19 +140,4 @@ import Testing
             #expect(!isMounted(scratch.mountPoint))
         }
     }
-
-    /// The storefs processes whose command line names `mountPoint` (the daemon mount(8) started).
-    func serverProcesses(of mountPoint: String) -> [pid_t] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> pid_t? in
-            guard let pid = pid_t(entry),
-                let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
-            else { return nil }
-            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard arguments.contains(mountPoint), arguments.contains(where: { $0.hasSuffix("storefs") }) else {
-                return nil
-            }
-            return pid
-        }
-    }
 }

@@ -193,3 +193,18 @@ func installScriptHelpers() throws -> [(source: String, installedName: String)] 
     }
     return helpers
 }
+
+/// The storefs processes whose command line names `mountPoint` (a background server: the daemon mount(8) or `storefs mount` started).
+func serverProcesses(of mountPoint: String) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { entry -> pid_t? in
+        guard let pid = pid_t(entry),
+            let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+        else { return nil }
+        let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard arguments.contains(mountPoint), arguments.contains(where: { $0.hasSuffix("storefs") }) else {
+            return nil
+        }
+        return pid
+    }
+}

@@ -29,7 +29,7 @@ public func runTool(
     let outPath = folder.appendingPathComponent("out").path
     let errPath = folder.appendingPathComponent("err").path
     let inPath = folder.appendingPathComponent("in").path
-    FileManager.default.createFile(atPath: inPath, contents: input ?? Data())
+    _ = FileManager.default.createFile(atPath: inPath, contents: input ?? Data())
 
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)

@@ -86,10 +86,7 @@ extension ObjectContext {
     @discardableResult
     public func insertObject(of entity: EntityID, key: PrimaryKey? = nil) throws(ObjectGraphError) -> ObjectID {
         let description = model[entity]
-        guard !description.isAbstract else {
-            throw ObjectGraphError(
-                .validation, "entity \(description.name) is abstract: insert an object of one of its subentities")
-        }
+        try ChangeValidation.checkInsert(of: description)
         return try change { () throws(ObjectGraphError) -> ObjectID in
             let assigned: PrimaryKey
             if let key {

@@ -43,6 +43,10 @@ public struct SaveOutcome: Sendable {
     /// Changes dropped because another process changed or deleted what they change since it was
     /// read: its change is kept, these are not applied (ever), and their objects read afresh.
     public var conflicts: [PendingChange] = []
+    /// Objects saved although values their change did not touch break the model (left as the
+    /// store held them: an app that broke its own model), with what breaks it, for a warning.
+    /// A change is refused only for what it sets (``ChangeValidation``).
+    public var untouchedViolations: [ObjectID: [String]] = [:]
     /// Whether the metadata change (if any) was saved.
     public var savedMetadata = false
     /// A failure that is not about any object (the disk, a trigger, a lock): nothing was saved.
@@ -86,7 +90,7 @@ extension ObjectContext {
                     ((Array(state.pending.keys) + Array(state.deleted.keys)).sorted(), state.metadata)
                 }
                 guard !ids.isEmpty || metadata != nil else { return nil }
-                for id in ids { try validateForSave(id) }
+                for id in ids { _ = try validateForSave(id) }
                 return begin(ids, metadata: metadata)
             }
             guard let round else { return }
@@ -119,6 +123,8 @@ extension ObjectContext {
             var outcome = SaveOutcome()
             // Groups this call refused: not tried again by it.
             var refused: Set<ObjectID> = []
+            // Values the changes saved leave breaking the model (SaveOutcome.untouchedViolations).
+            var untouched: [ObjectID: [String]] = [:]
             // Each round either saves everything left or refuses at least one group more.
             rounds: while true {
                 let round = changeLock.withLock { _ -> SaveRound? in
@@ -130,8 +136,10 @@ extension ObjectContext {
                             // A group that failed and did not change since would fail the same way.
                             return !group.allSatisfy { id in
                                 guard let failure = state.failures[id] else { return false }
+                                // A failure of the store (the disk, the network, room on the disk)
+                                // may go away.
                                 return failure.changeCount == state.changeCount[id, default: 0]
-                                    && failure.error.code != .io
+                                    && failure.error.code != .io && failure.error.code != .noSpace
                             }
                         }
                         return (groups, outcome.savedMetadata ? nil : state.metadata)
@@ -140,7 +148,8 @@ extension ObjectContext {
                     groups = groups.filter { group in
                         for id in group {
                             do throws(ObjectGraphError) {
-                                try validateForSave(id)
+                                let violations = try validateForSave(id)
+                                if !violations.isEmpty { untouched[id] = violations }
                             } catch {
                                 state.withLock { fail(group, error, &$0, &outcome) }
                                 refused.formUnion(group)
@@ -199,6 +208,8 @@ extension ObjectContext {
                     }
                 }
             }
+            let saved = Set(outcome.saved)
+            outcome.untouchedViolations = untouched.filter { saved.contains($0.key) }
             return outcome
         }
     }
@@ -217,7 +228,7 @@ extension ObjectContext {
     /// the objects saved (a constraint, a value a trigger refuses) rather than about the store
     /// itself (the disk, a lock, a read-only file), after which nothing is worth trying again.
     static func mayBeAboutOneGroup(_ error: ObjectGraphError) -> Bool {
-        ![.io, .busy, .readOnly, .corruptStore].contains(error.code)
+        ![.io, .noSpace, .busy, .readOnly, .corruptStore].contains(error.code)
     }
 
     /// Saves `groups` in halves, each half in its own transaction, splitting a refused half until
@@ -338,7 +349,9 @@ extension ObjectContext {
 
     /// Sets attribute `name` of `id` back to the value the store holds, if it still is `value`
     /// (another change may have set it since): takes back one write that a writer was told failed.
-    /// The object's other changes stay pending. Waits for a save in flight that writes `id`.
+    /// The object's other changes stay pending; when it has none left, nor any object changed
+    /// with it, nothing of them is pending any more (no failure to report, nothing for a
+    /// recovery file). Waits for a save in flight that writes `id`.
     public func revert(_ name: String, of id: ObjectID, ifStill value: AttributeValue?) {
         func revert() -> Bool {
             changeLock.withLock { _ in
@@ -354,11 +367,26 @@ extension ObjectContext {
                     }
                     state.pending[id] = pending
                     state.changeCount[id, default: 0] += 1
+                    forgetGroupIfUnchanged(of: id, &state)
                     return true
                 }
             }
         }
         if !revert() { saveLock.withLock { _ in _ = revert() } }
+    }
+
+    /// Forgets the change group of `id` when none of its objects changes anything any more.
+    private func forgetGroupIfUnchanged(of id: ObjectID, _ state: inout State) {
+        let top = root(of: id, &state)
+        var group: [ObjectID] = []
+        for other in Array(state.pending.keys) + Array(state.deleted.keys) where root(of: other, &state) == top {
+            guard state.deleted[other] == nil, let pending = state.pending[other], !pending.isInserted,
+                SaveRequest.Update(snapshot: pending.snapshot, original: pending.original).isEmpty,
+                pending.toMany.allSatisfy({ $0.value == (pending.originalToMany[$0.key] ?? []) })
+            else { return }
+            group.append(other)
+        }
+        forget(group, &state)
     }
 
     /// Forgets what is cached about `ids` so the next read fetches them again (Core Data's
@@ -638,39 +666,39 @@ extension ObjectContext {
         return change
     }
 
-    /// Checks the pending state of `id` against the model; called holding ``changeLock`` (a
-    /// to-many count may fault).
-    func validateForSave(_ id: ObjectID) throws(ObjectGraphError) {
-        guard let pending = state.withLock({ $0.pending[id] }) else { return }
+    /// Checks what `id`'s change sets against the model (``ChangeValidation``): every value of
+    /// an inserted object; the attributes and relationships an update changes. Returns what
+    /// breaks the model among the values it leaves as they were. Called holding ``changeLock``
+    /// (a to-many count may fault).
+    func validateForSave(_ id: ObjectID) throws(ObjectGraphError) -> [String] {
+        guard let pending = state.withLock({ $0.pending[id] }) else { return [] }
         let entity = model[id.entity]
-        for attribute in entity.persistentAttributes {
-            do throws(ObjectGraphError) {
-                let value = pending.snapshot.attributes[attribute.name]
-                try Validator.check(value, for: attribute, in: entity, object: describe(id))
-                if value == nil, attribute.composite != nil,
-                    !entity.mayBeNil(attribute, isNil: { pending.snapshot.attributes[$0] == nil })
-                {
-                    throw ObjectGraphError(
-                        .validation,
-                        "\(describe(id)).\(attribute.name) is not optional and cannot be nil while "
-                            + "\(attribute.composite ?? "its composite") has a value")
-                }
-            } catch {
-                throw ObjectGraphError(error.code, error.message, objects: [id])
-            }
-        }
+        let object = describe(id)
+        let update =
+            pending.isInserted ? nil : SaveRequest.Update(snapshot: pending.snapshot, original: pending.original)
+        var untouched = try ChangeValidation.checkAttributes(
+            of: pending.snapshot, changed: update.map { Set($0.changedAttributes) }, in: entity, object: object)
+        let changedToOne = update.map { Set($0.changedToOne) }
         for relationship in entity.persistentRelationships {
+            let changed: Bool
             let count: Int
             if relationship.isToMany {
+                let list = pending.toMany[relationship.name]
+                changed =
+                    pending.isInserted || (list != nil && list != (pending.originalToMany[relationship.name] ?? []))
+                // One the change leaves as it was is not read for the check: a fault per object saved.
+                guard changed else { continue }
                 count = try toManyList(relationship.name, id).count
             } else {
+                changed = changedToOne?.contains(relationship.name) ?? true
                 count = pending.snapshot.toOne[relationship.name] == nil ? 0 : 1
             }
-            do throws(ObjectGraphError) {
-                try Validator.check(count: count, for: relationship, object: describe(id))
-            } catch {
-                throw ObjectGraphError(error.code, error.message, objects: [id])
+            if let violation = try ChangeValidation.checkRelationship(
+                relationship, count: count, changed: changed, of: id, object: object)
+            {
+                untouched.append(violation)
             }
         }
+        return untouched
     }
 }

@@ -117,6 +117,8 @@ extension PersistentStoreCoordinator {
         guard replacing || !FileManager.default.fileExists(atPath: url.path) else {
             throw ObjectGraphError(.exists, "\(url.path) exists; migration writes a new store and never overwrites one")
         }
+        // What a killed migration into this store left (its process gone) goes first.
+        StoreFiles.removeStaleTemporaries(of: url, type: type, holdingLock: replacing)
         let temporary = StoreFiles.temporaryName(for: url)
         var metadata = initial
         metadata[StoreMetadata.modelKey] = .string(XcodeModelWriter.contents(of: model))

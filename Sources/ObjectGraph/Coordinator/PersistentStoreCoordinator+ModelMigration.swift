@@ -137,6 +137,9 @@ extension PersistentStoreCoordinator {
         }
         let lock = try StoreLock.acquire(for: url)
         defer { lock.release() }
+        // A migration of this store killed part-way left its temporary store beside it; none can
+        // be running now (the lock is held), so it goes, whatever storefs wrote it.
+        StoreFiles.removeStaleTemporaries(of: url, type: type, holdingLock: true)
         // What reading the store makes beside it (SQLite's -shm, an empty -wal) goes again on a
         // failure, when it was not there before: a failed migration leaves the folder as it was.
         let sidecarsBefore = ["-wal", "-shm"].filter { FileManager.default.fileExists(atPath: url.path + $0) }

@@ -66,11 +66,13 @@ public final class PersistentStoreCoordinator: Sendable {
             throw ObjectGraphError(
                 .unsupported, "\(StoreURL.describe(url)): storefs knows no store type for URLs of scheme \(scheme)")
         }
+        // A FIFO or a device named as a store is refused before anything opens it (an open would
+        // wait for a writer that never comes).
+        try RegularFile.check(url)
         let suffix = url.pathExtension.lowercased()
         if let type = types.first(where: { $0.fileExtensions.contains(suffix) }) { return type }
-        if let handle = FileHandle(forReadingAtPath: url.path) {
-            defer { try? handle.close() }
-            let start = (try? handle.read(upToCount: recognitionLength)) ?? Data()
+        if RegularFile.isRegular(url.path) == true {
+            let start = try RegularFile.read(url, maxLength: recognitionLength)
             if let type = types.first(where: { $0.recognizes(fileStart: start) }) { return type }
         }
         let known = types.flatMap(\.fileExtensions).map { ".\($0)" }.joined(separator: ", ")
@@ -102,10 +104,14 @@ public final class PersistentStoreCoordinator: Sendable {
         metadata: StoreMetadata = StoreMetadata(), modelDescription: ModelSource? = nil,
         forcedType: (any PersistentStoreType)? = nil
     ) throws(ObjectGraphError) -> PersistentStoreCoordinator {
+        if !StoreURL.isService(url) { try RegularFile.check(url) }
         let type: any PersistentStoreType
         if let forcedType { type = forcedType } else { type = try storeType(for: url, among: types) }
         // A store whose type keeps several writers apart itself (a server's) takes no lock file.
         let lock = options.readOnly || type.allowsSeveralWriters ? nil : try StoreLock.acquire(for: url)
+        // What a killed migration of the store left beside it (its process gone) goes with the
+        // first open for writing.
+        if lock != nil { StoreFiles.removeStaleTemporaries(of: url, type: type, holdingLock: false) }
         do throws(ObjectGraphError) {
             let (store, source) = try open(
                 at: url, type: type, model: model, options: options, metadata: metadata,

@@ -10,12 +10,56 @@ import Foundation
 ///
 /// Stateless; safe from any thread.
 enum StoreFiles {
-    /// `.NAME.migrating-XXXXXXXX.EXT` beside `url`: hidden, and of the same suffix, so the store
-    /// type that writes it recognizes it.
+    /// `.NAME.migrating-PID-XXXXXXXX.EXT` beside `url`: hidden, and of the same suffix, so the
+    /// store type that writes it recognizes it; the process ID says whose it is, so that what a
+    /// killed migration left can be told from a running one's (``removeStaleTemporaries(of:type:holdingLock:)``).
     static func temporaryName(for url: URL) -> URL {
-        let name = ".\(url.lastPathComponent).migrating-\(UUID().uuidString.prefix(8))"
+        let name = temporaryPrefix(for: url) + "\(getpid())-\(UUID().uuidString.prefix(8))"
         let temporary = url.deletingLastPathComponent().appendingPathComponent(name)
         return url.pathExtension.isEmpty ? temporary : temporary.appendingPathExtension(url.pathExtension)
+    }
+
+    private static func temporaryPrefix(for url: URL) -> String { ".\(url.lastPathComponent).migrating-" }
+
+    /// Removes what migrations into `url` left when their process died (kill -9, a power cut):
+    /// each temporary store `.NAME.migrating-PID-XXXXXXXX.EXT` whose process no longer runs, with
+    /// its -wal, -shm, -journal and companion folders. A running migration's files are left
+    /// alone; so are those of storefs versions that wrote no PID, unless `holdingLock` (an
+    /// in-place migration holds the store's lock, so no other migration of it can be running).
+    /// Only names of exactly that form are touched. Returns the temporary stores removed.
+    @discardableResult
+    static func removeStaleTemporaries(of url: URL, type: any PersistentStoreType, holdingLock: Bool) -> [String] {
+        let folder = url.deletingLastPathComponent()
+        let prefix = temporaryPrefix(for: url)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+        var stale = Set<String>()
+        for name in names where name.hasPrefix(prefix) {
+            let rest = Array(name.utf8.dropFirst(prefix.utf8.count))
+            func isHex(_ byte: UInt8) -> Bool {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+            }
+            let digits = rest.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            var id: String
+            if !digits.isEmpty, digits.count <= 10, rest.count >= digits.count + 9,
+                rest[digits.count] == UInt8(ascii: "-"),
+                rest[(digits.count + 1)..<(digits.count + 9)].allSatisfy(isHex),
+                let pid = pid_t(String(decoding: digits, as: UTF8.self)), pid > 0
+            {
+                guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+                id = String(decoding: rest[..<(digits.count + 9)], as: UTF8.self)
+            } else if holdingLock, rest.count >= 8, rest[..<8].allSatisfy(isHex),
+                rest.count == 8 || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_")].contains(rest[8])
+            {
+                id = String(decoding: rest[..<8], as: UTF8.self)
+            } else {
+                continue
+            }
+            if !url.pathExtension.isEmpty { id += "." + url.pathExtension }
+            stale.insert(prefix + id)
+        }
+        for name in stale { removeStore(folder.appendingPathComponent(name), type: type) }
+        return stale.sorted()
     }
 
     /// `NAME.pre-migration.EXT` beside `url`, or `NAME.pre-migration-2.EXT`, ... : the first that

@@ -10,8 +10,11 @@ public enum KeyRange {
         let start = max(highest, 0)
         let (last, overflow) = start.addingReportingOverflow(Int64(count))
         guard !overflow else {
+            // No key is left, as no inode is left on a full disk: ENOSPC to whoever asked.
             throw ObjectGraphError(
-                .unsupported, "\(rootName) has handed out key \(highest); no higher key exists for a new object")
+                .noSpace,
+                "\(rootName) has handed out key \(highest); no higher key exists for a new object (name the new "
+                    + "object with a free key below it, pN)")
         }
         store(last)
         return (1...Int64(count)).map { PrimaryKey(start + $0) }

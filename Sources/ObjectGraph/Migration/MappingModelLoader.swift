@@ -25,22 +25,17 @@ public enum MappingModelLoader {
                     .invalidModel, "\(url.path): a folder without xcmapping.xml is not an Xcode mapping model")
             }
         }
-        let head: Data
-        do {
-            let handle = try FileHandle(forReadingFrom: file)
-            defer { try? handle.close() }
-            head = try handle.read(upToCount: 8) ?? Data()
-        } catch {
-            throw ObjectGraphError(.io, "\(file.path) cannot be read (\(error.localizedDescription))")
-        }
+        // Only a regular file: /dev/zero or a FIFO would be read forever (RegularFile).
+        let head = try RegularFile.read(file, maxLength: 8, as: "mapping models")
         if BinaryPropertyList.looksLikeBinaryPropertyList(head) {
             let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
             guard size <= CompiledModelLoader.maximumArchiveSize else {
                 throw ObjectGraphError(.invalidModel, "\(file.path): \(size) bytes, more than a mapping model may have")
             }
-            let data: Data
-            do { data = try Data(contentsOf: file) } catch {
-                throw ObjectGraphError(.io, "\(file.path) cannot be read (\(error.localizedDescription))")
+            let data = try RegularFile.read(
+                file, maxLength: CompiledModelLoader.maximumArchiveSize + 1, as: "mapping models")
+            guard data.count <= CompiledModelLoader.maximumArchiveSize else {
+                throw ObjectGraphError(.invalidModel, "\(file.path): more bytes than a mapping model may have")
             }
             return try CompiledMappingModelDecoder.decode(data, source: url.path)
         }

@@ -111,11 +111,14 @@ public struct MigrationPlan: Sendable {
         }
         var unused = Array(mappings.indices)
         var steps: [MigrationStep] = []
+        // The given mapping model chosen for each step, by step.
+        var chosenFor: [Int: Int] = [:]
         for index in 0..<(chain.count - 1) {
             let (from, to) = (chain[index], chain[index + 1])
             let fitting = unused.filter { fits(mappings[$0], from: from, to: to, onlyStep: chain.count == 2) }
             if let chosen = fitting.first {
                 unused.removeAll { $0 == chosen }
+                chosenFor[index] = chosen
                 steps.append(
                     MigrationStep(
                         from: from.name, to: to.name, source: from.model, destination: to.model,
@@ -132,6 +135,18 @@ public struct MigrationPlan: Sendable {
             }
         }
         if let left = unused.first {
+            // One that fits a step another mapping model was chosen for is a second answer to
+            // that step, not a mapping model of no step.
+            for index in 0..<(chain.count - 1) {
+                let (from, to) = (chain[index], chain[index + 1])
+                guard let chosen = chosenFor[index],
+                    fits(mappings[left], from: from, to: to, onlyStep: chain.count == 2)
+                else { continue }
+                throw ObjectGraphError(
+                    .unsupported,
+                    "mapping models \(mappings[chosen].source) and \(mappings[left].source) both fit the step "
+                        + "\(from.name) → \(to.name); give one mapping model per step")
+            }
             let stepNames = steps.map { "\($0.from) → \($0.to)" }.joined(separator: ", ")
             throw ObjectGraphError(
                 .unsupported,

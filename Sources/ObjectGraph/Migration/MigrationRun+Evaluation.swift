@@ -246,6 +246,16 @@ extension MigrationRun {
         }
     }
 
+    /// Every method of a value ``scalarMethod(_:on:with:_:)`` runs, whatever the value's type.
+    static let valueMethods: Set<String> = [
+        "self", "uppercaseString", "lowercaseString", "capitalizedString", "length", "intValue", "integerValue",
+        "longLongValue", "doubleValue", "floatValue", "boolValue", "description", "stringByAppendingString:",
+        "substringToIndex:", "substringFromIndex:", "hasPrefix:", "hasSuffix:",
+        "stringByReplacingOccurrencesOfString:withString:", "lastPathComponent", "pathExtension",
+        "stringByDeletingPathExtension", "stringValue", "timeIntervalSinceReferenceDate", "timeIntervalSince1970",
+        "UUIDString"
+    ]
+
     private func scalarMethod(
         _ selector: String, on value: AttributeValue, with arguments: [Value], _ context: EvaluationContext
     )
@@ -262,6 +272,14 @@ extension MigrationRun {
                 let i = Self.number(v).flatMap({ Int(exactly: $0) })
             else { throw failure(context, "\(selector) takes an integer as argument \(index + 1)") }
             return i
+        }
+        // A selector storefs does not run (dealloc, an app's own method) is refused as that, before
+        // its arguments are counted: "takes 0 arguments" would suggest it runs with none.
+        guard Self.valueMethods.contains(selector) else {
+            throw failure(
+                context,
+                "the method \(selector) is not a supported function: storefs runs no app or runtime code, only the value "
+                    + "methods of docs/MIGRATION.md (uppercaseString, length, stringValue, …)")
         }
         let expected = selector.filter { $0 == ":" }.count
         guard arguments.count == expected else {

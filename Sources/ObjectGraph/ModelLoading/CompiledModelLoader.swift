@@ -98,10 +98,11 @@ public enum CompiledModelLoader {
                 .invalidModel,
                 "\(url.path): \(size) bytes, more than the \(maximumArchiveSize >> 20) MiB a model may have")
         }
-        do {
-            return try Data(contentsOf: url)
-        } catch {
-            throw ObjectGraphError(.invalidModel, "\(url.path): cannot be read (\(error.localizedDescription))")
+        let data = try RegularFile.read(url, maxLength: maximumArchiveSize + 1, as: "models")
+        guard data.count <= maximumArchiveSize else {
+            throw ObjectGraphError(
+                .invalidModel, "\(url.path): more than the \(maximumArchiveSize >> 20) MiB a model may have")
         }
+        return data
     }
 }

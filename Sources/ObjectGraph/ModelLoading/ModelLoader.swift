@@ -26,9 +26,7 @@ public enum ModelLoader {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
             return names.contains("VersionInfo.plist") || names.contains { $0.hasSuffix(".mom") }
         }
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { return false }
-        defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 8)) ?? Data()
+        guard let head = try? RegularFile.read(url, maxLength: 8, as: "models") else { return false }
         return BinaryPropertyList.looksLikeBinaryPropertyList(head)
     }
 }

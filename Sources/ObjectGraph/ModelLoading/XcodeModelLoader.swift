@@ -61,13 +61,11 @@ public enum XcodeModelLoader {
 
     private static func load(contentsFile url: URL) throws(ObjectGraphError) -> ManagedObjectModel {
         let data: Data
-        do {
-            data = try Data(contentsOf: url)
+        do throws(ObjectGraphError) {
+            data = try RegularFile.read(url, as: "models")
         } catch {
-            let reason =
-                FileManager.default.fileExists(atPath: url.path)
-                ? "cannot be read (\(error.localizedDescription))" : "no such file"
-            throw ObjectGraphError(.invalidModel, "\(url.path): \(reason)")
+            guard error.code != .notFound else { throw ObjectGraphError(.invalidModel, "\(url.path): no such file") }
+            throw ObjectGraphError(.invalidModel, error.message)
         }
         return try load(contents: data, source: url.path)
     }

@@ -90,17 +90,13 @@ public struct InputFile: Sendable, Hashable, Codable {
         }
     }
 
-    /// Linux's O_NOATIME (fcntl.h; not exported to Swift): a read that leaves the access time.
-    /// Allowed to the file's owner and to root; others open without it.
-    private static let noAccessTime: Int32 = 0o1000000
-
     /// Reads the regular file at `url` from start to end, copying it to `destination` (a new file,
     /// mode 0600) when given and hashing it when `hashing`; returns what was read and the file's
     /// stamp when it was opened.
     ///
     /// The file is opened read-only (a symlink is followed: a store may be one), without blocking
-    /// on a FIFO (anything but a regular file is refused) and, where the kernel allows, without
-    /// updating its access time. Nothing is written beside it.
+    /// on a FIFO (anything but a regular file is refused: ``RegularFile``) and, where the kernel
+    /// allows, without updating its access time. Nothing is written beside it.
     public static func read(_ url: URL, copyingTo destination: URL?, hashing: Bool) throws(ObjectGraphError) -> (
         InputFile, Stamp
     ) {
@@ -108,20 +104,8 @@ public struct InputFile: Sendable, Hashable, Codable {
         func failure(_ what: String, _ code: Int32 = errno) -> ObjectGraphError {
             ObjectGraphError(.io, "\(path): \(what) (\(String(cString: strerror(code))))")
         }
-        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        var fd = open(path, flags | noAccessTime)
-        if fd < 0 && errno == EPERM { fd = open(path, flags) }
-        guard fd >= 0 else {
-            if errno == ENOENT { throw ObjectGraphError(.notFound, "\(path) does not exist") }
-            throw failure("cannot be opened for reading")
-        }
+        let (fd, info) = try RegularFile.openForReading(url, as: "stores and the files beside them")
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw failure("cannot be examined") }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ObjectGraphError(
-                .io, "\(path) is not a regular file; storefs reads only regular files beside a store")
-        }
         let stamp = Stamp(info)
         var out: Int32 = -1
         if let destination {

@@ -313,26 +313,6 @@ public protocol PersistentStoreType: Sendable {
     func removeStore(at url: URL) throws(ObjectGraphError)
 }
 
-/// How a store's URL appears in messages and logs: a file's path, or a server URL without its
-/// password.
-public enum StoreURL {
-    public static func describe(_ url: URL?) -> String {
-        guard let url else { return "memory" }
-        if url.isFileURL { return url.path }
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "(a URL)" }
-        if components.password != nil { components.password = "***" }
-        if let items = components.queryItems, items.contains(where: { $0.name == "password" }) {
-            components.queryItems = items.map {
-                $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0
-            }
-        }
-        return components.string ?? "(a URL)"
-    }
-
-    /// Whether `url` names a store on a server rather than a file.
-    public static func isService(_ url: URL) -> Bool { !url.isFileURL && url.scheme != nil }
-}
-
 /// A property's value to look objects up by: an attribute's value or a to-one's destination.
 public enum PropertyMatch: Hashable, Sendable {
     case value(AttributeValue)

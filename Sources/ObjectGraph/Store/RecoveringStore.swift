@@ -87,9 +87,29 @@ public struct RecoveredRecord: Sendable, Hashable {
     public var live: Live
     /// Every place it was found, in the order it was found.
     public var sources: [RecoveredSource]
+    /// For a record whose end was overwritten: how much of it survived (its values then hold
+    /// only what survived, and ``RecoveredValues/missing`` names what was lost). Nil when whole.
+    public var partial: Partial?
+
+    /// How much of a partial record survived.
+    public struct Partial: Sendable, Hashable, CustomStringConvertible {
+        /// The bytes of its record (header and values) that survive.
+        public var survivingBytes: Int
+        /// The bytes the whole record took.
+        public var length: Int
+
+        public init(survivingBytes: Int, length: Int) {
+            self.survivingBytes = survivingBytes
+            self.length = length
+        }
+
+        /// `124 of 144 bytes (the rest was overwritten)`.
+        public var description: String { "\(survivingBytes) of \(length) bytes (the rest was overwritten)" }
+    }
 
     public init(
-        name: String, entity: EntityID, key: PrimaryKey?, entityInferred: Bool, live: Live, sources: [RecoveredSource]
+        name: String, entity: EntityID, key: PrimaryKey?, entityInferred: Bool, live: Live, sources: [RecoveredSource],
+        partial: Partial? = nil
     ) {
         self.name = name
         self.entity = entity
@@ -97,6 +117,7 @@ public struct RecoveredRecord: Sendable, Hashable {
         self.entityInferred = entityInferred
         self.live = live
         self.sources = sources
+        self.partial = partial
     }
 }
 
@@ -139,15 +160,19 @@ public struct RecoveredValues: Sendable, Hashable {
     public var toOne: PropertyValues<ObjectID>
     /// Attributes whose bytes did not decode as their type, with why.
     public var undecoded: [String: String]
+    /// The attributes and to-ones whose values were overwritten (a partial record's), in the
+    /// model's order: they have no value here, whatever the record held.
+    public var missing: [String]
 
     public init(
         version: Int64?, attributes: PropertyValues<AttributeValue>, toOne: PropertyValues<ObjectID>,
-        undecoded: [String: String] = [:]
+        undecoded: [String: String] = [:], missing: [String] = []
     ) {
         self.version = version
         self.attributes = attributes
         self.toOne = toOne
         self.undecoded = undecoded
+        self.missing = missing
     }
 }
 

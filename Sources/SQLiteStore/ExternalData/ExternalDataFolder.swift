@@ -95,13 +95,15 @@ struct ExternalDataFolder: Sendable {
     }
 
     private static func read(_ file: URL) throws -> Data {
-        let handle = try FileHandle(forReadingFrom: file)
+        // A regular file only, opened without waiting: a FIFO with a value's name would block
+        // the read (RegularFile).
+        let (descriptor, status) = try RegularFile.openForReading(file, as: "values kept outside the store")
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         defer { try? handle.close() }
-        let size = try handle.seekToEnd()
+        let size = UInt64(max(status.st_size, 0))
         guard size <= UInt64(maximumFileSize) else {
             throw ObjectGraphError(.io, "\(size) bytes, more than the \(maximumFileSize) storefs reads")
         }
-        try handle.seek(toOffset: 0)
         let data = try handle.read(upToCount: Int(size)) ?? Data()
         guard data.count == Int(size) else { throw ObjectGraphError(.io, "the file changed while it was read") }
         return data
@@ -138,7 +140,13 @@ struct ExternalDataFolder: Sendable {
         do {
             try makeFolder()
             let temporary = folder.appendingPathComponent(".\(name)\(Self.temporarySuffix)")
-            try write(data, to: temporary)
+            do {
+                try write(data, to: temporary)
+            } catch {
+                // A full disk leaves no half-written file behind to take more of it.
+                try? FileManager.default.removeItem(at: temporary)
+                throw error
+            }
             changes.staged.append(file)
             guard rename(temporary.path, file.path) == 0 else {
                 let reason = String(cString: strerror(errno))
@@ -165,7 +173,7 @@ struct ExternalDataFolder: Sendable {
     private func write(_ data: Data, to file: URL) throws {
         let fd = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw ObjectGraphError(.io, "cannot create \(file.path): \(String(cString: strerror(errno)))")
+            throw ObjectGraphError.writing("cannot create \(file.path)", errno: errno)
         }
         defer { close(fd) }
         var written = 0
@@ -174,17 +182,17 @@ struct ExternalDataFolder: Sendable {
             while written < buffer.count {
                 let n = Glibc.write(fd, base + written, buffer.count - written)
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw Self.failure("writing \(file.path)", errno: errno) }
+                guard n > 0 else {
+                    // A write of 0 bytes sets no errno: the disk is full.
+                    throw ObjectGraphError.writing("writing \(file.path)", errno: n == 0 ? ENOSPC : errno)
+                }
                 written += n
             }
         }
         adoptOwnership(fd: fd, mode: storeMode & 0o666)
-        guard fsync(fd) == 0 else { throw Self.failure("syncing \(file.path)", errno: errno) }
-    }
-
-    /// The error of a failed write or sync: a full disk is ENOSPC (nothing was saved), the rest EIO.
-    private static func failure(_ what: String, errno code: Int32) -> ObjectGraphError {
-        ObjectGraphError(code == ENOSPC ? .noSpace : .io, "\(what): \(String(cString: strerror(code)))")
+        guard fsync(fd) == 0 else {
+            throw ObjectGraphError.writing("syncing \(file.path)", errno: errno)
+        }
     }
 
     /// Makes `.X_SUPPORT/_EXTERNAL_DATA` as Core Data would, owned like the store (storefs

@@ -135,11 +135,9 @@ extension SQLiteStore: RecoveringStore {
         var rows: [RecoveryScan.Row] = []
         var names: [EntityID: Set<String>] = [:]
         for row in result.rows {
-            guard let (types, headerLength) = RecordFormat.header(row.payload, at: 0, limit: row.payload.count),
-                let values = RecordFormat.values(types, in: row.payload, at: headerLength, limit: row.payload.count)
-            else { continue }
+            guard let record = SurvivingRecord(row.payload), record.isWhole != row.isPartial else { continue }
             let (signature, root) = tables[row.table]
-            guard let (entity, inferred) = entity(of: values, signature: signature, root: root) else { continue }
+            guard let (entity, inferred) = entity(of: record, signature: signature, root: root) else { continue }
             let key = row.rowid.flatMap { $0 > 0 ? PrimaryKey($0) : nil }
             var digest = Self.digest(
                 of: Array(model[entity].name.utf8) + Array(String(row.rowid ?? 0).utf8) + row.payload)
@@ -162,7 +160,9 @@ extension SQLiteStore: RecoveringStore {
             records.append(
                 RecoveredRecord(
                     name: name, entity: entity, key: key, entityInferred: inferred, live: live,
-                    sources: row.sources.map(Self.source)))
+                    sources: row.sources.map(Self.source),
+                    partial: row.isPartial
+                        ? RecoveredRecord.Partial(survivingBytes: row.payload.count, length: row.wholeLength) : nil))
             rows.append(row)
         }
         if result.leftOut > 0 {
@@ -177,16 +177,20 @@ extension SQLiteStore: RecoveringStore {
     }
 
     /// The entity a row of `root`'s table is: its Z_ENT's, or, when Z_ENT is not there, the one
-    /// entity of the table whose columns hold every value set (the root when several do).
-    private func entity(of values: [RecordValue], signature: TableSignature, root: EntityID) -> (EntityID, Bool)? {
-        if let column = signature.entityColumn, column < values.count {
-            guard case .integer(let code) = values[column], let entity = layout.entityByZent[code] else { return nil }
+    /// entity of the table whose columns hold every value set (the root when several do). A
+    /// record whose end was overwritten must name it: its Z_ENT survives, or exactly one entity
+    /// fits what survived (nil otherwise: too damaged to say what it was).
+    private func entity(of record: SurvivingRecord, signature: TableSignature, root: EntityID) -> (EntityID, Bool)? {
+        if let column = signature.entityColumn, column < record.types.count {
+            guard case .integer(let code)? = record.value(column), let entity = layout.entityByZent[code] else {
+                return nil
+            }
             return (entity, false)
         }
         let set = Set(
-            values.indices.filter { values[$0] != .null && $0 < signature.columns.count }.map {
-                signature.columns[$0].name.uppercased()
-            })
+            record.types.indices.filter {
+                $0 < signature.columns.count && record.value($0) != nil && record.value($0) != .null
+            }.map { signature.columns[$0].name.uppercased() })
         var fitting: [EntityID] = []
         for id in model.entityAndSubentities(of: root) {
             let own = Set(
@@ -195,7 +199,7 @@ extension SQLiteStore: RecoveringStore {
             if set.isSubset(of: own) { fitting.append(id) }
         }
         if fitting.count == 1 { return (fitting[0], true) }
-        return fitting.isEmpty ? nil : (root, true)
+        return fitting.isEmpty || !record.isWhole ? nil : (root, true)
     }
 
     private static func name(key: PrimaryKey?, digest: UInt64, length: Int) -> String {
@@ -234,22 +238,29 @@ private struct RecoveredRowDecoder: Sendable {
         guard index >= 0, index < rows.count else { throw ObjectGraphError(.notFound, "no recovered record \(index)") }
         let row = rows[index]
         let record = records[index]
-        guard let (types, headerLength) = RecordFormat.header(row.payload, at: 0, limit: row.payload.count),
-            let values = RecordFormat.values(types, in: row.payload, at: headerLength, limit: row.payload.count)
-        else { throw ObjectGraphError(.corruptStore, "a recovered record that no longer reads") }
+        guard let surviving = SurvivingRecord(row.payload) else {
+            throw ObjectGraphError(.corruptStore, "a recovered record that no longer reads")
+        }
         let signature = tables[row.table].signature
         var columns: [String: Int] = [:]
         for (i, column) in signature.columns.enumerated() { columns[column.name.uppercased()] = i }
-        func value(_ column: String?) -> RecordValue {
-            guard let column, let i = columns[column.uppercased()], i < values.count else { return .null }
-            return values[i]
+        /// A column's value: NULL for a column the record does not have (a row written before the
+        /// column was added), nil for one whose bytes were overwritten.
+        func value(_ column: String?) -> RecordValue? {
+            guard let column, let i = columns[column.uppercased()], i < surviving.types.count else { return .null }
+            return surviving.value(i)
         }
         let layout = store.layout[record.entity]
         var attributes = PropertyValues<AttributeValue>()
         var undecoded: [String: String] = [:]
+        var missing: [String] = []
         let where_ = "the recovered \(layout.name) \(record.name)"
         for attribute in layout.attributes {
-            var stored = databaseValue(value(attribute.column))
+            guard let kept = value(attribute.column) else {
+                missing.append(attribute.attribute.name)
+                continue
+            }
+            var stored = databaseValue(kept)
             if stored.isNull { continue }
             if attribute.attribute.allowsExternalBinaryDataStorage {
                 stored = store.mechanisms.externalData.resolve(stored, place: "\(where_).\(attribute.attribute.name)")
@@ -266,17 +277,32 @@ private struct RecoveredRowDecoder: Sendable {
         }
         var toOne = PropertyValues<ObjectID>()
         for relationship in layout.toOne {
-            guard case .integer(let key) = value(relationship.column), key > 0 else { continue }
+            guard let keyValue = value(relationship.column),
+                relationship.entityColumn.map({ value($0) != nil }) ?? true
+            else {
+                missing.append(relationship.name)
+                continue
+            }
+            guard case .integer(let key) = keyValue, key > 0 else { continue }
             var destination = relationship.destination
-            if let column = relationship.entityColumn, case .integer(let code) = value(column) {
+            if let column = relationship.entityColumn, case .integer(let code)? = value(column) {
                 guard let mapped = store.layout.entityByZent[code] else { continue }
                 destination = mapped
             }
             toOne[relationship.name] = ObjectID(entity: destination, key: PrimaryKey(key))
         }
         var version: Int64?
-        if case .integer(let v) = value("Z_OPT") { version = v }
-        return RecoveredValues(version: version, attributes: attributes, toOne: toOne, undecoded: undecoded)
+        if case .integer(let v)? = value("Z_OPT") { version = v }
+        return RecoveredValues(
+            version: version, attributes: attributes, toOne: toOne, undecoded: undecoded,
+            missing: Self.inModelOrder(missing, store.model[record.entity]))
+    }
+
+    /// `names` (attributes and relationships of `entity`) in the order the model lists them.
+    private static func inModelOrder(_ names: [String], _ entity: EntityDescription) -> [String] {
+        guard names.count > 1 else { return names }
+        let lost = Set(names)
+        return (entity.allAttributes.map(\.name) + entity.allRelationships.map(\.name)).filter { lost.contains($0) }
     }
 
     private func databaseValue(_ value: RecordValue) -> DatabaseValue {

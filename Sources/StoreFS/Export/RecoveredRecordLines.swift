@@ -7,7 +7,9 @@ import ObjectGraph
 /// Each line is `@entity`, `@recovered` (the record's folder name), `@key` and `@uri` (null when
 /// the key did not survive), `@live` (`deleted`, `differs`, `unknown key`), `@version` (Z_OPT),
 /// `@sources` (every place it was found: file, page, offset, frame, commit, place, description),
-/// then every persistent attribute and to-one of the entity in the text forms of ``ObjectRecords``
+/// for a record whose end was overwritten `@partial` (`{"survived":124,"length":144}`, bytes) and
+/// `@missing` (the attributes and to-ones lost; written as null below, as a nil value is: `@missing`
+/// tells them apart), then every persistent attribute and to-one of the entity in the text forms of ``ObjectRecords``
 /// (binary values in base64, to-ones as object URIs, nil as null). To-many relationships are kept
 /// in other rows and are not part of a recovered record.
 ///
@@ -64,6 +66,17 @@ public struct RecoveredRecordLines: Sendable {
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
+        if let partial = record.partial {
+            key("@partial")
+            out += Array("{\"survived\":\(partial.survivingBytes),\"length\":\(partial.length)}".utf8)
+            key("@missing")
+            out.append(UInt8(ascii: "["))
+            for (i, name) in values.missing.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                string(name)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
         for attribute in entity.persistentAttributes {
             key(attribute.name)
             string(values.attributes[attribute.name].map { ObjectRecords.text(of: $0, type: attribute.type) })

@@ -212,11 +212,18 @@ struct AttributeFile: NodeType {
         // otherwise save the change this fsync then reports as not saved.
         let failure: ObjectGraphError? = mapping.session.commitLock.withLock { _ in
             guard let error = mapping.unsavedError(of: object, attribute: attribute) else { return nil }
+            // A change dropped by a conflict is not pending: its reason stays shown (CommitFailures).
+            let wasPending = mapping.context.pendingChange(of: object) != nil
             let applied = openFiles.file(handle)?.applied
             let pending = try? mapping.context.value(of: attribute, for: object)
             mapping.context.revert(
                 attribute, of: object, ifStill: applied?.attribute == attribute ? applied?.value : pending)
             openFiles.update(handle) { $0.applied = nil }
+            // Taken back, the object may change nothing any more: then nothing of it is pending
+            // (no reason shown, nothing for the unmount's recovery file).
+            if wasPending && mapping.context.pendingChange(of: object) == nil {
+                mapping.session.failures.clear([object])
+            }
             return error
         }
         guard let error = failure else { return }

@@ -51,10 +51,19 @@ struct EntityFolder: NodeType {
         guard mapping.isValid(node.entity) else { throw .notFound }
         let entity = mapping.model[node.entity]
         let context = mapping.context
-        let count = try mapping.engine({ () throws(ObjectGraphError) in try context.count(of: node.entity) }, "count")
+        let model = mapping.model
+        // `count` is what `ls` lists (the entity's objects and its subentities'), `ownCount` the
+        // entity's own objects (the folders; the others are links).
+        let (own, listed) = try mapping.engine(
+            { () throws(ObjectGraphError) -> (Int, Int) in
+                var listed = 0
+                for member in model.entityAndSubentities(of: node.entity) { listed += try context.count(of: member) }
+                return (try context.count(of: node.entity), listed)
+            }, "count")
         var result = [
             "user.entity.abstract": Data((entity.isAbstract ? "true" : "false").utf8),
-            "user.entity.count": Data(String(count).utf8)
+            "user.entity.count": Data(String(listed).utf8),
+            "user.entity.ownCount": Data(String(own).utf8)
         ]
         if let parent = entity.parentName { result["user.entity.parent"] = Data(parent.utf8) }
         if !entity.subentityIDs.isEmpty {
@@ -129,10 +138,9 @@ struct EntityFolder: NodeType {
             name.utf8.first == UInt8(ascii: "p") && name.utf8.count > 1
             && name.utf8.dropFirst().allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
         guard looksLikeKey else { return nil }
-        guard let key = PrimaryKey(reference: name), Node.fits(key) else {
-            mapping.logger.error(
-                "mkdir \(mapping.model[entity].name)/\(name): not a key storefs can show; keys are p1 to p\(Node.maximumKey), without leading zeros"
-            )
+        let key = PrimaryKey(reference: name)
+        if let refusal = ChangeRules.keyRefusal(key) {
+            mapping.logger.error("mkdir \(mapping.model[entity].name)/\(name): \(refusal)")
             throw .invalid
         }
         return key

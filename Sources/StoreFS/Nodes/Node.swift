@@ -38,7 +38,7 @@ struct Node: Hashable, Sendable {
         /// The persistent history's folder (``HistoryNode``). The rest of its tree shares code 15
         /// (which part of the tree in the entity bits) but has kinds of its own, below.
         case history = 15
-        /// The files of the query family (a query folder's `.count`, `.json`, `.csv`): they carry
+        /// The files of the query family (a query folder's `.count`, `.json`, `.jsonl`, `.csv`): they carry
         /// code 14 with ``queryFileFlag`` in the property field, and never their own code.
         case queryFile = 16
         /// The history's transaction folders, their files, change folders, links, tombstone

@@ -12,7 +12,7 @@ import ObjectGraph
 /// - `.query/ENTITY/PREDICATE` (``queryPart``): read-only links (``MemberLink``, `pN ->
 ///   ../../../Entity/pN`) to the objects of ENTITY and its subentities that match, evaluated in SQL
 ///   on SQLite stores and kept until something changes, as fetched folders are; beside them,
-///   reachable by name, `.count`, `.json` and `.csv` (``QueryResultFile``).
+///   reachable by name, `.count`, `.json`, `.jsonl` and `.csv` (``QueryResultFile``).
 ///
 /// Everything in it is read-only: a change is EPERM (EROFS on a read-only mount).
 struct QueryFolder: NodeType {

@@ -4,18 +4,22 @@ import ObjectGraph
 
 /// The files beside a query folder's links, reachable by name and not listed: `.count` (the
 /// number of matches and a newline, counted in SQL on SQLite stores without reading a row),
-/// `.json` (the matches' records as JSON Lines, one object per line) and `.csv` (with a header
-/// row), the bytes `storefs export --entity ENTITY --where PREDICATE` writes (``ObjectRecords``).
+/// `.json` (the matches' records as one JSON document, an array), `.jsonl` (as JSON Lines, one
+/// object per line) and `.csv` (with a header row): the bytes `storefs export --entity ENTITY
+/// --where PREDICATE --format json|jsonl|csv` writes (``ObjectRecords``).
 ///
 /// Sizes are exact, so the text is made when the file is looked at, and the last few are kept
-/// until something changes. `.json` and `.csv` are made in memory: past ``maximumResultBytes``
+/// until something changes. The records are made in memory: past ``maximumResultBytes``
 /// they are EFBIG (the log says to use `storefs export`, which streams).
 struct QueryResultFile: NodeType {
     /// The files' names, by part.
-    static let names = [".count", ".json", ".csv"]
+    static let names = [".count", ".json", ".csv", ".jsonl"]
     static let countPart = 0
     static let jsonPart = 1
     static let csvPart = 2
+    static let jsonLinesPart = 3
+    /// The format of each part that holds records, by part.
+    static let formats: [Int: ObjectRecordFormat] = [jsonPart: .json, csvPart: .csv, jsonLinesPart: .jsonLines]
     static let maximumResultBytes = 64 << 20
 
     var isDirectory: Bool { false }
@@ -66,12 +70,12 @@ struct QueryResultFile: NodeType {
         let folder = folder(of: node)
         let (query, predicate) = try mapping.query(folder)
         let content = try mapping.bounded(folder) { () throws(FileSystemError) -> Data in
-            if part(node) == countPart {
-                return Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
+            if let format = formats[part(node)] {
+                return try records(
+                    of: try mapping.queryMembers(of: folder), entity: query.entity, format: format, mapping,
+                    name: "\(mapping.describe(folder))/\(names[part(node)])")
             }
-            return try records(
-                of: try mapping.queryMembers(of: folder), entity: query.entity,
-                format: part(node) == jsonPart ? .jsonLines : .csv, mapping, name: "\(mapping.describe(folder))")
+            return Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
         }
         if mapping.fetchedResults.generation == generation {
             mapping.queries.keep(content, of: node, generation: generation)
@@ -116,9 +120,8 @@ struct QueryResultFile: NodeType {
                 }, "read \(name)")
             for record in records { writer.append(record, into: &out) }
             guard out.count <= maximumResultBytes else {
-                let file = names[format == .csv ? csvPart : jsonPart]
                 let message =
-                    "read \(name)/\(file): more than \(maximumResultBytes >> 20) MiB; storefs export "
+                    "read \(name): more than \(maximumResultBytes >> 20) MiB; storefs export "
                     + "--entity \(mapping.model[entity].name) --where PREDICATE streams any number of objects"
                 mapping.logger.error("\(message)")
                 throw .tooBig

@@ -91,8 +91,7 @@ struct RootFolder: NodeType {
         _ name: String, to value: Data, flags: ExtendedAttributeFlags, of node: Node, in mapping: Mapping
     ) throws(FileSystemError) {
         let key = String(name.dropFirst("user.".count))
-        guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key),
-            !StoreMetadata.bookkeepingKeys.contains(key), key != Mapping.queriesKey
+        guard !name.hasPrefix(Self.ownPrefix), ChangeRules.metadataRefusal(key) == nil, key != Mapping.queriesKey
         else {
             // Info, not error: `cp -a` of a whole mount copies these and is refused as it should.
             mapping.logger.info("setfattr \(name): the store manages this key; it cannot be set")
@@ -111,7 +110,7 @@ struct RootFolder: NodeType {
 
     func removeExtendedAttribute(_ name: String, of node: Node, in mapping: Mapping) throws(FileSystemError) {
         let key = String(name.dropFirst("user.".count))
-        guard !name.hasPrefix(Self.ownPrefix), !StoreMetadata.managedKeys.contains(key) else {
+        guard !name.hasPrefix(Self.ownPrefix), ChangeRules.metadataRefusal(key) == nil, key != Mapping.queriesKey else {
             mapping.logger.error("setfattr -x \(name): only custom metadata keys of the mount root can be removed")
             throw .notPermitted
         }

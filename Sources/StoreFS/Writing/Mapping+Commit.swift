@@ -52,6 +52,13 @@ extension Mapping {
                         "commit (\(reason == "conflict" ? reason : "not saved")) \(describe(object)): \(reason)")
                 }
             }
+            for (object, violations) in outcome.untouchedViolations.sorted(by: { $0.key < $1.key }) {
+                // Saved: the change is valid; what it did not touch was invalid before it (an app
+                // that broke its own model) and is left as it was.
+                logger.warning(
+                    "commit (\(reason)) \(describe(object)): saved; values the change did not touch break the model and are left as they were: \(violations.joined(separator: "; "))"
+                )
+            }
             for change in outcome.conflicts {
                 logger.error(
                     "commit (\(reason)): \(describe(change.objectID)) was changed by another process; its change is kept and this mount's change of it is not saved"

@@ -89,7 +89,7 @@ extension Mapping {
             throw fileSystemError(error, "rmdir \(describe(object))", logger: logger)
         }
         for gone in deleted.map(\.objectID) {
-            session.removals.take(of: gone)
+            _ = session.removals.take(of: gone)
             session.scratch.removeAll(of: gone)
             _ = session.copyIn.endFreshness(of: gone)
         }

@@ -20,7 +20,7 @@ struct Apply: ParsableCommand {
     @Argument(help: "The patch (storefs overlay export MOUNTPOINT > PATCH).")
     var patch: String
 
-    @Argument(help: "The store to change: a copy of the store the patch was made on.")
+    @Argument(help: "The store to change (a file or a postgresql:// URL): a copy of the store the patch was made on.")
     var store: String
 
     @Option(name: .long, help: "The model, when the store holds none (the one the evidence mount was given).")
@@ -37,10 +37,11 @@ struct Apply: ParsableCommand {
         do {
             read = try OverlayPatch.read(URL(fileURLWithPath: patch))
         } catch {
-            throw ValidationError("\(patch) is not a storefs patch: \(error)")
+            throw ValidationError(
+                (error as? ObjectGraphError).map { $0.message } ?? "\(patch) is not a storefs patch: \(error)")
         }
-        let url = URL(fileURLWithPath: store)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw ValidationError("\(store) does not exist") }
+        let url = try StoreTypes.existingStore(store)
+        let shown = StoreURL.redacting(store)
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model, modelDescription: given?.source,
@@ -49,7 +50,7 @@ struct Apply: ParsableCommand {
         let metadata = try coordinator.store.metadata()
         if let uuid = metadata.storeUUID, !read.storeUUID.isEmpty, uuid != read.storeUUID {
             throw ValidationError(
-                "\(patch) was made on store \(read.storeUUID), not on \(store) (\(uuid)); apply it to a copy of that store"
+                "\(patch) was made on store \(read.storeUUID), not on \(shown) (\(uuid)); apply it to a copy of that store"
             )
         }
         if !read.unsaved.isEmpty {
@@ -58,7 +59,7 @@ struct Apply: ParsableCommand {
             )
         }
         guard !read.isEmpty else {
-            print("\(patch) holds no changes; \(store) is left as it was")
+            print("\(patch) holds no changes; \(shown) is left as it was")
             return
         }
         do {
@@ -66,13 +67,13 @@ struct Apply: ParsableCommand {
         } catch  where error.code == .conflict {
             let names = error.objects.map { "\(coordinator.model[$0.entity].name)/\($0.key)" }.joined(separator: ", ")
             printError(
-                "storefs apply: nothing of \(patch) was applied: \(store) does not hold what the patch changed at \(names) "
+                "storefs apply: nothing of \(patch) was applied: \(shown) does not hold what the patch changed at \(names) "
                     + "(the patch was applied already, or the store is not a copy of the one it was made on)")
             throw ExitCode(1)
         } catch {
-            printError("storefs apply: nothing of \(patch) was applied to \(store): \(error.message)")
+            printError("storefs apply: nothing of \(patch) was applied to \(shown): \(error.message)")
             throw ExitCode(1)
         }
-        print("applied \(patch) to \(store): \(read.summary)")
+        print("applied \(patch) to \(shown): \(read.summary)")
     }
 }

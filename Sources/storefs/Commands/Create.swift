@@ -27,7 +27,7 @@ struct Create: ParsableCommand {
 
     func run() throws {
         _ = log.bootstrap()
-        let url = StoreTypes.location(store)
+        let url = try StoreTypes.location(store)
         guard try !StoreTypes.exists(url) else {
             throw ValidationError("\(StoreURL.describe(url)) exists; choose a new file (or another schema)")
         }

@@ -10,15 +10,15 @@ struct Diff: ParsableCommand {
             Objects are matched by entity and key (Employee/p12), as a copy or migration of a store \
             keeps them. Each line names an object only in OLD (-), only in NEW (+), or in both with \
             changes (~), followed by the attributes and relationships that differ. The stores may be \
-            of any types (SQLite, XML, binary); both are only read, a page of objects at a time. \
+            of any types (SQLite, XML, binary, PostgreSQL); both are only read, a page of objects at a time. \
             Exit status as diff(1): 0 when the stores hold the same objects, 1 when they differ, \
             2 when they could not be compared.
             """)
 
-    @Argument(help: "The first store.")
+    @Argument(help: "The first store: a file or a postgresql:// URL.")
     var old: String
 
-    @Argument(help: "The second store.")
+    @Argument(help: "The second store: a file or a postgresql:// URL.")
     var new: String
 
     @Flag(name: .long, help: "Print JSON Lines: one object per difference.")
@@ -54,7 +54,9 @@ struct Diff: ParsableCommand {
             let (a, b) = (openedA.coordinator, openedB.coordinator)
             let shared = Set(a.model.entities.map(\.name)).intersection(b.model.entities.map(\.name))
             guard !shared.isEmpty else {
-                throw ValidationError("\(old) and \(new) have no entity in common: they are not stores of one model")
+                throw ValidationError(
+                    "\(StoreURL.redacting(old)) and \(StoreURL.redacting(new)) have no entity in common: they are not stores of one model"
+                )
             }
             var output = StandardOutput()
             differences = try StoreComparison(old: a, new: b, pageSize: Self.pageSize).compare { difference in

@@ -21,7 +21,7 @@ struct Export: ParsableCommand {
             The store is only read; objects are read a page at a time, so memory stays bounded.
             """)
 
-    @Argument(help: "The store to read.")
+    @Argument(help: "The store to read: a file or a postgresql:// URL.")
     var store: String
 
     @Option(name: .long, help: "The entity whose objects (and subentities' objects) to write; all entities by default.")

@@ -34,7 +34,7 @@ struct History: ParsableCommand {
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
     var type: String?
 
-    @Argument(help: "The store file.")
+    @Argument(help: "The store file, or a postgresql:// URL.")
     var store: String
 
     @OptionGroup var log: LogOptions
@@ -45,10 +45,7 @@ struct History: ParsableCommand {
 
     func run() throws {
         let logger = log.bootstrap()
-        let url = URL(fileURLWithPath: store)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(store) does not exist")
-        }
+        let url = try StoreTypes.existingStore(store)
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
@@ -57,25 +54,28 @@ struct History: ParsableCommand {
         guard let history = coordinator.store as? any PersistentHistoryStore, history.keepsPersistentHistory else {
             throw ObjectGraphError(
                 .unsupported,
-                "\(store) keeps no persistent history (\(coordinator.store.storeType) store"
+                "\(StoreURL.describe(url)) keeps no persistent history (\(coordinator.store.storeType) store"
                     + (coordinator.store is any PersistentHistoryStore ? " without history tables" : "s have none")
                     + ")")
         }
         let uuid = json ? try coordinator.store.metadata().storeUUID : nil
         var after = since
+        // A failed write (a full disk) is an error with its reason, as in export and diff.
+        var output = StandardOutput()
         while true {
             let page = try history.historyTransactions(after: after, limit: Self.pageSize, includingChanges: true)
             // Numbers only go up; a page that does not (a damaged store) ends the listing.
             guard let last = page.last, last.number > after else { break }
-            var text = ""
             for transaction in page {
-                text +=
+                let text =
                     json
                     ? HistoryText.jsonLine(of: transaction, model: coordinator.model, storeUUID: uuid)
                     : HistoryText.text(of: transaction, model: coordinator.model)
+                output.buffer.append(contentsOf: text.utf8)
+                try output.flushIfFull()
             }
-            try FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
             after = last.number
         }
+        try output.flush()
     }
 }

@@ -40,10 +40,7 @@ struct Info: ParsableCommand {
 
     func run() throws {
         let logger = log.bootstrap()
-        let url = StoreTypes.location(store)
-        guard try StoreTypes.exists(url) else {
-            throw ValidationError("\(StoreURL.describe(url)) does not exist")
-        }
+        let url = try StoreTypes.existingStore(store)
         // Read-only opens read a private copy of the store's files and touch nothing beside it;
         // info records what it read with its SHA-256 (docs/SEMANTICS.md, "Reading touches nothing").
         let opened = try open(url, logger: logger)
@@ -61,7 +58,7 @@ struct Info: ParsableCommand {
         }
         let custom = metadata.values.filter { $0.key != StoreMetadata.modelKey }
         let versionHashes = HashCheck(store: url, metadata: metadata, coordinator: coordinator, logger: logger)
-        for warning in versionHashes.warnings { logger.warning("\(store): \(warning)") }
+        for warning in versionHashes.warnings { logger.warning("\(StoreURL.describe(url)): \(warning)") }
         if json {
             var object: [String: Any] = [
                 "path": StoreURL.describe(url), "type": metadata.storeType ?? coordinator.store.storeType,
@@ -132,7 +129,7 @@ struct Info: ParsableCommand {
         let entries = evidence.record.folder.count
         guard changed.isEmpty else {
             printError(
-                "storefs info: the folder of \(store) changed while it was read:\n  "
+                "storefs info: the folder of \(StoreURL.redacting(store)) changed while it was read:\n  "
                     + changed.joined(separator: "\n  "))
             throw ExitCode(1)
         }

@@ -56,6 +56,11 @@ struct Migrate: ParsableCommand {
                 throw ValidationError("--in-place needs --model, the model to migrate the store to")
             }
             guard type == nil else { throw ValidationError("--in-place keeps the store's type; --type does not apply") }
+            guard !StoreTypes.namesService(paths[0]) else {
+                throw ValidationError(
+                    "--in-place migrates a store file; migrate a PostgreSQL store into a new schema instead: "
+                        + "storefs migrate URL NEW-URL --model M")
+            }
         } else {
             guard paths.count == 2 else { throw ValidationError("give the store to read and the new store") }
         }
@@ -67,10 +72,8 @@ struct Migrate: ParsableCommand {
     func run() throws {
         let logger = log.bootstrap()
         let source = paths[0]
-        let sourceURL = StoreTypes.location(source)
-        guard try StoreTypes.exists(sourceURL) else {
-            throw ValidationError("\(StoreURL.describe(sourceURL)) does not exist")
-        }
+        let sourceURL = try StoreTypes.existingStore(source)
+        let shownSource = StoreURL.redacting(source)
         let started = Date()
         let given = try StoreTypes.loadModel(at: sourceModel, logger: logger)
         let target = try model.map { (path) throws -> ModelVersions in
@@ -85,14 +88,14 @@ struct Migrate: ParsableCommand {
             let result = try PersistentStoreCoordinator.migrateInPlace(
                 at: sourceURL, types: StoreTypes.all, sourceModel: given?.model, modelDescription: given?.source,
                 plan: { (coordinator) throws(ObjectGraphError) -> [MigrationStep] in
-                    let made = try Self.plan(coordinator, target: target, mappings: mappings, store: source)
+                    let made = try Self.plan(coordinator, target: target, mappings: mappings, store: shownSource)
                     plan = made
                     return made.steps
                 }, progress: { done, total in progress.update(done, of: total) })
             progress.end()
             guard let backup = result.backup else {
                 print(
-                    "\(source) is already at \(plan?.storeVersion ?? target.currentName), the current version of \(target.source); nothing to do"
+                    "\(shownSource) is already at \(plan?.storeVersion ?? target.currentName), the current version of \(target.source); nothing to do"
                 )
                 return
             }
@@ -102,7 +105,7 @@ struct Migrate: ParsableCommand {
         }
 
         let destination = paths[1]
-        let destinationURL = StoreTypes.location(destination)
+        let destinationURL = try StoreTypes.location(destination)
         let destinationType: any PersistentStoreType
         if let found = try StoreTypes.type(named: type) {
             destinationType = found
@@ -114,7 +117,7 @@ struct Migrate: ParsableCommand {
             modelDescription: given?.source)
         defer { coordinator.close() }
         if let target {
-            let plan = try Self.plan(coordinator, target: target, mappings: mappings, store: source)
+            let plan = try Self.plan(coordinator, target: target, mappings: mappings, store: shownSource)
             if plan.isNeeded {
                 if plan.storeModel != coordinator.model {
                     coordinator.close()
@@ -128,7 +131,8 @@ struct Migrate: ParsableCommand {
                 }
                 progress.end()
                 report(
-                    result, from: plan.storeVersion, to: target.currentName, started: started, destination: destination)
+                    result, from: plan.storeVersion, to: target.currentName, started: started,
+                    destination: StoreURL.redacting(destination))
                 return
             }
             if plan.storeModel != coordinator.model {
@@ -178,7 +182,7 @@ struct Migrate: ParsableCommand {
         let seconds = Date().timeIntervalSince(started)
         let place = destination.map { " into \($0)" } ?? ""
         print(
-            "migrated \(paths[0]) from \(from ?? "its version") to \(to)\(place): \(result.objectCount) objects in \(String(format: "%.2f", seconds)) s"
+            "migrated \(StoreURL.redacting(paths[0])) from \(from ?? "its version") to \(to)\(place): \(result.objectCount) objects in \(String(format: "%.2f", seconds)) s"
         )
         for step in result.steps { print("  \(step)") }
         if result.historyTransactions > 0 {

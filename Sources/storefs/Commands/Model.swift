@@ -13,7 +13,7 @@ struct Model: ParsableCommand {
             --output NAME.xcdatamodel) to open it in Xcode or diff two versions.
             """)
 
-    @Argument(help: "The store (or model) whose model to print.")
+    @Argument(help: "The store (a file or a postgresql:// URL), or a model, whose model to print.")
     var source: String
 
     @Argument(help: "With --diff: the newer model, bundle or store to compare SOURCE with.")
@@ -58,18 +58,22 @@ struct Model: ParsableCommand {
     func run() throws {
         let logger = log.bootstrap()
         if diff, let other {
-            for path in [source, other] where path != "sample" && !FileManager.default.fileExists(atPath: path) {
-                throw ValidationError("\(path) does not exist")
+            for path in [source, other] where path != "sample" {
+                guard try StoreTypes.exists(try StoreTypes.location(path, allowingFolder: true)) else {
+                    throw ValidationError("\(StoreURL.redacting(path)) does not exist")
+                }
             }
             guard let old = try StoreTypes.loadModel(at: source, logger: logger),
                 let new = try StoreTypes.loadModel(at: other, logger: logger)
             else { return }
-            print(ModelDifference(from: old.model, to: new.model).report(from: source, to: other), terminator: "")
+            print(
+                ModelDifference(from: old.model, to: new.model).report(
+                    from: StoreURL.redacting(source), to: StoreURL.redacting(other)), terminator: "")
             return
         }
-        let url = URL(fileURLWithPath: source)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(source) does not exist")
+        let url = try StoreTypes.location(source, allowingFolder: true)
+        guard try StoreTypes.exists(url) else {
+            throw ValidationError("\(StoreURL.redacting(source)) does not exist")
         }
         let model: ManagedObjectModel
         var recorded: [String: Data]?
@@ -85,14 +89,16 @@ struct Model: ParsableCommand {
             origin = coordinator.modelSource.description
             recorded = VersionHashComparison.recordedHashes(in: try coordinator.store.metadata())
         } else {
-            guard self.model == nil else { throw ValidationError("--model applies to stores; \(source) is a model") }
+            guard self.model == nil else {
+                throw ValidationError("--model applies to stores; \(StoreURL.redacting(source)) is a model")
+            }
             guard let loaded = try StoreTypes.loadModel(at: source, logger: logger) else { return }
             model = loaded.model
             origin = loaded.source.description
             recorded = CompiledModelLoader.recordedVersionHashes(in: url)
             recordedWhere = "VersionInfo.plist's"
         }
-        logger.debug("model of \(source): \(origin)")
+        logger.debug("model of \(StoreURL.redacting(source)): \(origin)")
         let text =
             hashes
             ? Self.hashTable(model, recorded: recorded, by: recordedWhere, modelOrigin: origin)
@@ -101,7 +107,14 @@ struct Model: ParsableCommand {
             print(text, terminator: "")
             return
         }
-        try Self.write(text, to: URL(fileURLWithPath: output), asModel: !hashes)
+        do {
+            try Self.write(text, to: URL(fileURLWithPath: output), asModel: !hashes)
+        } catch {
+            // Foundation's error says only "couldn't be saved": the reason beneath is the errno.
+            let reason = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription
+            throw StandardOutputError(
+                message: "cannot write \(output): \(reason ?? error.localizedDescription)")
+        }
     }
 
     /// One line per entity: its name, the hash storefs computes, the recorded one (`-` when

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Devices
 import Foundation
 import Logging
 import ObjectGraph
@@ -8,8 +9,10 @@ struct Mount: ParsableCommand {
         abstract: "Mount a store on a directory.",
         discussion: """
             Without --foreground, storefs returns once the mount is ready and serves in the \
-            background; `fusermount3 -u MOUNTPOINT` (or SIGTERM) commits pending changes and \
-            unmounts. Options (-o, comma-separated): ro, evidence (nothing beside the store is \
+            background. `storefs unmount MOUNTPOINT` commits pending changes, unmounts and returns \
+            once the store is written; `fusermount3 -u MOUNTPOINT` (or SIGTERM to the server) makes \
+            the server commit and end too, but returns before the store is written. Options (-o, \
+            comma-separated): ro, evidence (nothing beside the store is \
             written; files read are hashed, user.storefs.evidence; edits go to an overlay in \
             memory: storefs overlay export), allow_other, auto_unmount, model=PATH, \
             list_fetched (list fetched properties' folders; they are reachable by name always), \
@@ -89,10 +92,16 @@ struct Mount: ParsableCommand {
             throw ValidationError(
                 "\(mountPoint) is already a mount point; unmount it first (fusermount3 -u \(mountPoint))")
         }
+        // A store that is not a regular file (a FIFO) or a URL that does not parse is refused here,
+        // before a background server starts: that server would block opening it.
+        var url: URL?
+        if !memory { url = try StoreTypes.location(store, allowingFolder: true) }
         let destination: LogDestination =
             if let logFile { .file(logFile) } else if syslog { .systemLog } else if foreground { .standardError } else {
                 .backgroundDefault
             }
+        // A backup storefs cannot read (encrypted) is refused here, where the terminal sees it.
+        if let url, let refusal = BackupTree.refusal(of: url) { throw ValidationError(refusal) }
         if !foreground {
             // The version check is made here too, so that its refusal or notice reaches the
             // terminal (the server's own goes to its log).
@@ -116,7 +125,7 @@ struct Mount: ParsableCommand {
                 coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
             return
         }
-        let url = StoreTypes.location(store)
+        guard let url else { return }
         var isFolder: ObjCBool = false
         if !StoreURL.isService(url), FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
             isFolder.boolValue
@@ -196,16 +205,21 @@ struct Mount: ParsableCommand {
         -> ModelVersionCheck.Mismatch?
     {
         guard !memory, let modelPath = model ?? configuration.model else { return nil }
-        let url = URL(fileURLWithPath: store)
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else {
+        let url = try StoreTypes.location(store, allowingFolder: true)
+        if !StoreURL.isService(url) {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else {
+                return nil
+            }
+        } else if try !StoreTypes.exists(url) {
             return nil
         }
         guard let given = try loaded ?? StoreTypes.loadModel(at: modelPath) else { return nil }
         let storeType =
             try StoreTypes.type(named: type) ?? PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all)
         return try ModelVersionCheck.compare(
-            storeAt: url, type: storeType, with: given.model, modelPath: modelPath, storePath: store)
+            storeAt: url, type: storeType, with: given.model, modelPath: StoreURL.redacting(modelPath),
+            storePath: StoreURL.redacting(store))
     }
 
     private func isStale(_ path: String) -> Bool {

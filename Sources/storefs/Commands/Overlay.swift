@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ObjectGraph
 import StoreFS
 
 #if canImport(Glibc)
@@ -45,8 +46,9 @@ struct Overlay: ParsableCommand {
                     "\(mountPoint): reading \(EvidenceStore.overlayName) failed: \(String(cString: strerror(error.code.rawValue)))"
                 )
             }
-            let data = try Data(contentsOf: URL(fileURLWithPath: file))
-            FileHandle.standardOutput.write(data)
+            var output = StandardOutput()
+            output.buffer.append(contentsOf: try RegularFile.read(URL(fileURLWithPath: file), as: "patches"))
+            try output.flush()
             let patch = try OverlayPatch.read(URL(fileURLWithPath: file))
             if synced != 0 {
                 printError(

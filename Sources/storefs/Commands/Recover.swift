@@ -16,7 +16,7 @@ struct Recover: ParsableCommand {
             saved. The store must not be mounted for writing meanwhile.
             """)
 
-    @Argument(help: "The store the changes belong to.")
+    @Argument(help: "The store the changes belong to: a file or a postgresql:// URL.")
     var store: String
 
     @Argument(help: "The recovery file.")
@@ -33,20 +33,22 @@ struct Recover: ParsableCommand {
         do {
             recovery = try RecoveryFile.read(URL(fileURLWithPath: file))
         } catch {
-            throw ValidationError("\(file) is not a storefs recovery file: \(error)")
+            throw ValidationError(
+                (error as? ObjectGraphError).map { $0.message } ?? "\(file) is not a storefs recovery file: \(error)")
         }
         let coordinator = try PersistentStoreCoordinator.open(
-            at: URL(fileURLWithPath: store), types: StoreTypes.all, model: try StoreTypes.model(at: model))
+            at: try StoreTypes.existingStore(store), types: StoreTypes.all, model: try StoreTypes.model(at: model))
+        let shown = StoreURL.redacting(store)
         defer { coordinator.close() }
         if let uuid = try? coordinator.store.metadata().storeUUID, !recovery.storeUUID.isEmpty,
             uuid != recovery.storeUUID
         {
-            throw ValidationError("\(file) holds changes of store \(recovery.storeUUID), not of \(store) (\(uuid))")
+            throw ValidationError("\(file) holds changes of store \(recovery.storeUUID), not of \(shown) (\(uuid))")
         }
         let outcome = recovery.apply(to: coordinator.newContext())
         for name in outcome.applied { print("saved \(name)") }
         for (name, reason) in outcome.failed { printError("not saved: \(name): \(reason)") }
         guard outcome.failed.isEmpty else { throw ExitCode(1) }
-        print("all \(outcome.applied.count) changes of \(file) are saved in \(store)")
+        print("all \(outcome.applied.count) changes of \(file) are saved in \(shown)")
     }
 }

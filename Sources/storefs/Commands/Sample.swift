@@ -18,16 +18,19 @@ struct Sample: ParsableCommand {
     @Option(name: .long, help: "Seed of the generator: the same seed gives the same store.")
     var seed: UInt64 = 1
 
-    @Argument(help: "The store to write; its suffix gives the type (.sqlite). It must not exist.")
+    @Argument(
+        help:
+            "The store to write: a file whose suffix gives the type (.sqlite), or a postgresql:// URL. It must not exist."
+    )
     var store: String
 
     @OptionGroup var log: LogOptions
 
     func run() throws {
         _ = log.bootstrap()
-        let url = URL(fileURLWithPath: store)
-        guard !FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(store) exists; choose a new file")
+        let url = try StoreTypes.location(store)
+        guard try !StoreTypes.exists(url) else {
+            throw ValidationError("\(StoreURL.redacting(store)) exists; choose a new file (or another schema)")
         }
         guard objects > 0 else { throw ValidationError("--objects must be positive") }
         let unit = SampleGenerator.unitSize
@@ -46,10 +49,16 @@ struct Sample: ParsableCommand {
             }
         } catch {
             coordinator.close()
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+            if StoreURL.isService(url) {
+                try? PersistentStoreCoordinator.storeType(for: url, among: StoreTypes.all).removeStore(at: url)
+            } else {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+            }
             throw error
         }
         let count = coordinator.model.entities.reduce(0) { $0 + ((try? coordinator.store.count(of: $1.id)) ?? 0) }
-        print("wrote \(count) objects to \(store) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        print(
+            "wrote \(count) objects to \(StoreURL.redacting(store)) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+        )
     }
 }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import FuseKit
 import Logging
@@ -89,6 +90,11 @@ final class EvidenceStore: Sendable {
         at url: URL, model: String?, type: String?, configuration: EngineConfiguration = EngineConfiguration(),
         progress: LoadProgress? = nil, logger: Logger
     ) throws -> EvidenceStore {
+        guard !StoreURL.isService(url) else {
+            throw ValidationError(
+                "evidence mode reads store files and checks their folder; \(StoreURL.describe(url)) is a store on a server"
+            )
+        }
         // The folder as found, before anything of storefs opens a file of it.
         let folder = listing(of: url)
         let opened = ISO8601DateFormatter.string(

@@ -163,7 +163,8 @@ public struct OverlayPatch: Codable, Sendable {
         let decoder = JSONDecoder()
         decoder.nonConformingFloatDecodingStrategy = .convertFromString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        let patch = try decoder.decode(OverlayPatch.self, from: try Data(contentsOf: url))
+        // A FIFO or /dev/zero named as a patch is refused, never read forever (RegularFile).
+        let patch = try decoder.decode(OverlayPatch.self, from: try RegularFile.read(url, as: "patches"))
         guard patch.storefs == "patch", patch.version == 1 else {
             throw ObjectGraphError(.unsupported, "\(url.path) is not a storefs patch of a version this storefs reads")
         }
@@ -184,8 +185,14 @@ public struct OverlayPatch: Codable, Sendable {
     /// the overlay changed, with what the store held before as the originals, so that the store
     /// refuses the whole save as a conflict where it holds something else.
     ///
-    /// - Throws: ``ObjectGraphError/Code/notFound`` or ``ObjectGraphError/Code/validation`` naming
-    ///   the entry of the patch that does not fit the model (nothing is applied then).
+    /// A patch is a file anyone can edit: it is refused where a mount would have refused what it
+    /// says (the mapping's ``ChangeRules``: the store's own metadata, keys a mount cannot show;
+    /// the engine's ``ChangeValidation``: abstract entities, values and relationships the model
+    /// does not allow).
+    ///
+    /// - Throws: ``ObjectGraphError/Code/notFound``, ``ObjectGraphError/Code/validation`` or
+    ///   ``ObjectGraphError/Code/notPermitted`` naming the entry of the patch that does not fit
+    ///   the model or that a mount refuses (nothing is applied then).
     public func request(for model: ManagedObjectModel, metadata current: StoreMetadata) throws(ObjectGraphError)
         -> SaveRequest
     {
@@ -212,9 +219,21 @@ public struct OverlayPatch: Codable, Sendable {
             }
         }
         var request = SaveRequest()
+        // The new contents of to-many relationships, by object and name: their counts are checked.
+        var lists: [ObjectID: [String: Int]] = [:]
+        for list in toMany {
+            lists[try object(list.object), default: [:]][list.relationship] = list.to.count
+        }
         for entry in objects {
             let id = try object(entry.object)
             let entity = model[id.entity]
+            let inserted = entry.change == PendingChange.Kind.inserted.rawValue
+            if inserted {
+                if let refusal = ChangeRules.keyRefusal(id.key) {
+                    throw ObjectGraphError(.validation, "\(entry.object): \(refusal)")
+                }
+                try ChangeValidation.checkInsert(of: entity)
+            }
             var now = Snapshot(objectID: id, version: entry.version ?? 1)
             var before = now
             for (key, change) in entry.attributes.sorted(by: { $0.key < $1.key }) {
@@ -233,6 +252,25 @@ public struct OverlayPatch: Codable, Sendable {
                 }
                 now.toOne[key] = try change.to.map(object)
                 if case .some(let old) = change.from { before.toOne[key] = try old.map(object) }
+            }
+            if entry.change != PendingChange.Kind.deleted.rawValue {
+                // What the entry sets must fit the model, as a mount's save checks it; what it does
+                // not set is the store's, and not the patch's to answer for.
+                _ = try ChangeValidation.checkAttributes(
+                    of: now, changed: inserted ? nil : Set(entry.attributes.keys), in: entity, object: entry.object)
+                for relationship in entity.persistentRelationships {
+                    let count: Int?
+                    if relationship.isToMany {
+                        count = lists[id]?[relationship.name] ?? (inserted ? 0 : nil)
+                    } else {
+                        count =
+                            inserted || entry.toOne[relationship.name] != nil
+                            ? (now.toOne[relationship.name] == nil ? 0 : 1) : nil
+                    }
+                    guard let count else { continue }
+                    _ = try ChangeValidation.checkRelationship(
+                        relationship, count: count, changed: true, of: id, object: entry.object)
+                }
             }
             switch entry.change {
             case PendingChange.Kind.inserted.rawValue: request.inserted.append(now)
@@ -262,9 +300,7 @@ public struct OverlayPatch: Codable, Sendable {
         if !metadata.isEmpty {
             var next = current
             for (key, text) in metadata.sorted(by: { $0.key < $1.key }) {
-                guard !StoreMetadata.managedKeys.contains(key) else {
-                    throw ObjectGraphError(.notPermitted, "metadata \(key) is the store's own and cannot be set")
-                }
+                if let refusal = ChangeRules.metadataRefusal(key) { throw ObjectGraphError(.notPermitted, refusal) }
                 next[key] = try text.map { (text) throws(ObjectGraphError) in try text.value(key: key) }
             }
             request.metadata = next

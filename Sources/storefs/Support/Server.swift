@@ -1,4 +1,5 @@
 import ArgumentParser
+import Devices
 import Foundation
 import FuseKit
 import Logging
@@ -44,14 +45,23 @@ enum Server {
         }
     }
 
-    /// Serves a folder of stores: each store file is a folder of the mount.
+    /// Serves a folder (any depth) or an iOS backup: every store found in it by content is a
+    /// folder of the mount, the rest of the tree is shown as it is, read-only.
     static func serveFolder(directory: URL, mountPoint: String, configuration: MountConfiguration, logger: Logger)
         throws
     {
+        let tree: any DeviceTree
+        do {
+            tree =
+                BackupTree.isBackup(directory) ? try BackupTree.open(directory) : try DirectoryTree(folder: directory)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        logger.debug("\(tree.summary)")
         try serve(mountPoint: mountPoint, source: directory.path, configuration: configuration, logger: logger) {
             fsConfiguration, counters in
             StoreFolderFileSystem(
-                directory: directory, types: StoreTypes.all, configuration: fsConfiguration,
+                tree: tree, types: StoreTypes.all, configuration: fsConfiguration,
                 engineConfiguration: configuration.engine, counters: counters, logger: logger)
         }
     }

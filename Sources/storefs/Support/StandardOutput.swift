@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// Buffered writing to stdout for commands that stream large outputs (`export`, `diff`): one
+/// Buffered writing to stdout for commands that stream large outputs (`export`, `diff`, `history`): one
 /// write(2) per 256 KiB instead of one per line, and an error (a full disk) reported to the
 /// command instead of lost.
 ///
@@ -40,6 +40,26 @@ struct StandardOutput {
             offset += written
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+extension StandardOutput {
+    /// Writes what stdio still holds of standard output (what `print` wrote), and fails the
+    /// command (exit 1, the reason on standard error) when that or any earlier write of it
+    /// failed: `storefs info > /dev/full` is an error, as it is for `cat`, never a silent success.
+    static func finishPrinted() {
+        // stdio's `stdout` is a C global Swift 6 refuses to touch (shared mutable state); its
+        // address is looked up instead. Only the main thread uses it, at the end of a command.
+        guard let variable = dlsym(nil, "stdout"),
+            let stream = variable.assumingMemoryBound(to: UnsafeMutablePointer<FILE>?.self).pointee
+        else { return }
+        errno = 0
+        let flushed = fflush(stream) == 0
+        let code = errno
+        guard !flushed || ferror(stream) != 0 else { return }
+        let reason = !flushed && code != 0 ? String(cString: strerror(code)) : "a write to it failed"
+        printError("storefs: cannot write the output: \(reason)")
+        exit(1)
     }
 }
 

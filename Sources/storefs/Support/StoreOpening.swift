@@ -13,7 +13,7 @@ struct StoreOpening {
     /// For a version (`STORE@cN`): the store it was made from, closed with it.
     private var base: PersistentStoreCoordinator?
 
-    /// Opens the store at `path` read-only, with the model at `model` (or the store's own) and
+    /// Opens the store `path` names (a file or a `postgresql://` URL) read-only, with the model at `model` (or the store's own) and
     /// `type` (or the one its suffix or content says).
     /// `STORE@cN` opens version N of the store (``RecoveringStore/openVersion(_:)``: `c0` the
     /// database file alone, `cN` the store right after its WAL's commit N) when no file has that
@@ -21,7 +21,8 @@ struct StoreOpening {
     static func open(_ path: String, model: String?, type: String?, evidence: Bool, logger: Logger) throws
         -> StoreOpening
     {
-        if !FileManager.default.fileExists(atPath: path), let at = path.lastIndex(of: "@"),
+        if !StoreTypes.namesService(path), !FileManager.default.fileExists(atPath: path),
+            let at = path.lastIndex(of: "@"),
             let number = StoreVersion.number(named: String(path[path.index(after: at)...])),
             FileManager.default.fileExists(atPath: String(path[..<at]))
         {
@@ -42,19 +43,16 @@ struct StoreOpening {
                 throw error
             }
         }
-        let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ValidationError("\(path) does not exist")
-        }
+        let url = try StoreTypes.existingStore(path)
         if evidence {
             let opened = try EvidenceStore.open(at: url, model: model, type: type, logger: logger)
-            return StoreOpening(coordinator: opened.coordinator, evidence: opened, path: path)
+            return StoreOpening(coordinator: opened.coordinator, evidence: opened, path: StoreURL.redacting(path))
         }
         let given = try StoreTypes.loadModel(at: model, logger: logger)
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: StoreTypes.all, model: given?.model, options: StoreOptions(readOnly: true),
             modelDescription: given?.source, forcedType: try StoreTypes.type(named: type))
-        return StoreOpening(coordinator: coordinator, evidence: nil, path: path)
+        return StoreOpening(coordinator: coordinator, evidence: nil, path: StoreURL.redacting(path))
     }
 
     /// Closes the store. An evidence open prints every file it read with its SHA-256 to standard

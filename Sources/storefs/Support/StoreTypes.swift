@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import Logging
 import ObjectGraph
@@ -12,15 +13,49 @@ enum StoreTypes {
         SQLiteStoreType(), XMLStoreType(), BinaryStoreType(), PostgresStoreType()
     ]
 
-    /// The store a STORE argument names: a `postgresql://` (or `postgres://`) URL as given,
-    /// anything else a file path.
-    static func location(_ argument: String) -> URL {
+    /// Whether a STORE argument names a store on a server: a `postgresql://` (or `postgres://`) URL.
+    static func namesService(_ argument: String) -> Bool {
         let lowered = argument.lowercased()
-        if PostgresLocation.schemes.contains(where: { lowered.hasPrefix($0 + "://") }), let url = URL(string: argument)
+        return PostgresLocation.schemes.contains { lowered.hasPrefix($0 + "://") }
+    }
+
+    /// The store a STORE argument names: a `postgresql://` (or `postgres://`) URL as given,
+    /// anything else a file path. Every command reads its STORE arguments through here, so each
+    /// takes a URL wherever it takes a store.
+    ///
+    /// - Throws: `ValidationError` for a URL that does not parse (shown with its password masked:
+    ///   ``StoreURL/redacting(_:)``) and for a file that exists but is not a regular file (a FIFO
+    ///   would block every open: ``RegularFile``); a folder passes when `allowingFolder` (a folder
+    ///   of stores, a model bundle).
+    static func location(_ argument: String, allowingFolder: Bool = false) throws -> URL {
+        if namesService(argument) {
+            guard let url = URL(string: argument), url.scheme != nil else {
+                throw ValidationError(
+                    "\(StoreURL.redacting(argument)) is not a URL storefs can read (postgresql://user@host/database?schema=NAME; characters such as spaces are written %20)"
+                )
+            }
+            return url
+        }
+        let url = URL(fileURLWithPath: argument)
+        var isFolder: ObjCBool = false
+        if allowingFolder && FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder)
+            && isFolder.boolValue
         {
             return url
         }
-        return URL(fileURLWithPath: argument)
+        do {
+            try RegularFile.check(url)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return url
+    }
+
+    /// The store a STORE argument names (``location(_:allowingFolder:)``), which must exist.
+    static func existingStore(_ argument: String) throws -> URL {
+        let url = try location(argument)
+        guard try exists(url) else { throw ValidationError("\(StoreURL.redacting(argument)) does not exist") }
+        return url
     }
 
     /// Whether the store at `url` exists (a file, or a store on a server, asked of its type).
@@ -43,9 +78,9 @@ enum StoreTypes {
         if path == "sample" && !FileManager.default.fileExists(atPath: path) {
             return LoadedModel(model: SampleModel.make(), source: .given("the built-in sample model (--model sample)"))
         }
-        let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
+        let url = try location(path, allowingFolder: true)
+        guard try exists(url) else {
+            throw ObjectGraphError(.invalidModel, "\(StoreURL.redacting(path)): no such model file, folder or store")
         }
         if isStore(url) {
             let coordinator = try PersistentStoreCoordinator.open(
@@ -53,7 +88,9 @@ enum StoreTypes {
             defer { coordinator.close() }
             return LoadedModel(
                 model: coordinator.model,
-                source: .given("the model of store \(path) (\(coordinator.modelSource.description)), from --model"))
+                source: .given(
+                    "the model of store \(StoreURL.redacting(path)) (\(coordinator.modelSource.description)), from --model"
+                ))
         }
         let loaded = try ModelLoader.load(from: url)
         for note in loaded.notes { logger?.notice("\(note)") }
@@ -65,13 +102,13 @@ enum StoreTypes {
     /// (`.xcdatamodeld`, `.momd`), else the one model `path` names (an Xcode or compiled model, a
     /// store's model, `sample`).
     static func loadVersions(at path: String, logger: Logger? = nil) throws -> ModelVersions {
-        let url = URL(fileURLWithPath: path)
+        let url = try location(path, allowingFolder: true)
         if (path == "sample" && !FileManager.default.fileExists(atPath: path)) || isStore(url) {
             guard let loaded = try loadModel(at: path, logger: logger) else {
-                throw ObjectGraphError(.invalidModel, "no model at \(path)")
+                throw ObjectGraphError(.invalidModel, "no model at \(StoreURL.redacting(path))")
             }
-            return ModelVersions(
-                single: loaded.model, name: url.deletingPathExtension().lastPathComponent, source: path)
+            let name = StoreURL.isService(url) ? "the store's model" : url.deletingPathExtension().lastPathComponent
+            return ModelVersions(single: loaded.model, name: name, source: StoreURL.redacting(path))
         }
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw ObjectGraphError(.invalidModel, "\(path): no such model file, folder or store")
@@ -87,18 +124,19 @@ enum StoreTypes {
         try loadModel(at: path)?.model
     }
 
-    /// Whether `url` is a store file rather than a model: a file (models are folders, or
-    /// `contents`/`.mom` files) that a store type claims by suffix or by content.
+    /// Whether `url` is a store rather than a model: a server's URL, or a file (models are
+    /// folders, or `contents`/`.mom` files) that a store type claims by suffix or by content.
     static func isStore(_ url: URL) -> Bool {
+        if StoreURL.isService(url) { return true }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
             !ModelLoader.isCompiledModel(url)
         else { return false }
         let suffix = url.pathExtension.lowercased()
         if all.contains(where: { $0.fileExtensions.contains(suffix) }) { return true }
-        guard let handle = FileHandle(forReadingAtPath: url.path) else { return false }
-        defer { try? handle.close() }
-        let start = (try? handle.read(upToCount: PersistentStoreCoordinator.recognitionLength)) ?? Data()
+        guard let start = try? RegularFile.read(url, maxLength: PersistentStoreCoordinator.recognitionLength) else {
+            return false
+        }
         return all.contains { $0.recognizes(fileStart: start) }
     }
 

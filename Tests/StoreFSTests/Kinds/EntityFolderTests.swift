@@ -26,8 +26,14 @@ import Testing
         #expect(try k.list("Person").count == listed.count, "the abstract root lists every person")
         #expect(String(decoding: try k.getxattr("Person", "user.entity.abstract"), as: UTF8.self) == "true")
         #expect(String(decoding: try k.getxattr("Manager", "user.entity.parent"), as: UTF8.self) == "Employee")
-        #expect(
-            String(decoding: try k.getxattr("Employee", "user.entity.count"), as: UTF8.self) == "\(employees.count)")
+        // count: what ls lists (the entity's objects and its subentities'); ownCount: its own.
+        func attribute(_ entity: String, _ name: String) throws -> String {
+            String(decoding: try k.getxattr(entity, "user.entity.\(name)"), as: UTF8.self)
+        }
+        #expect(try attribute("Employee", "count") == "\(listed.count)")
+        #expect(try attribute("Employee", "ownCount") == "\(employees.count)")
+        #expect(try attribute("Person", "count") == "\(listed.count)" && attribute("Person", "ownCount") == "0")
+        #expect(try attribute("Manager", "count") == "\(managers.count)")
         #expect(errnoOf { _ = try k.stat("Employee/p0") } == ENOENT)
         #expect(errnoOf { _ = try k.stat("Employee/p4294967296") } == ENOENT)
         #expect(mount.finish().isEmpty)

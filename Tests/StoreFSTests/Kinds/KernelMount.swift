@@ -33,8 +33,10 @@ final class KernelMount {
     /// What the mapping logged, one message a line (what `--log-file` holds for a real mount).
     var logText: String { log.text }
 
+    /// `sql`, when given, is run on the store by sqlite3 before it is mounted (a store another
+    /// program left in a state storefs would not write).
     init(
-        objects: Int = 300, readOnly: Bool = false, model: ManagedObjectModel? = nil,
+        objects: Int = 300, readOnly: Bool = false, model: ManagedObjectModel? = nil, sql: String? = nil,
         configure: @escaping @Sendable (inout StoreFSConfiguration) -> Void = { _ in }
     ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
@@ -45,6 +47,10 @@ final class KernelMount {
         )
         try SampleGenerator(objectCount: objects).populate(seed.newContext())
         seed.close()
+        if let sql {
+            let result = try runTool("sqlite3", [url.path, sql], timeout: 60)
+            guard result.status == 0 else { throw ToolError("sqlite3 \(sql): \(result.error)") }
+        }
         self.readOnly = readOnly
         self.model = model
         self.configure = configure

@@ -38,12 +38,15 @@ import Testing
             #expect(try mount.text("\(Self.remote)/\(name)/isRemote") == "true\n", "the link leads to the object")
         }
         #expect(try mount.text("\(Self.remote)/.count") == "\(listed.count)\n")
-        let json = try mount.text("\(Self.remote)/.json").split(separator: "\n")
+        let json = try mount.text("\(Self.remote)/.jsonl").split(separator: "\n")
         #expect(json.count == listed.count)
+        // `.json` is one JSON document: an array of the same records.
+        let document = try JSONSerialization.jsonObject(with: try k.read("\(Self.remote)/.json")) as? [[String: Any]]
+        #expect(document?.count == listed.count)
         #expect(json.allSatisfy { $0.hasPrefix("{\"@entity\":\"") && $0.contains("\"isRemote\":\"true\"") })
         let csv = try mount.text("\(Self.remote)/.csv")
         #expect(csv.hasPrefix("@entity,@uri,"))
-        #expect(try k.stat("\(Self.remote)/.json").size == UInt64(json.map { $0.utf8.count + 1 }.reduce(0, +)))
+        #expect(try k.stat("\(Self.remote)/.jsonl").size == UInt64(json.map { $0.utf8.count + 1 }.reduce(0, +)))
         // Hidden as .fetchRequests is: reachable, not listed.
         #expect(!(try k.list("").contains(".query")))
         #expect(try k.list(".query") == mount.coordinator.model.entities.map(\.name).sorted())

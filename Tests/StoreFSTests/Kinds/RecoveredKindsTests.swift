@@ -21,10 +21,12 @@ import Testing
         let coordinator: PersistentStoreCoordinator
         let fileSystem: StoreVersionsFileSystem
         let kernel: EmbeddedKernel
-        /// p3's last name and p6's, before the changes.
+        /// p3's last name, p6's and the 41st person's (by key), before the changes.
         let lastNames: [Int64: String]
 
-        init(readOnly: Bool = true) throws {
+        /// `partialChanges`: instead of the deletions and the rename, in rollback-journal mode, the
+        /// 41st person deleted and a short row inserted with its key, in one transaction.
+        init(readOnly: Bool = true, partialChanges: Bool = false) throws {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("recovered-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             url = folder.appendingPathComponent("Company.sqlite")
@@ -37,11 +39,23 @@ import Testing
             for key in [Int64(3), 6] {
                 names[key] = try Self.sqlite(url, "SELECT ZLASTNAME FROM ZPERSON WHERE Z_PK = \(key)")
             }
+            names[41] = try Self.sqlite(url, "SELECT ZLASTNAME FROM ZPERSON ORDER BY Z_PK LIMIT 1 OFFSET 40")
             lastNames = names
-            _ = try Self.sqlite(
-                url, ".dbconfig no_ckpt_on_close on", "PRAGMA secure_delete = OFF",
-                "DELETE FROM ZPERSON WHERE Z_PK BETWEEN 3 AND 5",
-                "UPDATE ZPERSON SET ZLASTNAME = 'Hopper' WHERE Z_PK = 6")
+            if partialChanges {
+                // The 41st person's row lies among others in a full page: deleted, it is a free
+                // block; the row inserted with its key goes to the same page and takes the end of
+                // that block.
+                _ = try Self.sqlite(
+                    url, "PRAGMA journal_mode = DELETE", "PRAGMA secure_delete = OFF",
+                    "CREATE TEMP TABLE k AS SELECT Z_PK AS pk, Z_ENT AS ent FROM ZPERSON ORDER BY Z_PK LIMIT 1 OFFSET 40",
+                    "BEGIN", "DELETE FROM ZPERSON WHERE Z_PK = (SELECT pk FROM k)",
+                    "INSERT INTO ZPERSON (Z_PK, Z_ENT, Z_OPT, ZLASTNAME) SELECT pk, ent, 1, 'Y' FROM k", "COMMIT")
+            } else {
+                _ = try Self.sqlite(
+                    url, ".dbconfig no_ckpt_on_close on", "PRAGMA secure_delete = OFF",
+                    "DELETE FROM ZPERSON WHERE Z_PK BETWEEN 3 AND 5",
+                    "UPDATE ZPERSON SET ZLASTNAME = 'Hopper' WHERE Z_PK = 6")
+            }
             try? FileManager.default.removeItem(atPath: url.path + "-shm")
             coordinator = try PersistentStoreCoordinator.open(
                 at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: readOnly))
@@ -159,6 +173,52 @@ import Testing
         #expect(try k.stat(path).modificationTime == day.date)
         #expect(errnoOf { _ = try k.stat(".timeline/0000") } == ENOENT)
         #expect(errnoOf { try k.unlink(path + "/Manager-p7") } == EROFS)
+        let leftovers = mount.finish()
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// A row deleted among others, the next insert into its page placed over its end: the record
+    /// shows what survived, says it is partial and which attributes were lost, and export says
+    /// the same.
+    @Test func aPartialRecordHoldsWhatSurvivedAndNamesWhatDidNot() throws {
+        let mount = try Mount(partialChanges: true)
+        let k = mount.kernel
+        let lastName = try #require(mount.lastNames[41])
+        var found: String?
+        for entity in try k.list(".recovered") {
+            for name in try k.list(".recovered/\(entity)")
+            where (try? mount.text(".recovered/\(entity)/\(name)/lastName")) == lastName + "\n" {
+                found = ".recovered/\(entity)/\(name)"
+            }
+        }
+        let folder = try #require(found, "the deleted person's record is recovered")
+        let partial = try mount.xattr(folder, "user.recovered.partial")
+        #expect(partial.hasSuffix("bytes (the rest was overwritten)"), "\(partial)")
+        let missing = try mount.xattr(folder, "user.recovered.missing").split(separator: ",").map(String.init)
+        #expect(!missing.isEmpty)
+        let files = try k.list(folder)
+        for name in missing {
+            #expect(!files.contains(name), "\(name) was lost: no file")
+            #expect(errnoOf { _ = try k.stat(folder + "/" + name) } == ENOENT)
+        }
+        #expect(files.contains("firstName") && files.contains("homepage"), "what survived is there: \(files)")
+        #expect(
+            try mount.xattr(folder, "user.recovered.live") == "unknown key", "its key was in the block's first bytes")
+        #expect(try mount.xattr(".recovered", "user.recovered.summary").contains("1 of them partial"))
+
+        let store = try #require(mount.coordinator.store.recovering)
+        let records = try store.recoveredRecords(cancelled: { false })
+        let name = String(folder.split(separator: "/").last!)
+        let index = try #require(records.records.firstIndex { $0.name == name })
+        var line: [UInt8] = []
+        try RecoveredRecordLines(model: mount.coordinator.model, storeUUID: "U").append(records, index, into: &line)
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+            "\(String(decoding: line, as: UTF8.self))")
+        #expect(json["@missing"] as? [String] == missing)
+        let bytes = try #require(json["@partial"] as? [String: Int])
+        #expect(bytes["survived"].map { $0 < bytes["length"]! && $0 > 0 } == true, "\(bytes)")
+        #expect(json["lastName"] as? String == lastName)
         let leftovers = mount.finish()
         #expect(leftovers.isEmpty, "\(leftovers)")
     }

@@ -70,7 +70,7 @@ import Testing
         let mount = try KernelMount()
         let k = mount.kernel
         let manager = try #require(
-            try mount.keys("Manager").first { (try? k.list("Manager/p\($0)/directReports").count ?? 0) ?? 0 > 2 })
+            try mount.keys("Manager").first { (try? k.list("Manager/p\($0)/directReports").count) ?? 0 > 2 })
         let folder = "Manager/p\(manager)/directReports"
         let reports = try k.list(folder)
         let reversed = Array(reports.reversed())

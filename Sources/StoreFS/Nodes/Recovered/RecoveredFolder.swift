@@ -37,6 +37,8 @@ struct RecoveredFolder: RecoveredKind {
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
         let records = try mapping.recoveredRecords()
         var text = "\(records.records.count) records recovered from \(records.pagesRead) page versions"
+        let partial = records.records.count { $0.partial != nil }
+        if partial > 0 { text += " (\(partial) of them partial: their end was overwritten)" }
         if records.leftOut > 0 { text += "; \(records.leftOut) more found but left out (memory bound)" }
         if records.cancelled { text += "; the read was cancelled before the end" }
         return ["user.recovered.summary": Data((text + "\n").utf8)]

@@ -10,7 +10,10 @@ import ObjectGraph
 /// Its extended attributes say where it came from (`user.recovered.source`, one line per place
 /// it was found), its key where that survived (`user.recovered.key`), and how it stands against
 /// the live objects (`user.recovered.live`: `deleted`, `differs` or `unknown key`; with
-/// `user.recovered.differences` naming what differs from the live object with its key).
+/// `user.recovered.differences` naming what differs from the live object with its key). A record
+/// whose end was overwritten holds files only for what survived: `user.recovered.partial` says how
+/// much did, `user.recovered.missing` names the attributes and to-ones that were lost (they are
+/// neither files nor counted as differences).
 struct RecoveredRecordFolder: RecoveredKind {
     var isDirectory: Bool { true }
 
@@ -102,6 +105,10 @@ struct RecoveredRecordFolder: RecoveredKind {
             result["user.recovered.undecoded"] = Data(
                 values.undecoded.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)\n" }.joined().utf8)
         }
+        if let partial = record.partial {
+            result["user.recovered.partial"] = Data(partial.description.utf8)
+            result["user.recovered.missing"] = Data(values.missing.joined(separator: ",").utf8)
+        }
         if record.live == .differs, let key = record.key,
             let live = try? mapping.snapshot(of: ObjectID(entity: record.entity, key: key))
         {
@@ -112,11 +119,14 @@ struct RecoveredRecordFolder: RecoveredKind {
     }
 
     /// The attributes and to-ones whose values differ between a recovered record and the live
-    /// object with its key, in the model's order.
+    /// object with its key, in the model's order; those the record lost are not compared.
     static func differences(_ values: RecoveredValues, _ live: Snapshot, _ entity: EntityDescription) -> [String] {
-        entity.allAttributes.filter { !$0.isTransient && values.attributes[$0.name] != live.attributes[$0.name] }.map(
-            \.name)
-            + entity.allRelationships.filter { !$0.isToMany && values.toOne[$0.name] != live.toOne[$0.name] }.map(
-                \.name)
+        let lost = Set(values.missing)
+        return entity.allAttributes.filter {
+            !$0.isTransient && !lost.contains($0.name) && values.attributes[$0.name] != live.attributes[$0.name]
+        }.map(\.name)
+            + entity.allRelationships.filter {
+                !$0.isToMany && !lost.contains($0.name) && values.toOne[$0.name] != live.toOne[$0.name]
+            }.map(\.name)
     }
 }

@@ -1,0 +1,346 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Issue 38 through the kernel: `storefs find` and folder mounts find stores by content at any
+/// depth; an iOS backup mounts read-only through its manifest (docs/DEVICES.md).
+@Suite(.serialized) struct DeviceMountTests {
+    /// A scratch folder with `device/` and `mnt/`, unmounted and removed at the end.
+    final class Scratch {
+        let folder: URL
+        var device: URL { folder.appendingPathComponent("device") }
+        var mountPoint: URL { folder.appendingPathComponent("mnt") }
+        var log: URL { folder.appendingPathComponent("storefs.log") }
+        var mounted = false
+
+        init() throws {
+            try requireFuse()
+            folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+                "storefs-device-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+        }
+
+        func mount() throws {
+            let result = try run(
+                try storefsBinary(), ["mount", device.path, mountPoint.path, "--log-file", log.path, "-v"])
+            guard result.status == 0 else {
+                throw HarnessError("storefs mount failed (\(result.status)): \(result.error)\n\(logText)")
+            }
+            mounted = true
+        }
+
+        func unmount() throws {
+            guard mounted else { return }
+            let result = try run(try storefsBinary(), ["unmount", mountPoint.path])
+            mounted = false
+            guard result.status == 0 else {
+                throw HarnessError("unmount: \(result.status) \(result.error)\n\(logText)")
+            }
+        }
+
+        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        func at(_ path: String) -> String { mountPoint.path + "/" + path }
+
+        deinit {
+            if mounted { _ = try? run("fusermount3", ["-u", "-z", mountPoint.path]) }
+            try? FileManager.default.removeItem(at: folder)
+        }
+    }
+
+    /// `storefs find --json` as objects.
+    static func find(_ folder: URL) throws -> [[String: Any]] {
+        let result = try run(try storefsBinary(), ["find", "--json", folder.path])
+        guard result.status == 0 else { throw HarnessError("storefs find: \(result.status) \(result.error)") }
+        return try result.lines.map {
+            guard let object = try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] else {
+                throw HarnessError("not a JSON object: \($0)")
+            }
+            return object
+        }
+    }
+
+    /// Every file under `folder` with its SHA-1, and every name: what must not change.
+    static func fingerprint(_ folder: URL) throws -> String {
+        let result = try sh(
+            "cd '\(folder.path)' && find . -printf '%y %p %s %T@\\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha1sum"
+        )
+        guard result.status == 0 else { throw HarnessError("fingerprint: \(result.error)") }
+        return result.output
+    }
+
+    @Test func findListsTheStoresOfAContainerByContentAtAnyDepth() throws {
+        let scratch = try Scratch()
+        try DeviceFixtures.container(in: scratch.device)
+        let found = try Self.find(scratch.device)
+        let byPath = Dictionary(uniqueKeysWithValues: found.map { ($0["path"] as? String ?? "", $0) })
+        let deep = (0..<40).map { "d\($0)" }.joined(separator: "/")
+        #expect(
+            Set(byPath.keys) == [
+                "Library/Application Support/default.store", "Documents/Notes/NoteStore",
+                "Media/PhotoData/Photos.sqlite",
+                "tmp/Database", "deep/\(deep)/deep.store"
+            ])
+        #expect(byPath["tmp/Database"]?["type"] as? String == "XML")
+        #expect(byPath["Documents/Notes/NoteStore"]?["type"] as? String == "SQLite")
+        for (path, name) in [
+            ("Library/Application Support/default.store", DeviceFixtures.swiftData),
+            ("Documents/Notes/NoteStore", DeviceFixtures.notes),
+            ("Media/PhotoData/Photos.sqlite", DeviceFixtures.photos)
+        ] {
+            #expect(
+                byPath[path]?["objects"] as? Int == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(name))),
+                "\(path)")
+        }
+        // default.store's -wal holds frames; Notes keeps persistent history.
+        #expect((byPath["Library/Application Support/default.store"]?["walFrames"] as? Int ?? 0) > 0)
+        #expect((byPath["Documents/Notes/NoteStore"]?["historyTransactions"] as? Int ?? 0) > 0)
+        #expect(byPath["Documents/Notes/NoteStore"]?["walFrames"] as? Int == 0)
+        // Nothing was written beside the stores (no -shm, no lock files).
+        #expect(!FileManager.default.fileExists(atPath: scratch.device.path + "/Documents/Notes/NoteStore-shm"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.device.path + "/Documents/Notes/NoteStore-wal"))
+    }
+
+    @Test func aFolderMountShowsTheTreeWithItsStoresAsFolders() throws {
+        let scratch = try Scratch()
+        try DeviceFixtures.container(in: scratch.device)
+        try scratch.mount()
+        // find(1) walks the whole mount (links not followed: the cycles end nowhere).
+        let walk = try run("find", [scratch.mountPoint.path, "-maxdepth", "4"])
+        #expect(walk.status == 0, "\(walk.error)")
+        let shown = Set(walk.lines.map { String($0.dropFirst(scratch.mountPoint.path.count)) })
+        for path in [
+            "/Library/Application Support/default.store", "/Documents/Notes/NoteStore",
+            "/Media/PhotoData/Photos.sqlite",
+            "/Library/cache.db", "/Library/Preferences/com.example.plist", "/tmp/a", "/tmp/b", "/Documents/up",
+            "/tmp/Database"
+        ] {
+            #expect(shown.contains(path), "\(path) missing from \(shown.sorted())")
+        }
+        // Companions are part of their store, not shown.
+        #expect(!shown.contains("/Library/Application Support/default.store-wal"))
+        #expect(!shown.contains("/Media/PhotoData/Photos.sqlite-wal"))
+        // Stores are folders with their entities; objects as sqlite3 counts them.
+        var isFolder: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: scratch.at("Documents/Notes/NoteStore"), isDirectory: &isFolder))
+        #expect(isFolder.boolValue)
+        let items = try run("ls", [scratch.at("Library/Application Support/default.store/Item")])
+        let reference = try DeviceFixtures.query(
+            DeviceFixtures.corpus(DeviceFixtures.swiftData), "select count(*) from ZITEM")
+        #expect(items.lines.count == Int(reference))
+        // The deep store opens too.
+        let deep = (0..<40).map { "d\($0)" }.joined(separator: "/")
+        #expect(try run("ls", [scratch.at("deep/\(deep)/deep.store/Item")]).lines.count == items.lines.count)
+        // Other files are their exact bytes, read-only; links are links.
+        for path in ["Library/cache.db", "Library/Preferences/com.example.plist"] {
+            let compare = try run("cmp", [scratch.at(path), scratch.device.path + "/" + path])
+            #expect(compare.status == 0, "\(path): \(compare.output)")
+        }
+        #expect(try run("readlink", [scratch.at("tmp/a")]).output == "b\n")
+        #expect(try run("readlink", [scratch.at("Documents/etc")]).output == "/etc\n")
+        let write = try sh("echo x > '\(scratch.at("Library/Preferences/com.example.plist"))'")
+        #expect(write.status != 0 && write.error.contains("Read-only file system"), "\(write.error)")
+        let create = try run("touch", [scratch.at("Library/new.txt")])
+        #expect(create.status != 0 && create.error.contains("Read-only file system"), "\(create.error)")
+        // A name past NAME_MAX is refused as too long, not looked for.
+        let long = try run("stat", [scratch.at("Library/" + String(repeating: "n", count: 300))])
+        #expect(long.status != 0 && long.error.contains("File name too long"), "\(long.error)")
+        try scratch.unmount()
+    }
+
+    @Test func moreStoresThanSlotsOpenInTurnAsTheKernelLetsGoOfTheOldest() throws {
+        let scratch = try Scratch()
+        let store = DeviceFixtures.corpus("alemar11_CoreDataPlus_SampleModel3_V1.sqlite")
+        let users = Int(try DeviceFixtures.query(store, "select count(*) from ZUSER"))
+        for index in 1...70 {
+            try DeviceFixtures.copyStore(
+                "alemar11_CoreDataPlus_SampleModel3_V1.sqlite",
+                to: scratch.device.appendingPathComponent("d\(index)/s.sqlite"))
+        }
+        try scratch.mount()
+        // 70 stores, 63 slots: each is opened in turn; the oldest are closed to make room.
+        for index in Array(1...70) + [1, 2] {
+            let listed = try run("ls", [scratch.at("d\(index)/s.sqlite/User")])
+            #expect(listed.status == 0 && listed.lines.count == users, "d\(index): \(listed.error)")
+        }
+        #expect(scratch.logText.contains("closed to make room"), "\(scratch.logText.suffix(2000))")
+        try scratch.unmount()
+    }
+
+    /// The backup of the hostile-manifest test: real stores at their iOS paths, plain files, a
+    /// folder row, a file the folder lacks, and rows that must not become names.
+    static func backupRows(scratch: URL) throws -> [DeviceFixtures.Row] {
+        let text = scratch.appendingPathComponent("note.txt")
+        try Data("a note\n".utf8).write(to: text)
+        return [
+            .init(domain: "HomeDomain", relativePath: "Library", flags: 2, content: nil, mode: 0o40755),
+            .init(
+                domain: "HomeDomain", relativePath: "Library/Preferences/com.apple.x.plist", flags: 1,
+                content: Corpus.url("README.md")),
+            .init(
+                domain: "AppDomainGroup-group.com.apple.notes", relativePath: "NoteStore.sqlite", flags: 1,
+                content: DeviceFixtures.corpus(DeviceFixtures.notes)),
+            .init(
+                domain: "CameraRollDomain", relativePath: "Media/PhotoData/Photos.sqlite", flags: 1,
+                content: DeviceFixtures.corpus(DeviceFixtures.photos)),
+            .init(
+                domain: "CameraRollDomain", relativePath: "Media/PhotoData/Photos.sqlite-wal", flags: 1,
+                content: URL(fileURLWithPath: DeviceFixtures.corpus(DeviceFixtures.photos).path + "-wal")),
+            .init(
+                domain: "AppDomain-com.example.resources", relativePath: "Library/Application Support/default.store",
+                flags: 1, content: DeviceFixtures.corpus(DeviceFixtures.swiftData)),
+            .init(
+                domain: "AppDomain-com.example.resources",
+                relativePath: "Library/Application Support/default.store-wal",
+                flags: 1, content: URL(fileURLWithPath: DeviceFixtures.corpus(DeviceFixtures.swiftData).path + "-wal")),
+            .init(domain: "HomeDomain", relativePath: "Library/note.txt", flags: 1, content: text, size: -5),
+            .init(domain: "HomeDomain", relativePath: "Library/huge.txt", flags: 1, content: text, size: Int64.max),
+            // Listed, not in the folder.
+            .init(domain: "HomeDomain", relativePath: "Library/gone.db", flags: 1, content: nil),
+            .init(
+                domain: "HomeDomain", relativePath: "Library/link", flags: 4, content: nil, mode: 0o120777,
+                target: "note.txt"),
+            // Hostile rows: none may become a name or reach outside the backup.
+            .init(domain: "HomeDomain", relativePath: "../../escape.txt", flags: 1, content: text),
+            .init(domain: "HomeDomain", relativePath: "/etc/passwd", flags: 1, content: text),
+            .init(domain: "..", relativePath: "x.txt", flags: 1, content: text),
+            .init(
+                domain: "HomeDomain", relativePath: "Library/" + String(repeating: "l", count: 300), flags: 1,
+                content: text),
+            .init(
+                domain: "HomeDomain", relativePath: "Library/outside.txt", flags: 1, content: nil,
+                fileID: "../../../../etc/passwd"),
+            .init(
+                domain: "HomeDomain", relativePath: "Library/note.txt", flags: 1, content: text,
+                fileID: "0000000000000000000000000000000000000000")
+        ]
+    }
+
+    @Test func anIOSBackupMountsReadOnlyWithItsStoresAtTheirDomainPaths() throws {
+        let scratch = try Scratch()
+        let rows = try Self.backupRows(scratch: scratch.folder)
+        try DeviceFixtures.backup(rows, in: scratch.device)
+        let before = try Self.fingerprint(scratch.device)
+        // find sees the three stores by content, at DOMAIN/relativePath.
+        let found = try Self.find(scratch.device)
+        let paths = Set(found.compactMap { $0["path"] as? String })
+        #expect(
+            paths == [
+                "AppDomainGroup-group.com.apple.notes/NoteStore.sqlite",
+                "CameraRollDomain/Media/PhotoData/Photos.sqlite",
+                "AppDomain-com.example.resources/Library/Application Support/default.store"
+            ])
+        let photos = found.first { ($0["path"] as? String)?.hasPrefix("CameraRollDomain") == true }
+        #expect(
+            photos?["objects"] as? Int == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(DeviceFixtures.photos)))
+        )
+
+        try scratch.mount()
+        let domains = try run("ls", [scratch.mountPoint.path])
+        #expect(
+            Set(domains.lines) == [
+                "AppDomain-com.example.resources", "AppDomainGroup-group.com.apple.notes", "CameraRollDomain",
+                "HomeDomain"
+            ])
+        let library = try run("ls", [scratch.at("HomeDomain/Library")])
+        #expect(Set(library.lines) == ["Preferences", "huge.txt", "link", "note.txt"], "\(library.lines)")
+        // Stores open, read-only, with their -wal (the SwiftData store's objects are in its log).
+        let items = try run(
+            "ls", [scratch.at("AppDomain-com.example.resources/Library/Application Support/default.store/Item")])
+        let reference = try DeviceFixtures.query(
+            DeviceFixtures.corpus(DeviceFixtures.swiftData), "select count(*) from ZITEM")
+        #expect(
+            items.status == 0
+                && items.lines.count == Int(reference))
+        #expect(try run("ls", [scratch.at("CameraRollDomain/Media/PhotoData/Photos.sqlite")]).lines.contains("Asset"))
+        #expect(
+            try run("ls", [scratch.at("AppDomainGroup-group.com.apple.notes/NoteStore.sqlite")]).lines.contains(
+                "ICNote"))
+        // Plain files: their exact bytes; facts in xattrs as recorded, huge and negative alike.
+        let note = try run("cat", [scratch.at("HomeDomain/Library/note.txt")])
+        #expect(note.output == "a note\n")
+        let fileID = try DeviceFixtures.sha1("HomeDomain-Library/note.txt")
+        #expect(
+            try run(
+                "getfattr", ["--only-values", "-n", "user.backup.fileID", scratch.at("HomeDomain/Library/note.txt")]
+            ).output == fileID)
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.size", scratch.at("HomeDomain/Library/note.txt")])
+                .output == "-5")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.size", scratch.at("HomeDomain/Library/huge.txt")])
+                .output
+                == String(Int64.max))
+        #expect(try run("stat", ["-c", "%s", scratch.at("HomeDomain/Library/huge.txt")]).output == "7\n")
+        #expect(try run("readlink", [scratch.at("HomeDomain/Library/link")]).output == "note.txt\n")
+        // The root counts what is missing and what was refused.
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.skipped", scratch.mountPoint.path]).output == "6")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.device", scratch.mountPoint.path]).output
+                == "Test iPhone")
+        // Nothing escapes: no name outside the domains, no `..`.
+        let all = try run(
+            "find", [scratch.mountPoint.path, "-maxdepth", "3", "-name", "*escape*", "-o", "-name", "passwd"])
+        #expect(all.lines.isEmpty, "\(all.lines)")
+        // Read-only, and the backup stays byte-identical.
+        let write = try sh("echo x >> '\(scratch.at("HomeDomain/Library/note.txt"))'")
+        #expect(write.status != 0 && write.error.contains("Read-only file system"), "\(write.error)")
+        let touch = try run("touch", [scratch.at("HomeDomain/new.txt")])
+        #expect(touch.status != 0 && touch.error.contains("Read-only file system"), "\(touch.error)")
+        let mkdir = try run("mkdir", [scratch.at("AppDomainGroup-group.com.apple.notes/NoteStore.sqlite/ICNote/p999")])
+        #expect(mkdir.status != 0, "\(mkdir.error)")
+        try scratch.unmount()
+        #expect(try Self.fingerprint(scratch.device) == before)
+    }
+
+    @Test func anOldBackupWithManifestMBDBMountsItsStores() throws {
+        let scratch = try Scratch()
+        try DeviceFixtures.mbdbBackup(
+            [
+                .init(domain: "HomeDomain", relativePath: "Library", flags: 2, content: nil),
+                .init(
+                    domain: "HomeDomain", relativePath: "Library/Notes/notes.sqlite", flags: 1,
+                    content: DeviceFixtures.corpus(DeviceFixtures.notes)),
+                .init(domain: "HomeDomain", relativePath: "Library/readme", flags: 1, content: Corpus.url("README.md")),
+                .init(domain: "HomeDomain", relativePath: "Library/gone", flags: 1, content: nil)
+            ], in: scratch.device)
+        let found = try Self.find(scratch.device)
+        #expect(found.compactMap { $0["path"] as? String } == ["HomeDomain/Library/Notes/notes.sqlite"])
+        #expect(
+            found.first?["objects"] as? Int
+                == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(DeviceFixtures.notes))))
+        try scratch.mount()
+        #expect(try run("ls", [scratch.at("HomeDomain/Library/Notes/notes.sqlite")]).lines.contains("ICNote"))
+        #expect(try run("cmp", [scratch.at("HomeDomain/Library/readme"), Corpus.url("README.md").path]).status == 0)
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.format", scratch.mountPoint.path]).output
+                == "Manifest.mbdb")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
+        try scratch.unmount()
+    }
+
+    @Test func anEncryptedBackupIsRefusedWithAMessageThatSaysSo() throws {
+        let scratch = try Scratch()
+        try DeviceFixtures.backup(
+            [
+                .init(
+                    domain: "HomeDomain", relativePath: "Library/x.sqlite", flags: 1,
+                    content: DeviceFixtures.corpus(DeviceFixtures.notes))
+            ],
+            in: scratch.device, encrypted: true)
+        let mount = try run(try storefsBinary(), ["mount", scratch.device.path, scratch.mountPoint.path])
+        #expect(mount.status != 0)
+        #expect(mount.error.contains("encrypted backup"), "\(mount.error)")
+        let find = try run(try storefsBinary(), ["find", scratch.device.path])
+        #expect(find.status != 0)
+        #expect(find.error.contains("encrypted backup"), "\(find.error)")
+    }
+}
