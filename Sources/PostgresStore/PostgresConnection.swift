@@ -103,6 +103,9 @@ final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// The server process serving this connection (`pg_backend_pid()`), known without a round trip.
+    var serverProcess: Int32 { PQbackendPID(handle) }
+
     /// Runs one statement with text parameters (nil: NULL); returns its result. The answer is
     /// waited for until `deadline`, or for ``timeout`` seconds.
     ///

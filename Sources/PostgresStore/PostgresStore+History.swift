@@ -23,7 +23,11 @@ extension PostgresStore {
     /// every machine takes until it ends: so the whole history of a save of up to
     /// ``PostgresDialect/rowsPerStatement`` objects is one statement (numbers, rows, NOTIFY)
     /// followed by COMMIT, two round trips under those locks instead of six. Every value is bound.
-    func appendHistory(_ rows: [HistoryRow], on connection: PostgresConnection) throws(ObjectGraphError) -> Int64? {
+    /// `timestamp` is the transaction's ZTIMESTAMP: with the number, it names this save's row when
+    /// a lost COMMIT is looked for (PostgresStore+Saving.swift).
+    func appendHistory(_ rows: [HistoryRow], at timestamp: Date = Date(), on connection: PostgresConnection)
+        throws(ObjectGraphError) -> Int64?
+    {
         guard !rows.isEmpty else { return nil }
         // The objects ride in the announcement when they fit (NOTIFY payloads stop at 8000
         // bytes): listeners then need no query to learn them.
@@ -46,7 +50,7 @@ extension PostgresStore {
             + "c AS (SELECT m - \(count) AS base FROM k WHERE e = \(changeZent)), "
             + "a AS (INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", "
             + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(transactionZent), NULL, CAST(\(authorKey) AS bigint), "
-            + "CAST(\(authorKey) AS bigint), NULL, CAST(\(authorKey) AS bigint), CAST(\(SQLValue.real(Date().timeIntervalSinceReferenceDate)) AS double precision) FROM t), "
+            + "CAST(\(authorKey) AS bigint), NULL, CAST(\(authorKey) AS bigint), CAST(\(SQLValue.real(timestamp.timeIntervalSinceReferenceDate)) AS double precision) FROM t), "
             + "x AS (SELECT pg_notify(CAST(\(location.channel) AS text), t.n::text || ' ' || CAST(\(announced) AS text)) FROM t)"
         let perStatement = PostgresDialect().rowsPerStatement
         let single = rows.count <= perStatement

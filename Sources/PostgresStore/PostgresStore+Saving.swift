@@ -13,9 +13,9 @@ extension PostgresStore {
     /// against Z_OPT), to-many differences, metadata, one history transaction, and a NOTIFY that
     /// PostgreSQL delivers when, and only when, the transaction commits.
     ///
-    /// A connection lost while COMMIT was on its way leaves the outcome unknown to the client;
-    /// the history row says: a new connection looks for this save's transaction number, and the
-    /// save succeeded if it is there. Any other failure rolls back everything.
+    /// A connection lost while COMMIT was on its way leaves the outcome unknown to the client: a
+    /// new connection learns it (``outcome(of:_:)``) before the save answers, so EIO always means
+    /// "not saved". Any other failure rolls back everything.
     public func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         guard !request.isEmpty else { return SaveEffects() }
@@ -36,8 +36,12 @@ extension PostgresStore {
                 try run(connection, "BEGIN")
             }
             var number: Int64?
+            var transactionID: String?
+            let timestamp = Date()
             var committing = false
             do throws(ObjectGraphError) {
+                // The transaction's id, for learning its outcome if COMMIT's answer is lost.
+                transactionID = try run(connection, "SELECT txid_current()").text(0, 0)
                 // A large save (a migration, a big copy) works between its statements for longer
                 // than a vanished client should hold locks (PostgresConnection.idleInTransactionTimeout).
                 if request.inserted.count + request.updated.count + request.deleted.count + request.toManyChanges.count
@@ -52,9 +56,10 @@ extension PostgresStore {
                 written = try core.apply(request, on: transaction, history: slots, extensions: &extensions)
                 if request.recordsHistory {
                     number = try appendHistory(
-                        HistoryRow.rows(of: written, slots: slots, layout: layout), on: connection)
+                        HistoryRow.rows(of: written, slots: slots, layout: layout), at: timestamp, on: connection)
                 }
                 committing = true
+                if let hook = beforeCommit.withLock({ $0 }) { hook(connection.serverProcess) }
                 try run(connection, "COMMIT")
             } catch {
                 if !connection.isBroken {
@@ -63,9 +68,18 @@ extension PostgresStore {
                 }
                 kept = nil
                 pool.dropIdle()
-                guard committing, let number, try committed(number) else { throw error }
+                guard committing, let transactionID else { throw error }
+                let lost = LostCommit(
+                    transaction: transactionID, serverProcess: connection.serverProcess, history: number,
+                    timestamp: String(timestamp.timeIntervalSinceReferenceDate))
+                guard try outcome(of: lost, error) else {
+                    logger.notice(
+                        "\(location): the connection was lost at COMMIT; transaction \(transactionID) did not commit: \(error.message)"
+                    )
+                    throw error
+                }
                 logger.notice(
-                    "\(location): the connection was lost at COMMIT; history transaction \(number) shows the save committed"
+                    "\(location): the connection was lost at COMMIT; transaction \(transactionID) committed (history \(number.map(String.init) ?? "none"))"
                 )
             }
             var refreshed = written.repaired
@@ -74,16 +88,72 @@ extension PostgresStore {
         }
     }
 
-    /// Whether history transaction `number` exists: asked on a new connection after a COMMIT
-    /// whose answer was lost, again and again until the server answers (a restart takes seconds),
-    /// for at most ``outcomeWait``: EIO must mean "not saved", so the answer is waited for
-    /// rather than guessed.
-    private func committed(_ number: Int64) throws(ObjectGraphError) -> Bool {
+    /// A transaction whose COMMIT was sent and whose answer was lost.
+    struct LostCommit {
+        /// `txid_current()` inside it: 64 bits, never reused while the server runs on.
+        var transaction: String
+        /// The server process that ran it (stopped from a new connection if it still holds it).
+        var serverProcess: Int32
+        /// Its history transaction's number (nil for a save of metadata alone) and ZTIMESTAMP:
+        /// together they name its ATRANSACTION row even after a crash, when the server may hand out
+        /// the same transaction id and history number again to someone else.
+        var history: Int64?
+        var timestamp: String
+    }
+
+    /// Whether a transaction whose COMMIT lost its answer committed, asked on new connections
+    /// again and again until the server says (a restart takes seconds), for at most
+    /// ``outcomeWait``: EIO must mean "not saved", so the answer is learnt rather than guessed.
+    ///
+    /// "Not there yet" is not "not committed": a COMMIT still on its way (a network that held it,
+    /// a server process that was stalled) may land after the first look. So the transaction must
+    /// first be over: while the server says it is in progress, its process is told to end
+    /// (`pg_terminate_backend`, which a COMMIT already under way outlives) and it is asked again.
+    /// Once it is over, its history row says whether it committed; a save without history
+    /// (metadata alone) takes `txid_status`'s word.
+    ///
+    /// - Throws: EIO when the server did not answer within ``outcomeWait``; the message and the
+    ///   log say that whether the save committed is unknown.
+    func outcome(of lost: LostCommit, _ failure: ObjectGraphError) throws(ObjectGraphError) -> Bool {
         let deadline = Date().addingTimeInterval(Self.outcomeWait)
-        var last = ""
+        // Low 32 bits: the transaction id as pg_stat_activity shows it.
+        let shortID = Int64(lost.transaction).map { String($0 & 0xFFFF_FFFF) } ?? ""
+        var last = failure.message
+        var committedWithoutRow = 0
         repeat {
-            do {
-                return try read("SELECT 1 FROM \"ATRANSACTION\" WHERE \"Z_PK\" = $1", [String(number)]).rowCount > 0
+            do throws(ObjectGraphError) {
+                // An id from the one handed out now on was not handed out before: a crash forgot it.
+                let status =
+                    try read(
+                        "SELECT CASE WHEN $1::bigint >= txid_current() THEN 'forgotten' ELSE txid_status($1::bigint) END",
+                        [lost.transaction]
+                    ).text(0, 0) ?? "unknown"
+                if status == "in progress" {
+                    _ = try read(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2",
+                        [String(lost.serverProcess), shortID])
+                    last = "transaction \(lost.transaction) was still in progress on the server"
+                    usleep(100_000)
+                    continue
+                }
+                guard let number = lost.history else {
+                    if status == "committed" { return true }
+                    if status == "aborted" || status == "forgotten" { return false }
+                    last = "the server no longer knows transaction \(lost.transaction) (\(status))"
+                    usleep(250_000)
+                    continue
+                }
+                let found =
+                    try read(
+                        "SELECT 1 FROM \"ATRANSACTION\" WHERE \"Z_PK\" = $1 AND \"ZTIMESTAMP\" = $2::double precision",
+                        [String(number), lost.timestamp]
+                    ).rowCount > 0
+                if found { return true }
+                // Committed in the commit log a moment before its rows show to new snapshots; or
+                // the id went to another transaction after a crash: then its row never shows.
+                guard status == "committed", committedWithoutRow < 4 else { return false }
+                committedWithoutRow += 1
+                usleep(50_000)
             } catch {
                 last = error.message
                 pool.dropIdle()
@@ -91,12 +161,12 @@ extension PostgresStore {
             }
         } while Date() < deadline
         logger.critical(
-            "\(location): a commit's outcome is unknown: the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s (\(last))"
+            "\(location): a commit's outcome is unknown: the connection was lost while committing and the server did not say within \(Int(Self.outcomeWait)) s whether transaction \(lost.transaction) committed (\(last))"
         )
         throw ObjectGraphError(
             .io,
-            "\(location): the connection was lost while committing and the server did not answer for \(Int(Self.outcomeWait)) s; "
-                + "whether history transaction \(number) committed is unknown (\(last)); the changes stay pending")
+            "\(location): the connection was lost while committing and the server did not say within \(Int(Self.outcomeWait)) s "
+                + "whether transaction \(lost.transaction) committed: the change may be in the store (\(last))")
     }
 
     /// How long a save whose COMMIT lost its answer waits for the server to say whether it

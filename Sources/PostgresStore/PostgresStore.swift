@@ -48,6 +48,9 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// Tombstone columns of ACHANGE, in order.
     let tombstoneColumns: [String]
     let listener = Mutex<ChangeListener?>(nil)
+    /// Called with the server process of a save's connection just before its COMMIT is sent: the
+    /// tests stop or kill that process there, as a vanishing network or server would.
+    let beforeCommit = Mutex<(@Sendable (_ serverProcess: Int32) -> Void)?>(nil)
 
     /// Opens the store at `location`, creating it when asked (with `model`). Without a model, the
     /// one the store keeps in its metadata is used.

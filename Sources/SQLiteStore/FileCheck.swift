@@ -31,7 +31,10 @@ enum FileCheck {
         let path = url.path
         // Never waits: a FIFO or a device is refused (RegularFile).
         let header = [UInt8](try RegularFile.read(url, maxLength: 100))
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? header.count
+        // The size of the file a link names, not of the link.
+        let size =
+            (try? FileManager.default.attributesOfItem(atPath: url.resolvingSymlinksInPath().path)[.size] as? Int)
+            ?? header.count
         guard header.count == 100 else {
             throw ObjectGraphError(
                 .corruptStore,

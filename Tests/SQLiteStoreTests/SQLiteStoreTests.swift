@@ -448,6 +448,19 @@ import Testing
         }
     }
 
+    /// A store reached through a symbolic link is the file the link names: its size is that
+    /// file's, not the link's (the link's made every store "truncated").
+    @Test func aStoreReachedThroughALinkOpens() throws {
+        let directory = try F.temporaryDirectory()
+        let source = try F.corpusCopy("wibosco_CoreDataMigration-Example_CoreDataMigration_Example_3.sqlite")
+        let link = directory.appendingPathComponent("link.sqlite")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: source)
+        _ = try SQLiteStoreType().metadata(at: link)
+        let store = try F.open(link)
+        #expect(!store.model.entities.isEmpty, "the store opened with its model")
+        store.close()
+    }
+
     @Test func storeOpenedWithoutModelInfersOne() throws {
         let (store, url) = try F.newStore()
         store.close()

@@ -70,10 +70,18 @@ import Testing
         let fileSystem = try StoreFolderFileSystem(directory: folder, types: [type])
         defer { fileSystem.willUnmount() }
         let context = RequestContext(uid: 0, gid: 0, pid: 1)
+        // A store's folder is a node of the folder's tree; the store opens on the first lookup
+        // inside it.
+        let folders = try ["Slow.sqlite", "Quick.sqlite"].map { name throws(FileSystemError) in
+            (name, try fileSystem.lookup(parent: .root, name: name, context: context).attributes.inode)
+        }
+        #expect(type.opens.load(ordering: .relaxed) == 0, "looking up a store's folder opens no store")
+        let folderOf = Dictionary(uniqueKeysWithValues: folders)
         @Sendable func lookup(_ name: String) -> Result<UInt64, FileSystemError> {
             do throws(FileSystemError) {
+                guard let folder = folderOf[name] else { return .failure(.notFound) }
                 return .success(
-                    try fileSystem.lookup(parent: .root, name: name, context: context).attributes.inode.rawValue)
+                    try fileSystem.lookup(parent: folder, name: "Employee", context: context).attributes.inode.rawValue)
             } catch {
                 return .failure(error)
             }

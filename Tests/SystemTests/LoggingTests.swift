@@ -106,6 +106,9 @@ import Testing
 
     /// Stands in for the system logger: binds /dev/log (when no logger listens there) and prints
     /// every datagram it gets until `unmounted` arrives.
+    /// Stands in for the system logger until it hears the test's own mount (argv[1]) unmounted:
+    /// other background mounts made meanwhile (MountHelperTests, another test process on the
+    /// machine) log here too, and their "unmounted" is not this test's.
     static let systemLogger = """
         import json, socket, sys
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -115,16 +118,44 @@ import Testing
         while True:
             message = listener.recv(65536).decode(errors="replace")
             print(json.dumps(message), flush=True)
-            if "unmounted" in message:
+            if "]: unmounted " + sys.argv[1] in message:
                 break
         """
 
+    /// Held while the test stands in for the system logger: two test processes on one machine
+    /// (two engineers, two runs) would otherwise take /dev/log from each other.
+    static let systemLoggerLock = "/tmp/storefs-test-dev-log.lock"
+
     @Test func aBackgroundMountLogsToTheSystemLog() throws {
-        guard !FileManager.default.fileExists(atPath: "/dev/log") else {
-            // A real logger listens: the test may not stand in for it, and reading it back
-            // differs between journald and rsyslog.
-            throw SystemTestError(
-                "/dev/log exists (a system logger runs here); this test stands in for the logger and needs it absent")
+        let lock = open(Self.systemLoggerLock, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        try #require(lock >= 0, "open \(Self.systemLoggerLock)")
+        defer { close(lock) }
+        try #require(
+            eventually(timeout: 120) { flock(lock, LOCK_EX | LOCK_NB) == 0 },
+            "another test process stood in for the system logger for 120 s")
+        if FileManager.default.fileExists(atPath: "/dev/log") {
+            // A socket nobody listens on (left by a test process that was killed) is no logger,
+            // as storefs itself decides (LogDestination.systemLogIsAvailable).
+            let probe = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (i, byte) in "/dev/log".utf8.enumerated() { raw[i] = byte }
+            }
+            let listening = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+                }
+            }
+            close(probe)
+            guard !listening else {
+                // A real logger listens: the test may not stand in for it, and reading it back
+                // differs between journald and rsyslog.
+                throw SystemTestError(
+                    "/dev/log exists (a system logger runs here); this test stands in for the logger and needs it absent"
+                )
+            }
+            unlink("/dev/log")
         }
         let python = try tool("python3", package: "python3")
         let scratch = try Scratch()
@@ -136,15 +167,16 @@ import Testing
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let logger = Process()
         logger.executableURL = URL(fileURLWithPath: python)
-        logger.arguments = [script]
+        logger.arguments = [script, scratch.mountPoint]
         logger.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         logger.standardError = logger.standardOutput
         try logger.run()
+        let received = { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         defer {
             if logger.isRunning { kill(logger.processIdentifier, SIGKILL) }
-            unlink("/dev/log")
+            // Only the socket this test's logger made.
+            if received().hasPrefix("ready") { unlink("/dev/log") }
         }
-        let received = { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
         try #require(
             eventually { received().hasPrefix("ready") || !logger.isRunning }, "the logger failed: \(received())")
 
@@ -158,13 +190,20 @@ import Testing
         let messages = received().split(separator: "\n").dropFirst().compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8), options: .fragmentsAllowed) as? String
         }
-        // <30> is daemon.info, <27> daemon.err (facility 3 × 8 + priority).
+        // <30> is daemon.info, <27> daemon.err (facility 3 × 8 + priority). Only this mount's
+        // server's lines count: `storefs[PID]` of its "mounted" line.
+        let mountedLine = messages.first {
+            $0.hasPrefix("<30>") && $0.contains(" storefs[") && $0.contains("]: mounted \(scratch.store)")
+        }
+        let server = try #require(
+            mountedLine.flatMap { $0.range(of: " storefs[") }.map { range in
+                mountedLine![range.lowerBound...].prefix { $0 != "]" } + "]"
+            }, "\(messages)")
         #expect(
-            messages.contains {
-                $0.hasPrefix("<30>") && $0.contains(" storefs[") && $0.contains("]: mounted \(scratch.store)")
-            })
+            messages.contains { $0.hasPrefix("<27>") && $0.contains("\(server): write Employee/p6/salary: ") },
+            "\(messages)")
         #expect(
-            messages.contains { $0.hasPrefix("<27>") && $0.contains("]: write Employee/p6/salary: ") }, "\(messages)")
-        #expect(messages.contains { $0.hasPrefix("<30>") && $0.contains("]: unmounted \(scratch.mountPoint)") })
+            messages.contains { $0.hasPrefix("<30>") && $0.contains("\(server): unmounted \(scratch.mountPoint)") },
+            "\(messages)")
     }
 }

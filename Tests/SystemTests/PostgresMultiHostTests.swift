@@ -9,7 +9,18 @@ import Testing
 /// and three client hosts in network namespaces, mounts the store on each client, and runs
 /// writers of shared counters and a reader on every host through a server killed and restarted,
 /// a client's link down for 5 s and a mount killed with -9. The CI run is small (2 writers per
-/// mount × 40 increments); docs/RELIABILITY.md has the long run (8 × 200) and its figures.
+/// mount × 100 increments); docs/RELIABILITY.md has the long run (8 × 200) and its figures.
+///
+/// The faults come at a third and two thirds of the increments, and each also waits until 10
+/// commits since the start (or since the previous fault's window) are outside its own window, so
+/// commits outside the windows are always checked however fast or slow the writers are (with 40
+/// increments each, CI once checked none: every commit fell within 2 s of a fault).
+///
+/// Seen within 5 s, not 1: the product's aim is 1 s (the script prints how many took longer), but
+/// how long a reader waits also depends on the machine's load. A reader of a mount waits behind
+/// that mount's save, and a save may wait up to `lock_timeout` (3 s, PostgresConnection.lockTimeout)
+/// for another host's rows; 5 s is that wait plus 2 s, and a commit later than that is a bug under
+/// any load (a missed announcement, a cache not dropped), not slowness.
 @Suite(.serialized) struct PostgresMultiHostTests {
     @Test func threeHostsCountExactlyAndSeeEachOtherWithinASecondThroughFaults() throws {
         guard getuid() == 0 else { throw SystemTestError("this test makes network namespaces and needs root") }
@@ -21,16 +32,16 @@ import Testing
             "timeout",
             [
                 "600", packageRoot.appendingPathComponent("scripts/pg-multihost").path, "--clients", "3", "--writers",
-                "2", "--increments", "40",
-                "--counters", "6", "--timeout", "480", "--storefs", try storefsBinary()
+                "2", "--increments", "100",
+                "--counters", "6", "--timeout", "480", "--bound", "5", "--storefs", try storefsBinary()
             ])
         let summary =
             result.output.split(separator: "\n").first { $0.hasPrefix("pg-multihost:") }.map(String.init) ?? ""
         print(summary)
         #expect(
             result.succeeded, "pg-multihost failed:\n\(result.output.suffix(3000))\(result.errorOutput.suffix(3000))")
-        #expect(summary.contains("240 acknowledged of 240; counters exact 6/6, duplicates 0"), "\(summary)")
-        #expect(summary.contains("over 1 s 0, unseen 0"), "\(summary)")
+        #expect(summary.contains("600 acknowledged of 600; counters exact 6/6, duplicates 0"), "\(summary)")
+        #expect(summary.contains("over the 5 s bound 0, unseen 0"), "\(summary)")
         #expect(
             summary.contains("server killed and restarted, client 2 link down 5 s; client 3's storefs killed -9"),
             "\(summary)")

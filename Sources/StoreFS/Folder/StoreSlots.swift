@@ -24,8 +24,9 @@ import Synchronization
 /// Each slot's generation goes up when it is given again, and entries carry it, as a second
 /// guard.
 ///
-/// Threading: one lock guards the table; stores are opened one at a time under a lock of their
-/// own, and closed outside both.
+/// Threading: one lock guards the table. A store opens outside it, in a slot claimed for it
+/// first: other first lookups of that store wait for the one open (``Opening``), lookups of
+/// other stores do not wait at all. Stores are closed outside the lock.
 final class StoreSlots: Sendable {
     /// Slots there are (bits 54–59, 0 meaning none).
     static let count = 63
@@ -62,10 +63,43 @@ final class StoreSlots: Sendable {
         var invalidator: (any KernelCacheInvalidator)?
         /// What stores closed to free their slots could not save.
         var unsaved: [UnsavedChanges] = []
+        /// Stores being opened, by path, and the slots claimed for them.
+        var opening: [String: Opening] = [:]
+        var claimed: Set<Int> = []
+    }
+
+    /// A store being opened in a slot claimed for it: other first lookups of the store wait here
+    /// for the one open.
+    final class Opening: @unchecked Sendable {
+        // NSCondition guards `result`; @unchecked for that reason.
+        private let condition = NSCondition()
+        private var result: Result<Int, FileSystemError>?
+
+        func finish(_ outcome: Result<Int, FileSystemError>) {
+            condition.lock()
+            result = outcome
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// The slot once the store is open, or why it did not open.
+        func wait() throws(FileSystemError) -> Int {
+            condition.lock()
+            defer { condition.unlock() }
+            while true {
+                if let result { return try result.get() }
+                condition.wait()
+            }
+        }
+    }
+
+    private enum Claim {
+        case open(Int)
+        case joined(Opening)
+        case leads(Opening)
     }
 
     private let state = Mutex(State())
-    private let opening = Mutex(())
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
@@ -152,49 +186,82 @@ final class StoreSlots: Sendable {
         for path: String, folder: InodeNumber,
         open: () throws(FileSystemError) -> (StoreFileSystem, @Sendable () -> Void)
     ) throws(FileSystemError) -> Int {
-        if let index = state.withLock({ $0.byPath[path] }) { return index }
-        // One store opens at a time: two first lookups of one store would each open it, and the
-        // second would find it locked for writing by the first.
-        let index = try opening.withLock { (_) throws(FileSystemError) -> Int in
-            if let index = state.withLock({ $0.byPath[path] }) { return index }
-            let free = try freeSlot(for: path)
-            let (fileSystem, closed) = try open()
-            let invalidator = state.withLock { state -> (any KernelCacheInvalidator)? in
-                let generation = state.generations[free, default: 0] + 1
-                state.generations[free] = generation
-                state.clock += 1
-                state.slots[free] = Slot(
-                    path: path, fileSystem: fileSystem, folder: folder, generation: generation, lastUsed: state.clock,
-                    closed: closed)
-                state.byPath[path] = free
-                return state.invalidator
-            }
-            if let invalidator { fileSystem.didMount(invalidator: slotInvalidator(free, folder, invalidator)) }
-            return free
+        let claim = state.withLock { state -> Claim in
+            if let index = state.byPath[path] { return .open(index) }
+            if let opening = state.opening[path] { return .joined(opening) }
+            let opening = Opening()
+            state.opening[path] = opening
+            return .leads(opening)
         }
-        releaseLeastUsed()
-        return index
+        switch claim {
+        case .open(let index): return index
+        case .joined(let opening): return try opening.wait()
+        case .leads(let opening):
+            let outcome: Result<Int, FileSystemError>
+            do throws(FileSystemError) {
+                outcome = .success(try openClaimed(path: path, folder: folder, open: open))
+            } catch {
+                outcome = .failure(error)
+            }
+            state.withLock { $0.opening[path] = nil }
+            opening.finish(outcome)
+            releaseLeastUsed()
+            return try outcome.get()
+        }
+    }
+
+    /// Opens the store at `path` in a slot claimed for it (the slot is given back if the open
+    /// fails).
+    private func openClaimed(
+        path: String, folder: InodeNumber, open: () throws(FileSystemError) -> (StoreFileSystem, @Sendable () -> Void)
+    ) throws(FileSystemError) -> Int {
+        let free = try freeSlot(for: path)
+        let opened: (StoreFileSystem, @Sendable () -> Void)
+        do throws(FileSystemError) {
+            opened = try open()
+        } catch {
+            state.withLock { _ = $0.claimed.remove(free) }
+            throw error
+        }
+        let (fileSystem, closed) = opened
+        let invalidator = state.withLock { state -> (any KernelCacheInvalidator)? in
+            let generation = state.generations[free, default: 0] + 1
+            state.generations[free] = generation
+            state.clock += 1
+            state.claimed.remove(free)
+            state.slots[free] = Slot(
+                path: path, fileSystem: fileSystem, folder: folder, generation: generation, lastUsed: state.clock,
+                closed: closed)
+            state.byPath[path] = free
+            return state.invalidator
+        }
+        if let invalidator { fileSystem.didMount(invalidator: slotInvalidator(free, folder, invalidator)) }
+        return free
     }
 
     /// A slot for a new store: a free one, or one whose store can be closed now (the least
-    /// recently used), waiting up to ``patience`` for the kernel to give one back. Called under
-    /// `opening`, so no other store takes it before this one is in it.
+    /// recently used), waiting up to ``patience`` for the kernel to give one back. The slot is
+    /// claimed, so no other store takes it before this one is in it.
     private func freeSlot(for path: String) throws(FileSystemError) -> Int {
         let deadline = Date().addingTimeInterval(Self.patience)
         var asked = false
         while true {
             let (found, evicted) = state.withLock { state -> (Int?, Slot?) in
-                if let free = (1...Self.count).first(where: { state.slots[$0] == nil }) { return (free, nil) }
+                if let free = (1...Self.count).first(where: { state.slots[$0] == nil && !state.claimed.contains($0) }) {
+                    state.claimed.insert(free)
+                    return (free, nil)
+                }
                 let idle = state.slots.filter {
                     $0.value.lookups == 0 && $0.value.busy == 0 && $0.value.openFolders == 0
                 }
                 guard let oldest = idle.min(by: { $0.value.lastUsed < $1.value.lastUsed }) else { return (nil, nil) }
                 state.slots[oldest.key] = nil
                 state.byPath[oldest.value.path] = nil
+                state.claimed.insert(oldest.key)
                 return (oldest.key, oldest.value)
             }
             if let evicted {
-                logger.info("\(evicted.path): closed to make room for \(path) (slot \(found!))")
+                logger.info("\(evicted.path): closed to make room for \(path) (slot \(found ?? 0))")
                 close(evicted)
             }
             if let found { return found }
