@@ -283,6 +283,9 @@ private func serve(
     let context = SessionContext.of(request)
     context.counters.record(operation)
     context.noteTransport(of: request)
+    let timings = context.counters.timings
+    let started = timings == nil ? 0 : RequestTimings.now()
+    defer { timings?.record(operation, since: started) }
     let reply: Reply
     do throws(FileSystemError) {
         reply = try body(context)

@@ -38,7 +38,12 @@ extension PostgresStore {
             length += entry.utf8.count + 1
             objects.append(entry)
         }
-        let announced = instance + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
+        // `N UUID@SECONDS [objects]`: the writer, and when it committed (listeners measure the
+        // announcement's lag; older listeners read the writer as a whole word, never their own).
+        let committed = timestamp.timeIntervalSinceReferenceDate
+        let announced =
+            instance + "@" + String(format: "%.3f", committed)
+            + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
         let transactionZent = PostgresSchema.transactionZent
         let changeZent = PostgresSchema.changeZent
         let count = Int64(rows.count)

@@ -16,6 +16,7 @@ final class Mapping: Sendable {
     let context: ObjectContext
     let configuration: StoreFSConfiguration
     let counters: OperationCounters?
+    let commitStatistics: CommitStatistics
     let logger: Logger
     let mountTime = Date()
     let directories = DirectoryHandles()
@@ -49,12 +50,13 @@ final class Mapping: Sendable {
 
     init(
         coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration, counters: OperationCounters?,
-        logger: Logger
+        commitStatistics: CommitStatistics? = nil, logger: Logger
     ) {
         self.coordinator = coordinator
         self.context = coordinator.newContext()
         self.configuration = configuration
         self.counters = counters
+        self.commitStatistics = commitStatistics ?? CommitStatistics()
         self.logger = logger
         self.predicates = Predicates(model: coordinator.model) { logger.error("\($0)") }
     }

@@ -4,8 +4,8 @@ import StoreFS
 
 /// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
 ///
-/// storefs's: `ro`/`rw`, `evidence`, `list_fetched`, `model=PATH`, `commit_delay=SECONDS`, `cache_size=MiB`,
-/// `batch_size=N`, `max_value_size=MiB`, `query_time=SECONDS`, `query_rows=N`, `query_memory=MiB`,
+/// storefs's: `ro`/`rw`, `evidence`, `list_fetched`, `model=PATH`, `metrics=ADDR:PORT`, `commit_delay=SECONDS`,
+/// `cache_size=MiB`, `batch_size=N`, `max_value_size=MiB`, `query_time=SECONDS`, `query_rows=N`, `query_memory=MiB`,
 /// `allow_other`, `auto_unmount`/`noauto_unmount`. Numbers
 /// are checked against sane bounds, so no option can make the server overflow or allocate wildly. mount(8)'s own (`defaults`,
 /// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else
@@ -17,6 +17,8 @@ struct MountConfiguration {
     var model: String?
     /// `-o evidence`: open the store as evidence (``EvidenceStore``); edits go to an overlay.
     var evidence = false
+    /// `-o metrics=ADDR:PORT` (or `--metrics`): serve Prometheus metrics there (``MountMetrics``).
+    var metrics: MetricsAddress?
 
     init(options: [String]) throws {
         for option in options.flatMap({ $0.split(separator: ",").map(String.init) }) where !option.isEmpty {
@@ -32,6 +34,7 @@ struct MountConfiguration {
             case "auto_unmount": mount.autoUnmount = true
             case "noauto_unmount": mount.autoUnmount = false
             case "model": model = try Self.required(value, name)
+            case "metrics": metrics = try MetricsAddress(parsing: try Self.required(value, name))
             case "commit_delay":
                 guard let seconds = Double(try Self.required(value, name)), seconds >= 0, seconds <= 3600 else {
                     throw MountOptionError(
@@ -86,6 +89,7 @@ struct MountConfiguration {
         parts.append(mount.allowOther ? "allow_other" : "owner only")
         parts.append(mount.autoUnmount ? "auto_unmount" : "noauto_unmount")
         if let model { parts.append("model \(model)") }
+        if let metrics { parts.append("metrics at \(metrics)") }
         if !mount.extraOptions.isEmpty { parts.append("libfuse -o \(mount.extraOptions.joined(separator: ","))") }
         return parts.joined(separator: ", ")
     }
