@@ -57,6 +57,8 @@ public final class StoreFileSystem: SavingFileSystem {
     /// Computed folders and their files (a query's, a fetched property's, a template's): their
     /// answers are predicates evaluated on request, bounded by ``StoreFSConfiguration/queryLimits``
     /// but still seconds at worst, so FuseKit serves them off the thread that receives requests.
+    /// So are `.recovered`, `.wal` and `.timeline`: their first read walks every page of the
+    /// store's files, and stops when its request is interrupted.
     public func mayTakeLong(_ inode: InodeNumber) -> Bool { Self.mayTakeLong(inode) }
 
     static func mayTakeLong(_ inode: InodeNumber) -> Bool {
@@ -64,7 +66,8 @@ public final class StoreFileSystem: SavingFileSystem {
         switch node.kind {
         case .query: return node.property == QueryFolder.queryPart
         case .queryFile, .fetched, .template: return true
-        default: return false
+        default:
+            return node.kind.code == Node.Kind.recovered.rawValue || node.kind.code == Node.Kind.timeline.rawValue
         }
     }
 

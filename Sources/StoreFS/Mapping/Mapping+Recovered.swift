@@ -46,12 +46,16 @@ extension Mapping {
     /// Whether `.wal` exists: the mount serves the store's versions (``StoreVersionsFileSystem``).
     var servesVersions: Bool { recovered.servesVersions.load(ordering: .relaxed) && showsRecovered }
 
-    /// The store's recovered records, read once for the mount.
+    /// The store's recovered records, read once for the mount. A read whose FUSE request is
+    /// interrupted (the reader gone) stops between pages and is not kept.
     func recoveredRecords() throws(FileSystemError) -> RecoveredRecords {
         guard showsRecovered, let store = coordinator.store.recovering else { throw .notFound }
+        let interruption = RequestInterruption.current
         return try recovered.records { () throws(FileSystemError) -> RecoveredRecords in
             try engine(
-                { () throws(ObjectGraphError) in try store.recoveredRecords(cancelled: { false }) },
+                { () throws(ObjectGraphError) in
+                    try store.recoveredRecords(cancelled: { interruption?.isInterrupted ?? false })
+                },
                 "read what \(RecoveredNode.folderName) shows")
         }
     }

@@ -16,10 +16,10 @@ struct Mount: ParsableCommand {
             written; files read are hashed, user.storefs.evidence; edits go to an overlay in \
             memory: storefs overlay export), allow_other, auto_unmount, model=PATH, \
             list_fetched (list fetched properties' folders; they are reachable by name always), \
-            commit_delay=SECONDS, cache_size=MiB, batch_size=N, query_time=SECONDS, \
-            query_rows=N, query_memory=MiB (what one query may cost: 10 s, 20000000 rows and \
-            values, 256 MiB), metrics=ADDR:PORT (Prometheus text at /metrics; docs/PRODUCTION.md); \
-            others go to libfuse.
+            commit_delay=SECONDS, cache_size=MiB, batch_size=N, metrics=ADDR:PORT (Prometheus text \
+            at /metrics; docs/PRODUCTION.md), query_time=SECONDS, query_rows=N, query_memory=MiB \
+            (what one query may cost: 10 s, 20000000 rows and values, 256 MiB); others go to \
+            libfuse.
             """)
 
     @Argument(

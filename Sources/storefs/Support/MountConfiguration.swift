@@ -4,8 +4,8 @@ import StoreFS
 
 /// `-o` options split into storefs's own and libfuse's, as mount(8) passes them.
 ///
-/// storefs's: `ro`/`rw`, `evidence`, `list_fetched`, `model=PATH`, `metrics=ADDR:PORT`, `commit_delay=SECONDS`,
-/// `cache_size=MiB`, `batch_size=N`, `max_value_size=MiB`, `query_time=SECONDS`, `query_rows=N`, `query_memory=MiB`,
+/// storefs's: `ro`/`rw`, `evidence`, `list_fetched`, `model=PATH`, `metrics=ADDR:PORT`, `commit_delay=SECONDS`, `cache_size=MiB`,
+/// `batch_size=N`, `max_value_size=MiB`, `query_time=SECONDS`, `query_rows=N`, `query_memory=MiB`,
 /// `allow_other`, `auto_unmount`/`noauto_unmount`. Numbers
 /// are checked against sane bounds, so no option can make the server overflow or allocate wildly. mount(8)'s own (`defaults`,
 /// `_netdev`, `nofail`, `noauto`, `user`, `users`, `x-*`, `comment=*`) are ignored. Anything else

@@ -223,6 +223,29 @@ import Testing
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    /// The first read of what the file remembers walks every page: FuseKit serves it off the
+    /// thread that receives requests, and a read whose request was interrupted stops and is not
+    /// kept (the next read walks again and gives every record).
+    @Test func anInterruptedReadOfWhatTheFileRemembersStopsAndIsNotKept() throws {
+        let mount = try Mount()
+        let fileSystem = mount.fileSystem
+        #expect(fileSystem.mayTakeLong(Node.recovered(.folder).inode))
+        #expect(fileSystem.mayTakeLong(Node.recovered(.record, key: 3).inode))
+        #expect(fileSystem.mayTakeLong(Node.timeline(.day).inode))
+        #expect(!fileSystem.mayTakeLong(Node.entity(EntityID(1)).inode), "an entity folder is served at once")
+        let mapping = fileSystem.store.mapping
+        let interruption = RequestInterruption()
+        interruption.interrupt()
+        let cut = try RequestInterruption.$current.withValue(interruption) { () throws(FileSystemError) in
+            try mapping.recoveredRecords()
+        }
+        #expect(cut.cancelled, "the interrupted read stopped")
+        #expect(cut.records.isEmpty)
+        #expect(try mount.kernel.list(".recovered/Manager").count == 4, "the next read is whole")
+        let leftovers = mount.finish()
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test func aReadWriteMountShowsNoRecoveredRecordsAndNoVersions() throws {
         let mount = try Mount(readOnly: false)
         let k = mount.kernel
