@@ -64,10 +64,15 @@ let package = Package(
         .target(
             name: "CoreDataSchema",
             dependencies: ["ObjectGraph", "Decoding", .product(name: "Logging", package: "swift-log")]),
+        // Core Data's relational rules written once over an SQL dialect: reads, the save, integrity
+        // repair, to-many differences, history rows, predicates as SQL (SQLite and PostgreSQL).
+        .target(
+            name: "RelationalCore",
+            dependencies: ["ObjectGraph", "CoreDataSchema", .product(name: "Logging", package: "swift-log")]),
         .target(
             name: "SQLiteStore",
             dependencies: [
-                "ObjectGraph", "CoreDataSchema", "Decoding", "Locking", "SQLiteRecovery",
+                "ObjectGraph", "CoreDataSchema", "RelationalCore", "Decoding", "Locking", "SQLiteRecovery",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // sqlite3_step and column readers, to decode rows by column index without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -78,7 +83,8 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
-                "ObjectGraph", "CoreDataSchema", "CPostgres", "Locking", .product(name: "Logging", package: "swift-log")
+                "ObjectGraph", "CoreDataSchema", "RelationalCore", "CPostgres", "Locking",
+                .product(name: "Logging", package: "swift-log")
             ]),
         .target(name: "AtomicStore", dependencies: ["ObjectGraph", "Locking"]),
         .target(name: "XMLStore", dependencies: ["ObjectGraph", "AtomicStore", "Decoding"]),

@@ -55,6 +55,11 @@ public protocol FileSystem: AnyObject, Sendable {
     func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError)
     func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
     func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError)
+    /// Whether `operation` (FLUSH, RELEASE, FSYNC or FSYNCDIR) of `inode` through `handle` may
+    /// wait long (a commit on a store that does not answer): FuseKit then answers it on a thread
+    /// of its own, so it holds up no other request (``WaitingRequests``). Asked on the request's
+    /// thread; answer from memory.
+    func mayWait(_ operation: OperationCounters.Operation, inode: InodeNumber, handle: FileHandle) -> Bool
 
     func create(parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext)
         throws(FileSystemError) -> (Entry, OpenResult)
@@ -136,6 +141,10 @@ extension FileSystem {
     public func release(_ inode: InodeNumber, handle: FileHandle) throws(FileSystemError) {}
     public func fsync(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
     public func fsyncDirectory(_ inode: InodeNumber, handle: FileHandle, dataOnly: Bool) throws(FileSystemError) {}
+    /// A file system that says nothing never waits long.
+    public func mayWait(_ operation: OperationCounters.Operation, inode: InodeNumber, handle: FileHandle) -> Bool {
+        false
+    }
     public func create(
         parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext
     )

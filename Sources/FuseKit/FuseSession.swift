@@ -210,6 +210,7 @@ public final class FuseSession: Sendable {
         // because one may block on a directory lock held by a request nobody will answer now.
         var drained = invalidator.close(waitingUpTo: 2)
         fileSystem.willUnmount()
+        context.takeUnretainedValue().waitingRequests.stop()
         fuse_session_unmount(handle.raw)
         if !drained { drained = invalidator.close(waitingUpTo: 5) }
         if drained && answered {

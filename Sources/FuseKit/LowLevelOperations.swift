@@ -155,21 +155,23 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.flush = { request, inode, info in
         if declinedOpeningRequest(request, .flush) { return }
-        serve(request, .flush) { context throws(FileSystemError) in
-            try context.fileSystem.flush(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
+        let handle = FileHandle(info!.pointee.fh)
+        serveWaiting(request, .flush, InodeNumber(inode), handle) { context throws(FileSystemError) in
+            try context.fileSystem.flush(InodeNumber(inode), handle: handle)
             return .ok
         }
     }
     ops.release = { request, inode, info in
-        serve(request, .release) { context throws(FileSystemError) in
-            try context.fileSystem.release(InodeNumber(inode), handle: FileHandle(info!.pointee.fh))
+        let handle = FileHandle(info!.pointee.fh)
+        serveWaiting(request, .release, InodeNumber(inode), handle) { context throws(FileSystemError) in
+            try context.fileSystem.release(InodeNumber(inode), handle: handle)
             return .ok
         }
     }
     ops.fsync = { request, inode, dataOnly, info in
-        serve(request, .fsync) { context throws(FileSystemError) in
-            try context.fileSystem.fsync(
-                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), dataOnly: dataOnly != 0)
+        let handle = FileHandle(info!.pointee.fh)
+        serveWaiting(request, .fsync, InodeNumber(inode), handle) { context throws(FileSystemError) in
+            try context.fileSystem.fsync(InodeNumber(inode), handle: handle, dataOnly: dataOnly != 0)
             return .ok
         }
     }
@@ -197,9 +199,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.fsyncdir = { request, inode, dataOnly, info in
-        serve(request, .fsyncdir) { context throws(FileSystemError) in
-            try context.fileSystem.fsyncDirectory(
-                InodeNumber(inode), handle: FileHandle(info!.pointee.fh), dataOnly: dataOnly != 0)
+        let handle = FileHandle(info!.pointee.fh)
+        serveWaiting(request, .fsyncdir, InodeNumber(inode), handle) { context throws(FileSystemError) in
+            try context.fileSystem.fsyncDirectory(InodeNumber(inode), handle: handle, dataOnly: dataOnly != 0)
             return .ok
         }
     }
@@ -293,6 +295,21 @@ private func serve(
         return
     }
     send(reply, to: request, context)
+}
+
+/// ``serve(_:_:_:)`` on a thread of its own (``WaitingRequests``) when the request came through
+/// io_uring and the file system says it may wait; `body` takes nothing from the request's
+/// arguments, which libfuse frees once the callback returns.
+private func serveWaiting(
+    _ request: fuse_req_t?, _ operation: OperationCounters.Operation, _ inode: InodeNumber, _ handle: FileHandle,
+    _ body: @escaping @Sendable (SessionContext) throws(FileSystemError) -> Reply
+) {
+    let context = SessionContext.of(request)
+    if fuse_req_is_uring(request), context.fileSystem.mayWait(operation, inode: inode, handle: handle) {
+        let handed = HandedRequest(request: request)
+        if context.waitingRequests.start({ serve(handed.request, operation, body) }) { return }
+    }
+    serve(request, operation, body)
 }
 
 /// ``serve(_:_:_:)``, on FuseKit's own threads (``SlowRequests``) when the filesystem says work on

@@ -32,6 +32,9 @@ final class SessionContext: Sendable {
     /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
     /// value, 0 until then.
     let transport = Atomic<Int>(0)
+    /// Requests that may wait, answered off the ring threads.
+    let waitingRequests = WaitingRequests()
+
     /// Where requests that may take long are served (``FileSystem/mayTakeLong(_:)``).
     let slowRequests: SlowRequests
 

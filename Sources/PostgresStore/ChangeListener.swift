@@ -2,6 +2,7 @@ import CoreDataSchema
 import Foundation
 import Logging
 import ObjectGraph
+import RelationalCore
 import Synchronization
 
 /// Listens for other writers' commits on a connection of its own (LISTEN on the store's
@@ -72,7 +73,7 @@ final class ChangeListener: Sendable {
                 do throws(ObjectGraphError) {
                     let made = try PostgresConnection(location, timeout: location.statementTimeout)
                     do throws(ObjectGraphError) {
-                        _ = try made.execute("LISTEN \(SQLText.identifier(location.channel))")
+                        _ = try made.execute("LISTEN \(SQL.identifier(location.channel))")
                         polledAfter = nil
                     } catch  where error.code == .readOnly {
                         let last = try made.execute("SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \"ATRANSACTION\"")
@@ -196,7 +197,7 @@ final class ChangeListener: Sendable {
     private func collect(_ numbers: [Int64], _ connection: PostgresConnection) throws(ObjectGraphError) {
         let rows = try connection.execute(
             "SELECT \"ZCHANGETYPE\", \"ZENTITY\", \"ZENTITYPK\" FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" = ANY($1::bigint[])",
-            [SQLText.array(numbers)])
+            [PostgresDialect.array(numbers)])
         var changes = AnnouncedChanges()
         for row in 0..<rows.rowCount {
             guard let kind = rows.integer(row, 0), let zent = rows.integer(row, 1),

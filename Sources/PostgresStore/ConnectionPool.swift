@@ -25,11 +25,18 @@ final class ConnectionPool: Sendable {
     }
 
     /// Runs `body` on a connection of the pool (made now if none is free).
-    func withConnection<T>(_ body: (PostgresConnection) throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+    /// A connection made for it is made by `deadline`.
+    func withConnection<T>(deadline: Date? = nil, _ body: (PostgresConnection) throws(ObjectGraphError) -> T)
+        throws(ObjectGraphError) -> T
+    {
         guard !closed.load(ordering: .relaxed) else { throw ObjectGraphError(.io, "the store \(location) was closed") }
         let kept = idle.withLock { $0.popLast() }
         let connection: PostgresConnection
-        if let kept { connection = kept } else { connection = try PostgresConnection(location, timeout: timeout) }
+        if let kept {
+            connection = kept
+        } else {
+            connection = try PostgresConnection(location, timeout: timeout, deadline: deadline)
+        }
         inUse.add(1, ordering: .relaxed)
         defer {
             inUse.subtract(1, ordering: .relaxed)

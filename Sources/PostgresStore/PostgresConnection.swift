@@ -1,6 +1,7 @@
 import CPostgres
 import Foundation
 import ObjectGraph
+import RelationalCore
 
 #if canImport(Glibc)
     import Glibc
@@ -23,46 +24,81 @@ final class PostgresConnection {
     private(set) var isBroken = false
     /// Names the server in messages, without a password.
     let place: String
+    /// Masks the password in libpq's connection messages.
+    private let location: PostgresLocation
 
-    /// Milliseconds a statement waits for a row another writer holds: a save holds the context's
-    /// lock while it waits, and reads of this mount wait behind it, so the wait is short; a save
-    /// that times out fails with EIO and is tried again by its writer. Locks are normally held for
-    /// the few milliseconds of another save's commit; longer only when that writer's machine
-    /// vanished mid-commit.
+    /// Milliseconds a statement waits for a row another writer holds: the fsync or close waiting
+    /// for the save waits behind it, so the wait is short; a save that times out fails with EIO
+    /// and is tried again by its writer. Locks are normally held for the few milliseconds of
+    /// another save's commit; longer only when that writer's machine vanished mid-commit.
     static let lockTimeout = 3000
     /// Milliseconds a transaction may sit waiting for its client before the server ends it and
     /// lets go of its locks: what a machine that vanished mid-commit costs the others.
     static let idleInTransactionTimeout = 10000
 
-    /// Connects and prepares the session: the store's schema first on the search path, text
-    /// values exactly as sent (`standard_conforming_strings`), byte values in hex, floats in
-    /// their shortest exact form, and server-side bounds on statements and locks.
-    init(_ location: PostgresLocation, timeout: Double) throws(ObjectGraphError) {
+    /// Seconds a connection may take to be made, at most: a server that cannot be reached (or
+    /// accepts and never answers, a stopped one) fails the connect within this, and within the
+    /// deadline of the call that needed the connection.
+    static let connectLimit: Double = 10
+
+    /// Connects and prepares the session: the store's schema first on the search path, byte
+    /// values in hex, floats in their shortest exact form, and server-side bounds on statements
+    /// and locks. Every value storefs sends is a bound parameter, so no setting changes how a
+    /// statement's text is read.
+    ///
+    /// The connection is made with libpq's non-blocking calls and waited for with poll(2), so
+    /// it ends by `deadline` (or within ``connectLimit``), whatever the network or the server does.
+    init(_ location: PostgresLocation, timeout: Double, deadline: Date? = nil) throws(ObjectGraphError) {
         self.timeout = timeout
         self.place = location.description
-        guard let connection = PQconnectdb(location.connectionURL) else {
+        self.location = location
+        let limit = min(deadline ?? .distantFuture, Date().addingTimeInterval(min(timeout, Self.connectLimit)))
+        guard let connection = PQconnectStart(location.connectionURL) else {
             throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
         }
         handle = connection
-        guard PQstatus(connection) == CONNECTION_OK else {
-            // Fully initialized here: deinit finishes the connection.
-            let message = location.hidingPassword(in: Self.message(of: connection))
-            isBroken = true
-            throw ObjectGraphError(.io, "\(location): cannot connect to PostgreSQL: \(message)")
-        }
-        let milliseconds = Int(timeout * 1000)
-        let setup = [
-            "SET search_path TO \(SQLText.identifier(location.schema))", "SET standard_conforming_strings TO on",
-            "SET bytea_output TO hex", "SET extra_float_digits TO 1", "SET client_encoding TO 'UTF8'",
-            "SET statement_timeout TO \(max(1000, milliseconds - 1000))", "SET lock_timeout TO \(Self.lockTimeout)",
-            "SET idle_in_transaction_session_timeout TO \(Self.idleInTransactionTimeout)", "SET TIME ZONE 'UTC'"
-        ]
         do throws(ObjectGraphError) {
-            for sql in setup { _ = try execute(sql) }
+            try connect(until: limit)
+            let milliseconds = Int(timeout * 1000)
+            // One statement, one round trip, every value bound.
+            let settings: [(String, String)] = [
+                ("search_path", SQL.identifier(location.schema)), ("standard_conforming_strings", "on"),
+                ("bytea_output", "hex"), ("extra_float_digits", "1"), ("client_encoding", "UTF8"),
+                ("statement_timeout", String(max(1000, milliseconds - 1000))),
+                ("lock_timeout", String(Self.lockTimeout)),
+                ("idle_in_transaction_session_timeout", String(Self.idleInTransactionTimeout)), ("TimeZone", "UTC")
+            ]
+            let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
+            _ = try run(
+                "SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
+                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture))
         } catch {
+            // Fully initialized here: deinit finishes the connection.
             isBroken = true
             throw error
         }
+    }
+
+    /// Drives libpq's connection to its end, waiting on its socket until `deadline`.
+    private func connect(until deadline: Date) throws(ObjectGraphError) {
+        guard PQstatus(handle) != CONNECTION_BAD else { throw connectError() }
+        var status = PGRES_POLLING_WRITING
+        while true {
+            switch status {
+            case PGRES_POLLING_OK: return
+            case PGRES_POLLING_FAILED: throw connectError()
+            default: break
+            }
+            let events = status == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
+            guard try wait(for: events, until: deadline, what: "connect") else { throw connectError() }
+            status = PQconnectPoll(handle)
+        }
+    }
+
+    private func connectError() -> ObjectGraphError {
+        isBroken = true
+        return ObjectGraphError(
+            .io, "\(place): cannot connect to PostgreSQL: \(location.hidingPassword(in: Self.message(of: handle)))")
     }
 
     deinit { PQfinish(handle) }
@@ -70,19 +106,28 @@ final class PostgresConnection {
     /// The server process serving this connection (`pg_backend_pid()`), known without a round trip.
     var serverProcess: Int32 { PQbackendPID(handle) }
 
-    /// Runs one statement with text parameters (nil: NULL); returns its result.
+    /// Runs one statement with text parameters (nil: NULL); returns its result. The answer is
+    /// waited for until `deadline`, or for ``timeout`` seconds.
     ///
     /// - Throws: ``ObjectGraphError`` mapped from the server's SQLSTATE (``PostgresError``), or
     ///   ``ObjectGraphError/Code/io`` when the connection fails or the answer does not come in time
     ///   (the connection is then broken).
     @discardableResult
-    func execute(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
+    func execute(_ sql: String, _ parameters: [String?] = [], deadline: Date? = nil) throws(ObjectGraphError)
+        -> PostgresResult
+    {
+        try run(sql, parameters, deadline: deadline ?? Date().addingTimeInterval(timeout))
+    }
+
+    /// Sends `sql` with its parameters and collects its results; the last one is returned.
+    private func run(_ sql: String, _ parameters: [String?], deadline: Date) throws(ObjectGraphError)
+        -> PostgresResult
+    {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
         let sent: Int32 = withParameters(parameters) { values in
             PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         guard sent == 1 else { throw brokenError() }
-        let deadline = Date().addingTimeInterval(timeout)
         // Flushing: a large statement may not go out in one write.
         while true {
             let flushed = PQflush(handle)
@@ -117,7 +162,9 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready or the deadline passes; false when it passed (the
     /// connection is then broken: an answer may still be on its way and cannot be told apart).
-    private func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError) -> Bool {
+    private func wait(for events: Int16, until deadline: Date, what: String = "answer") throws(ObjectGraphError)
+        -> Bool
+    {
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
         while true {
@@ -126,14 +173,42 @@ final class PostgresConnection {
                 isBroken = true
                 throw ObjectGraphError(
                     .io,
-                    "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
+                    what == "connect"
+                        ? "\(place): PostgreSQL did not accept a connection in time; it is tried again at the next request"
+                        : "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
                 )
             }
+            // A query's budget (ObjectGraph's QueryBudget: its time limit, or its request
+            // interrupted) stops the wait: the connection is dropped and the server asked to stop
+            // the statement, since nothing in the server polls the budget.
+            let budget = QueryBudget.current
+            if let budget, budget.shouldStop() {
+                isBroken = true
+                cancelStatement()
+                throw budget.error
+            }
             var descriptor = pollfd(fd: socket, events: events, revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
+            let slice = budget == nil ? 1 : Self.budgetPollSeconds
+            let ready = poll(&descriptor, 1, Int32(min(remaining, slice) * 1000) + 1)
             if ready > 0 { return true }
             if ready < 0 && errno != EINTR { return false }
         }
+    }
+
+    /// Seconds between two looks at a query's budget while an answer is awaited.
+    static let budgetPollSeconds = 0.05
+
+    /// Asks the server to stop this connection's running statement (PQcancel), from a thread of
+    /// its own: the request opens a connection of its own, which a server that does not answer
+    /// would hold.
+    private func cancelStatement() {
+        guard let cancel = PQgetCancel(handle) else { return }
+        let request = CancelRequest(pointer: cancel)
+        Thread {
+            var message = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(request.pointer, &message, Int32(message.count))
+            PQfreeCancel(request.pointer)
+        }.start()
     }
 
     /// Waits up to `seconds` for something to read (a notification), consumes it and returns
@@ -163,7 +238,9 @@ final class PostgresConnection {
 
     private func brokenError() -> ObjectGraphError {
         isBroken = true
-        return ObjectGraphError(.io, "\(place): the connection to PostgreSQL failed: \(Self.message(of: handle))")
+        return ObjectGraphError(
+            .io,
+            "\(place): the connection to PostgreSQL failed: \(location.hidingPassword(in: Self.message(of: handle)))")
     }
 
     static func message(of connection: OpaquePointer) -> String {
@@ -212,6 +289,12 @@ final class PostgresResult {
     }
 
     func integer(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
+
+    /// The type of `column` (PostgreSQL's type OID: 20 bigint, 17 bytea, 701 double precision, ...).
+    func typeOID(_ column: Int) -> UInt32 { UInt32(PQftype(handle, Int32(column))) }
+
+    /// Whether `column` is bytea (its text is the hex form).
+    func isBytea(_ column: Int) -> Bool { typeOID(column) == 17 }
 }
 
 /// PostgreSQL's SQLSTATE codes mapped to the engine's, with the server's message.
@@ -240,4 +323,10 @@ enum PostgresError {
             return ObjectGraphError(.io, text)
         }
     }
+}
+
+/// libpq's cancel object, handed to the thread that sends it once and frees it.
+private struct CancelRequest: @unchecked Sendable {
+    // @unchecked: PQcancel may be called from any thread; only that thread uses it afterwards.
+    let pointer: OpaquePointer
 }

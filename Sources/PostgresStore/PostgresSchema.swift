@@ -2,6 +2,7 @@ import CoreDataSchema
 import Foundation
 import Logging
 import ObjectGraph
+import RelationalCore
 
 /// Core Data's schema in PostgreSQL's types: the tables ``StoreLayout`` plans for a new store
 /// (the same names, columns and indexes Core Data gives an SQLite file), the bookkeeping tables,
@@ -12,6 +13,8 @@ enum PostgresSchema {
     static let changeZent: Int64 = 16001
     static let transactionZent: Int64 = 16002
     static let stringZent: Int64 = 16003
+    /// The author, bundle and process name of every transaction storefs writes.
+    static let authorName = "storefs"
 
     static func create(
         in connection: PostgresConnection, location: PostgresLocation, model: ManagedObjectModel,
@@ -22,7 +25,7 @@ enum PostgresSchema {
         let metadata = MetadataPlist.initial(initial, model: model, storeType: PostgresStore.typeName)
         let plist = try MetadataPlist.encode(metadata)
         let types = columnTypes(layout)
-        let q = SQLText.identifier
+        let q = SQL.identifier
         var statements = ["CREATE SCHEMA IF NOT EXISTS \(q(location.schema))"]
         for table in layout.plannedTables {
             var parts = table.columns.map { column in
@@ -54,20 +57,24 @@ enum PostgresSchema {
                 + tombstoneColumns(for: HistorySlots(model: model)).map { ", \(q($0)) text" }.joined() + ")",
             "CREATE INDEX \"ACHANGE_ZTRANSACTIONID_INDEX\" ON \"ACHANGE\" (\"ZTRANSACTIONID\")"
         ]
-        var rows = model.entities.map {
-            "(\($0.id.rawValue), \(SQLText.literal($0.name) ?? "''"), \($0.parentID?.rawValue ?? 0), 0)"
+        // Z_PRIMARYKEY's rows: Z_ENT, Z_NAME, Z_SUPER, Z_MAX, bound.
+        var keyRows: [[String?]] = model.entities.map {
+            [String($0.id.rawValue), $0.name, String($0.parentID?.rawValue ?? 0), "0"]
         }
-        rows += [
-            "(\(changeZent), 'CHANGE', 0, 0)", "(\(transactionZent), 'TRANSACTION', 0, 0)",
-            "(\(stringZent), 'TRANSACTIONSTRING', 0, 1)"
+        keyRows += [
+            [String(changeZent), "CHANGE", "0", "0"], [String(transactionZent), "TRANSACTION", "0", "0"],
+            [String(stringZent), "TRANSACTIONSTRING", "0", "1"]
         ]
-        statements.append(
-            "INSERT INTO \"Z_PRIMARYKEY\" (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES \(rows.joined(separator: ", "))"
-        )
-        statements.append("INSERT INTO \"ATRANSACTIONSTRING\" VALUES (1, \(stringZent), NULL, 'storefs')")
+        let places = keyRows.indices.map { i in "($\(4 * i + 1), $\(4 * i + 2), $\(4 * i + 3), $\(4 * i + 4))" }
         do throws(ObjectGraphError) {
             _ = try connection.execute("BEGIN")
             for sql in statements { _ = try connection.execute(sql) }
+            _ = try connection.execute(
+                "INSERT INTO \"Z_PRIMARYKEY\" (\"Z_ENT\", \"Z_NAME\", \"Z_SUPER\", \"Z_MAX\") VALUES \(places.joined(separator: ", "))",
+                keyRows.flatMap { $0 })
+            _ = try connection.execute(
+                "INSERT INTO \"ATRANSACTIONSTRING\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZNAME\") VALUES (1, $1, NULL, $2)",
+                [String(stringZent), authorName])
             _ = try connection.execute(
                 "INSERT INTO \"Z_METADATA\" (\"Z_VERSION\", \"Z_UUID\", \"Z_PLIST\") VALUES (1, $1, $2)",
                 [metadata.storeUUID, PostgresValueCoding.hex(plist)])
@@ -130,7 +137,8 @@ enum PostgresSchema {
                 "\(location): the store was made for another model (entity \(entity.zent ?? 0) is \(names[entity.zent ?? 0] ?? "missing"), "
                     + "not \(entity.name)); mount it without --model to use the model it keeps")
         }
-        let author = try connection.execute("SELECT \"Z_PK\" FROM \"ATRANSACTIONSTRING\" WHERE \"ZNAME\" = 'storefs'")
+        let author = try connection.execute(
+            "SELECT \"Z_PK\" FROM \"ATRANSACTIONSTRING\" WHERE \"ZNAME\" = $1", [authorName])
         guard let key = author.integer(0, 0) else {
             throw ObjectGraphError(.corruptStore, "\(location): ATRANSACTIONSTRING has no row for the author storefs")
         }

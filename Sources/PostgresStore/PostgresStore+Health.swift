@@ -1,6 +1,7 @@
 import CoreDataSchema
 import Foundation
 import ObjectGraph
+import RelationalCore
 
 // `storefs doctor` on a PostgreSQL store: what only PostgreSQL has (table sizes, a schema copy as
 // the backup, VACUUM, history pruning under the counters' locks) is here; the statements both
@@ -192,6 +193,9 @@ extension PostgresStore: RepairableStore {
         return "schema \(name) of \(location) (mount it with ?schema=\(name))"
     }
 
+    /// A statement with text parameters, on the connection of the transaction at hand.
+    typealias Run = (String, [String?]) throws(ObjectGraphError) -> PostgresResult
+
     /// Runs `body` in one transaction on the store's write connection (the one saves use, so
     /// repairs and saves of this process never interleave).
     private func writeTransaction<T: Sendable>(_ body: (Run) throws(ObjectGraphError) -> T) throws(ObjectGraphError)
@@ -221,5 +225,5 @@ extension PostgresStore: RepairableStore {
 
     // MARK: - SQL text
 
-    private func q(_ name: String) -> String { SQLText.identifier(name) }
+    private func q(_ name: String) -> String { SQL.identifier(name) }
 }

@@ -1,6 +1,7 @@
 import CoreDataSchema
 import Foundation
 import ObjectGraph
+import RelationalCore
 
 /// Core Data's persistent history in PostgreSQL: every save appends one ATRANSACTION row and one
 /// ACHANGE row per inserted, updated and deleted object (ZCOLUMNS and tombstones as Core Data
@@ -15,99 +16,104 @@ extension PostgresStore {
     /// bytes or more); a longer list is read from ACHANGE by the listeners.
     static let payloadLimit = 7000
 
-    /// Appends the history of `changes`; returns the transaction's number (nil when the save
-    /// changed no object, a metadata-only save).
+    /// Appends the history rows of a save (``HistoryRow``); returns the transaction's number (nil
+    /// when the save changed no object, a metadata-only save).
     ///
     /// The keys come from Z_PRIMARYKEY's TRANSACTION and CHANGE rows, whose locks every commit of
     /// every machine takes until it ends: so the whole history of a save of up to
-    /// ``rowsPerStatement`` objects is one statement (numbers, rows, NOTIFY) followed by COMMIT,
-    /// two round trips under those locks instead of six.
+    /// ``PostgresDialect/rowsPerStatement`` objects is one statement (numbers, rows, NOTIFY)
+    /// followed by COMMIT, two round trips under those locks instead of six. Every value is bound.
     /// `timestamp` is the transaction's ZTIMESTAMP: with the number, it names this save's row when
     /// a lost COMMIT is looked for (PostgresStore+Saving.swift).
-    func appendHistory(_ changes: WrittenChanges<String?>, at timestamp: Date = Date(), run: Run)
-        throws(ObjectGraphError)
-        -> Int64?
+    func appendHistory(_ rows: [HistoryRow], at timestamp: Date = Date(), on connection: PostgresConnection)
+        throws(ObjectGraphError) -> Int64?
     {
-        guard !changes.isEmpty else { return nil }
-        func zent(_ id: ObjectID) -> Int64 { layout[id.entity].zent ?? 0 }
-        // Each change: kind, Z_ENT, Z_PK, ZCOLUMNS and tombstones as SQL, typed.
-        var rows: [String] = []
-        func add(_ type: Int, _ id: ObjectID, columns: Data?, tombstone: [String?] = []) {
-            var values = [
-                String(type), String(zent(id)), String(id.key.rawValue),
-                columns.map { "'\(PostgresValueCoding.hex($0))'::bytea" } ?? "NULL::bytea"
-            ]
-            for i in tombstoneColumns.indices {
-                values.append(
-                    ((i < tombstone.count ? tombstone[i] : nil).flatMap(SQLText.literal) ?? "NULL") + "::text")
-            }
-            rows.append(values.joined(separator: ", "))
-        }
-        for id in changes.inserted { add(0, id, columns: nil) }
-        for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) {
-            add(1, id, columns: slots.columnMask(for: names, of: id.entity))
-        }
-        for (id, tombstone) in changes.deleted { add(2, id, columns: nil, tombstone: tombstone) }
+        guard !rows.isEmpty else { return nil }
         // The objects ride in the announcement when they fit (NOTIFY payloads stop at 8000
         // bytes): listeners then need no query to learn them.
         var objects: [String] = []
         var length = 0
-        func note(_ id: ObjectID, _ kind: Int) {
-            let entry = "\(zent(id)).\(id.key.rawValue).\(kind)"
+        for row in rows {
+            let entry = "\(row.zent).\(row.key).\(row.kind)"
             length += entry.utf8.count + 1
             objects.append(entry)
         }
-        for id in changes.inserted { note(id, 0) }
-        for id in changes.updated.keys { note(id, 1) }
-        for (id, _) in changes.deleted { note(id, 2) }
         // `N UUID@SECONDS [objects]`: the writer, and when it committed (listeners measure the
         // announcement's lag; older listeners read the writer as a whole word, never their own).
         let committed = timestamp.timeIntervalSinceReferenceDate
         let announced =
             instance + "@" + String(format: "%.3f", committed)
             + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
-        let tombstones = tombstoneColumns.map { ", v.\(SQLText.identifier($0))" }.joined()
-        let changeColumns =
-            (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"]
-            + tombstoneColumns)
-            .map(SQLText.identifier).joined(separator: ", ")
-        let valueNames = (["i", "kind", "zent", "pk", "columns"] + tombstoneColumns).map(SQLText.identifier).joined(
-            separator: ", ")
+        let transactionZent = PostgresSchema.transactionZent
+        let changeZent = PostgresSchema.changeZent
+        let count = Int64(rows.count)
         // Both key rows in one UPDATE, so every commit locks them in the same order.
-        let keysSQL =
-            "k AS (UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = COALESCE(\"Z_MAX\", 0) + CASE WHEN \"Z_ENT\" = \(PostgresSchema.transactionZent) "
-            + "THEN 1 ELSE \(rows.count) END WHERE \"Z_ENT\" IN (\(PostgresSchema.changeZent), \(PostgresSchema.transactionZent)) "
-            + "RETURNING \"Z_ENT\" AS e, \"Z_MAX\" AS m), t AS (SELECT m AS n FROM k WHERE e = \(PostgresSchema.transactionZent)), "
-            + "c AS (SELECT m - \(rows.count) AS base FROM k WHERE e = \(PostgresSchema.changeZent)), "
+        let keys: SQL =
+            "k AS (UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = COALESCE(\"Z_MAX\", 0) + CASE WHEN \"Z_ENT\" = \(transactionZent) "
+            + "THEN 1 ELSE \(count) END WHERE \"Z_ENT\" IN (\(changeZent), \(transactionZent)) "
+            + "RETURNING \"Z_ENT\" AS e, \"Z_MAX\" AS m), t AS (SELECT m AS n FROM k WHERE e = \(transactionZent)), "
+            + "c AS (SELECT m - \(count) AS base FROM k WHERE e = \(changeZent)), "
             + "a AS (INSERT INTO \"ATRANSACTION\" (\"Z_PK\", \"Z_ENT\", \"Z_OPT\", \"ZAUTHORTS\", \"ZBUNDLEIDTS\", "
-            + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(PostgresSchema.transactionZent), NULL, $3::bigint, "
-            + "$3::bigint, NULL, $3::bigint, $4::double precision FROM t), x AS (SELECT pg_notify($1::text, t.n::text || ' ' || $2::text) FROM t)"
-        let parameters = [
-            location.channel, announced, String(authorKey), String(timestamp.timeIntervalSinceReferenceDate)
-        ]
-        func insertChanges(_ slice: ArraySlice<String>, base: String, from: String) -> String {
-            let values = slice.enumerated().map { "(\($0.offset + 1), \($0.element))" }.joined(separator: ", ")
-            return
-                "INSERT INTO \"ACHANGE\" (\(changeColumns)) SELECT \(base) + v.\"i\", \(PostgresSchema.changeZent), NULL, v.\"kind\", "
-                + "v.\"zent\", v.\"pk\", t.n, v.\"columns\"\(tombstones) FROM \(from) (VALUES \(values)) AS v(\(valueNames))"
+            + "\"ZCONTEXTNAMETS\", \"ZPROCESSIDTS\", \"ZTIMESTAMP\") SELECT t.n, \(transactionZent), NULL, CAST(\(authorKey) AS bigint), "
+            + "CAST(\(authorKey) AS bigint), NULL, CAST(\(authorKey) AS bigint), CAST(\(SQLValue.real(timestamp.timeIntervalSinceReferenceDate)) AS double precision) FROM t), "
+            + "x AS (SELECT pg_notify(CAST(\(location.channel) AS text), t.n::text || ' ' || CAST(\(announced) AS text)) FROM t)"
+        let perStatement = PostgresDialect().rowsPerStatement
+        let single = rows.count <= perStatement
+        let transaction = PostgresSQLConnection(store: self, connection: connection)
+        var number: Int64?
+        var base: Int64?
+        try transaction.query(
+            "WITH \(keys)\(single ? ", h AS (" + insertChanges(rows[...], first: 0, from: "t, c,") + ")" : "") SELECT t.n, c.base FROM t, c, x"
+        ) { row in
+            number = row.integer(0)
+            base = row.integer(1)
         }
-        let single = rows.count <= Self.rowsPerStatement
-        let found = try run(
-            "WITH \(keysSQL)" + (single ? ", h AS (\(insertChanges(rows[...], base: "c.base", from: "t, c,")))" : "")
-                + " SELECT t.n, c.base FROM t, c, x", parameters)
-        guard let number = found.integer(0, 0), let base = found.integer(0, 1) else {
+        guard let number, let base else {
             throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY lacks its history rows")
         }
-        // A large save (a migration): its changes in statements of ``rowsPerStatement`` rows.
+        // A large save (a migration): its changes in statements of many rows each.
         var start = single ? rows.count : 0
         while start < rows.count {
-            let end = min(start + Self.rowsPerStatement, rows.count)
-            _ = try run(
-                "WITH t AS (SELECT \(number)::bigint AS n) "
-                    + insertChanges(rows[start..<end], base: String(base + Int64(start)), from: "t,"), [])
+            let end = min(start + perStatement, rows.count)
+            try transaction.execute(
+                "WITH t AS (SELECT CAST(\(number) AS bigint) AS n), c AS (SELECT CAST(\(base) AS bigint) AS base) "
+                    + insertChanges(rows[start..<end], first: Int64(start), from: "t, c,"))
             start = end
         }
         return number
+    }
+
+    /// The INSERT of ACHANGE rows `slice` (the `first`-th change of the save first), numbered from
+    /// `c.base` and attached to transaction `t.n`.
+    private func insertChanges(_ slice: ArraySlice<HistoryRow>, first: Int64, from: String) -> SQL {
+        let columns =
+            (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"]
+            + tombstoneColumns).map(SQL.identifier).joined(separator: ", ")
+        let names = (["i", "kind", "zent", "pk", "columns"] + tombstoneColumns).map(SQL.identifier).joined(
+            separator: ", ")
+        let tombstones = tombstoneColumns.map { ", v." + SQL.identifier($0) }.joined()
+        var values: [SQL] = []
+        for (offset, row) in slice.enumerated() {
+            var parts: [SQL] = [
+                "CAST(\(first + Int64(offset) + 1) AS bigint)", "CAST(\(row.kind) AS integer)",
+                "CAST(\(row.zent) AS integer)", "CAST(\(row.key) AS bigint)",
+                "CAST(\(row.columns.map(SQLValue.blob) ?? .null) AS bytea)"
+            ]
+            for i in tombstoneColumns.indices {
+                parts.append("CAST(\(i < row.tombstone.count ? Self.text(row.tombstone[i]) : .null) AS text)")
+            }
+            values.append("(" + SQL.joined(parts, separator: ", ") + ")")
+        }
+        return SQL(
+            text:
+                "INSERT INTO \"ACHANGE\" (\(columns)) SELECT c.base + v.\"i\", \(PostgresSchema.changeZent), NULL, v.\"kind\", "
+                + "v.\"zent\", v.\"pk\", t.n, v.\"columns\"\(tombstones) FROM \(from) (VALUES ")
+            + SQL.joined(values, separator: ", ") + SQL(text: ") AS v(\(names))")
+    }
+
+    /// A tombstone value as the text ACHANGE's tombstone columns hold.
+    private static func text(_ value: SQLValue) -> SQLValue {
+        PostgresSQLConnection.text(value).map(SQLValue.text) ?? .null
     }
 
     /// The transactions after number `after`, with their changes, as an app reads them.
@@ -150,5 +156,22 @@ extension PostgresStore {
             result[i].changes.append(change)
         }
         return result
+    }
+}
+
+/// Writing history carried from another store (``HistoryWriting``), through the relational core,
+/// in one transaction on the writer's connection.
+extension PostgresStore: HistoryWriting {
+    public func writeHistory(_ transactions: [HistoryTransaction]) throws(ObjectGraphError) {
+        guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
+        guard !transactions.isEmpty else { return }
+        let tables = HistoryTables(
+            change: PostgresSchema.changeZent, transaction: PostgresSchema.transactionZent,
+            string: PostgresSchema.stringZent, tombstoneColumns: tombstoneColumns)
+        try inTransaction { (connection) throws(ObjectGraphError) in
+            try core.writeHistory(
+                transactions, tables: tables, slots: slots,
+                on: PostgresSQLConnection(store: self, connection: connection))
+        }
     }
 }

@@ -1,12 +1,9 @@
 import CoreDataSchema
 import Foundation
 import ObjectGraph
+import RelationalCore
 
 extension PostgresStore {
-    /// Rows per multi-row INSERT: large enough that a migration is not one round trip per row,
-    /// small enough that one statement stays a few megabytes.
-    static let rowsPerStatement = 500
-
     public func save(_ request: SaveRequest) throws(ObjectGraphError) {
         _ = try saveReportingEffects(request)
     }
@@ -17,12 +14,13 @@ extension PostgresStore {
     /// PostgreSQL delivers when, and only when, the transaction commits.
     ///
     /// A connection lost while COMMIT was on its way leaves the outcome unknown to the client: a
-    /// new connection learns it (``outcome(of:)``) before the save answers, so EIO always means
+    /// new connection learns it (``outcome(of:_:)``) before the save answers, so EIO always means
     /// "not saved". Any other failure rolls back everything.
     public func saveReportingEffects(_ request: SaveRequest) throws(ObjectGraphError) -> SaveEffects {
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         guard !request.isEmpty else { return SaveEffects() }
         try checkOpen()
+        var written = WrittenChanges<SQLValue>()
         return try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
             if kept == nil || kept?.isBroken == true {
                 kept = try PostgresConnection(location, timeout: location.statementTimeout)
@@ -37,22 +35,29 @@ extension PostgresStore {
                 kept = connection
                 try run(connection, "BEGIN")
             }
-            var written = WrittenChanges<String?>()
             var number: Int64?
-            var transaction: String?
+            var transactionID: String?
             let timestamp = Date()
             var committing = false
             do throws(ObjectGraphError) {
                 // The transaction's id, for learning its outcome if COMMIT's answer is lost.
-                transaction = try run(connection, "SELECT txid_current()").text(0, 0)
+                transactionID = try run(connection, "SELECT txid_current()").text(0, 0)
                 // A large save (a migration, a big copy) works between its statements for longer
                 // than a vanished client should hold locks (PostgresConnection.idleInTransactionTimeout).
                 if request.inserted.count + request.updated.count + request.deleted.count + request.toManyChanges.count
                     > Self.largeSave
                 {
-                    try run(connection, "SET LOCAL idle_in_transaction_session_timeout TO \(Self.largeSaveIdleTimeout)")
+                    try run(
+                        connection, "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
+                        [String(Self.largeSaveIdleTimeout)])
                 }
-                number = try apply(request, connection, &written, at: timestamp)
+                var extensions = NoSaveExtensions()
+                let transaction = PostgresSQLConnection(store: self, connection: connection)
+                written = try core.apply(request, on: transaction, history: slots, extensions: &extensions)
+                if request.recordsHistory {
+                    number = try appendHistory(
+                        HistoryRow.rows(of: written, slots: slots, layout: layout), at: timestamp, on: connection)
+                }
                 committing = true
                 if let hook = beforeCommit.withLock({ $0 }) { hook(connection.serverProcess) }
                 try run(connection, "COMMIT")
@@ -63,18 +68,18 @@ extension PostgresStore {
                 }
                 kept = nil
                 pool.dropIdle()
-                guard committing, let transaction else { throw error }
+                guard committing, let transactionID else { throw error }
                 let lost = LostCommit(
-                    transaction: transaction, serverProcess: connection.serverProcess, history: number,
+                    transaction: transactionID, serverProcess: connection.serverProcess, history: number,
                     timestamp: String(timestamp.timeIntervalSinceReferenceDate))
                 guard try outcome(of: lost, error) else {
                     logger.notice(
-                        "\(location): the connection was lost at COMMIT; transaction \(transaction) did not commit: \(error.message)"
+                        "\(location): the connection was lost at COMMIT; transaction \(transactionID) did not commit: \(error.message)"
                     )
                     throw error
                 }
                 logger.notice(
-                    "\(location): the connection was lost at COMMIT; transaction \(transaction) committed (history \(number.map(String.init) ?? "none"))"
+                    "\(location): the connection was lost at COMMIT; transaction \(transactionID) committed (history \(number.map(String.init) ?? "none"))"
                 )
             }
             var refreshed = written.repaired
@@ -174,6 +179,26 @@ extension PostgresStore {
     static let largeSave = 2_000
     static let largeSaveIdleTimeout = 600_000
 
+    /// Runs `body` in a transaction of the writer's connection (made again when it broke), and
+    /// commits; any error rolls everything back.
+    func inTransaction(_ body: (PostgresConnection) throws(ObjectGraphError) -> Void) throws(ObjectGraphError) {
+        try checkOpen()
+        try writer.withLock { (kept) throws(ObjectGraphError) in
+            if kept == nil || kept?.isBroken == true {
+                kept = try PostgresConnection(location, timeout: location.statementTimeout)
+            }
+            guard let connection = kept else { throw ObjectGraphError(.io, "\(location): no connection") }
+            try run(connection, "BEGIN")
+            do throws(ObjectGraphError) {
+                try body(connection)
+                try run(connection, "COMMIT")
+            } catch {
+                if connection.isBroken { kept = nil } else { _ = try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
     @discardableResult
     func run(_ connection: PostgresConnection, _ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError)
         -> PostgresResult
@@ -182,209 +207,4 @@ extension PostgresStore {
         return try connection.execute(sql, parameters)
     }
 
-    /// Everything of one save inside its transaction; returns the history transaction's number.
-    private func apply(
-        _ request: SaveRequest, _ connection: PostgresConnection, _ written: inout WrittenChanges<String?>,
-        at timestamp: Date
-    )
-        throws(ObjectGraphError) -> Int64?
-    {
-        func run(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
-            try self.run(connection, sql, parameters)
-        }
-        try insert(request, run: run, &written)
-        let updates = request.updated.filter { !$0.isEmpty }.sorted { $0.objectID < $1.objectID }
-        if !updates.isEmpty {
-            var current: [ObjectID: Snapshot] = [:]
-            for snapshot in try readSnapshots(for: updates.map(\.objectID), forUpdate: true, run) {
-                current[snapshot.objectID] = snapshot
-            }
-            for update in updates {
-                guard let stored = current[update.objectID] else { throw conflict(update.objectID, deleted: true) }
-                let changedAttributes = update.changedAttributes
-                let changedToOne = update.changedToOne
-                if changedAttributes.contains(where: { stored.attributes[$0] != update.original.attributes[$0] })
-                    || changedToOne.contains(where: { stored.toOne[$0] != update.original.toOne[$0] })
-                {
-                    throw conflict(update.objectID, deleted: false)
-                }
-                let (table, zent, _) = try place(of: update.objectID)
-                let columns = try rowColumns(
-                    of: update.snapshot, attributes: Set(changedAttributes), toOne: Set(changedToOne))
-                var sets = columns.enumerated().map { "\(SQLText.identifier($0.element.name)) = $\($0.offset + 3)" }
-                sets.append("\"Z_OPT\" = \"Z_OPT\" + 1")
-                let changed = try run(
-                    "UPDATE \(SQLText.identifier(table)) SET \(sets.joined(separator: ", ")) WHERE \"Z_PK\" = $1 AND \"Z_ENT\" = $2",
-                    [String(update.objectID.key.rawValue), String(zent)] + columns.map(\.value))
-                if changed.changedCount == 0 { throw conflict(update.objectID, deleted: true) }
-                written.update(update.objectID, changedAttributes + changedToOne)
-            }
-            try repairOneToOne(updates, run: run, &written)
-        }
-        try bumpVersionsOfToManyChanges(request, run: run, &written)
-        for deletion in request.deleted.sorted(by: { $0.objectID < $1.objectID }) {
-            let (table, zent, _) = try place(of: deletion.objectID)
-            let key = String(deletion.objectID.key.rawValue)
-            let tombstone = try tombstoneValues(of: deletion.objectID, run: run)
-            let changed = try run(
-                "DELETE FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1 AND \"Z_ENT\" = $2 AND \"Z_OPT\" = $3",
-                [key, String(zent), String(deletion.expectedVersion)])
-            if changed.changedCount == 0 {
-                let exists =
-                    try run("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [key]).rowCount > 0
-                throw conflict(deletion.objectID, deleted: !exists)
-            }
-            let root = layout[deletion.objectID.entity].rootID
-            for join in layout.joinTables where join.root == root {
-                _ = try run(
-                    "DELETE FROM \(SQLText.identifier(join.table)) WHERE \(SQLText.identifier(join.column)) = $1", [key]
-                )
-            }
-            for hidden in layout.hiddenKeyColumns where hidden.root == root {
-                let c = SQLText.identifier(hidden.column)
-                let order = hidden.orderColumn.map { ", \(SQLText.identifier($0)) = NULL" } ?? ""
-                _ = try run("UPDATE \(SQLText.identifier(hidden.table)) SET \(c) = NULL\(order) WHERE \(c) = $1", [key])
-            }
-            written.deleted.append((deletion.objectID, tombstone))
-        }
-        try clearKeys(to: request.deleted.map(\.objectID), run: run, &written)
-        try applyToManyChanges(
-            request.toManyChanges, run: run, insertedOrders: InsertedOrders(request, layout: layout, model: model))
-        if let metadata = request.metadata {
-            let plist = try MetadataPlist.encode(metadata)
-            _ = try run(
-                "UPDATE \"Z_METADATA\" SET \"Z_UUID\" = COALESCE($1, \"Z_UUID\"), \"Z_PLIST\" = $2",
-                [metadata.storeUUID, PostgresValueCoding.hex(plist)])
-        }
-        return try appendHistory(written, at: timestamp, run: run)
-    }
-
-    // MARK: - Inserts
-
-    /// Multi-row INSERTs per table and set of columns; keys another writer saved meanwhile are
-    /// refused by name (EEXIST for the objects that have them).
-    private func insert(
-        _ request: SaveRequest, run: (String, [String?]) throws(ObjectGraphError) -> PostgresResult,
-        _ written: inout WrittenChanges<String?>
-    ) throws(ObjectGraphError) {
-        guard !request.inserted.isEmpty else { return }
-        let orders = InsertedOrders(request, layout: layout, model: model)
-        struct Group {
-            var table: String
-            var columns: [String]
-            var rows: [String] = []
-        }
-        var groups: [String: Group] = [:]
-        var keysByTable: [String: [Int64: ObjectID]] = [:]
-        var maxKeys: [Int64: Int64] = [:]
-        for snapshot in request.inserted {
-            let (table, zent, rootZent) = try place(of: snapshot.objectID)
-            var columns = try rowColumns(of: snapshot)
-            for column in orders.columnsByTable[table] ?? [] {
-                if let place = orders.place(of: snapshot.objectID, in: column) {
-                    columns.append((column, String(place)))
-                }
-            }
-            let names = columns.map(\.name)
-            let shape = table + "\u{1}" + names.joined(separator: "\u{1}")
-            let values =
-                [String(snapshot.objectID.key.rawValue), String(zent), "1"]
-                + columns.map { $0.value.flatMap(SQLText.literal) ?? "NULL" }
-            groups[shape, default: Group(table: table, columns: names)].rows.append(
-                "(" + values.joined(separator: ", ") + ")")
-            if keysByTable[table, default: [:]].updateValue(snapshot.objectID, forKey: snapshot.objectID.key.rawValue)
-                != nil
-            {
-                throw ObjectGraphError(
-                    .exists, "\(name(of: snapshot.objectID)) is inserted twice by one save",
-                    objects: [snapshot.objectID])
-            }
-            maxKeys[rootZent] = max(maxKeys[rootZent] ?? 0, snapshot.objectID.key.rawValue)
-            written.insert(snapshot.objectID)
-        }
-        for (table, keys) in keysByTable.sorted(by: { $0.key < $1.key }) {
-            let taken = try run(
-                "SELECT \"Z_PK\" FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = ANY($1::bigint[])",
-                [SQLText.array(keys.keys.sorted())])
-            let objects = (0..<taken.rowCount).compactMap { taken.integer($0, 0).flatMap { keys[$0] } }
-            if let first = objects.first {
-                throw ObjectGraphError(
-                    .exists, "\(name(of: first)) cannot be inserted: another writer saved an object with its key",
-                    objects: objects)
-            }
-        }
-        for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
-            let names = (["Z_PK", "Z_ENT", "Z_OPT"] + group.columns).map(SQLText.identifier).joined(separator: ", ")
-            var start = 0
-            while start < group.rows.count {
-                let end = min(start + Self.rowsPerStatement, group.rows.count)
-                _ = try run(
-                    "INSERT INTO \(SQLText.identifier(group.table)) (\(names)) VALUES \(group.rows[start..<end].joined(separator: ", "))",
-                    [])
-                start = end
-            }
-        }
-        for (rootZent, key) in maxKeys.sorted(by: { $0.key < $1.key }) {
-            _ = try run(
-                "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), $2) WHERE \"Z_ENT\" = $1",
-                [String(rootZent), String(key)])
-        }
-    }
-
-    /// The columns of a snapshot's row with their text values: every mapped column (a missing
-    /// name writes NULL), or only those of the given attributes and to-one relationships.
-    func rowColumns(of snapshot: Snapshot, attributes only: Set<String>? = nil, toOne onlyToOne: Set<String>? = nil)
-        throws(ObjectGraphError) -> [(name: String, value: String?)]
-    {
-        let id = snapshot.objectID
-        let entityLayout = layout[id.entity]
-        var columns: [(name: String, value: String?)] = []
-        var found = 0
-        for attribute in entityLayout.attributes {
-            let name = attribute.attribute.name
-            let value = snapshot.attributes[name]
-            if value != nil { found += 1 }
-            if let only, !only.contains(name) { continue }
-            guard let column = attribute.column else { continue }
-            do {
-                columns.append(
-                    (column, try PostgresValueCoding.encode(value, as: attribute.attribute, entity: entityLayout.name)))
-            } catch {
-                throw ObjectGraphError(error.code, error.message, objects: [id])
-            }
-        }
-        if found != snapshot.attributes.count {
-            for name in snapshot.attributes.keys
-            where !entityLayout.attributes.contains(where: { $0.attribute.name == name }) {
-                if model[id.entity].attribute(named: name)?.isTransient == true { continue }
-                throw ObjectGraphError(.notFound, "entity \(entityLayout.name) has no attribute \(name)", objects: [id])
-            }
-        }
-        for toOne in entityLayout.toOne where onlyToOne?.contains(toOne.name) ?? true {
-            guard let column = toOne.column else { continue }
-            let destination = snapshot.toOne[toOne.name]
-            columns.append((column, destination.map { String($0.key.rawValue) }))
-            if let entityColumn = toOne.entityColumn {
-                columns.append((entityColumn, destination.flatMap { layout[$0.entity].zent }.map { String($0) }))
-            }
-        }
-        return columns
-    }
-
-    // MARK: - Places and errors
-
-    /// Table, Z_ENT and root Z_ENT of an object to write.
-    func place(of id: ObjectID) throws(ObjectGraphError) -> (String, Int64, Int64) {
-        try layout.place(of: id, in: location.description)
-    }
-
-    func name(of id: ObjectID) -> String { "\(layout[id.entity].name) p\(id.key.rawValue)" }
-
-    func conflict(_ id: ObjectID, deleted: Bool) -> ObjectGraphError {
-        ObjectGraphError(
-            .conflict,
-            "\(name(of: id)) was \(deleted ? "deleted" : "changed") in \(location) by another writer since it was read; "
-                + "that change is kept and this one is not saved",
-            objects: [id])
-    }
 }

@@ -2,6 +2,7 @@ import CoreDataSchema
 import Foundation
 import Logging
 import ObjectGraph
+import RelationalCore
 import Synchronization
 
 /// A store in PostgreSQL, in Core Data's schema: Z_PRIMARYKEY, Z_METADATA, one Z<ENTITY> table per
@@ -31,6 +32,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
+    /// Core Data's relational rules over PostgreSQL's dialect: reads and saves.
+    let core: RelationalRules
     let slots: HistorySlots
     let logger: Logger
     let pool: ConnectionPool
@@ -97,6 +100,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             throw ObjectGraphError(.invalidModel, "\(location) keeps no model in its metadata; give one with --model")
         }
         layout = StoreLayout(model: model, schema: nil, logger: logger)
+        core = RelationalRules(
+            model: model, layout: layout, dialect: PostgresDialect(), place: location.description, logger: logger)
         slots = HistorySlots(model: model)
         tombstoneColumns = PostgresSchema.tombstoneColumns(for: slots)
         let layout = self.layout
@@ -110,21 +115,30 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
 
     /// Runs one counted statement on a connection of the pool.
     @discardableResult
+    ///
+    /// The whole call, a connection made on the way included, ends within the location's
+    /// statement timeout: a read that needs a server that does not answer fails with EIO then.
     func read(_ sql: String, _ parameters: [String?] = []) throws(ObjectGraphError) -> PostgresResult {
         try checkOpen()
         requests.add(1, ordering: .relaxed)
+        let started = Date()
+        let deadline = started.addingTimeInterval(location.statementTimeout)
         do {
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try connection.execute(sql, parameters)
+            return try pool.withConnection(deadline: deadline) { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters, deadline: deadline)
             }
-        } catch  where error.code == .io {
-            // The kept connections may all be dead (a restarted server): try once on a new one.
+        } catch  where error.code == .io && Date().timeIntervalSince(started) < Self.quickFailure {
+            // A kept connection found dead at once (a restarted server; the others are probably
+            // dead too): once more on a new one. A failure that took its time is the answer.
             pool.dropIdle()
-            return try pool.withConnection { (connection) throws(ObjectGraphError) in
-                try connection.execute(sql, parameters)
+            return try pool.withConnection(deadline: deadline) { (connection) throws(ObjectGraphError) in
+                try connection.execute(sql, parameters, deadline: deadline)
             }
         }
     }
+
+    /// Seconds within which a failed read is taken for a dead kept connection and tried again.
+    static let quickFailure: Double = 1
 
     func checkOpen() throws(ObjectGraphError) {
         if closed.load(ordering: .relaxed) { throw ObjectGraphError(.io, "the store \(location) was closed") }
@@ -170,7 +184,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// store's whatever other writers do, and are never handed out again (as in Core Data, keys
     /// of objects that are never saved are skipped). Z_MAX starts from the highest key a row has.
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
         guard count > 0 else { return [] }
         guard count <= 1_000_000 else {
@@ -178,7 +192,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         }
         let found = try read(
             "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = GREATEST(COALESCE(\"Z_MAX\", 0), "
-                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",
+                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQL.identifier(table)))) + $2 WHERE \"Z_ENT\" = $1 RETURNING \"Z_MAX\"",
             [String(zent), String(count)])
         guard let last = found.integer(0, 0) else {
             throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY has no row for \(layout[root].name)")
@@ -190,9 +204,9 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// it then); a lower key is granted when no row has it, and a save that finds another writer
     /// saved it meanwhile fails with EEXIST.
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(location) is open read-only") }
-        let exists = try read("SELECT 1 FROM \(SQLText.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
+        let exists = try read("SELECT 1 FROM \(SQL.identifier(table)) WHERE \"Z_PK\" = $1", [String(key.rawValue)])
         guard exists.rowCount == 0 else { return false }
         try read(
             "UPDATE \"Z_PRIMARYKEY\" SET \"Z_MAX\" = $2 WHERE \"Z_ENT\" = $1 AND COALESCE(\"Z_MAX\", 0) < $2",
@@ -200,16 +214,14 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         return true
     }
 
-    /// Z_MAX, or the highest key of the root's table where that is higher, in one statement (not
-    /// by listing every object, the protocol's default).
+    /// Z_MAX, or the highest key of the root's table where that is higher (not by listing every
+    /// object, the protocol's default).
     public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
-        let (table, zent) = try rootTable(of: root)
-        let found = try read(
-            "SELECT GREATEST((SELECT COALESCE(MAX(\"Z_MAX\"), 0) FROM \"Z_PRIMARYKEY\" WHERE \"Z_ENT\" = $1), "
-                + "(SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \(SQLText.identifier(table))))",
-            [String(zent)])
-        return found.integer(0, 0) ?? 0
+        try core.highestStoredKey(in: root, on: reads)
     }
+
+    /// Statements run on the read pool, one connection per statement.
+    var reads: PostgresSQLConnection { PostgresSQLConnection(store: self, connection: nil) }
 
     /// Moves when the announcement listener reconnects: announcements may have been missed, so
     /// whoever compares tokens reads everything again. Nil until the listener runs.
@@ -233,7 +245,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)
         throws(ObjectGraphError)
     {
-        _ = try PostgresValueCoding.encode(value, as: attribute, entity: try entityLayout(entity).name)
+        _ = try PostgresDialect().encode(value, as: attribute, entity: try core.entityLayout(entity).name)
     }
 
     public func close() {
@@ -244,20 +256,4 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     }
 
     deinit { close() }
-
-    /// The table and Z_ENT of the root entity of `entity`'s tree.
-    func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {
-        let root = layout[try entityLayout(entity).rootID]
-        guard let table = root.table, let zent = root.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(location)")
-        }
-        return (table, zent)
-    }
-
-    func entityLayout(_ id: EntityID) throws(ObjectGraphError) -> StoreLayout.EntityLayout {
-        guard id.rawValue >= 1, id.rawValue <= layout.entities.count else {
-            throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
-        }
-        return layout[id]
-    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ObjectGraph
+import RelationalCore
 
 /// The PostgreSQL store type: stores named by `postgresql://` URLs (``PostgresLocation``),
 /// written by several processes on several machines at once.
@@ -49,13 +50,13 @@ public struct PostgresStoreType: PersistentStoreType {
         let connection = try PostgresConnection(location, timeout: location.statementTimeout)
         _ = try connection.execute("BEGIN")
         do throws(ObjectGraphError) {
-            for table in tables { _ = try connection.execute("DROP TABLE IF EXISTS \(SQLText.identifier(table))") }
+            for table in tables { _ = try connection.execute("DROP TABLE IF EXISTS \(SQL.identifier(table))") }
             _ = try connection.execute("COMMIT")
         } catch {
             _ = try? connection.execute("ROLLBACK")
             throw error
         }
         // RESTRICT: a schema that holds anything else stays.
-        _ = try? connection.execute("DROP SCHEMA IF EXISTS \(SQLText.identifier(location.schema)) RESTRICT")
+        _ = try? connection.execute("DROP SCHEMA IF EXISTS \(SQL.identifier(location.schema)) RESTRICT")
     }
 }

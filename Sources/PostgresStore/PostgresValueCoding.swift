@@ -9,8 +9,9 @@ import ObjectGraph
 /// `timestamptz` holds microseconds only, and a date migrated from an SQLite store and back
 /// must come back with the same bits.
 ///
-/// What PostgreSQL cannot hold is refused when it is written (EINVAL at the write): a NUL
-/// character in a string. NaN and ±infinity of doubles and floats are kept (SQLite cannot).
+/// What PostgreSQL cannot hold is refused when it is written (EINVAL at the write,
+/// ``PostgresDialect/encode(_:as:entity:)``): a NUL character in a string. NaN and ±infinity of
+/// doubles and floats are kept (SQLite cannot).
 enum PostgresValueCoding {
     static func columnType(of type: AttributeType) -> String {
         switch type {
@@ -27,46 +28,9 @@ enum PostgresValueCoding {
         }
     }
 
-    // MARK: - Writing
+    // MARK: - Writing (values are encoded by PostgresDialect)
 
-    /// The text form of `value` for a column of `attribute`; nil for nil.
-    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String)
-        throws(ObjectGraphError)
-        -> String?
-    {
-        guard let value else { return nil }
-        func invalid(_ why: String) -> ObjectGraphError {
-            ObjectGraphError(.validation, "\(entity).\(attribute.name): \(why)")
-        }
-        guard value.matches(attribute.type) else {
-            throw invalid("value \(value) is not of type \(attribute.type.rawValue)")
-        }
-        switch value {
-        case .integer(let v):
-            if let range = attribute.type.integerRange, !range.contains(v) {
-                throw invalid(
-                    "\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))"
-                )
-            }
-            return String(v)
-        case .boolean(let v): return v ? "true" : "false"
-        case .double(let v): return text(of: v)
-        case .float(let v): return v.isNaN ? "NaN" : v.isInfinite ? (v > 0 ? "Infinity" : "-Infinity") : "\(v)"
-        case .decimal(let v):
-            if v.isNaN { throw invalid("NaN cannot be stored as a Decimal") }
-            return DecimalConversion.text(v)
-        case .date(let v):
-            let seconds = v.timeIntervalSinceReferenceDate
-            if seconds.isNaN { throw invalid("an invalid date (NaN) cannot be stored") }
-            return text(of: seconds)
-        case .string(let v):
-            if v.utf8.contains(0) { throw invalid("PostgreSQL's text cannot hold a NUL character") }
-            return v
-        case .data(let v): return hex(v)
-        case .uuid(let v): return v.uuidString
-        }
-    }
-
+    /// A double's text: its shortest exact form, `Infinity`, `-Infinity`, `NaN` spelled out.
     static func text(of v: Double) -> String {
         v.isNaN ? "NaN" : v.isInfinite ? (v > 0 ? "Infinity" : "-Infinity") : "\(v)"
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ObjectGraph
+import RelationalCore
 
 /// The SQL functions through which a predicate query evaluates, inside SQLite, what plain SQL
 /// cannot decide exactly as ``PredicateEvaluator`` does: every comparison runs the evaluator's own
@@ -21,13 +22,13 @@ import ObjectGraph
 ///
 /// Threading: stateless functions; SQLite calls them on the connection's thread.
 enum PredicateFunctions {
-    static let value = "storefs_value"
-    static let object = "storefs_object"
-    static let list = "storefs_list"
-    static let makeList = "storefs_make_list"
-    static let count = "storefs_count"
-    static let aggregate = "storefs_aggregate"
-    static let compare = "storefs_compare"
+    static let value = PredicateFunctionNames.value
+    static let object = PredicateFunctionNames.object
+    static let list = PredicateFunctionNames.list
+    static let makeList = PredicateFunctionNames.makeList
+    static let count = PredicateFunctionNames.count
+    static let aggregate = PredicateFunctionNames.aggregate
+    static let compare = PredicateFunctionNames.compare
 
     static func add(to db: Database) {
         db.add(function: valueFunction)
@@ -37,23 +38,6 @@ enum PredicateFunctions {
         db.add(function: countFunction)
         db.add(function: aggregateFunction)
         db.add(function: compareFunction)
-    }
-
-    /// A literal for `value`'s encoding, to write into SQL (constants of the predicate).
-    static func literal(_ value: PredicateEvaluator.Value) -> String {
-        literal(bytes: PredicateValueCoding.encode(value))
-    }
-
-    static func literal(bytes: [UInt8]) -> String {
-        let digits: [UInt8] = Array("0123456789ABCDEF".utf8)
-        var text: [UInt8] = Array("X'".utf8)
-        text.reserveCapacity(bytes.count * 2 + 3)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        text.append(UInt8(ascii: "'"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     // MARK: - The functions

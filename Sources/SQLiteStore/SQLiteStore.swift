@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import ObjectGraph
+import RelationalCore
 import SQLiteRecovery
 import Synchronization
 
@@ -27,6 +28,8 @@ public final class SQLiteStore: PersistentStore {
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     let layout: StoreLayout
+    /// Core Data's relational rules over SQLite's dialect: reads and saves.
+    let core: RelationalRules
     /// The connections that read (see ``ReadSource``).
     var reader: any DatabaseReader { source.withLock { $0.reader } }
     private let source: Mutex<ReadSource>
@@ -188,6 +191,8 @@ public final class SQLiteStore: PersistentStore {
             }
         }
         self.layout = StoreLayout(model: self.model, schema: schema, logger: logger)
+        self.core = RelationalRules(
+            model: self.model, layout: layout, dialect: SQLiteDialect(), place: url.path, logger: logger)
         self.textKeyTables = Set(schema.textKeyTables.map { $0.uppercased() })
         self.historyReader = HistoryReader(schema: schema, model: self.model)
         if options.readOnly {
@@ -392,14 +397,17 @@ public final class SQLiteStore: PersistentStore {
         return db.changesCount
     }
 
-    /// Maps GRDB and SQLite errors to the engine's codes, with a message naming the file.
+    /// Maps GRDB and SQLite errors to the engine's codes, with a message naming the file and
+    /// SQLite's extended result code (what `user.storefs.error` and the log show).
     static func mapError(_ error: any Error, file: String) -> ObjectGraphError {
         if let error = error as? ObjectGraphError { return error }
         guard let error = error as? DatabaseError else {
             return ObjectGraphError(.io, "\(file): \(error)")
         }
-        let message = error.message ?? "\(error)"
+        let message = "\(error.message ?? "\(error)") (SQLite result code \(error.extendedResultCode.rawValue))"
         switch error.resultCode {
+        case .SQLITE_FULL:
+            return ObjectGraphError(.noSpace, "\(file): the disk is full (\(message)); nothing was written")
         case .SQLITE_NOTADB:
             return ObjectGraphError(.corruptStore, "\(file) is not an SQLite database (\(message))")
         case .SQLITE_CORRUPT:
@@ -436,7 +444,7 @@ public final class SQLiteStore: PersistentStore {
     /// it holds (a store whose Z_MAX lags behind its rows never reuses a key); the save that
     /// inserts them writes Z_MAX.
     public func reserveKeys(in root: EntityID, count: Int) throws(ObjectGraphError) -> [PrimaryKey] {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         guard count > 0 else { return [] }
         let stored = try highestStoredKey(table: table, zent: zent)
@@ -448,28 +456,20 @@ public final class SQLiteStore: PersistentStore {
     }
 
     public func claimKey(_ key: PrimaryKey, in root: EntityID) throws(ObjectGraphError) -> Bool {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         guard !isReadOnly else { throw ObjectGraphError(.readOnly, "the store \(path) is open read-only") }
         let exists = try read { db in
-            try !rows(db, "SELECT 1 FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?", [key.rawValue]).isEmpty
+            try connection(db).integer("SELECT 1 FROM \(identifier: table) WHERE Z_PK = \(key.rawValue)") != nil
         }
         guard !exists else { return false }
         reservedKeys.withLock { $0[zent] = max($0[zent] ?? 0, key.rawValue) }
         return true
     }
 
-    /// The larger of Z_MAX and the largest Z_PK of a root's table. Either may hold anything in a
-    /// damaged file: what is not an integer counts as 0.
+    /// The larger of Z_MAX and the largest Z_PK of a root's table (``RelationalRules/highestStoredKey(in:on:)``).
     private func highestStoredKey(table: String, zent: Int64) throws(ObjectGraphError) -> Int64 {
-        try read { db in
-            let max = try rows(db, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent]).first.map {
-                Self.integer($0, 0)
-            }
-            let highest = try rows(db, "SELECT MAX(Z_PK) FROM \(table.quotedDatabaseIdentifier)").first.map {
-                Self.integer($0, 0)
-            }
-            return Swift.max(max ?? 0, highest ?? 0)
-        }
+        guard let root = layout.entityByZent[zent] else { return 0 }
+        return try read { db in try core.highestStoredKey(in: root, on: connection(db)) }
     }
 
     /// Column `index` of `row` as an integer, or 0 when it holds anything else (text, a blob, a
@@ -598,25 +598,8 @@ public final class SQLiteStore: PersistentStore {
 
     /// Z_MAX, or the highest key of the root's table where that is higher.
     public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
-        let (table, zent) = try rootTable(of: root)
+        let (table, zent) = try core.rootTable(of: root)
         let stored = try highestStoredKey(table: table, zent: zent)
         return max(stored, reservedKeys.withLock { $0[zent] ?? 0 })
-    }
-
-    /// The table and Z_ENT of the root entity of `entity`'s tree.
-    func rootTable(of entity: EntityID) throws(ObjectGraphError) -> (String, Int64) {
-        let entityLayout = try entityLayout(entity)
-        let root = layout[entityLayout.rootID]
-        guard let table = root.table, let zent = root.zent else {
-            throw ObjectGraphError(.unsupported, "entity \(root.name) has no table in \(path)")
-        }
-        return (table, zent)
-    }
-
-    func entityLayout(_ id: EntityID) throws(ObjectGraphError) -> StoreLayout.EntityLayout {
-        guard id.rawValue >= 1, id.rawValue <= layout.entities.count else {
-            throw ObjectGraphError(.notFound, "\(id) is not an entity of the store's model")
-        }
-        return layout[id]
     }
 }

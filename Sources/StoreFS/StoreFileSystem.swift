@@ -279,6 +279,18 @@ public final class StoreFileSystem: SavingFileSystem {
         }
     }
 
+    /// fsync and fsyncdir commit, and so do a close and a release of a file written: they may
+    /// wait as long as the store does. A file only read is let go in memory.
+    public func mayWait(_ operation: OperationCounters.Operation, inode: InodeNumber, handle: FuseKit.FileHandle)
+        -> Bool
+    {
+        switch operation {
+        case .fsync, .fsyncdir: return true
+        case .flush, .release: return mapping.session.openFiles.file(handle)?.buffer != nil
+        default: return false
+        }
+    }
+
     /// fsync: the writer asks whether what it wrote is saved. Everything pending is committed and
     /// the kind answers for the file.
     public func fsync(_ inode: InodeNumber, handle: FuseKit.FileHandle, dataOnly: Bool) throws(FileSystemError) {

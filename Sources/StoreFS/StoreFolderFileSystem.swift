@@ -720,6 +720,18 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         }
     }
 
+    public func mayWait(_ operation: OperationCounters.Operation, inode: InodeNumber, handle: FuseKit.FileHandle)
+        -> Bool
+    {
+        // The folder's own nodes never wait; an open store's answer for its own (a store not
+        // open has nothing written to commit).
+        guard case .store(let slot, let inner)? = try? target(inode) else { return false }
+        return
+            (try? slots.using(slot) { (fileSystem, _) throws(FileSystemError) -> Bool in
+                fileSystem.mayWait(operation, inode: inner, handle: handle)
+            }) ?? false
+    }
+
     public func create(
         parent: InodeNumber, name: String, permissions: UInt32, flags: OpenFlags, context: RequestContext
     )

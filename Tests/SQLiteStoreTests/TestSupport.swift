@@ -97,15 +97,6 @@ enum Fixtures {
 
     /// Copies a corpus store (with its -wal) into a fresh temp folder.
     static func corpusCopy(_ name: String) throws -> URL {
-        let directory = try temporaryDirectory()
-        let source = corpus.appendingPathComponent("sqlite/\(name)")
-        for suffix in ["", "-wal"] {
-            let from = URL(fileURLWithPath: source.path + suffix)
-            guard FileManager.default.fileExists(atPath: from.path) else { continue }
-            let to = directory.appendingPathComponent(name + suffix)
-            try FileManager.default.copyItem(at: from, to: to)
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: to.path)
-        }
-        return directory.appendingPathComponent(name)
+        try Corpus.copy(sqlite: name, into: temporaryDirectory())
     }
 }

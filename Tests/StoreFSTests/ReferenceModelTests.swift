@@ -140,7 +140,8 @@ struct ReferenceLibrary {
 
 /// The reference-model test: the same 10,000 random operations (write, truncate, rm, mkdir,
 /// rm -r, ln -s, rm of links, rename over an attribute, setfattr, fsync, remount) go to storefs
-/// through the embedded kernel, on a real SQLite store, and to ``ReferenceLibrary``; after every
+/// through the embedded kernel, on a real store of each relational engine (``Engine``), and to
+/// ``ReferenceLibrary``; after every
 /// step the objects it touched must look the same in both (errors included), and after every
 /// 250 steps and every remount, the whole mount.
 @Suite struct ReferenceModelTests {
@@ -184,22 +185,30 @@ struct ReferenceLibrary {
     /// What a step did: the entities and keys whose folders to compare.
     typealias Touched = [(entity: String, key: Int64)]
 
-    @Test func tenThousandRandomOperationsAgreeWithTheReferenceModel() throws {
-        let steps = Int(ProcessInfo.processInfo.environment["STOREFS_REFERENCE_STEPS"] ?? "") ?? 10_000
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reference-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try agree(steps: steps, url: folder.appendingPathComponent("Library.sqlite"))
+    /// The relational engines the same suite runs on, unchanged: SQLite (10,000 steps by default)
+    /// and PostgreSQL on a server the test starts (1,000 by default: every row a step reads that
+    /// is not cached is a round trip to the server, about 25 ms a step here; the SQLite run covers
+    /// the mapping, this one the store). `STOREFS_REFERENCE_STEPS` sets both (docs/RELIABILITY.md
+    /// has a 10,000-step PostgreSQL run).
+    enum Engine: String, CaseIterable, Sendable {
+        case sqlite, postgresql
+
+        var defaultSteps: Int { self == .sqlite ? 10_000 : 1_000 }
     }
 
-    /// The same operations on a PostgreSQL store on a server the test starts: 1,000 steps by
-    /// default (every row a step reads that is not cached is a round trip to the server, about
-    /// 25 ms a step here; the SQLite run covers the mapping, this one the store);
-    /// `STOREFS_REFERENCE_STEPS` for more (docs/RELIABILITY.md has a 10,000-step run).
-    @Test func randomOperationsAgreeWithTheReferenceModelOnPostgreSQL() throws {
-        let steps = Int(ProcessInfo.processInfo.environment["STOREFS_REFERENCE_STEPS"] ?? "") ?? 1_000
-        let server = try PostgresServer.shared()
-        try agree(steps: steps, url: server.url(schema: PostgresServer.uniqueSchema("reference")))
+    @Test(arguments: Engine.allCases)
+    func randomOperationsAgreeWithTheReferenceModel(on engine: Engine) throws {
+        let steps = Int(ProcessInfo.processInfo.environment["STOREFS_REFERENCE_STEPS"] ?? "") ?? engine.defaultSteps
+        switch engine {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reference-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try agree(steps: steps, url: folder.appendingPathComponent("Library.sqlite"))
+        case .postgresql:
+            let server = try PostgresServer.shared()
+            try agree(steps: steps, url: server.url(schema: PostgresServer.uniqueSchema("reference")))
+        }
     }
 
     private func agree(steps: Int, url: URL) throws {

@@ -13,6 +13,11 @@ enum StoreFixtures {
         return url
     }
 
+    /// A writable copy of corpus store `name` (and its WAL), in a folder of its own.
+    static func corpusCopy(_ name: String) throws -> URL {
+        try Corpus.copy(sqlite: name, into: tempDirectory())
+    }
+
     /// An in-memory store of the sample model holding `objects` generated objects.
     static func sampleStore(objects: Int = 1000) throws -> GraphStore {
         let store = GraphStore(model: SampleModel.make())

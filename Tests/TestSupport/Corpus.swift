@@ -13,6 +13,19 @@ public enum Corpus {
     /// A file or folder of the corpus, e.g. `sqlite/magicalpanda_MagicalRecord_Recipes.sqlite`.
     public static func url(_ relativePath: String) -> URL { directory.appendingPathComponent(relativePath) }
 
+    /// A writable copy of SQLite store `name` of the corpus (and its WAL) in `folder`.
+    public static func copy(sqlite name: String, into folder: URL) throws -> URL {
+        let source = url("sqlite/\(name)")
+        for suffix in ["", "-wal"] {
+            let from = URL(fileURLWithPath: source.path + suffix)
+            guard FileManager.default.fileExists(atPath: from.path) else { continue }
+            let to = folder.appendingPathComponent(name + suffix)
+            try FileManager.default.copyItem(at: from, to: to)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: to.path)
+        }
+        return folder.appendingPathComponent(name)
+    }
+
     /// The names in corpus folder `folder` (`sqlite`, `models`, `xml`), sorted; `matching` filters
     /// them. Never empty: when the folder is missing or nothing matches, the one name returned says
     /// so, so a parameterized test over it fails on that case instead of passing with no cases.

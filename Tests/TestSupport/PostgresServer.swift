@@ -123,6 +123,11 @@ public final class PostgresServer: Sendable {
     /// Stops (SIGSTOP) or continues (SIGCONT) the server and every process it started: a
     /// server that keeps its connections open and answers nothing.
     public func signalAll(_ signal: Int32) throws {
+        for pid in try processes() { kill(pid, signal) }
+    }
+
+    /// The server's postmaster (named by its pid file) and the processes it started.
+    private func processes() throws -> [pid_t] {
         let pidFile = folder.appendingPathComponent("data/postmaster.pid")
         guard let text = try? String(contentsOf: pidFile, encoding: .utf8),
             let first = text.split(separator: "\n").first,
@@ -130,7 +135,28 @@ public final class PostgresServer: Sendable {
         else { throw TestServerError("no running server in \(folder.path)") }
         let children = try Self.run("timeout", ["10", "pgrep", "-P", String(postmaster)]).split(separator: "\n")
             .compactMap { pid_t($0) }
-        for pid in [postmaster] + children { kill(pid, signal) }
+        return [postmaster] + children
+    }
+
+    /// Kills the server and every process it started with SIGKILL (whatever state they are in,
+    /// stopped included), as a crash of its machine would, and clears what a dead server leaves
+    /// that would stop ``start()`` (its pid file names a process that may linger as a zombie
+    /// where nothing reaps it).
+    public func killAll() throws {
+        let all = try processes()
+        for pid in all { kill(pid, SIGKILL) }
+        func gone(_ pid: pid_t) -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+            // The state follows the command's closing parenthesis: Z is a zombie, dead already.
+            return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !all.allSatisfy(gone) {
+            guard Date() < deadline else { throw TestServerError("the killed server's processes did not end") }
+            usleep(20_000)
+        }
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent("data/postmaster.pid"))
+        try? FileManager.default.removeItem(at: folder.appendingPathComponent(".s.PGSQL.5432.lock"))
     }
 
     /// psql on the `postgres` database; returns its output (unaligned, tuples only).

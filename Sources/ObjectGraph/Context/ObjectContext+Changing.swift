@@ -10,11 +10,7 @@ extension ObjectContext {
     /// length, optionality) and against what the store can hold.
     public func setValue(_ value: AttributeValue?, of name: String, for id: ObjectID) throws(ObjectGraphError) {
         try check(value, of: name, for: id)
-        try state.withLock { (state) throws(ObjectGraphError) in
-            beginChange(&state)
-            defer { endChange(&state) }
-            try modify(id, &state) { $0.snapshot.attributes[name] = value }
-        }
+        try change { () throws(ObjectGraphError) in try modify(id) { $0.snapshot.attributes[name] = value } }
     }
 
     /// Checks `value` for attribute `name` of `id` as ``setValue(_:of:for:)`` would, without
@@ -39,11 +35,9 @@ extension ObjectContext {
             throw ObjectGraphError(.unsupported, "\(model[id.entity].name).\(name) is a to-many relationship")
         }
         try checkUniqueness(of: id, setting: name, to: destination.map(KeyPart.object))
-        try state.withLock { (state) throws(ObjectGraphError) in
-            beginChange(&state)
-            defer { endChange(&state) }
-            if let destination { try checkDestination(destination, of: relationship, &state) }
-            try setToOneLocked(destination, relationship, id, &state)
+        try change { () throws(ObjectGraphError) in
+            if let destination { try checkDestination(destination, of: relationship) }
+            try setToOne(destination, relationship, id)
         }
     }
 
@@ -58,11 +52,9 @@ extension ObjectContext {
         var unique: [ObjectID] = []
         var seen: Set<ObjectID> = []
         for d in destinations where seen.insert(d).inserted { unique.append(d) }
-        try state.withLock { (state) throws(ObjectGraphError) in
-            beginChange(&state)
-            defer { endChange(&state) }
-            for d in unique { try checkDestination(d, of: relationship, &state) }
-            try setToManyLocked(unique, relationship, id, &state)
+        try change { () throws(ObjectGraphError) in
+            for d in unique { try checkDestination(d, of: relationship) }
+            try setToMany(unique, relationship, id)
         }
     }
 
@@ -95,17 +87,20 @@ extension ObjectContext {
     public func insertObject(of entity: EntityID, key: PrimaryKey? = nil) throws(ObjectGraphError) -> ObjectID {
         let description = model[entity]
         try ChangeValidation.checkInsert(of: description)
-        return try state.withLock { (state) throws(ObjectGraphError) -> ObjectID in
-            beginChange(&state)
-            defer { endChange(&state) }
+        return try change { () throws(ObjectGraphError) -> ObjectID in
             let assigned: PrimaryKey
             if let key {
                 // Keys are unique per root entity: look the key up under each entity of the
                 // hierarchy (a few) rather than scan every pending object (a copy inserts thousands).
-                let taken = model.entityAndSubentities(of: description.rootID).contains { member in
-                    let id = ObjectID(entity: member, key: key)
-                    return state.pending[id] != nil || state.deleted[id] != nil
+                let members = model.entityAndSubentities(of: description.rootID)
+                let taken = state.withLock { state in
+                    members.contains { member in
+                        let id = ObjectID(entity: member, key: key)
+                        return state.pending[id] != nil || state.deleted[id] != nil
+                    }
                 }
+                // The store is asked holding only the change lock: a store on a server answers
+                // over the network.
                 guard !taken, try store.claimKey(key, in: description.rootID) else {
                     throw ObjectGraphError(.exists, "\(description.name) key \(key) is already in use")
                 }
@@ -114,7 +109,7 @@ extension ObjectContext {
                 assigned = try store.reserveKeys(in: description.rootID, count: 1)[0]
             }
             let id = ObjectID(entity: entity, key: assigned)
-            insertLocked(Self.newSnapshot(id, description), &state)
+            state.withLock { insertLocked(Self.newSnapshot(id, description), &$0) }
             return id
         }
     }
@@ -123,12 +118,14 @@ extension ObjectContext {
     /// request (for bulk loads).
     public func insertObjects(of entity: EntityID, count: Int) throws(ObjectGraphError) -> [ObjectID] {
         let description = model[entity]
-        return try state.withLock { (state) throws(ObjectGraphError) -> [ObjectID] in
+        return try changeLock.withLock { _ throws(ObjectGraphError) -> [ObjectID] in
             let keys = try store.reserveKeys(in: description.rootID, count: count)
-            return keys.map { key in
-                let id = ObjectID(entity: entity, key: key)
-                insertLocked(Self.newSnapshot(id, description), &state, touching: false)
-                return id
+            return state.withLock { state in
+                keys.map { key in
+                    let id = ObjectID(entity: entity, key: key)
+                    insertLocked(Self.newSnapshot(id, description), &state, touching: false)
+                    return id
+                }
             }
         }
     }
@@ -136,10 +133,12 @@ extension ObjectContext {
     /// Inserts an object with a given key and snapshot as is (no defaults), for migration and copies
     /// that must keep identity. Relationships are set separately.
     public func insertObject(_ snapshot: Snapshot) throws(ObjectGraphError) {
-        state.withLock { state in
-            insertLocked(
-                Snapshot(objectID: snapshot.objectID, version: 0, attributes: snapshot.attributes), &state,
-                touching: false)
+        changeLock.withLock { _ in
+            state.withLock { state in
+                insertLocked(
+                    Snapshot(objectID: snapshot.objectID, version: 0, attributes: snapshot.attributes), &state,
+                    touching: false)
+            }
         }
     }
 
@@ -172,10 +171,8 @@ extension ObjectContext {
     /// destinations its relationships held, so a caller can say where each one was shown.
     @discardableResult
     public func delete(_ id: ObjectID) throws(ObjectGraphError) -> [DeletedObject] {
-        try state.withLock { (state) throws(ObjectGraphError) -> [DeletedObject] in
-            beginChange(&state)
-            defer { endChange(&state) }
-            _ = try existingSnapshot(id, &state)
+        try change { () throws(ObjectGraphError) -> [DeletedObject] in
+            _ = try existingSnapshot(id)
             // Collect the cascade closure first, so that a Deny anywhere refuses the whole delete.
             var closure: [ObjectID] = []
             var seen: Set<ObjectID> = [id]
@@ -184,7 +181,7 @@ extension ObjectContext {
                 closure.append(current)
                 for relationship in model[current.entity].persistentRelationships
                 where relationship.deleteRule == .cascade {
-                    for d in try relatedLocked(relationship, current, &state) where seen.insert(d).inserted {
+                    for d in try related(relationship, current) where seen.insert(d).inserted {
                         queue.append(d)
                     }
                 }
@@ -192,7 +189,7 @@ extension ObjectContext {
             for current in closure {
                 for relationship in model[current.entity].persistentRelationships where relationship.deleteRule == .deny
                 {
-                    let blocking = try relatedLocked(relationship, current, &state).filter { !seen.contains($0) }
+                    let blocking = try related(relationship, current).filter { !seen.contains($0) }
                     if !blocking.isEmpty {
                         throw ObjectGraphError(
                             .deleteDenied,
@@ -206,7 +203,7 @@ extension ObjectContext {
             for current in closure {
                 var held: [String: [ObjectID]] = [:]
                 for relationship in model[current.entity].persistentRelationships {
-                    let destinations = try relatedLocked(relationship, current, &state)
+                    let destinations = try related(relationship, current)
                     if !destinations.isEmpty { held[relationship.name] = destinations }
                 }
                 deleted.append(DeletedObject(objectID: current, relationships: held))
@@ -215,25 +212,28 @@ extension ObjectContext {
                 for relationship in model[current.entity].persistentRelationships
                 where relationship.deleteRule != .noAction {
                     guard let inverse = model.inverse(of: relationship) else { continue }
-                    for d in try relatedLocked(relationship, current, &state) where !seen.contains(d) {
+                    for d in try related(relationship, current) where !seen.contains(d) {
                         if inverse.isToMany {
-                            let list = try toManyLocked(inverse.name, d, &state).filter { $0 != current }
-                            try setToManyPending(inverse.name, list, d, &state)
+                            let list = try toManyList(inverse.name, d).filter { $0 != current }
+                            try setToManyPending(inverse.name, list, d)
                         } else {
-                            try modify(d, &state) { $0.snapshot.toOne[inverse.name] = nil }
+                            try modify(d) { $0.snapshot.toOne[inverse.name] = nil }
                         }
                     }
                 }
             }
-            for current in closure {
-                let snapshot = try existingSnapshot(current, &state)
-                state.touched.append(current)
-                state.changeCount[current, default: 0] += 1
-                if let pending = state.pending.removeValue(forKey: current) {
-                    if pending.isInserted { continue }
-                    state.deleted[current] = pending.original
-                } else {
-                    state.deleted[current] = snapshot
+            var snapshots: [ObjectID: Snapshot] = [:]
+            for current in closure { snapshots[current] = try existingSnapshot(current) }
+            state.withLock { state in
+                for current in closure {
+                    state.touched.append(current)
+                    state.changeCount[current, default: 0] += 1
+                    if let pending = state.pending.removeValue(forKey: current) {
+                        if pending.isInserted { continue }
+                        state.deleted[current] = pending.original
+                    } else {
+                        state.deleted[current] = snapshots[current]
+                    }
                 }
             }
             return deleted
@@ -248,34 +248,36 @@ extension ObjectContext {
         guard !StoreMetadata.managedKeys.contains(key) else {
             throw ObjectGraphError(.readOnly, "metadata key \(key) is managed by the store and cannot be changed")
         }
-        try state.withLock { (state) throws(ObjectGraphError) in
-            var metadata = try currentMetadata(state)
+        try changeLock.withLock { _ throws(ObjectGraphError) in
+            var metadata = try self.metadata()
             metadata[key] = value
-            state.metadata = metadata
+            state.withLock { $0.metadata = metadata }
         }
     }
 
     /// The store's metadata with this context's unsaved changes.
     public func metadata() throws(ObjectGraphError) -> StoreMetadata {
-        try state.withLock { (state) throws(ObjectGraphError) in try currentMetadata(state) }
-    }
-
-    func currentMetadata(_ state: State) throws(ObjectGraphError) -> StoreMetadata {
-        if let metadata = state.metadata { return metadata }
-        return try store.metadata()
+        if let metadata = state.withLock({ $0.metadata }) { return metadata }
+        let stored = try store.metadata()
+        // Set here while the store was asked: the change wins.
+        return state.withLock { $0.metadata } ?? stored
     }
 
     // MARK: - Change groups
 
-    /// Starts one change under the lock: every object it touches until ``endChange(_:)`` joins one
-    /// change group.
-    func beginChange(_ state: inout State) {
-        state.touched = []
-    }
-
-    func endChange(_ state: inout State) {
-        unite(state.touched, &state)
-        state.touched = []
+    /// Runs one change holding ``changeLock``: every object it touches joins one change group.
+    /// The change faults what it needs without the state lock (reads never wait for it).
+    func change<T: Sendable>(_ body: () throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+        try changeLock.withLock { _ throws(ObjectGraphError) -> T in
+            state.withLock { $0.touched = [] }
+            defer {
+                state.withLock { state in
+                    unite(state.touched, &state)
+                    state.touched = []
+                }
+            }
+            return try body()
+        }
     }
 
     func root(of id: ObjectID, _ state: inout State) -> ObjectID {
@@ -301,11 +303,9 @@ extension ObjectContext {
         }
     }
 
-    // MARK: - Helpers
+    // MARK: - Helpers (called holding changeLock)
 
-    func checkDestination(_ d: ObjectID, of relationship: RelationshipDescription, _ state: inout State)
-        throws(ObjectGraphError)
-    {
+    func checkDestination(_ d: ObjectID, of relationship: RelationshipDescription) throws(ObjectGraphError) {
         guard let destinationEntity = model.entityID(named: relationship.destinationEntityName),
             d.entity.rawValue >= 1, d.entity.rawValue <= model.entities.count,
             model.entity(d.entity, isKindOf: destinationEntity)
@@ -314,44 +314,44 @@ extension ObjectContext {
                 .validation,
                 "\(relationship.name) holds \(relationship.destinationEntityName) objects; \(describe(d)) is not one")
         }
-        guard state.deleted[d] == nil, try snapshotLocked(d, &state) != nil else {
+        guard try snapshot(of: d) != nil else {
             throw ObjectGraphError(.notFound, "object \(describe(d)) does not exist")
         }
     }
 
-    /// The objects `relationship` of `id` reaches (to-one or to-many).
     /// The destinations of `relationship` of `id` that still exist in this context: an object
     /// deleted already (through a No Action relationship, its inverse may still name it) is
     /// neither deleted again nor in anyone's way.
-    func relatedLocked(_ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State)
-        throws(ObjectGraphError) -> [ObjectID]
-    {
+    func related(_ relationship: RelationshipDescription, _ id: ObjectID) throws(ObjectGraphError) -> [ObjectID] {
         let related =
             relationship.isToMany
-            ? try toManyLocked(relationship.name, id, &state)
-            : try existingSnapshot(id, &state).toOne[relationship.name].map { [$0] } ?? []
-        return state.deleted.isEmpty ? related : related.filter { state.deleted[$0] == nil }
+            ? try toManyList(relationship.name, id)
+            : try existingSnapshot(id).toOne[relationship.name].map { [$0] } ?? []
+        return state.withLock { state in
+            state.deleted.isEmpty ? related : related.filter { state.deleted[$0] == nil }
+        }
     }
 
-    /// Applies `change` to the pending state of `id`, registering it as updated on first change.
-    func modify(_ id: ObjectID, _ state: inout State, _ change: (inout PendingObject) -> Void) throws(ObjectGraphError)
-    {
-        if state.pending[id] == nil {
-            let snapshot = try existingSnapshot(id, &state)
-            state.pending[id] = PendingObject(snapshot: snapshot, original: snapshot, isInserted: false)
+    /// Applies `change` to the pending state of `id`, registering it as updated on first change
+    /// (its row faulted first, without the state lock).
+    func modify(_ id: ObjectID, _ change: (inout PendingObject) -> Void) throws(ObjectGraphError) {
+        let read = state.withLock { $0.pending[id] == nil } ? try existingSnapshot(id) : nil
+        state.withLock { state in
+            if state.pending[id] == nil, let read {
+                state.pending[id] = PendingObject(snapshot: read, original: read, isInserted: false)
+            }
+            guard state.pending[id] != nil else { return }
+            change(&state.pending[id]!)
+            state.changeCount[id, default: 0] += 1
+            state.touched.append(id)
         }
-        change(&state.pending[id]!)
-        state.changeCount[id, default: 0] += 1
-        state.touched.append(id)
     }
 
     /// Sets the pending contents of to-many `name` of `id`, remembering the contents as read the
     /// first time.
-    func setToManyPending(_ name: String, _ list: [ObjectID], _ id: ObjectID, _ state: inout State)
-        throws(ObjectGraphError)
-    {
-        let before = try toManyLocked(name, id, &state)
-        try modify(id, &state) { pending in
+    func setToManyPending(_ name: String, _ list: [ObjectID], _ id: ObjectID) throws(ObjectGraphError) {
+        let before = try toManyList(name, id)
+        try modify(id) { pending in
             if pending.toMany[name] == nil && !pending.isInserted { pending.originalToMany[name] = before }
             pending.toMany[name] = list
         }
@@ -359,83 +359,81 @@ extension ObjectContext {
 
     /// Objects inserted here that a change links to: they must be saved with it, or the store
     /// would hold a key that points at nothing.
-    private func touchInserted(_ ids: [ObjectID], _ state: inout State) {
-        for id in ids where state.pending[id]?.isInserted == true { state.touched.append(id) }
+    private func touchInserted(_ ids: [ObjectID]) {
+        state.withLock { state in
+            for id in ids where state.pending[id]?.isUnsaved == true { state.touched.append(id) }
+        }
     }
 
-    func setToOneLocked(
-        _ destination: ObjectID?, _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State
-    )
+    func setToOne(_ destination: ObjectID?, _ relationship: RelationshipDescription, _ id: ObjectID)
         throws(ObjectGraphError)
     {
-        let old = try existingSnapshot(id, &state).toOne[relationship.name]
+        let old = try existingSnapshot(id).toOne[relationship.name]
         guard old != destination else { return }
         if let inverse = model.inverse(of: relationship) {
-            if let old { try unlinkInverse(inverse, of: old, from: id, &state) }
-            if let destination { try linkInverse(inverse, of: destination, to: id, &state) }
+            if let old { try unlinkInverse(inverse, of: old, from: id) }
+            if let destination { try linkInverse(inverse, of: destination, to: id) }
         }
-        try modify(id, &state) { $0.snapshot.toOne[relationship.name] = destination }
-        if let destination { touchInserted([destination], &state) }
+        try modify(id) { $0.snapshot.toOne[relationship.name] = destination }
+        if let destination { touchInserted([destination]) }
     }
 
-    func setToManyLocked(
-        _ list: [ObjectID], _ relationship: RelationshipDescription, _ id: ObjectID, _ state: inout State
-    )
+    func setToMany(_ list: [ObjectID], _ relationship: RelationshipDescription, _ id: ObjectID)
         throws(ObjectGraphError)
     {
-        _ = try existingSnapshot(id, &state)
-        let old = try toManyLocked(relationship.name, id, &state)
+        _ = try existingSnapshot(id)
+        let old = try toManyList(relationship.name, id)
         guard old != list else { return }
         if let inverse = model.inverse(of: relationship) {
             let newSet = Set(list)
             let oldSet = Set(old)
             for removed in old where !newSet.contains(removed) {
-                try unlinkInverse(inverse, of: removed, from: id, &state)
+                try unlinkInverse(inverse, of: removed, from: id)
             }
             for added in list where !oldSet.contains(added) {
-                try linkInverse(inverse, of: added, to: id, &state)
+                try linkInverse(inverse, of: added, to: id)
             }
         }
-        try setToManyPending(relationship.name, list, id, &state)
-        touchInserted(list, &state)
+        try setToManyPending(relationship.name, list, id)
+        touchInserted(list)
     }
 
     /// Removes `source` from relationship `inverse` of `object` (the other side of a change).
-    private func unlinkInverse(
-        _ inverse: RelationshipDescription, of object: ObjectID, from source: ObjectID, _ state: inout State
-    ) throws(ObjectGraphError) {
-        guard state.deleted[object] == nil, try snapshotLocked(object, &state) != nil else { return }
+    private func unlinkInverse(_ inverse: RelationshipDescription, of object: ObjectID, from source: ObjectID)
+        throws(ObjectGraphError)
+    {
+        guard try snapshot(of: object) != nil else { return }
         if inverse.isToMany {
-            let list = try toManyLocked(inverse.name, object, &state)
+            let list = try toManyList(inverse.name, object)
             guard list.contains(source) else { return }
-            try setToManyPending(inverse.name, list.filter { $0 != source }, object, &state)
-        } else if try existingSnapshot(object, &state).toOne[inverse.name] == source {
-            try modify(object, &state) { $0.snapshot.toOne[inverse.name] = nil }
+            try setToManyPending(inverse.name, list.filter { $0 != source }, object)
+        } else if try existingSnapshot(object).toOne[inverse.name] == source {
+            try modify(object) { $0.snapshot.toOne[inverse.name] = nil }
         }
     }
 
     /// Makes relationship `inverse` of `object` include `source`, taking `object` away from the
     /// object its to-one inverse pointed at before (so both sides of every pair agree).
-    private func linkInverse(
-        _ inverse: RelationshipDescription, of object: ObjectID, to source: ObjectID, _ state: inout State
-    ) throws(ObjectGraphError) {
+    private func linkInverse(_ inverse: RelationshipDescription, of object: ObjectID, to source: ObjectID)
+        throws(ObjectGraphError)
+    {
         if inverse.isToMany {
-            let list = try toManyLocked(inverse.name, object, &state)
+            let list = try toManyList(inverse.name, object)
             guard !list.contains(source) else { return }
-            try setToManyPending(inverse.name, list + [source], object, &state)
+            try setToManyPending(inverse.name, list + [source], object)
         } else {
-            let previous = try existingSnapshot(object, &state).toOne[inverse.name]
+            let previous = try existingSnapshot(object).toOne[inverse.name]
             guard previous != source else { return }
             if let previous, let forward = model.inverse(of: inverse) {
                 // `object` leaves `previous`'s side of the pair.
                 if forward.isToMany {
-                    let list = try toManyLocked(forward.name, previous, &state)
-                    try setToManyPending(forward.name, list.filter { $0 != object }, previous, &state)
+                    let list = try toManyList(forward.name, previous)
+                    try setToManyPending(forward.name, list.filter { $0 != object }, previous)
                 } else {
-                    try modify(previous, &state) { $0.snapshot.toOne[forward.name] = nil }
+                    try modify(previous) { $0.snapshot.toOne[forward.name] = nil }
                 }
             }
-            try modify(object, &state) { $0.snapshot.toOne[inverse.name] = source }
+            try modify(object) { $0.snapshot.toOne[inverse.name] = source }
         }
     }
 }

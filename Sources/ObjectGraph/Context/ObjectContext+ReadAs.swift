@@ -13,12 +13,11 @@ extension ObjectContext {
         throws(ObjectGraphError)
     {
         try check(value, of: name, for: id)
-        try state.withLock { (state) throws(ObjectGraphError) in
-            beginChange(&state)
-            defer { endChange(&state) }
-            let untouched =
+        try change { () throws(ObjectGraphError) in
+            let untouched = state.withLock { state in
                 state.pending[id].map { $0.snapshot.attributes[name] == $0.original.attributes[name] } ?? true
-            try modify(id, &state) { pending in
+            }
+            try modify(id) { pending in
                 pending.snapshot.attributes[name] = value
                 if untouched && !pending.isInserted { pending.original.attributes[name] = expected }
             }

@@ -62,7 +62,19 @@ public struct SaveOutcome: Sendable {
 extension ObjectContext {
     /// Whether there is anything to save.
     public var hasChanges: Bool {
-        state.withLock { !$0.pending.isEmpty || !$0.deleted.isEmpty || $0.metadata != nil }
+        state.withLock { state in
+            guard state.metadata == nil else { return true }
+            if state.inFlight.isEmpty { return !state.pending.isEmpty || !state.deleted.isEmpty }
+            // Objects in flight stay pending while their save runs; they count once changed again.
+            return state.pending.keys.contains { changedSinceFlight($0, state) }
+                || state.deleted.keys.contains { changedSinceFlight($0, state) }
+        }
+    }
+
+    /// Whether `id` has a change that no save in flight is writing.
+    func changedSinceFlight(_ id: ObjectID, _ state: State) -> Bool {
+        guard let flight = state.inFlight[id] else { return true }
+        return flight.changeCount != state.changeCount[id, default: 0]
     }
 
     /// Validates every changed object and writes all changes as one transaction. On failure
@@ -72,16 +84,24 @@ extension ObjectContext {
     ///   ``ObjectGraphError/Code/conflict`` when another context or process changed what one of
     ///   the changed objects changes since this context read it.
     public func save() throws(ObjectGraphError) {
-        try state.withLock { (state) throws(ObjectGraphError) in
-            guard !state.pending.isEmpty || !state.deleted.isEmpty || state.metadata != nil else { return }
-            let all = Array(state.pending.keys) + Array(state.deleted.keys)
-            for id in all.sorted() where state.pending[id] != nil {
-                _ = try validateForSave(id, &state)
+        try saveLock.withLock { _ throws(ObjectGraphError) in
+            let round = try changeLock.withLock { _ throws(ObjectGraphError) -> SaveRound? in
+                let (ids, metadata) = state.withLock { state in
+                    ((Array(state.pending.keys) + Array(state.deleted.keys)).sorted(), state.metadata)
+                }
+                guard !ids.isEmpty || metadata != nil else { return nil }
+                for id in ids { _ = try validateForSave(id) }
+                return begin(ids, metadata: metadata)
             }
-            let effects = try store.saveReportingEffects(request(for: all, metadata: state.metadata, &state))
-            didSave(all, &state)
-            absorb(effects, &state)
-            state.metadata = nil
+            guard let round else { return }
+            let effects: SaveEffects
+            do throws(ObjectGraphError) {
+                effects = try store.saveReportingEffects(round.request)
+            } catch {
+                changeLock.withLock { _ in state.withLock { putBack(round.ids, &$0) } }
+                throw error
+            }
+            finish(round, effects: effects)
         }
     }
 
@@ -92,84 +112,116 @@ extension ObjectContext {
     ///
     /// A group that conflicts with another process's change is dropped (see
     /// ``SaveOutcome/conflicts``); every other failure leaves its group pending.
+    ///
+    /// The store's save runs without the state and change locks: while it waits (on the disk, a
+    /// lock, the network), reads are served from memory, the objects being saved show what is
+    /// being saved, and changes go on: to other objects, and to objects in flight too, which
+    /// then stay pending, changed relative to what this save wrote (or, when it fails, to what
+    /// they were read as).
     public func save(holding held: Set<ObjectID> = []) -> SaveOutcome {
-        state.withLock { state in
+        saveLock.withLock { _ in
             var outcome = SaveOutcome()
-            var groups = changeGroups(&state).filter { group in
-                guard !group.contains(where: held.contains) else { return false }
-                // A group that failed and did not change since would fail the same way.
-                return !group.allSatisfy { id in
-                    guard let failure = state.failures[id] else { return false }
-                    // A failure of the store (the disk, the network, room on the disk) may go away.
-                    return failure.changeCount == state.changeCount[id, default: 0] && failure.error.code != .io
-                        && failure.error.code != .noSpace
-                }
-            }
+            // Groups this call refused: not tried again by it.
+            var refused: Set<ObjectID> = []
+            // Values the changes saved leave breaking the model (SaveOutcome.untouchedViolations).
             var untouched: [ObjectID: [String]] = [:]
-            groups = groups.filter { group in
-                for id in group where state.pending[id] != nil {
-                    do throws(ObjectGraphError) {
-                        let violations = try validateForSave(id, &state)
-                        if !violations.isEmpty { untouched[id] = violations }
-                    } catch {
-                        fail(group, error, &state, &outcome)
-                        return false
+            // Each round either saves everything left or refuses at least one group more.
+            rounds: while true {
+                let round = changeLock.withLock { _ -> SaveRound? in
+                    let candidates = state.withLock { state -> ([[ObjectID]], StoreMetadata?) in
+                        let groups = changeGroups(&state).filter { group in
+                            guard !group.contains(where: { held.contains($0) || refused.contains($0) }) else {
+                                return false
+                            }
+                            // A group that failed and did not change since would fail the same way.
+                            return !group.allSatisfy { id in
+                                guard let failure = state.failures[id] else { return false }
+                                // A failure of the store (the disk, the network, room on the disk)
+                                // may go away.
+                                return failure.changeCount == state.changeCount[id, default: 0]
+                                    && failure.error.code != .io && failure.error.code != .noSpace
+                            }
+                        }
+                        return (groups, outcome.savedMetadata ? nil : state.metadata)
                     }
-                }
-                return true
-            }
-            let metadata = state.metadata
-            // Each round either saves everything left or takes out at least one group.
-            while !groups.isEmpty || metadata != nil {
-                let ids = groups.flatMap { $0 }
-                let request: SaveRequest
-                do throws(ObjectGraphError) {
-                    request = try self.request(for: ids, metadata: metadata, &state)
-                } catch {
-                    for group in groups { fail(group, error, &state, &outcome) }
-                    outcome.storeError = error
-                    break
-                }
-                do throws(ObjectGraphError) {
-                    let effects = try store.saveReportingEffects(request)
-                    didSave(ids, &state)
-                    outcome.storeEffects = absorb(effects, &state)
-                    outcome.saved += ids
-                    if metadata != nil {
-                        state.metadata = nil
-                        outcome.savedMetadata = true
+                    var groups = candidates.0
+                    groups = groups.filter { group in
+                        for id in group {
+                            do throws(ObjectGraphError) {
+                                let violations = try validateForSave(id)
+                                if !violations.isEmpty { untouched[id] = violations }
+                            } catch {
+                                state.withLock { fail(group, error, &$0, &outcome) }
+                                refused.formUnion(group)
+                                return false
+                            }
+                        }
+                        return true
                     }
+                    guard !groups.isEmpty || candidates.1 != nil else { return nil }
+                    return begin(groups.flatMap { $0 }, metadata: candidates.1)
+                }
+                guard let round else { break }
+                do throws(ObjectGraphError) {
+                    let effects = try store.saveReportingEffects(round.request)
+                    outcome.storeEffects = finish(round, effects: effects)
+                    outcome.saved += round.ids
+                    if round.metadata != nil { outcome.savedMetadata = true }
                     break
                 } catch {
                     let culprits = Set(error.objects)
-                    let refused = groups.filter { $0.contains(where: culprits.contains) }
-                    guard !refused.isEmpty else {
-                        if groups.count > 1, Self.mayBeAboutOneGroup(error) {
-                            // A refusal that names no object (an SQLite UNIQUE index, a trigger):
-                            // the batch is split until the groups at fault are found; the others
-                            // are saved.
-                            saveApart(groups, metadata: metadata, &state, &outcome)
-                            break
+                    let next = changeLock.withLock { _ -> AfterRefusal in
+                        state.withLock { state -> AfterRefusal in
+                            putBack(round.ids, &state)
+                            let groups = changeGroups(&state).filter { $0.contains(where: round.ids.contains) }
+                            let blamed = groups.filter { $0.contains(where: culprits.contains) }
+                            guard !blamed.isEmpty else {
+                                if groups.count > 1, Self.mayBeAboutOneGroup(error) {
+                                    // A refusal that names no object (an SQLite UNIQUE index, a
+                                    // trigger): the batch is split until the groups at fault are
+                                    // found; the others are saved.
+                                    return .split(groups)
+                                }
+                                // Not about any object (the disk, a lock): nothing was saved.
+                                for group in groups { fail(group, error, &state, &outcome) }
+                                outcome.storeError = error
+                                return .stop
+                            }
+                            for group in blamed {
+                                if error.code == .conflict {
+                                    outcome.conflicts += drop(group, error, &state)
+                                } else {
+                                    fail(group, error, &state, &outcome)
+                                }
+                                refused.formUnion(group)
+                            }
+                            regroup(&state)
+                            return .again
                         }
-                        // Not about any object (the disk, a lock): nothing was saved.
-                        for group in groups { fail(group, error, &state, &outcome) }
-                        outcome.storeError = error
-                        break
                     }
-                    for group in refused {
-                        if error.code == .conflict {
-                            outcome.conflicts += drop(group, error, &state)
-                        } else {
-                            fail(group, error, &state, &outcome)
-                        }
+                    switch next {
+                    case .again: continue
+                    case .stop: break rounds
+                    case .split(let groups):
+                        saveApart(groups, metadata: round.metadata, &outcome)
+                        break rounds
                     }
-                    groups.removeAll { $0.contains(where: culprits.contains) }
                 }
             }
             let saved = Set(outcome.saved)
             outcome.untouchedViolations = untouched.filter { saved.contains($0.key) }
             return outcome
         }
+    }
+
+    /// What a save does after the store refused a round.
+    private enum AfterRefusal {
+        /// Tries the groups left again.
+        case again
+        /// Saves nothing more.
+        case stop
+        /// Saves these groups apart (``saveApart(_:metadata:_:)``).
+        case split([[ObjectID]])
     }
 
     /// Whether a store's refusal that names no object may still be about the changes of some of
@@ -183,37 +235,40 @@ extension ObjectContext {
     /// the groups that are refused alone are found: those fail (pending, with the reason), every
     /// other group is saved. The metadata goes with the first transaction that succeeds. A
     /// refusal of one group takes O(log n) transactions to find.
-    private func saveApart(
-        _ groups: [[ObjectID]], metadata: StoreMetadata?, _ state: inout State, _ outcome: inout SaveOutcome
-    ) {
+    private func saveApart(_ groups: [[ObjectID]], metadata: StoreMetadata?, _ outcome: inout SaveOutcome) {
         var pendingMetadata = metadata
-        var work: [[[ObjectID]]] = [Array(groups[..<(groups.count / 2)]), Array(groups[(groups.count / 2)...])]
+        var work: [[[ObjectID]]] = [Array(groups[(groups.count / 2)...]), Array(groups[..<(groups.count / 2)])]
         while let part = work.popLast() {
             guard !part.isEmpty else { continue }
-            let ids = part.flatMap { $0 }
+            let round = changeLock.withLock { _ in begin(part.flatMap { $0 }, metadata: pendingMetadata) }
             do throws(ObjectGraphError) {
-                let request = try self.request(for: ids, metadata: pendingMetadata, &state)
-                let effects = try store.saveReportingEffects(request)
-                didSave(ids, &state)
-                let absorbed = absorb(effects, &state)
+                let effects = try store.saveReportingEffects(round.request)
+                let absorbed = finish(round, effects: effects)
                 outcome.storeEffects.refreshed.formUnion(absorbed.refreshed)
                 outcome.storeEffects.refreshesEverything =
                     outcome.storeEffects.refreshesEverything || absorbed.refreshesEverything
-                outcome.saved += ids
+                outcome.saved += round.ids
                 if pendingMetadata != nil {
-                    state.metadata = nil
                     outcome.savedMetadata = true
                     pendingMetadata = nil
                 }
             } catch {
-                if part.count == 1 || !Self.mayBeAboutOneGroup(error) {
-                    for group in part {
-                        if error.code == .conflict {
-                            outcome.conflicts += drop(group, error, &state)
-                        } else {
-                            fail(group, error, &state, &outcome)
+                let alone = part.count == 1 || !Self.mayBeAboutOneGroup(error)
+                changeLock.withLock { _ in
+                    state.withLock { state in
+                        putBack(round.ids, &state)
+                        guard alone else { return }
+                        for group in part {
+                            if error.code == .conflict {
+                                outcome.conflicts += drop(group, error, &state)
+                            } else {
+                                fail(group, error, &state, &outcome)
+                            }
                         }
+                        regroup(&state)
                     }
+                }
+                if alone {
                     if !Self.mayBeAboutOneGroup(error) { outcome.storeError = error }
                     continue
                 }
@@ -255,50 +310,69 @@ extension ObjectContext {
         }
     }
 
-    /// Discards every unsaved change.
+    /// Discards every unsaved change (after a save in flight ended).
     public func rollback() {
-        state.withLock { state in
-            state.pending = [:]
-            state.deleted = [:]
-            state.metadata = nil
-            state.groupParent = [:]
-            state.changeCount = [:]
-            state.failures = [:]
+        saveLock.withLock { _ in
+            changeLock.withLock { _ in
+                state.withLock { state in
+                    state.pending = [:]
+                    state.deleted = [:]
+                    state.metadata = nil
+                    state.groupParent = [:]
+                    state.changeCount = [:]
+                    state.failures = [:]
+                }
+            }
         }
     }
 
     /// Discards the unsaved changes of every object changed together with one of `ids` (their
     /// whole groups, so no half of a relationship stays): what an error reported to a writer
-    /// promised would never be applied. Returns the objects whose changes were discarded.
+    /// promised would never be applied. Returns the objects whose changes were discarded. A
+    /// group a save is writing is discarded when that save ended (it may be saved by then).
     @discardableResult
     public func discardChanges(of ids: [ObjectID]) -> [ObjectID] {
-        state.withLock { state in
-            var discarded: [ObjectID] = []
-            for group in changeGroups(&state) where group.contains(where: ids.contains) {
-                discarded += group
-                forget(group, &state)
+        func discard() -> [ObjectID]? {
+            changeLock.withLock { _ in
+                state.withLock { state -> [ObjectID]? in
+                    let groups = changeGroups(&state).filter { $0.contains(where: ids.contains) }
+                    if groups.contains(where: { $0.contains { state.inFlight[$0] != nil } }) { return nil }
+                    for group in groups { forget(group, &state) }
+                    regroup(&state)
+                    return groups.flatMap { $0 }
+                }
             }
-            return discarded
         }
+        if let discarded = discard() { return discarded }
+        return saveLock.withLock { _ in discard() ?? [] }
     }
 
     /// Sets attribute `name` of `id` back to the value the store holds, if it still is `value`
     /// (another change may have set it since): takes back one write that a writer was told failed.
     /// The object's other changes stay pending; when it has none left, nor any object changed
     /// with it, nothing of them is pending any more (no failure to report, nothing for a
-    /// recovery file).
+    /// recovery file). Waits for a save in flight that writes `id`.
     public func revert(_ name: String, of id: ObjectID, ifStill value: AttributeValue?) {
-        state.withLock { state in
-            guard var pending = state.pending[id], pending.snapshot.attributes[name] == value else { return }
-            if pending.isInserted {
-                pending.snapshot.attributes[name] = model[id.entity].attribute(named: name)?.defaultValue
-            } else {
-                pending.snapshot.attributes[name] = pending.original.attributes[name]
+        func revert() -> Bool {
+            changeLock.withLock { _ in
+                state.withLock { state -> Bool in
+                    guard state.inFlight[id] == nil else { return false }
+                    guard var pending = state.pending[id], pending.snapshot.attributes[name] == value else {
+                        return true
+                    }
+                    if pending.isInserted {
+                        pending.snapshot.attributes[name] = model[id.entity].attribute(named: name)?.defaultValue
+                    } else {
+                        pending.snapshot.attributes[name] = pending.original.attributes[name]
+                    }
+                    state.pending[id] = pending
+                    state.changeCount[id, default: 0] += 1
+                    forgetGroupIfUnchanged(of: id, &state)
+                    return true
+                }
             }
-            state.pending[id] = pending
-            state.changeCount[id, default: 0] += 1
-            forgetGroupIfUnchanged(of: id, &state)
         }
+        if !revert() { saveLock.withLock { _ in _ = revert() } }
     }
 
     /// Forgets the change group of `id` when none of its objects changes anything any more.
@@ -326,7 +400,7 @@ extension ObjectContext {
     /// this context did not change shows the store's value; a changed one keeps the value that
     /// was read, so the save still detects a conflict there. `fresh` are snapshots just read.
     public func rebasePendingChanges(on fresh: [Snapshot]) {
-        state.withLock { state in rebase(on: fresh, &state) }
+        changeLock.withLock { _ in state.withLock { state in rebase(on: fresh, &state) } }
     }
 
     func rebase(on fresh: [Snapshot], _ state: inout State) {
@@ -350,6 +424,146 @@ extension ObjectContext {
         }
     }
 
+    // MARK: - Saves in flight
+
+    /// One store save: the objects it writes and the request.
+    struct SaveRound {
+        var ids: [ObjectID]
+        var request: SaveRequest
+        var metadata: StoreMetadata?
+    }
+
+    /// Makes the request for the changes of `ids` and puts them in flight: each pending object
+    /// is replaced by what the store will hold once the save commits (the same values, its new
+    /// version, its to-many lists), so reads show it and later changes build on it, and the
+    /// change itself is kept aside (``InFlight``) to be put back if the save fails. Deleted
+    /// objects stay deleted. Called holding ``changeLock``.
+    func begin(_ ids: [ObjectID], metadata: StoreMetadata?) -> SaveRound {
+        state.withLock { state in
+            let request = request(for: ids, metadata: metadata, state)
+            for id in ids {
+                let count = state.changeCount[id, default: 0]
+                guard let pending = state.pending[id] else {
+                    if state.deleted[id] != nil { state.inFlight[id] = InFlight(pending: nil, changeCount: count) }
+                    continue
+                }
+                state.inFlight[id] = InFlight(pending: pending, changeCount: count)
+                var saved = pending.snapshot
+                saved.version = pending.isInserted ? 1 : pending.original.version + (Self.writesRow(pending) ? 1 : 0)
+                var layer = PendingObject(snapshot: saved, original: saved, isInserted: false)
+                layer.toMany = pending.toMany
+                if pending.isInserted {
+                    // Every to-many list is here: the store may not hold the object yet.
+                    for relationship in model[id.entity].persistentRelationships where relationship.isToMany {
+                        if layer.toMany[relationship.name] == nil { layer.toMany[relationship.name] = [] }
+                    }
+                    layer.insertedInFlight = true
+                }
+                layer.originalToMany = layer.toMany
+                state.pending[id] = layer
+            }
+            return SaveRound(ids: ids, request: request, metadata: metadata)
+        }
+    }
+
+    /// Whether saving `pending` (not inserted) writes its row: a value or to-one changed, or a
+    /// to-many list (the store then moves its version, ``SaveRequest``).
+    static func writesRow(_ pending: PendingObject) -> Bool {
+        !SaveRequest.Update(snapshot: pending.snapshot, original: pending.original).isEmpty
+            || pending.toMany.contains { $0.value != (pending.originalToMany[$0.key] ?? []) }
+    }
+
+    /// Takes in a round the store saved: what was not changed again since it went in flight is
+    /// the store's now (inserted rows go to the cache, updated ones are read again when next
+    /// needed: another process may have changed what this save left alone); what was changed
+    /// again stays pending on top of what was saved. Then the store's own effects.
+    @discardableResult
+    func finish(_ round: SaveRound, effects: SaveEffects) -> SaveEffects {
+        let (reported, toRebase) = changeLock.withLock { _ in
+            state.withLock { state -> (SaveEffects, [ObjectID]) in
+                state.saves += 1
+                state.lastSave = FinishedSave()
+                var stale: [ObjectID] = []
+                var saved: [ObjectID] = []
+                for id in round.ids {
+                    guard let flight = state.inFlight.removeValue(forKey: id) else { continue }
+                    guard let pending = flight.pending else {
+                        state.lastSave.deleted.insert(id)
+                        stale.append(id)
+                        saved.append(id)
+                        continue
+                    }
+                    if pending.isInserted { state.lastSave.inserted.insert(id) }
+                    guard var layer = state.pending[id] else {
+                        // Deleted while saving: the deletion expects the version just saved.
+                        stale.append(id)
+                        continue
+                    }
+                    if flight.changeCount == state.changeCount[id, default: 0] {
+                        if pending.isInserted {
+                            cache.store([layer.snapshot])
+                            for (name, list) in layer.toMany { cache.storeToMany(list, of: name, for: id) }
+                        } else if Self.writesRow(pending) || !pending.toMany.isEmpty {
+                            stale.append(id)
+                        }
+                        saved.append(id)
+                    } else {
+                        layer.insertedInFlight = false
+                        state.pending[id] = layer
+                        state.failures[id] = nil
+                        if !pending.isInserted { stale.append(id) }
+                    }
+                }
+                cache.remove(stale)
+                forget(saved, &state)
+                if round.metadata != nil && state.metadata == round.metadata { state.metadata = nil }
+                regroup(&state)
+                return absorb(effects, &state)
+            }
+        }
+        // Pending objects the store changed on its own are read afresh (without the locks) and
+        // their changes rebased on what it holds now. A read that fails leaves them as they are:
+        // the next save detects a conflict where one of their changed properties moved, as it
+        // does for another process's change.
+        if !toRebase.isEmpty, let fresh = try? store.snapshots(for: toRebase) { rebasePendingChanges(on: fresh) }
+        return reported
+    }
+
+    /// Puts back the changes of a round the store refused: each object in flight gets the change
+    /// it had again, with what was changed since on top (the original it was read as, so the
+    /// next save checks the store against that). An insert deleted meanwhile is forgotten: the
+    /// store never held it.
+    func putBack(_ ids: [ObjectID], _ state: inout State) {
+        for id in ids {
+            guard let flight = state.inFlight.removeValue(forKey: id), let pending = flight.pending else { continue }
+            if var layer = state.pending[id] {
+                layer.original = pending.original
+                layer.snapshot.version = pending.snapshot.version
+                layer.isInserted = pending.isInserted
+                layer.insertedInFlight = false
+                if pending.isInserted {
+                    // The lists the save made up for reads go unless they were set since.
+                    for (name, list) in layer.toMany where pending.toMany[name] == nil && list.isEmpty {
+                        layer.toMany[name] = nil
+                    }
+                    layer.originalToMany = [:]
+                } else {
+                    for (name, list) in pending.originalToMany { layer.originalToMany[name] = list }
+                }
+                state.pending[id] = layer
+            } else if state.deleted[id] != nil {
+                if pending.isInserted {
+                    forget([id], &state)
+                } else {
+                    state.deleted[id] = pending.original
+                }
+            } else {
+                state.pending[id] = pending
+            }
+        }
+        regroup(&state)
+    }
+
     // MARK: - Private
 
     /// The change groups of every pending and deleted object.
@@ -359,6 +573,20 @@ extension ObjectContext {
             groups[root(of: id, &state), default: []].append(id)
         }
         return groups.values.sorted { $0[0] < $1[0] }
+    }
+
+    /// Rebuilds the change groups after objects left them (saved, forgotten): each group keeps
+    /// the objects still changed, under one of them.
+    func regroup(_ state: inout State) {
+        var groups: [ObjectID: [ObjectID]] = [:]
+        for id in state.groupParent.keys.sorted() { groups[root(of: id, &state), default: []].append(id) }
+        var parents: [ObjectID: ObjectID] = [:]
+        for members in groups.values {
+            let alive = members.filter { state.pending[$0] != nil || state.deleted[$0] != nil }
+            guard let first = alive.first else { continue }
+            for member in alive { parents[member] = first }
+        }
+        state.groupParent = parents
     }
 
     private func fail(
@@ -379,20 +607,19 @@ extension ObjectContext {
         return changes
     }
 
+    /// Forgets the changes of `group` (their group links stay until ``regroup(_:)``, so the
+    /// groups of other objects are not cut).
     private func forget(_ group: [ObjectID], _ state: inout State) {
         for id in group {
             state.pending[id] = nil
             state.deleted[id] = nil
-            state.groupParent[id] = nil
             state.changeCount[id] = nil
             state.failures[id] = nil
         }
     }
 
     /// The save request for the changes of `ids`.
-    private func request(for ids: [ObjectID], metadata: StoreMetadata?, _ state: inout State) throws(ObjectGraphError)
-        -> SaveRequest
-    {
+    private func request(for ids: [ObjectID], metadata: StoreMetadata?, _ state: State) -> SaveRequest {
         var request = SaveRequest()
         for id in ids.sorted() {
             if let pending = state.pending[id] {
@@ -415,28 +642,6 @@ extension ObjectContext {
         }
         request.metadata = metadata
         return request
-    }
-
-    /// Moves what a save wrote into the row cache and forgets it as pending. Updated objects are
-    /// read again when next needed: another process may have changed what this save left alone.
-    private func didSave(_ ids: [ObjectID], _ state: inout State) {
-        state.saves += 1
-        var stale = ids.filter { state.deleted[$0] != nil }
-        for id in ids {
-            guard let pending = state.pending[id] else { continue }
-            if pending.isInserted {
-                var snapshot = pending.snapshot
-                snapshot.version = 1
-                cache.store([snapshot])
-                for (name, list) in pending.toMany { cache.storeToMany(list, of: name, for: id) }
-            } else if !SaveRequest.Update(snapshot: pending.snapshot, original: pending.original).isEmpty
-                || !pending.toMany.isEmpty
-            {
-                stale.append(id)
-            }
-        }
-        cache.remove(stale)
-        forget(ids, &state)
     }
 
     private func describeChange(_ id: ObjectID, _ state: State) -> PendingChange {
@@ -463,9 +668,10 @@ extension ObjectContext {
 
     /// Checks what `id`'s change sets against the model (``ChangeValidation``): every value of
     /// an inserted object; the attributes and relationships an update changes. Returns what
-    /// breaks the model among the values it leaves as they were.
-    func validateForSave(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [String] {
-        guard let pending = state.pending[id] else { return [] }
+    /// breaks the model among the values it leaves as they were. Called holding ``changeLock``
+    /// (a to-many count may fault).
+    func validateForSave(_ id: ObjectID) throws(ObjectGraphError) -> [String] {
+        guard let pending = state.withLock({ $0.pending[id] }) else { return [] }
         let entity = model[id.entity]
         let object = describe(id)
         let update =
@@ -482,7 +688,7 @@ extension ObjectContext {
                     pending.isInserted || (list != nil && list != (pending.originalToMany[relationship.name] ?? []))
                 // One the change leaves as it was is not read for the check: a fault per object saved.
                 guard changed else { continue }
-                count = try toManyLocked(relationship.name, id, &state).count
+                count = try toManyList(relationship.name, id).count
             } else {
                 changed = changedToOne?.contains(relationship.name) ?? true
                 count = pending.snapshot.toOne[relationship.name] == nil ? 0 : 1

@@ -14,11 +14,20 @@ import Synchronization
 /// that is valid and leaves the others pending, so one change that cannot be saved never holds
 /// back or loses another (``save()`` is all or nothing).
 ///
-/// Threading: safe from any thread. One lock guards the context's state. Reads that fault (rows,
-/// to-many contents, a listing's IDs, a lookup by key) query the store without holding it, so a
-/// read served from memory never waits for another thread's query, and readers of different
-/// objects query in parallel; changes and saves hold it across their store requests. Calls
-/// block (plain threads only, never a Swift concurrency pool thread).
+/// Threading: safe from any thread, with three locks, none of which a read of what memory holds
+/// waits behind a store request for:
+/// - `state` guards the context's tables and is held only for moments, never across a store
+///   request. Reads that fault (rows, to-many contents, a listing's IDs, a lookup by key, a count)
+///   query the store without it, so a read served from memory never waits for a query, and
+///   readers of different objects query in parallel.
+/// - `changeLock` makes changes one at a time (a change reads, then writes, what other changes
+///   must not move meanwhile); a change that faults holds it across that store request, so
+///   another change waits for it, but no read does.
+/// - `saveLock` makes saves one at a time and is held across the store's save. The save takes
+///   `changeLock` only to collect its changes and to take in the outcome: while the store works,
+///   the context reads what it saves from memory (the objects in flight) and changes go on,
+///   to other objects and to those in flight alike (``save(holding:)`` says how).
+/// Calls block (plain threads only, never a Swift concurrency pool thread).
 public final class ObjectContext: Sendable {
     /// An existing or inserted object's pending state: its full new snapshot, the snapshot it was
     /// read as, and the to-many relationships whose contents changed with their contents as read.
@@ -29,6 +38,27 @@ public final class ObjectContext: Sendable {
         var isInserted: Bool
         var toMany: [String: [ObjectID]] = [:]
         var originalToMany: [String: [ObjectID]] = [:]
+        /// The object's insert is in a save in flight: it is this context's, not surely the
+        /// store's, until the save ends (listings show it, its to-many lists are all here).
+        var insertedInFlight = false
+
+        /// Inserted here, or in a save not finished yet.
+        var isUnsaved: Bool { isInserted || insertedInFlight }
+    }
+
+    /// A change a save in flight writes: what to put back if the save fails, and the change count
+    /// the object had when the save took it (a change since keeps the object pending).
+    struct InFlight {
+        /// The pending change being saved; nil for a deletion.
+        var pending: PendingObject?
+        var changeCount: Int
+    }
+
+    /// What the last save that finished inserted and deleted: a listing read from the store
+    /// while it committed may or may not hold them.
+    struct FinishedSave {
+        var inserted: Set<ObjectID> = []
+        var deleted: Set<ObjectID> = []
     }
 
     /// Why a group was not saved, and the change count of the object when it failed: a failed
@@ -58,9 +88,12 @@ public final class ObjectContext: Sendable {
         /// How often each changed object was changed: a failed group is retried once this moves.
         var changeCount: [ObjectID: Int] = [:]
         var failures: [ObjectID: Failure] = [:]
-        /// Saves so far: a listing read from the store without the lock is read again under it
-        /// when a save moved objects from pending into the store meanwhile.
+        /// Saves finished so far: a listing or count read from the store without the lock is
+        /// read again when more than one save finished meanwhile (``lastSave`` covers one).
         var saves = 0
+        var lastSave = FinishedSave()
+        /// Changes a save is writing now (see ``InFlight``), by object.
+        var inFlight: [ObjectID: InFlight] = [:]
     }
 
     /// What a read found under the lock: its answer, or the store request to make without it.
@@ -79,6 +112,14 @@ public final class ObjectContext: Sendable {
 
     public let coordinator: PersistentStoreCoordinator
     let state = Mutex(State())
+    /// Held by one change at a time, across the faults it needs (see the type's summary).
+    let changeLock = Mutex(())
+    /// Held by one save at a time, across the store's save.
+    let saveLock = Mutex(())
+
+    /// Times a listing or count is read again because saves finished while it was read, before
+    /// it is read holding ``changeLock`` (no save can finish then).
+    static let readAttempts = 4
 
     init(coordinator: PersistentStoreCoordinator) {
         self.coordinator = coordinator
@@ -116,24 +157,48 @@ public final class ObjectContext: Sendable {
         -> [ObjectID]
     {
         let entities = includingSubentities ? model.entityAndSubentities(of: entity) : [entity]
-        // The IDs are read without the lock; when a save committed meanwhile (its inserts are no
-        // longer pending, and may not be in what was read), they are read again under it.
-        let savesBefore = state.withLock { $0.saves }
-        var runs: [[ObjectID]] = []
-        for e in entities { runs.append(try store.objectIDs(of: e)) }
-        return try state.withLock { (state) throws(ObjectGraphError) -> [ObjectID] in
-            if state.saves != savesBefore {
-                runs = []
-                for e in entities { runs.append(try store.objectIDs(of: e)) }
+        let wanted = Set(entities)
+        // The IDs are read without the lock. A save that finished meanwhile moved its inserts
+        // and deletes out of this context's tables, and the store's answer may predate them:
+        // the last save's are taken into account; after more than one, the IDs are read again.
+        func attempt() throws(ObjectGraphError) -> [ObjectID]? {
+            let savesBefore = state.withLock { $0.saves }
+            var runs: [[ObjectID]] = []
+            for e in entities { runs.append(try store.objectIDs(of: e)) }
+            let merged = state.withLock { state -> [ObjectID]? in
+                let finished = state.saves - savesBefore
+                guard finished <= 1 else { return nil }
+                var unsaved = state.pending.values.filter {
+                    $0.isUnsaved && wanted.contains($0.snapshot.objectID.entity)
+                }
+                .map(\.snapshot.objectID)
+                if finished == 1 { unsaved += state.lastSave.inserted.filter { wanted.contains($0.entity) } }
+                unsaved.sort { $0.key < $1.key }
+                if !unsaved.isEmpty { runs.append(unsaved) }
+                var ids = ObjectIDRuns.merged(&runs)
+                // An insert in flight, or just saved, may be in the store's answer too.
+                if !state.inFlight.isEmpty || finished == 1 { ids = Self.withoutRepeats(ids) }
+                if !state.deleted.isEmpty { ids.removeAll { state.deleted[$0] != nil } }
+                if finished == 1 && !state.lastSave.deleted.isEmpty {
+                    ids.removeAll { state.lastSave.deleted.contains($0) }
+                }
+                return ids
             }
-            let wanted = Set(entities)
-            let inserted = state.pending.values.filter { $0.isInserted && wanted.contains($0.snapshot.objectID.entity) }
-                .map(\.snapshot.objectID).sorted { $0.key < $1.key }
-            if !inserted.isEmpty { runs.append(inserted) }
-            var ids = ObjectIDRuns.merged(&runs)
-            if !state.deleted.isEmpty { ids.removeAll { state.deleted[$0] != nil } }
-            return ids
+            return merged
         }
+        for _ in 0..<Self.readAttempts {
+            if let ids = try attempt() { return ids }
+        }
+        // Saves keep finishing: read once more while none can (changes wait for it).
+        return try changeLock.withLock { _ throws(ObjectGraphError) -> [ObjectID] in try attempt() ?? [] }
+    }
+
+    /// `ids` (sorted by key) without an ID that follows itself.
+    static func withoutRepeats(_ ids: [ObjectID]) -> [ObjectID] {
+        var result: [ObjectID] = []
+        result.reserveCapacity(ids.count)
+        for id in ids where result.last != id { result.append(id) }
+        return result
     }
 
     /// The objects of `entity`, as faults (fire them with ``prefetch(_:)``).
@@ -145,15 +210,12 @@ public final class ObjectContext: Sendable {
 
     /// Whether `id` names an object that exists (in the store or inserted here, and not deleted).
     public func exists(_ id: ObjectID) throws(ObjectGraphError) -> Bool {
-        try state.withLock { (state) throws(ObjectGraphError) -> Bool in
-            if state.deleted[id] != nil { return false }
-            return try snapshotLocked(id, &state) != nil
-        }
+        try snapshot(of: id) != nil
     }
 
-    /// Whether `id` was inserted in this context and not saved yet.
+    /// Whether `id` was inserted in this context and not saved yet (or its save has not ended).
     public func isInserted(_ id: ObjectID) -> Bool {
-        state.withLock { $0.pending[id]?.isInserted == true }
+        state.withLock { $0.pending[id]?.isUnsaved == true }
     }
 
     /// The object with primary key `key` among the objects of `entity` and its subentities, or nil.
@@ -218,12 +280,22 @@ public final class ObjectContext: Sendable {
 
     /// The number of objects of exactly `entity`.
     public func count(of entity: EntityID) throws(ObjectGraphError) -> Int {
-        try state.withLock { (state) throws(ObjectGraphError) -> Int in
-            let stored = try store.count(of: entity)
+        // Counted by the store without the lock, then corrected by this context's inserts and
+        // deletes; when a save finished meanwhile, or one in flight inserts or deletes objects
+        // of the entity (the store's count may or may not hold them yet), the objects are
+        // listed instead, which takes that into account.
+        let savesBefore = state.withLock { $0.saves }
+        let stored = try store.count(of: entity)
+        let counted = state.withLock { state -> Int? in
+            guard state.saves == savesBefore, !state.inFlight.keys.contains(where: { $0.entity == entity }) else {
+                return nil
+            }
             let inserted = state.pending.values.count { $0.isInserted && $0.snapshot.objectID.entity == entity }
             let deleted = state.deleted.keys.count { $0.entity == entity }
             return stored + inserted - deleted
         }
+        if let counted { return counted }
+        return try objectIDs(of: entity).count
     }
 
     // MARK: - Faulting
@@ -305,26 +377,6 @@ public final class ObjectContext: Sendable {
         return .fetch(faultCandidates(id, state))
     }
 
-    func snapshotLocked(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot? {
-        let candidates: [ObjectID]
-        switch snapshotLookup(id, state) {
-        case .found(let answer): return answer
-        case .fetch(let ids): candidates = ids
-        }
-        let fetched = try store.snapshots(for: candidates)
-        state.faultsFired += fetched.count
-        cache.store(fetched)
-        // The objects read ahead form a batch as a prefetch does, so their to-many faults fire
-        // together too.
-        if fetched.count > 1 { remember(fetched.map(\.objectID), &state) }
-        return fetched.first { $0.objectID == id }
-    }
-
-    func existingSnapshot(_ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> Snapshot {
-        guard let snapshot = try snapshotLocked(id, &state) else { throw missing(id) }
-        return snapshot
-    }
-
     /// ``snapshot(of:)`` of an object that must exist.
     func existingSnapshot(_ id: ObjectID) throws(ObjectGraphError) -> Snapshot {
         guard let snapshot = try snapshot(of: id) else { throw missing(id) }
@@ -347,11 +399,22 @@ public final class ObjectContext: Sendable {
     /// or a nil value), whatever this context changed since.
     public func storedValue(of name: String, for id: ObjectID) throws(ObjectGraphError) -> AttributeValue? {
         _ = try attribute(name, of: id.entity)
-        return try state.withLock { (state) throws(ObjectGraphError) in
-            if let pending = state.pending[id] { return pending.original.attributes[name] }
-            if let deleted = state.deleted[id] { return deleted.attributes[name] }
-            return try snapshotLocked(id, &state)?.attributes[name]
+        return try asRead(id)?.attributes[name]
+    }
+
+    /// `id` as this context read it (before its pending change, or as deleted), faulting it when
+    /// it has no change here; nil when it does not exist.
+    func asRead(_ id: ObjectID) throws(ObjectGraphError) -> Snapshot? {
+        func held(_ state: State) -> Snapshot?? {
+            if let pending = state.pending[id] { return .some(pending.isInserted ? nil : pending.original) }
+            if let deleted = state.deleted[id] { return .some(deleted) }
+            return .none
         }
+        if case .some(let answer) = state.withLock({ held($0) }) { return answer }
+        let read = try snapshot(of: id)
+        // Changed here while the store was asked: what it was read as is now the change's.
+        if case .some(let answer) = state.withLock({ held($0) }) { return answer }
+        return read
     }
 
     /// The destination of to-one relationship `name` of `id`.
@@ -393,7 +456,7 @@ public final class ObjectContext: Sendable {
         return state.withLock { state -> [ObjectID] in
             if let pending = state.pending[id] {
                 if let list = pending.toMany[name] { return Self.withoutDeleted(list, state) }
-                if pending.isInserted { return [] }
+                if pending.isUnsaved { return [] }
             }
             return Self.withoutDeleted(found[id] ?? [], state)
         }
@@ -427,21 +490,32 @@ public final class ObjectContext: Sendable {
     private func toManyLookup(_ name: String, _ id: ObjectID, _ state: State) -> Lookup<[ObjectID]> {
         if let pending = state.pending[id] {
             if let list = pending.toMany[name] { return .found(list) }
-            if pending.isInserted { return .found([]) }
+            if pending.isUnsaved { return .found([]) }
         }
         if let cached = cache.toManyDestinations(of: name, for: id) { return .found(cached) }
         return .fetch(toManySources(name, id, state))
     }
 
-    func toManyLocked(_ name: String, _ id: ObjectID, _ state: inout State) throws(ObjectGraphError) -> [ObjectID] {
+    /// The contents of to-many `name` of `id` as this context sees them, objects deleted here
+    /// included (a change's view: it removes them itself), faulting without the lock.
+    func toManyList(_ name: String, _ id: ObjectID) throws(ObjectGraphError) -> [ObjectID] {
         let sources: [ObjectID]
-        switch toManyLookup(name, id, state) {
+        switch state.withLock({ toManyLookup(name, id, $0) }) {
         case .found(let answer): return answer
         case .fetch(let ids): sources = ids
         }
+        let generation = cache.generation
         let found = try store.toManyDestinations(of: name, in: id.entity, for: sources)
-        for source in sources { cache.storeToMany(found[source] ?? [], of: name, for: source) }
-        return found[id] ?? []
+        var lists: [ObjectID: [ObjectID]] = [:]
+        for source in sources { lists[source] = found[source] ?? [] }
+        cache.storeToMany(lists, of: name, ifGeneration: generation)
+        return state.withLock { state -> [ObjectID] in
+            if let pending = state.pending[id] {
+                if let list = pending.toMany[name] { return list }
+                if pending.isUnsaved { return [] }
+            }
+            return found[id] ?? []
+        }
     }
 
     private func remember(_ batch: [ObjectID], _ state: inout State) {
@@ -456,10 +530,8 @@ public final class ObjectContext: Sendable {
 
     /// The version (`Z_OPT`) of `id` as last read or saved.
     public func version(of id: ObjectID) throws(ObjectGraphError) -> Int64 {
-        try state.withLock { (state) throws(ObjectGraphError) in
-            if let pending = state.pending[id] { return pending.original.version }
-            return try existingSnapshot(id, &state).version
-        }
+        if let version = state.withLock({ $0.pending[id]?.original.version }) { return version }
+        return try existingSnapshot(id).version
     }
 
     /// Figures for statistics: faults fired by this context so far.

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Migration to another store, as Core Data's migratePersistentStore does it: every object of the
-/// old store is given to a new one with its identity (primary keys) and relationships, the
-/// metadata comes along, and the old store is never touched.
+/// old store is given to a new one with its identity (primary keys), version and relationships,
+/// the key counters, the metadata and the persistent history come along, and the old store is
+/// never touched.
 extension PersistentStoreCoordinator {
     /// Objects read per store request while migrating.
     static let migrationBatchSize = 5_000
@@ -23,6 +24,8 @@ extension PersistentStoreCoordinator {
         var total = 0
         for entity in model.entities { total += try source.count(of: entity.id) }
         var request = SaveRequest()
+        // Each object keeps its version: what an app or another mount remembers of it still holds.
+        request.keepsVersions = true
         var done = 0
         for entity in model.entities {
             let ids = try source.objectIDs(of: entity.id)
@@ -60,8 +63,26 @@ extension PersistentStoreCoordinator {
             metadata[key] = value
         }
         request.metadata = metadata
+        // Persistent history goes along where both stores keep Core Data's (SQLite, PostgreSQL):
+        // the new store's history is the old one's, not a transaction of the migration's inserts.
+        let history = (source as? any PersistentHistoryStore).flatMap { $0.keepsPersistentHistory ? $0 : nil }
+        let historyWriter = destination as? any HistoryWriting
+        if history != nil && historyWriter != nil { request.recordsHistory = false }
         try destination.save(request)
+        if let history, let historyWriter {
+            var after: Int64 = 0
+            while true {
+                let page = try history.historyTransactions(
+                    after: after, limit: Self.historyPage, includingChanges: true)
+                guard let last = page.last, last.number > after else { break }
+                try historyWriter.writeHistory(page)
+                after = last.number
+            }
+        }
     }
+
+    /// History transactions carried per store request of a migration.
+    static let historyPage = 1_000
 
     /// Migrates this coordinator's store to a new file at `url` of store type `type`.
     ///

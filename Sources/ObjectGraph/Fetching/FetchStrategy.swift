@@ -10,6 +10,8 @@ public enum FetchStrategy: Sendable, Hashable {
     /// Always in memory with ``PredicateEvaluator``: unsaved changes included.
     case inMemory
     /// Always in the store (saved objects only); fails with ``ObjectGraphError/Code/unsupported``
-    /// when the store cannot evaluate the predicate.
+    /// when the store cannot evaluate the predicate. Where the store narrows the objects without
+    /// deciding every comparison (``PersistentStore/candidates(matching:of:includingSubentities:)``),
+    /// the evaluator decides those it gave, and no other.
     case store
 }

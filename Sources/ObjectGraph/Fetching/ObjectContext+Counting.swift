@@ -2,9 +2,11 @@ extension ObjectContext {
     /// The number of objects ``objects(matching:of:includingSubentities:source:fetchedProperty:variables:sortedBy:strategy:)``
     /// would give, without reading them where the store can count.
     ///
-    /// An SQLite store counts in one SQL query (`COUNT(*)`, no row read); other stores, a
-    /// predicate the store declines, and a context with unsaved changes count the objects the
-    /// evaluator selects. `strategy` as for fetching.
+    /// SQLite and PostgreSQL stores count in one SQL query (`COUNT(*)`, no row read); where the
+    /// store's SQL cannot decide the predicate exactly, the objects fetching gives are counted (the
+    /// store narrows them, the evaluator decides those); other stores, a predicate the store
+    /// declines, and a context with unsaved changes count the objects the evaluator selects.
+    /// `strategy` as for fetching.
     ///
     /// - Throws: what fetching throws.
     public func count(
@@ -20,15 +22,11 @@ extension ObjectContext {
             {
                 return counted
             }
-            if strategy == .store {
-                throw ObjectGraphError(
-                    .unsupported,
-                    "the \(coordinator.store.storeType) store cannot count \(predicate) for \(model[entity].name); "
-                        + "count with the automatic or in-memory strategy")
-            }
         }
+        // Fetching decides what the store could not count: with the store's candidates where it
+        // narrows them, in memory otherwise (and refused under `.store` when the store declines).
         return try objects(
-            matching: predicate, of: entity, includingSubentities: includingSubentities, strategy: .inMemory
+            matching: predicate, of: entity, includingSubentities: includingSubentities, strategy: strategy
         ).count
     }
 }

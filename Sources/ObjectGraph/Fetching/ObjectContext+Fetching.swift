@@ -7,9 +7,11 @@ extension ObjectContext {
     /// Variables are replaced by their values first: `$FETCH_SOURCE.keyPath` is read from `source`
     /// through this context, `$FETCHED_PROPERTY.userInfo.key` and `.name` come from
     /// `fetchedProperty`, other `$NAME`s from `variables`. The predicate without variables then
-    /// goes to the store, which answers in one request when it can evaluate it (an SQLite store
-    /// translates most predicates to SQL); otherwise, or when this context has unsaved changes the
-    /// store cannot see, the context evaluates it in memory with ``PredicateEvaluator``, in batches.
+    /// goes to the store, which answers in one request when it can evaluate it (SQLite and
+    /// PostgreSQL stores translate most predicates to SQL; where PostgreSQL's SQL cannot decide a
+    /// comparison exactly, its answer holds every match and the evaluator decides those objects
+    /// only); otherwise, or when this context has unsaved changes the store cannot see, the
+    /// context evaluates it in memory with ``PredicateEvaluator``, in batches.
     /// Both paths give the same objects; `strategy` forces one of them.
     ///
     /// - Throws: what ``PredicateEvaluator`` throws (unknown keys, variables without a value);
@@ -27,9 +29,15 @@ extension ObjectContext {
             context: self, source: source, fetchedProperty: fetchedProperty, variables: variables)
         var found: [ObjectID]?
         if strategy == .store || (strategy == .automatic && !hasChanges) {
-            if let plain = try substitutingVariables(in: predicate, evaluator: evaluator, entity: entity) {
-                found = try coordinator.store.objectIDs(
+            if let plain = try substitutingVariables(in: predicate, evaluator: evaluator, entity: entity),
+                let candidates = try coordinator.store.candidates(
                     matching: plain, of: entity, includingSubentities: includingSubentities)
+            {
+                // A store that could not decide every comparison narrowed the objects to read:
+                // the evaluator decides those, and reads no other.
+                found =
+                    candidates.exact
+                    ? candidates.ids : try evaluator.objects(among: candidates.ids, matching: predicate)
             }
             if found == nil && strategy == .store {
                 throw ObjectGraphError(

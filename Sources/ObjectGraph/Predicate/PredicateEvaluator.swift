@@ -78,8 +78,16 @@ public struct PredicateEvaluator: Sendable {
     public func objects(of entity: EntityID, matching predicate: Predicate, includingSubentities: Bool = true)
         throws(ObjectGraphError) -> [ObjectID]
     {
+        try objects(
+            among: context.objectIDs(of: entity, includingSubentities: includingSubentities), matching: predicate)
+    }
+
+    /// Those of `ids` that match `predicate`, in their order: the candidates a store narrowed a
+    /// predicate to when it could not decide every comparison itself
+    /// (``PersistentStore/candidates(matching:of:includingSubentities:)``), read in batches as
+    /// ``objects(of:matching:includingSubentities:)`` reads every object.
+    public func objects(among ids: [ObjectID], matching predicate: Predicate) throws(ObjectGraphError) -> [ObjectID] {
         let budget = QueryBudget.current
-        let ids = try context.objectIDs(of: entity, includingSubentities: includingSubentities)
         try budget?.hold(ids.count * MemoryLayout<ObjectID>.stride)
         let batchSize = max(1, context.coordinator.configuration.batchSize)
         let leadingKeys = Set(predicate.leadingKeys)

@@ -110,6 +110,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// among them): a change that would duplicate one is refused when it is made.
     func uniqueKeys(of root: EntityID) -> [[String]]
 
+    /// The objects of `entity` (and its subentities when asked) that may match `predicate`, by
+    /// key, in one store request: every object that matches is among them, and ``PredicateCandidates/exact``
+    /// says whether they are exactly the matches (otherwise the engine decides each of them, and
+    /// reads no other object). Nil when the store cannot narrow them at all (the engine then
+    /// evaluates the predicate on every object).
+    func candidates(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> PredicateCandidates?
+
     /// The number of objects ``objectIDs(matching:of:includingSubentities:)`` would give, counted
     /// in one store request without reading them; nil when the store cannot evaluate `predicate`.
     func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
@@ -177,6 +185,15 @@ extension PersistentStore {
     public func objectIDs(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
         throws(ObjectGraphError) -> [ObjectID]?
     { nil }
+
+    /// Stores that answer predicates exactly or not at all.
+    public func candidates(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
+        throws(ObjectGraphError) -> PredicateCandidates?
+    {
+        try objectIDs(matching: predicate, of: entity, includingSubentities: includingSubentities).map {
+            PredicateCandidates(ids: $0, exact: true)
+        }
+    }
 
     /// Stores that cannot query leave counting to the engine.
     public func count(matching predicate: Predicate, of entity: EntityID, includingSubentities: Bool)
@@ -300,4 +317,19 @@ public protocol PersistentStoreType: Sendable {
 public enum PropertyMatch: Hashable, Sendable {
     case value(AttributeValue)
     case object(ObjectID)
+}
+
+/// What a store answers for a predicate (``PersistentStore/candidates(matching:of:includingSubentities:)``):
+/// objects by key among which are all that match, and whether they are exactly those.
+///
+/// Threading: a value; share it freely.
+public struct PredicateCandidates: Sendable, Hashable {
+    public var ids: [ObjectID]
+    /// The objects are exactly the matches; otherwise a superset to decide one by one.
+    public var exact: Bool
+
+    public init(ids: [ObjectID], exact: Bool) {
+        self.ids = ids
+        self.exact = exact
+    }
 }

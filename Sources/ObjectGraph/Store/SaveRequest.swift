@@ -7,7 +7,8 @@
 /// holds the value that was read, or the object is gone. Properties this save does not change
 /// are left as the store has them, whatever another process did to them. Deletions carry the
 /// version (`Z_OPT`) that was read and conflict when it moved. An inserted object is written
-/// with version 1; an object whose update writes anything gets version + 1.
+/// with version 1 (or its own, ``keepsVersions``); an object whose update writes anything gets
+/// version + 1.
 public struct SaveRequest: Sendable {
     /// A changed object: its complete new state and its state as read.
     public struct Update: Sendable, Hashable {
@@ -103,6 +104,15 @@ public struct SaveRequest: Sendable {
     /// lower: a migration carries the old store's counter, so keys of objects deleted before it
     /// are not handed out again. Stores that keep no counter ignore it.
     public var keyCounters: [EntityID: Int64] = [:]
+    /// Inserted objects keep the version (`Z_OPT`) their snapshot has, when it is 1 or more: a
+    /// migration carries each object's version, so what an app remembers of it still compares.
+    /// Otherwise (a new object) they are written with version 1. Stores whose format keeps no
+    /// version (Core Data's XML) ignore it.
+    public var keepsVersions = false
+    /// Whether a store that keeps persistent history records this save in it (a transaction
+    /// with a change per object). A migration that carries the old store's history
+    /// (``HistoryWriting``) turns it off, so the new store's history is the old one's.
+    public var recordsHistory = true
 
     public init() {}
 

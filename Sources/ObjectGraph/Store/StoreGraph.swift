@@ -152,7 +152,7 @@ public struct StoreGraph: Sendable {
         }
         for s in request.inserted {
             var s = s
-            s.version = 1
+            if !request.keepsVersions || s.version < 1 { s.version = 1 }
             let root = model[s.objectID.entity].rootID
             snapshots[s.objectID] = s
             keysByRoot[root, default: [:]][s.objectID.key] = s.objectID

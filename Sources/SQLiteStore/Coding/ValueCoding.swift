@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import ObjectGraph
 
-/// Converts attribute values to and from what SQLite stores, as Core Data lays them out.
+/// Converts what SQLite stores to attribute values, as Core Data lays them out.
 ///
 /// Reading is strict and never traps. A value of another storage class than its column's (a
 /// hand-edited store: TEXT in an INTEGER column, REAL in a TIMESTAMP column written as integer by
@@ -12,58 +12,15 @@ import ObjectGraph
 /// read as nil. Float attributes are the one rounding conversion: Core Data stores them widened to
 /// REAL, and a REAL that is not an exact float is read as the nearest float, as Core Data does.
 ///
-/// Writing refuses what SQLite cannot hold: NaN (SQLite stores it as NULL) throws
-/// ``ObjectGraphError/Code/validation``. -0.0 is stored by SQLite as the integer 0 in REAL-affinity
-/// columns, so it reads back as +0.0; that is SQLite's representation, not something a store
-/// in Core Data's schema can change.
+/// Writing is ``SQLiteDialect/encode(_:as:entity:)``'s, which refuses what SQLite cannot hold:
+/// NaN (SQLite stores it as NULL). -0.0 is stored by SQLite as the integer 0 in REAL-affinity
+/// columns, so it reads back as +0.0; that is SQLite's representation, not something a store in
+/// Core Data's schema can change.
 enum ValueCoding {
     struct Place {
         var entity: String
         var attribute: String
         var key: Int64
-    }
-
-    // MARK: - Writing
-
-    static func encode(_ value: AttributeValue?, as attribute: AttributeDescription, entity: String)
-        throws(ObjectGraphError)
-        -> DatabaseValue
-    {
-        guard let value else { return .null }
-        func invalid(_ why: String) -> ObjectGraphError {
-            ObjectGraphError(.validation, "\(entity).\(attribute.name): \(why)")
-        }
-        guard value.matches(attribute.type) else {
-            throw invalid("value \(value) is not of type \(attribute.type.rawValue)")
-        }
-        switch value {
-        case .integer(let v):
-            if let range = attribute.type.integerRange, !range.contains(v) {
-                throw invalid(
-                    "\(v) is outside the range of \(attribute.type.rawValue) (\(range.lowerBound)...\(range.upperBound))"
-                )
-            }
-            return v.databaseValue
-        case .boolean(let v): return (v ? 1 : 0 as Int64).databaseValue
-        case .double(let v):
-            if v.isNaN { throw invalid("NaN cannot be stored in SQLite (it would become NULL)") }
-            return v.databaseValue
-        case .float(let v):
-            if v.isNaN { throw invalid("NaN cannot be stored in SQLite (it would become NULL)") }
-            return Double(v).databaseValue
-        case .decimal(let v):
-            if v.isNaN { throw invalid("NaN cannot be stored in SQLite (it would become NULL)") }
-            // Correctly rounded, as Double(String) reads the decimal's text.
-            return (DecimalConversion.double(v) ?? NSDecimalNumber(decimal: v).doubleValue).databaseValue
-        case .date(let v):
-            let seconds = v.timeIntervalSinceReferenceDate
-            if seconds.isNaN { throw invalid("an invalid date (NaN) cannot be stored") }
-            return seconds.databaseValue
-        case .string(let v): return v.databaseValue
-        case .data(let v): return v.databaseValue
-        case .uuid(let v):
-            return withUnsafeBytes(of: v.uuid) { Data($0) }.databaseValue
-        }
     }
 
     // MARK: - Reading

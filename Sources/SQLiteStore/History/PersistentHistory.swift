@@ -3,6 +3,7 @@ import CoreDataSchema
 import GRDB
 import Logging
 import ObjectGraph
+import RelationalCore
 
 /// Core Data's persistent history, written as Core Data writes it: each save of a store whose
 /// app tracks history appends one transaction and one change per inserted, updated and deleted
@@ -138,71 +139,59 @@ struct PersistentHistory: Sendable {
 
     // MARK: - Appending
 
-    /// Appends one transaction recording `changes`, in the caller's write transaction.
-    func append(
-        _ changes: WrittenChanges, layout: StoreLayout, db: Database, run: (String, StatementArguments) throws -> Void
-    ) throws {
-        guard !changes.isEmpty else { return }
+    /// Appends one transaction recording `rows` (``HistoryRow``), in the caller's write
+    /// transaction. Keys continue from Z_MAX or the table's highest key, whichever is higher.
+    func append(_ rows: [HistoryRow], on connection: SQLiteConnection) throws(ObjectGraphError) {
+        guard !rows.isEmpty else { return }
         var nextKeys: [Int64: Int64] = [:]
-        func nextKey(_ zent: Int64, table: String) throws -> Int64 {
+        func nextKey(_ zent: Int64, table: String) throws(ObjectGraphError) -> Int64 {
             if let next = nextKeys[zent] {
                 nextKeys[zent] = next + 1
                 return next
             }
             // Z_MAX or a key that is not an integer (a damaged file) counts as 0; the other bounds it.
-            func integer(_ sql: String, _ arguments: StatementArguments = []) throws -> Int64 {
-                try Row.fetchOne(db, sql: sql, arguments: arguments)?.storedValues.first?.storedInteger ?? 0
-            }
-            let max = try integer("SELECT IFNULL(Z_MAX, 0) FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [zent])
-            let top = try integer("SELECT IFNULL(MAX(Z_PK), 0) FROM \(table)")
+            let max = try connection.integer("SELECT IFNULL(Z_MAX, 0) FROM Z_PRIMARYKEY WHERE Z_ENT = \(zent)") ?? 0
+            let top = try connection.integer("SELECT IFNULL(MAX(Z_PK), 0) FROM \(identifier: table)") ?? 0
             let (next, overflow) = Swift.max(max, top).addingReportingOverflow(1)
             guard !overflow else { throw ObjectGraphError(.io, "the history table \(table) has no key left") }
             nextKeys[zent] = next + 1
             return next
         }
-        func intern(_ text: String) throws -> Int64 {
-            if let key = try Row.fetchOne(
-                db, sql: "SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?", arguments: [text])?
-                .storedValues.first?.storedInteger
-            {
+        func intern(_ text: String) throws(ObjectGraphError) -> Int64 {
+            if let key = try connection.integer("SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = \(text)") {
                 return key
             }
             let key = try nextKey(tables.string, table: "ATRANSACTIONSTRING")
-            try run(
-                "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (?, ?, NULL, ?)",
-                [key, tables.string, text])
+            try connection.execute(
+                "INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (\(key), \(tables.string), NULL, \(text))"
+            )
             return key
         }
         let name = try intern(Self.author)
         let transaction = try nextKey(tables.transaction, table: "ATRANSACTION")
-        try run(
+        try connection.execute(
             "INSERT INTO ATRANSACTION (Z_PK, Z_ENT, Z_OPT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) "
-                + "VALUES (?, ?, NULL, ?, ?, NULL, ?, ?)",
-            [transaction, tables.transaction, name, name, name, Date().timeIntervalSinceReferenceDate])
-        func zent(_ id: ObjectID) -> Int64 { layout[id.entity].zent ?? 0 }
-        let tombstoneSQL = tables.tombstoneColumns.map { ", " + $0.quotedDatabaseIdentifier }.joined()
-        let tombstoneValues = tables.tombstoneColumns.map { _ in ", ?" }.joined()
+                + "VALUES (\(transaction), \(tables.transaction), NULL, \(name), \(name), NULL, \(name), \(SQLValue.real(Date().timeIntervalSinceReferenceDate)))"
+        )
+        let tombstoneNames = tables.tombstoneColumns.map { ", " + SQL.identifier($0) }.joined()
+        let tombstoneMarks = tables.tombstoneColumns.map { _ in ", ?" }.joined()
         let insert =
-            "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneSQL)) "
-            + "VALUES (?, ?, NULL, ?, ?, ?, ?, ?\(tombstoneValues))"
-        func add(_ type: Int64, _ id: ObjectID, columns: Data?, tombstone: [DatabaseValue] = []) throws {
+            "INSERT INTO ACHANGE (Z_PK, Z_ENT, Z_OPT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneNames)) "
+            + "VALUES (?, ?, NULL, ?, ?, ?, ?, ?\(tombstoneMarks))"
+        for row in rows {
             let key = try nextKey(tables.change, table: "ACHANGE")
-            var values: [DatabaseValue] = [
-                key.databaseValue, tables.change.databaseValue, type.databaseValue, zent(id).databaseValue,
-                id.key.rawValue.databaseValue, transaction.databaseValue, columns?.databaseValue ?? .null
+            var values: [SQLValue] = [
+                .integer(key), .integer(tables.change), .integer(row.kind), .integer(row.zent), .integer(row.key),
+                .integer(transaction), row.columns.map(SQLValue.blob) ?? .null
             ]
-            for i in tables.tombstoneColumns.indices { values.append(i < tombstone.count ? tombstone[i] : .null) }
-            try run(insert, StatementArguments(values))
+            for i in tables.tombstoneColumns.indices {
+                values.append(i < row.tombstone.count ? row.tombstone[i] : .null)
+            }
+            try connection.execute(SQL(text: insert, arguments: values))
         }
-        for id in changes.inserted { try add(0, id, columns: nil) }
-        for (id, names) in changes.updated.sorted(by: { $0.key < $1.key }) {
-            try add(1, id, columns: columnMask(for: names, of: id.entity))
-        }
-        for (id, tombstone) in changes.deleted { try add(2, id, columns: nil, tombstone: tombstone) }
         for (zent, next) in nextKeys.sorted(by: { $0.key < $1.key }) {
-            try run(
-                "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ? AND IFNULL(Z_MAX, 0) < ?", [next - 1, zent, next - 1]
-            )
+            try connection.execute(
+                "UPDATE Z_PRIMARYKEY SET Z_MAX = \(next - 1) WHERE Z_ENT = \(zent) AND IFNULL(Z_MAX, 0) < \(next - 1)")
         }
     }
 

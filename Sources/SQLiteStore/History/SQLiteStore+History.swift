@@ -76,26 +76,6 @@ extension SQLiteStore: PersistentHistoryStore {
         }
     }
 
-    /// The values a delete of `id` records in history (its entity's preserved attributes, as the
-    /// row holds them), read before the row goes; empty when the store writes no history.
-    func tombstoneValues(of id: ObjectID, _ db: Database) throws(ObjectGraphError) -> [DatabaseValue] {
-        guard let history = mechanisms.history, let table = layout[id.entity].table else { return [] }
-        let names = history.preservedAttributes(of: id.entity)
-        guard !names.isEmpty else { return [] }
-        let columns = names.map { name in
-            layout[id.entity].attributes.first { $0.attribute.name == name }?.column.map(\.quotedDatabaseIdentifier)
-                ?? "NULL"
-        }
-        do {
-            let found = try rows(
-                db, "SELECT \(columns.joined(separator: ", ")) FROM \(table.quotedDatabaseIdentifier) WHERE Z_PK = ?",
-                [id.key.rawValue], cached: false)
-            return found.first.map { Array($0.databaseValues) } ?? []
-        } catch {
-            throw Self.mapError(error, file: path)
-        }
-    }
-
     /// A timestamp column (seconds since 2001) as stored: a real or an integer; anything else 0
     /// (whether it is a date at all is ``HistoryTransaction/timestamp(secondsSinceReferenceDate:)``'s).
     static func seconds(_ value: DatabaseValue) -> Double {

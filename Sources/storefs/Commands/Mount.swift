@@ -172,6 +172,10 @@ struct Mount: ParsableCommand {
             // Other machines mount it too: a close hands the file's change to the store before it
             // returns (close-to-open), and reports a conflict or a lost server there.
             configuration.fileSystem.commitsOnClose = true
+            // Any request may wait on the network here: over /dev/fuse, where every worker thread
+            // serves any request, one that waits holds one thread; over io_uring it would hold
+            // every request queued behind it on its CPU (docs/LIBFUSE.md).
+            configuration.mount.ioUring = false
         }
         try Server.serve(coordinator: coordinator, mountPoint: mountPoint, configuration: configuration, logger: logger)
     }

@@ -1,13 +1,13 @@
 import Foundation
-import GRDB
 import ObjectGraph
 
 /// `value IN {constants}` in SQL: the constants as one SQL `IN (…)` list per way of comparing,
-/// which SQLite looks values up in as a set (an ephemeral index), rather than a tree of ORs that
-/// grows with the list (6,000 values passed SQLite's 1,000 levels of expression depth: issue 34).
+/// which SQLite looks values up in as a set (an ephemeral index) and PostgreSQL hashes, rather
+/// than a tree of ORs that grows with the list (6,000 values passed SQLite's 1,000 levels of
+/// expression depth: issue 34).
 extension PredicateTranslator {
-    /// Bound values one statement may hold: below SQLite's 32,766 (SQLITE_MAX_VARIABLE_NUMBER);
-    /// a predicate that needs more is declined and evaluated in memory, where lists are sets too.
+    /// Bound values one statement may hold: below SQLite's 32,766 (SQLITE_MAX_VARIABLE_NUMBER)
+    /// and PostgreSQL's 65,535; a predicate that needs more is declined and evaluated in memory, where lists are sets too.
     static let maximumBoundValues = 30_000
 
     /// Lists shorter than this are written as ORs of equalities, as every comparison is.
@@ -18,7 +18,7 @@ extension PredicateTranslator {
     /// number, a string column with a string and no `[c]`/`[d]`) joins the `IN (…)` list of that
     /// expression; any other item is its own equality, ORed with the lists. Never NULL.
     func membership(_ value: Scalar, _ items: [Constant], _ options: ComparisonOptions) -> String? {
-        var lists: [String: [DatabaseValue]] = [:]
+        var lists: [String: [SQLValue]] = [:]
         var order: [String] = []
         var parts: [String] = []
         for item in items {
@@ -30,16 +30,16 @@ extension PredicateTranslator {
                 continue
             }
             guard let part = equal(value, item, options) else { return nil }
-            if part != "0" { parts.append(part) }
+            if part != "FALSE" { parts.append(part) }
         }
         if case .attribute(let sql, _) = value {
             for left in order {
-                let names = (lists[left] ?? []).map(bind).joined(separator: ", ")
+                let names = (lists[left] ?? []).map { bind($0) }.joined(separator: ", ")
                 // The guard keeps it 0 or 1: `NULL IN (…)` is NULL.
                 parts.append("(\(sql) IS NOT NULL AND \(left) IN (\(names)))")
             }
         }
-        guard !parts.isEmpty else { return "0" }
+        guard !parts.isEmpty else { return "FALSE" }
         return parts.count == 1 ? parts[0] : Self.balanced(parts, "OR")
     }
 
@@ -47,12 +47,14 @@ extension PredicateTranslator {
     /// item` is what ``equal(_:_:_:)`` writes for it (the same expressions and values); nil
     /// otherwise.
     private func listMember(_ sql: String, _ kind: Kind, _ item: Constant, _ options: ComparisonOptions)
-        -> (String, DatabaseValue)?
+        -> (String, SQLValue)?
     {
         switch kind {
         case .string:
-            guard options.isEmpty, case .string(let text) = item else { return nil }
-            return ("CAST(\(sql) AS BLOB)", Data(text.utf8).databaseValue)
+            guard options.isEmpty, case .string(let text) = item, let bytewise = dialect.bytewise(text) else {
+                return nil
+            }
+            return (dialect.bytewise(column: sql), bytewise)
         case .integer, .double, .decimal:
             var number = item
             if case .string(let text) = item {
@@ -68,11 +70,11 @@ extension PredicateTranslator {
                 }
             }
             switch (kind, number) {
-            case (.integer, .integer(let i)): return (sql, i.databaseValue)
-            case (.integer, .double(let d)): return ("CAST(\(sql) AS REAL)", d.databaseValue)
-            case (.double, .integer(let i)): return (sql, Double(i).databaseValue)
-            case (.double, .double(let d)): return (sql, d.databaseValue)
-            case (.decimal, .integer(let i)) where i.magnitude <= 1 << 53: return (sql, i.databaseValue)
+            case (.integer, .integer(let i)): return (sql, .integer(i))
+            case (.integer, .double(let d)): return (dialect.real(sql), .real(d))
+            case (.double, .integer(let i)): return (sql, .real(Double(i)))
+            case (.double, .double(let d)): return (sql, .real(d))
+            case (.decimal, .integer(let i)) where i.magnitude <= 1 << 53: return (sql, .integer(i))
             default: return nil
             }
         case .uuid, .data:

@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 
-/// Predicate values (``PredicateEvaluator/Value``) as SQLite BLOBs, so that SQL functions can pass
+/// Predicate values (``PredicateEvaluator/Value``) as bytes (SQLite BLOBs), so that SQL functions can pass
 /// them to each other inside one query: a column's value, a collection gathered by an aggregate,
 /// a constant of the predicate.
 ///
@@ -13,23 +13,23 @@ import ObjectGraph
 /// The bytes never leave the process that made them (they live within one query).
 ///
 /// Threading: stateless; call from any thread.
-enum PredicateValueCoding {
-    enum Tag: UInt8 {
+package enum PredicateValueCoding {
+    package enum Tag: UInt8 {
         case null = 0, string, integer, decimal, double, boolean, date, data, uuid, object, list
     }
 
     /// The encoding of nil, for SQL that needs one written out.
-    static let nullBytes: [UInt8] = [Tag.null.rawValue]
+    package static let nullBytes: [UInt8] = [Tag.null.rawValue]
 
     // MARK: - Encoding
 
-    static func encode(_ value: PredicateEvaluator.Value) -> [UInt8] {
+    package static func encode(_ value: PredicateEvaluator.Value) -> [UInt8] {
         var bytes: [UInt8] = []
         append(value, to: &bytes)
         return bytes
     }
 
-    static func append(_ value: PredicateEvaluator.Value, to bytes: inout [UInt8]) {
+    package static func append(_ value: PredicateEvaluator.Value, to bytes: inout [UInt8]) {
         switch value {
         case .null:
             bytes.append(Tag.null.rawValue)
@@ -73,13 +73,13 @@ enum PredicateValueCoding {
     }
 
     /// An object as the SQL functions see it: Z_ENT and key.
-    static func object(zent: Int64, key: Int64) -> PredicateEvaluator.Value {
+    package static func object(zent: Int64, key: Int64) -> PredicateEvaluator.Value {
         // Z_ENT numbers are small; one beyond Int's range cannot name an entity of this store.
         .object(ObjectID(entity: EntityID(Int(truncatingIfNeeded: zent)), key: PrimaryKey(key)))
     }
 
     /// A list header for `count` elements whose encodings follow.
-    static func listHeader(count: Int) -> [UInt8] {
+    package static func listHeader(count: Int) -> [UInt8] {
         var bytes = [Tag.list.rawValue]
         appendLength(count, to: &bytes)
         return bytes
@@ -98,7 +98,7 @@ enum PredicateValueCoding {
 
     /// The value `bytes` encode; nil when they are not an encoding (never the case for bytes this
     /// type made; a guard, since SQL could pass any BLOB).
-    static func decode(_ bytes: Data) -> PredicateEvaluator.Value? {
+    package static func decode(_ bytes: Data) -> PredicateEvaluator.Value? {
         bytes.withUnsafeBytes { raw -> PredicateEvaluator.Value? in
             var reader = Reader(bytes: raw)
             guard let value = reader.value(depth: 0), reader.offset == raw.count else { return nil }

@@ -3,12 +3,12 @@ import ObjectGraph
 
 /// A seeded random number generator (SplitMix64): the same seed gives the same predicates, so a
 /// failure names the seed that reproduces it.
-struct SeededRandom: RandomNumberGenerator {
+public struct SeededRandom: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,9 +16,9 @@ struct SeededRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
+    public mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
 
-    mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
+    public mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
 }
 
 /// Random predicates over any model, every form the predicate language has: key paths through
@@ -28,14 +28,20 @@ struct SeededRandom: RandomNumberGenerator {
 /// the predicates select some objects and not all.
 ///
 /// Every predicate it makes passes ``PredicateChecker`` (the tests hold it to that).
-struct PredicateGenerator {
-    typealias OGPredicate = ObjectGraph.Predicate
-    typealias OGExpression = ObjectGraph.Expression
+public struct PredicateGenerator {
+    public typealias OGPredicate = ObjectGraph.Predicate
+    public typealias OGExpression = ObjectGraph.Expression
 
-    let model: ManagedObjectModel
+    public let model: ManagedObjectModel
     /// Values seen per entity and attribute name (the entity's own and inherited attributes).
-    let values: [EntityID: [String: [AttributeValue]]]
-    var random: SeededRandom
+    public let values: [EntityID: [String: [AttributeValue]]]
+    public var random: SeededRandom
+
+    public init(model: ManagedObjectModel, values: [EntityID: [String: [AttributeValue]]], random: SeededRandom) {
+        self.model = model
+        self.values = values
+        self.random = random
+    }
 
     /// Where a key path ends.
     enum End {
@@ -56,7 +62,7 @@ struct PredicateGenerator {
 
     // MARK: - Predicates
 
-    mutating func predicate(for entity: EntityID, depth: Int = 2) -> OGPredicate {
+    public mutating func predicate(for entity: EntityID, depth: Int = 2) -> OGPredicate {
         if depth > 0 && random.chance(0.3) {
             switch Int.random(in: 0..<3, using: &random) {
             case 0:
@@ -79,7 +85,7 @@ struct PredicateGenerator {
         }
     }
 
-    mutating func comparison(for entity: EntityID) -> OGPredicate {
+    public mutating func comparison(for entity: EntityID) -> OGPredicate {
         let path = keyPath(from: entity)
         let key = OGExpression.keyPath(path.components)
         if let through = path.toCollection, random.chance(0.3) {

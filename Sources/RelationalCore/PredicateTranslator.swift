@@ -1,12 +1,16 @@
 import CoreDataSchema
 import Foundation
-import GRDB
 import ObjectGraph
 
 /// Translates a predicate without variables into one SQL query over Core Data's tables, or
-/// declines (nil) when the predicate is one ``PredicateEvaluator`` reports an error for.
+/// declines (nil) when the predicate is one ``PredicateEvaluator`` reports an error for. Written
+/// once for every engine over its ``SQLDialect``: values are always bound (`:pN`, numbered by
+/// ``statement(_:extra:)``), names quoted.
 ///
-/// Two ways, both exact:
+/// Two ways, both exact where the engine has them (SQLite has both; PostgreSQL runs no Swift, so
+/// it has only the first, and a comparison that needs the second is taken as true, or false under
+/// an odd number of NOTs: the rows then hold every match and more, ``Selection/exact`` is false,
+/// and the engine decides those rows alone):
 /// - **Plain SQL** for the common forms, so SQLite can use its indexes and read no value it does
 ///   not need. Every condition it writes is 0 or 1, never NULL: a comparison with a column that
 ///   may be NULL says what the evaluator says for nil (`nil != 5` is true, `nil < 5` false), so
@@ -42,7 +46,7 @@ import ObjectGraph
 /// value here (`photo != nil`), where reading the row finds none.
 ///
 /// Threading: a single-use value; make one per query.
-final class PredicateTranslator {
+package final class PredicateTranslator {
     /// Rows of one table and the joins their key paths need.
     final class Scope {
         let alias: String
@@ -95,25 +99,34 @@ final class PredicateTranslator {
 
     /// The rows a predicate selects: what to select them from (the table as `t0` and the joins
     /// its key paths need) and the condition.
-    struct Selection {
-        let from: String
-        let condition: String
+    package struct Selection {
+        package let from: String
+        package let condition: String
+        /// Whether the rows are exactly the matches; otherwise they hold every match and more
+        /// (comparisons the dialect cannot decide in SQL were taken as true where that widens
+        /// the answer), and the caller decides each one.
+        package let exact: Bool
     }
 
     /// The name of the SQL function that compares strings as the evaluator does.
-    static let compareStringsFunctionName = "storefs_compare_strings"
+    package static let compareStringsFunctionName = "storefs_compare_strings"
 
     let model: ManagedObjectModel
     let layout: StoreLayout
+    let dialect: any SQLDialect
     /// Whether an integer `@sum` may be SQL's `SUM`, which fails on overflow: a query that
     /// overflowed is translated again without it (the evaluator's sum goes on as a decimal).
     let plainIntegerSums: Bool
-    private(set) var arguments: [String: DatabaseValue] = [:]
+    package private(set) var arguments: [String: SQLValue] = [:]
     private var aliasCount = 0
+    /// Set when a comparison the dialect cannot decide was taken as true (or false under NOT).
+    private var widened = false
 
-    init(model: ManagedObjectModel, layout: StoreLayout, plainIntegerSums: Bool = true) {
+    package init(model: ManagedObjectModel, layout: StoreLayout, dialect: any SQLDialect, plainIntegerSums: Bool = true)
+    {
         self.model = model
         self.layout = layout
+        self.dialect = dialect
         self.plainIntegerSums = plainIntegerSums
     }
 
@@ -126,58 +139,108 @@ final class PredicateTranslator {
     /// from its start. Several entities are tested with `+Z_ENT` (no index), or SQLite would take
     /// the Z_ENT index and sort everything after the bound for every page; one entity takes the
     /// index, which holds its keys in order.
-    func selection(
+    package func selection(
         _ predicate: ObjectGraph.Predicate, entity: EntityID, table: String, zents: [Int64], pageAfter: Bool = false
     ) -> Selection? {
         let scope = Scope(alias: "t0", entity: entity)
-        guard let condition = condition(predicate, scope), arguments.count <= Self.maximumBoundValues else {
-            return nil
-        }
-        let entities = zents.map(String.init).joined(separator: ",")
+        widened = false
+        guard let condition = condition(predicate, scope, positive: true), arguments.count <= Self.maximumBoundValues
+        else { return nil }
+        let entities = zents.map { bind(.integer($0)) }.joined(separator: ", ")
         // The rows that are objects, as objectIDs(of:) reads them: a positive integer key.
+        let isObject = dialect.isObjectKey("t0.\"Z_PK\"").text
         let objects =
             pageAfter
-            ? "t0.Z_PK > :pageAfter AND \(zents.count > 1 ? "+" : "")t0.Z_ENT IN (\(entities)) AND typeof(t0.Z_PK) = 'integer'"
-            : "t0.Z_ENT IN (\(entities)) AND typeof(t0.Z_PK) = 'integer' AND t0.Z_PK > 0"
+            ? "t0.\"Z_PK\" > :pageAfter AND \(zents.count > 1 ? dialect.unindexed("t0.\"Z_ENT\"") : "t0.\"Z_ENT\"") IN (\(entities)) AND \(isObject)"
+            : "t0.\"Z_ENT\" IN (\(entities)) AND \(isObject)"
         return Selection(
-            from: "\(table.quotedDatabaseIdentifier) t0 \(scope.joins.joined(separator: " "))",
-            condition: "\(objects) AND \(condition)")
+            from: "\(SQL.identifier(table)) t0 \(scope.joins.joined(separator: " "))",
+            condition: "\(objects) AND \(condition)", exact: !widened)
     }
 
-    /// The query for the objects of `entities` (rows of `table`) that match `predicate`, by key;
-    /// nil when it is declined.
-    func query(_ predicate: ObjectGraph.Predicate, entity: EntityID, table: String, zents: [Int64]) -> String? {
-        guard let selection = selection(predicate, entity: entity, table: table, zents: zents) else { return nil }
-        return "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
+    /// `text` (with this translator's named values, `:p0` ..., and those of `extra`) as a
+    /// statement with its values bound in order.
+    package func statement(_ text: String, extra: [String: SQLValue] = [:]) -> SQL {
+        var values = arguments
+        for (name, value) in extra { values[name] = value }
+        var result = ""
+        var bound: [SQLValue] = []
+        result.reserveCapacity(text.utf8.count)
+        var quote: Character?
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+                index = text.index(after: index)
+                continue
+            }
+            if character == "\"" || character == "'" {
+                quote = character
+                result.append(character)
+                index = text.index(after: index)
+                continue
+            }
+            if character == ":" {
+                var end = text.index(after: index)
+                while end < text.endIndex, text[end].isLetter || text[end].isNumber { end = text.index(after: end) }
+                let name = String(text[text.index(after: index)..<end])
+                if let value = values[name], !name.isEmpty {
+                    result += "?"
+                    bound.append(value)
+                    index = end
+                    continue
+                }
+            }
+            result.append(character)
+            index = text.index(after: index)
+        }
+        return SQL(text: result, arguments: bound)
     }
 
     // MARK: - Predicates
 
-    func condition(_ predicate: ObjectGraph.Predicate, _ scope: Scope) -> String? {
+    /// `positive`: the condition stands under an even number of NOTs (a comparison widened there
+    /// is taken as true, else as false, so the rows hold every match).
+    func condition(_ predicate: ObjectGraph.Predicate, _ scope: Scope, positive: Bool) -> String? {
         switch predicate {
         case .constant(let value):
-            return value ? "1" : "0"
+            return value ? "TRUE" : "FALSE"
         case .and(let operands):
-            return compound(operands, "AND", empty: "1", scope)
+            return compound(operands, "AND", empty: "TRUE", scope, positive: positive)
         case .or(let operands):
-            return compound(operands, "OR", empty: "0", scope)
+            return compound(operands, "OR", empty: "FALSE", scope, positive: positive)
         case .not(let operand):
-            return condition(operand, scope).map { "(NOT \($0))" }
+            return condition(operand, scope, positive: !positive).map { "(NOT \($0))" }
         case .comparison(let lhs, let op, let rhs, let options, let modifier):
             // Plain SQL where it is exact; its bindings are kept only when it is.
             let bound = arguments
-            if let plain = comparison(lhs, op, rhs, options, modifier, scope) { return plain }
+            needsFunctions = false
+            if let plain = comparison(lhs, op, rhs, options, modifier, scope), !needsFunctions { return plain }
             arguments = bound
-            return evaluated(lhs, op, rhs, options, modifier, scope)
+            guard let evaluated = evaluated(lhs, op, rhs, options, modifier, scope) else { return nil }
+            guard dialect.evaluatesWithFunctions else {
+                // The evaluator's comparison is not in this engine's SQL: the rows are widened
+                // and the caller decides them.
+                arguments = bound
+                widened = true
+                return positive ? "TRUE" : "FALSE"
+            }
+            return evaluated
         }
     }
 
-    private func compound(_ operands: [ObjectGraph.Predicate], _ word: String, empty: String, _ scope: Scope) -> String?
-    {
+    /// Set by a plain comparison that calls the evaluator's string comparison.
+    private var needsFunctions = false
+
+    private func compound(
+        _ operands: [ObjectGraph.Predicate], _ word: String, empty: String, _ scope: Scope, positive: Bool
+    ) -> String? {
         guard !operands.isEmpty else { return empty }
         var parts: [String] = []
         for operand in operands {
-            guard let part = condition(operand, scope) else { return nil }
+            guard let part = condition(operand, scope, positive: positive) else { return nil }
             parts.append(part)
         }
         return Self.balanced(parts, word)
@@ -252,7 +315,7 @@ final class PredicateTranslator {
             case .collection(let elements):
                 return equal(elements.element, left, options).map { "EXISTS (\(elements.subquery(where: $0)))" }
             case .scalar(let value):
-                if case .null = left { return "0" }
+                if case .null = left { return "FALSE" }
                 if case .attribute(_, let type) = value, type == .string || type == .uri { return nil }
                 return equal(value, left, options)
             }
@@ -299,7 +362,7 @@ final class PredicateTranslator {
         let joinKey = "\(alias).\(key)"
         if let existing = scope.joined[joinKey] { return existing }
         let next = newAlias()
-        scope.joins.append("LEFT JOIN \(table.quotedDatabaseIdentifier) \(next) ON \(next).Z_PK = \(keySQL)")
+        scope.joins.append("LEFT JOIN \(SQL.identifier(table)) \(next) ON \(next).\"Z_PK\" = \(keySQL)")
         scope.joined[joinKey] = next
         return next
     }
@@ -326,7 +389,8 @@ final class PredicateTranslator {
             if let attribute = description.attribute(named: key) {
                 guard isLast else { return nil }
                 let column = layout[entity].attributes.first { $0.attribute.name == key }?.column
-                let sql = column.map { "\(alias).\($0.quotedDatabaseIdentifier)" } ?? "NULL"
+                let sql =
+                    column.map { dialect.comparable("\(alias).\(SQL.identifier($0))", type: attribute.type) } ?? "NULL"
                 return .scalar(.attribute(sql: sql, type: attribute.type))
             }
             guard let relationship = description.relationship(named: key), !relationship.isTransient,
@@ -341,7 +405,7 @@ final class PredicateTranslator {
             guard let toOne = layout[entity].toOne.first(where: { $0.name == key }), let column = toOne.column else {
                 return nil
             }
-            let keySQL = "\(alias).\(column.quotedDatabaseIdentifier)"
+            let keySQL = "\(alias).\(SQL.identifier(column))"
             if isLast {
                 return .scalar(.object(key: keySQL, zent: zent(of: toOne, alias)))
             }
@@ -351,14 +415,14 @@ final class PredicateTranslator {
             throughToOne = true
             index += 1
         }
-        return .scalar(.object(key: "\(alias).Z_PK", zent: "\(alias).Z_ENT"))
+        return .scalar(.object(key: "\(alias).\"Z_PK\"", zent: "\(alias).\"Z_ENT\""))
     }
 
     /// The SQL for the Z_ENT of a to-one's destination, as reading a row decides it.
     private func zent(of toOne: StoreLayout.ToOneColumn, _ alias: String) -> String {
-        let declared = layout[toOne.destination].zent.map(String.init) ?? "NULL"
+        let declared = layout[toOne.destination].zent.map { bind(.integer($0)) } ?? "NULL"
         guard let entityColumn = toOne.entityColumn else { return declared }
-        return "IFNULL(\(alias).\(entityColumn.quotedDatabaseIdentifier), \(declared))"
+        return "COALESCE(\(alias).\(SQL.identifier(entityColumn)), \(declared))"
     }
 
     /// The tables that join to-many `name` of the rows `alias`: the table holding the link (with
@@ -392,23 +456,23 @@ final class PredicateTranslator {
         switch mapping {
         case .foreignKey(let table, let column, let orderColumn, _):
             let a = newAlias()
-            let link = "\(a).\(column.quotedDatabaseIdentifier) = \(alias).Z_PK"
-            let order = (orderColumn.map { ["\(a).\($0.quotedDatabaseIdentifier)"] } ?? []) + ["\(a).Z_PK"]
+            let link = "\(a).\(SQL.identifier(column)) = \(alias).\"Z_PK\""
+            let order = (orderColumn.map { ["\(a).\(SQL.identifier($0))"] } ?? []) + ["\(a).\"Z_PK\""]
             return ToManyTables(
-                table: "\(table.quotedDatabaseIdentifier) \(a)", link: link, destination: nil, alias: a, order: order)
+                table: "\(SQL.identifier(table)) \(a)", link: link, destination: nil, alias: a, order: order)
         case .joinTable(let table, let sourceColumn, let destinationColumn, let orderColumn, let destinationTable, _):
             let j = newAlias()
             let a = newAlias()
             let order =
-                (orderColumn.map { ["\(j).\($0.quotedDatabaseIdentifier)"] } ?? []) + [
-                    "\(j).\(destinationColumn.quotedDatabaseIdentifier)"
+                (orderColumn.map { ["\(j).\(SQL.identifier($0))"] } ?? []) + [
+                    "\(j).\(SQL.identifier(destinationColumn))"
                 ]
             return ToManyTables(
-                table: "\(table.quotedDatabaseIdentifier) \(j)",
-                link: "\(j).\(sourceColumn.quotedDatabaseIdentifier) = \(alias).Z_PK",
+                table: "\(SQL.identifier(table)) \(j)",
+                link: "\(j).\(SQL.identifier(sourceColumn)) = \(alias).\"Z_PK\"",
                 destination: (
-                    "\(destinationTable.quotedDatabaseIdentifier) \(a)",
-                    "\(a).Z_PK = \(j).\(destinationColumn.quotedDatabaseIdentifier)"
+                    "\(SQL.identifier(destinationTable)) \(a)",
+                    "\(a).\"Z_PK\" = \(j).\(SQL.identifier(destinationColumn))"
                 ),
                 alias: a, order: order)
         case .missing:
@@ -440,7 +504,7 @@ final class PredicateTranslator {
             Collection(scope: scope, from: start.from, link: start.link, element: element, throughToOne: throughToOne)
         }
         if let key = rest.first, key.hasPrefix("@") {
-            let rows = make(.object(key: "\(elementAlias).Z_PK", zent: "\(elementAlias).Z_ENT"))
+            let rows = make(.object(key: "\(elementAlias).\"Z_PK\"", zent: "\(elementAlias).\"Z_ENT\""))
             switch key.lowercased() {
             case "@count" where rest.count == 1:
                 // Through a nil to-one the evaluator counts nil's elements: none, as COUNT does.
@@ -459,11 +523,14 @@ final class PredicateTranslator {
                     guard plainIntegerSums, [.integer16, .integer32, .integer64, .boolean].contains(type) else {
                         return nil
                     }
-                    return .scalar(.attribute(sql: "(SELECT IFNULL(SUM(\(sql)), 0) \(body))", type: .integer64))
+                    return .scalar(.attribute(sql: "(SELECT COALESCE(SUM(\(sql)), 0) \(body))", type: .integer64))
                 }
                 guard kind(of: type) != nil, ![.uuid, .binaryData, .transformable].contains(type) else { return nil }
+                // NaN, which an engine may store, is no number the evaluator orders.
+                if dialect.storesNaN, [.double, .decimal].contains(kind(of: type)) { return nil }
                 let function = key.lowercased() == "@min" ? "MIN" : "MAX"
-                return .scalar(.attribute(sql: "(SELECT \(function)(\(sql)) \(body))", type: type))
+                let ordered = kind(of: type) == .string ? dialect.codePointOrdered(sql) : sql
+                return .scalar(.attribute(sql: "(SELECT \(function)(\(ordered)) \(body))", type: type))
             default:
                 return nil
             }
@@ -503,10 +570,12 @@ final class PredicateTranslator {
         return "(\(sql) IS \(positive ? "" : "NOT ")NULL)"
     }
 
-    func bind(_ value: DatabaseValue) -> String {
+    /// A bound value: its placeholder as the dialect writes it (typed where the engine would
+    /// infer no type), `type` the attribute it is compared with.
+    func bind(_ value: SQLValue, as type: AttributeType? = nil) -> String {
         let name = "p\(arguments.count)"
         arguments[name] = value
-        return ":" + name
+        return dialect.placeholder(":" + name, for: value, comparedWith: type)
     }
 
     private func compare(_ value: Scalar, _ op: ComparisonOperator, _ right: Constant, _ options: ComparisonOptions)
@@ -528,17 +597,17 @@ final class PredicateTranslator {
         case .in:
             switch right {
             case .list(let items):
-                guard !items.isEmpty else { return "0" }
+                guard !items.isEmpty else { return "FALSE" }
                 return membership(value, items, options)
             case .string(let haystack):
                 return strings(value, .in, haystack, options)
             case .null:
-                return "0"
+                return "FALSE"
             default:
                 return equal(value, right, options)
             }
         case .contains, .beginsWith, .endsWith, .like, .matches:
-            guard case .string(let pattern) = right else { return "0" }
+            guard case .string(let pattern) = right else { return "FALSE" }
             return strings(value, op, pattern, options)
         }
     }
@@ -547,15 +616,15 @@ final class PredicateTranslator {
         if case .null = right { return isNull(value, true) }
         switch value {
         case .object(let key, let zent):
-            guard case .object(let id) = right else { return "0" }
+            guard case .object(let id) = right else { return "FALSE" }
             guard id.entity.rawValue >= 1, id.entity.rawValue <= layout.entities.count,
                 let z = layout[id.entity].zent
-            else { return "0" }
-            let entityTest = zent == String(z) ? "" : " AND \(zent) = \(z)"
-            return "(\(key) IS NOT NULL AND \(key) = \(id.key.rawValue)\(entityTest))"
+            else { return "FALSE" }
+            return
+                "(\(key) IS NOT NULL AND \(key) = \(bind(.integer(id.key.rawValue))) AND \(zent) = \(bind(.integer(z))))"
         case .attribute(let sql, let type):
             switch right {
-            case .object, .list: return "0"
+            case .object, .list: return "FALSE"
             default: return attribute(sql, type, .equal, right, options)
             }
         }
@@ -564,9 +633,9 @@ final class PredicateTranslator {
     private func order(_ value: Scalar, _ op: ComparisonOperator, _ right: Constant, _ options: ComparisonOptions)
         -> String?
     {
-        guard case .attribute(let sql, let type) = value else { return "0" }
+        guard case .attribute(let sql, let type) = value else { return "FALSE" }
         switch right {
-        case .null, .object, .list: return "0"
+        case .null, .object, .list: return "FALSE"
         default: return attribute(sql, type, op, right, options)
         }
     }
@@ -581,15 +650,15 @@ final class PredicateTranslator {
         case .string:
             guard case .string(let text) = right else { return nil }
             if options.isEmpty {
-                return "(\(sql) IS NOT NULL AND CAST(\(sql) AS BLOB) \(sqlOp) \(bind(Data(text.utf8).databaseValue)))"
+                guard let bytewise = dialect.bytewise(text) else { return widenedString() }
+                return "(\(sql) IS NOT NULL AND \(dialect.bytewise(column: sql)) \(sqlOp) \(bind(bytewise)))"
             }
             return strings(.attribute(sql: sql, type: type), op, text, options)
         case .uuid:
             guard op == .equal, case .string(let text) = right, let uuid = UUID(uuidString: text) else { return nil }
-            let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
-            return "(\(sql) IS NOT NULL AND \(sql) = \(bind(bytes.databaseValue)))"
+            return "(\(sql) IS NOT NULL AND \(sql) = \(bind(dialect.uuid(uuid), as: .uuid)))"
         case .data:
-            return "0"
+            return "FALSE"
         case .integer, .decimal, .double:
             var number = right
             if case .string(let text) = right {
@@ -600,43 +669,56 @@ final class PredicateTranslator {
                 } else if let d = Double(trimmed), d.isFinite {
                     number = .double(d)
                 } else {
-                    return "0"
+                    return "FALSE"
                 }
             }
-            let guarded = { (test: String) in "(\(sql) IS NOT NULL AND \(test))" }
+            // An engine that stores NaN orders it above every number, where the evaluator finds
+            // NaN neither above nor below anything: `>` and `>=` leave it out.
+            let nan =
+                dialect.storesNaN && kind != .integer && (op == .greater || op == .greaterOrEqual)
+                ? " AND \(sql) <> \(bind(.real(.nan), as: type))" : ""
+            let guarded = { (test: String) in "(\(sql) IS NOT NULL AND \(test)\(nan))" }
             switch (kind, number) {
             case (.integer, .integer(let i)):
-                return guarded("\(sql) \(sqlOp) \(bind(i.databaseValue))")
+                return guarded("\(sql) \(sqlOp) \(bind(.integer(i)))")
             case (.integer, .double(let d)):
-                return guarded("CAST(\(sql) AS REAL) \(sqlOp) \(bind(d.databaseValue))")
+                return guarded("\(dialect.real(sql)) \(sqlOp) \(bind(.real(d)))")
             case (.double, .integer(let i)):
-                return guarded("\(sql) \(sqlOp) \(bind(Double(i).databaseValue))")
+                return guarded("\(sql) \(sqlOp) \(bind(.real(Double(i))))")
             case (.double, .double(let d)):
-                return guarded("\(sql) \(sqlOp) \(bind(d.databaseValue))")
+                return guarded("\(sql) \(sqlOp) \(bind(.real(d)))")
             case (.decimal, .integer(let i)) where i.magnitude <= 1 << 53:
-                return guarded("\(sql) \(sqlOp) \(bind(i.databaseValue))")
+                return guarded("\(sql) \(sqlOp) \(bind(.integer(i)))")
             default:
                 return nil
             }
         }
     }
 
+    /// A string comparison this dialect cannot decide in SQL (no evaluator functions): the plain
+    /// translation gives way to the evaluator's, which the dialect widens.
+    private func widenedString() -> String {
+        needsFunctions = true
+        return "FALSE"
+    }
+
     /// A string operator through the evaluator's own string comparison.
     private func strings(_ value: Scalar, _ op: ComparisonOperator, _ pattern: String, _ options: ComparisonOptions)
         -> String?
     {
-        guard case .attribute(let sql, let type) = value, type == .string || type == .uri else { return "0" }
+        guard case .attribute(let sql, let type) = value, type == .string || type == .uri else { return "FALSE" }
         switch op {
         case .contains, .beginsWith, .endsWith:
-            if pattern.isEmpty { return "0" }
+            if pattern.isEmpty { return "FALSE" }
         case .matches:
             guard PredicateEvaluator.isValidRegularExpression(pattern) else { return nil }
         default:
             break
         }
+        guard dialect.evaluatesWithFunctions else { return widenedString() }
         let call =
-            "\(Self.compareStringsFunctionName)(CAST(\(sql) AS BLOB), '\(op.rawValue)', \(options.rawValue), "
-            + "\(bind(Data(pattern.utf8).databaseValue)))"
+            "\(Self.compareStringsFunctionName)(\(dialect.bytewise(column: sql)), \(bind(.text(op.rawValue))), "
+            + "\(bind(.integer(Int64(options.rawValue)))), \(bind(.blob(Data(pattern.utf8)))))"
         return "(\(sql) IS NOT NULL AND \(call))"
     }
 
@@ -676,8 +758,8 @@ final class PredicateTranslator {
         guard let left = value(lhs, scope, counting: withNil), let right = value(rhs, scope, counting: withNil) else {
             return nil
         }
-        return "(\(PredicateFunctions.compare)(\(left.sql), \(right.sql), '\(op.rawValue)', \(options.rawValue), "
-            + "'\(modifier.rawValue)') = 1)"
+        return "(\(PredicateFunctionNames.compare)(\(left.sql), \(right.sql), \(bind(.text(op.rawValue))), "
+            + "\(bind(.integer(Int64(options.rawValue)))), \(bind(.text(modifier.rawValue)))) = 1)"
     }
 
     /// `counting`: only whether each value is nil matters (see ``pathValue(_:_:counting:)``).
@@ -692,15 +774,17 @@ final class PredicateTranslator {
                     ? layout[id.entity].zent : nil
                 value = PredicateValueCoding.object(zent: zent ?? -1, key: id.key.rawValue)
             }
-            return ValueSQL(sql: PredicateFunctions.literal(value), reached: nil)
+            return ValueSQL(sql: bind(.blob(Data(PredicateValueCoding.encode(value)))), reached: nil)
         case .aggregate(let items):
-            guard !items.isEmpty else { return ValueSQL(sql: PredicateFunctions.literal(.list([])), reached: nil) }
+            guard !items.isEmpty else {
+                return ValueSQL(sql: bind(.blob(Data(PredicateValueCoding.encode(.list([]))))), reached: nil)
+            }
             var parts: [String] = []
             for item in items {
                 guard let part = value(item, scope) else { return nil }
                 parts.append(part.sql)
             }
-            return ValueSQL(sql: "\(PredicateFunctions.makeList)(\(parts.joined(separator: ", ")))", reached: nil)
+            return ValueSQL(sql: "\(PredicateFunctionNames.makeList)(\(parts.joined(separator: ", ")))", reached: nil)
         case .variable:
             return nil
         case .keyPath(let path):
@@ -715,7 +799,7 @@ final class PredicateTranslator {
             switch op {
             case "@count":
                 guard rest.isEmpty, let counted = pathValue(before, scope, counting: true) else { return nil }
-                return ValueSQL(sql: "\(PredicateFunctions.count)(\(counted.sql))", reached: .attribute(.integer64))
+                return ValueSQL(sql: "\(PredicateFunctionNames.count)(\(counted.sql))", reached: .attribute(.integer64))
             case "@sum", "@avg", "@min", "@max":
                 // The evaluator aggregates the values of `rest` from each element of `before`:
                 // the values of the whole path, flattened, with nils left out. A second operator
@@ -730,7 +814,8 @@ final class PredicateTranslator {
                 guard (op == "@sum" || op == "@avg" ? numeric : ordered).contains(type) else { return nil }
                 let result: AttributeType = op == "@min" || op == "@max" ? type : .decimal
                 return ValueSQL(
-                    sql: "\(PredicateFunctions.aggregate)('\(op)', \(values.sql))", reached: .attribute(result))
+                    sql: "\(PredicateFunctionNames.aggregate)(\(bind(.text(op))), \(values.sql))",
+                    reached: .attribute(result))
             default:
                 return nil
             }
@@ -767,14 +852,15 @@ final class PredicateTranslator {
                 // Through a nil to-one the evaluator sees nil, not an empty collection.
                 let sql =
                     throughToOne
-                    ? "CASE WHEN \(alias).Z_PK IS NULL THEN \(PredicateFunctions.literal(bytes: PredicateValueCoding.nullBytes)) ELSE \(list.sql) END"
+                    ? "CASE WHEN \(alias).\"Z_PK\" IS NULL THEN \(bind(.blob(Data(PredicateValueCoding.nullBytes)))) ELSE \(list.sql) END"
                     : list.sql
                 return ValueSQL(sql: sql, reached: list.reached)
             case .toOne(let toOne, let column, let destination)?:
-                let keySQL = "\(alias).\(column.quotedDatabaseIdentifier)"
+                let keySQL = "\(alias).\(SQL.identifier(column))"
                 if isLast {
                     return ValueSQL(
-                        sql: "\(PredicateFunctions.object)(\(zent(of: toOne, alias)), \(keySQL))", reached: .objects)
+                        sql: "\(PredicateFunctionNames.object)(\(zent(of: toOne, alias)), \(keySQL))", reached: .objects
+                    )
                 }
                 guard let table = layout[destination].table else { return nil }
                 alias = joinToOne(toOne.name, keySQL: keySQL, table: table, from: alias, in: scope)
@@ -783,7 +869,8 @@ final class PredicateTranslator {
             }
             index += 1
         }
-        return ValueSQL(sql: "\(PredicateFunctions.object)(\(alias).Z_ENT, \(alias).Z_PK)", reached: .objects)
+        return ValueSQL(
+            sql: "\(PredicateFunctionNames.object)(\(alias).\"Z_ENT\", \(alias).\"Z_PK\")", reached: .objects)
     }
 
     /// The collection to-many `name` of the rows `alias` leads to along `rest`, gathered by a
@@ -818,15 +905,17 @@ final class PredicateTranslator {
                     return nil
                 }
                 scope.joins.append(step.joined(left: mayBeNil))
-                if mayBeNil { conditions.append("(\(elementAlias).Z_PK IS NULL OR \(step.alias).Z_PK IS NOT NULL)") }
+                if mayBeNil {
+                    conditions.append("(\(elementAlias).\"Z_PK\" IS NULL OR \(step.alias).\"Z_PK\" IS NOT NULL)")
+                }
                 order += step.order
                 elementAlias = step.alias
                 elementEntity = next
             case .toOne(let toOne, let column, let next)?:
-                let keySQL = "\(elementAlias).\(column.quotedDatabaseIdentifier)"
+                let keySQL = "\(elementAlias).\(SQL.identifier(column))"
                 if isLast {
                     element = ValueSQL(
-                        sql: "\(PredicateFunctions.object)(\(zent(of: toOne, elementAlias)), \(keySQL))",
+                        sql: "\(PredicateFunctionNames.object)(\(zent(of: toOne, elementAlias)), \(keySQL))",
                         reached: .objects)
                     break
                 }
@@ -840,13 +929,14 @@ final class PredicateTranslator {
         let value =
             element
             ?? ValueSQL(
-                sql: "\(PredicateFunctions.object)(\(elementAlias).Z_ENT, \(elementAlias).Z_PK)", reached: .objects)
+                sql: "\(PredicateFunctionNames.object)(\(elementAlias).\"Z_ENT\", \(elementAlias).\"Z_PK\")",
+                reached: .objects)
         let rows =
             "SELECT \(value.sql) AS v FROM \(start.from) \(scope.joins.joined(separator: " ")) "
             + "WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order.joined(separator: ", "))"
         // SQLite keeps a subquery's ORDER BY under an aggregate (it never flattens one into the
         // other), so the elements arrive in the store's order of the relationship.
-        return ValueSQL(sql: "(SELECT \(PredicateFunctions.list)(v) FROM (\(rows)))", reached: value.reached)
+        return ValueSQL(sql: "(SELECT \(PredicateFunctionNames.list)(v) FROM (\(rows)))", reached: value.reached)
     }
 
     /// What `key` names in `entity`, for the evaluator's values; nil for what it reports.
@@ -876,20 +966,33 @@ final class PredicateTranslator {
         guard let column = layout[entity].attributes.first(where: { $0.attribute.name == attribute.name })?.column
         else {
             return ValueSQL(
-                sql: PredicateFunctions.literal(bytes: PredicateValueCoding.nullBytes),
+                sql: bind(.blob(Data(PredicateValueCoding.nullBytes))),
                 reached: .attribute(attribute.type))
         }
-        var sql = "\(alias).\(column.quotedDatabaseIdentifier)"
+        var sql = "\(alias).\(SQL.identifier(column))"
         if attribute.allowsExternalBinaryDataStorage {
             // Externally stored bytes are in files the SQL functions do not read; counting needs
             // only whether there is a value (a reference counts, whether its file exists or not).
             guard counting else { return nil }
-            sql = "CASE WHEN \(sql) IS NULL THEN NULL ELSE X'' END"
+            sql = "CASE WHEN \(sql) IS NULL THEN NULL ELSE \(bind(.blob(Data()))) END"
         }
         // As rows are read: text as a BLOB, so an embedded NUL does not cut it.
-        if attribute.type == .string || attribute.type == .uri { sql = "CAST(\(sql) AS BLOB)" }
+        if attribute.type == .string || attribute.type == .uri { sql = dialect.bytewise(column: sql) }
         return ValueSQL(
-            sql: "\(PredicateFunctions.value)(\(attribute.type.coreDataCode), \(sql))",
+            sql: "\(PredicateFunctionNames.value)(\(bind(.integer(Int64(attribute.type.coreDataCode)))), \(sql))",
             reached: .attribute(attribute.type))
     }
+}
+
+/// The SQL functions through which a predicate query evaluates, inside the engine, what plain SQL
+/// cannot decide exactly (an engine whose dialect says it has them registers them under these
+/// names: SQLite's PredicateFunctions.swift says what each does).
+package enum PredicateFunctionNames {
+    package static let value = "storefs_value"
+    package static let object = "storefs_object"
+    package static let list = "storefs_list"
+    package static let makeList = "storefs_make_list"
+    package static let count = "storefs_count"
+    package static let aggregate = "storefs_aggregate"
+    package static let compare = "storefs_compare"
 }
