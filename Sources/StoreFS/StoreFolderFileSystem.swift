@@ -773,14 +773,14 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     }
 
     public func unlink(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
-        let done = try inStore(parent) { (fileSystem, inner, _, _) throws(FileSystemError) in
+        let done: Void? = try inStore(parent) { (fileSystem, inner, _, _) throws(FileSystemError) in
             try fileSystem.unlink(parent: inner, name: name, context: context)
         }
         if done == nil { throw .readOnly }
     }
 
     public func removeDirectory(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) {
-        let done = try inStore(parent) { (fileSystem, inner, _, _) throws(FileSystemError) in
+        let done: Void? = try inStore(parent) { (fileSystem, inner, _, _) throws(FileSystemError) in
             try fileSystem.removeDirectory(parent: inner, name: name, context: context)
         }
         guard done == nil else { return }
@@ -843,14 +843,14 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public func setExtendedAttribute(_ name: String, of inode: InodeNumber, value: Data, flags: ExtendedAttributeFlags)
         throws(FileSystemError)
     {
-        let done = try inStore(inode) { (fileSystem, inner, _, _) throws(FileSystemError) in
+        let done: Void? = try inStore(inode) { (fileSystem, inner, _, _) throws(FileSystemError) in
             try fileSystem.setExtendedAttribute(name, of: inner, value: value, flags: flags)
         }
         if done == nil { throw .readOnly }
     }
 
     public func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError) {
-        let done = try inStore(inode) { (fileSystem, inner, _, _) throws(FileSystemError) in
+        let done: Void? = try inStore(inode) { (fileSystem, inner, _, _) throws(FileSystemError) in
             try fileSystem.removeExtendedAttribute(name, of: inner)
         }
         if done == nil { throw .readOnly }
