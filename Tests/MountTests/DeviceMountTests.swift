@@ -329,6 +329,13 @@ import Testing
                 == String(Int64.max))
         #expect(try run("stat", ["-c", "%s", scratch.at("HomeDomain/Library/huge.txt")]).output == "7\n")
         #expect(try run("readlink", [scratch.at("HomeDomain/Library/link")]).output == "note.txt\n")
+        // The folder row's own facts (a folder only implied by its files' paths has none).
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.mode", scratch.at("HomeDomain/Library")]).output
+                == "40755")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.mode", scratch.at("HomeDomain/Library/Caches")])
+                .status != 0)
         // The root counts what is missing and what was refused.
         #expect(
             try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
