@@ -11,7 +11,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Mount metrics: FuseKit and StoreFS record through swift-metrics' API (a factory passed
+        // in, no global bootstrap); the storefs executable serves them as Prometheus text.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1")
     ],
     targets: [
         // libfuse 3.18.3 from Debian's source package (Vendor/libfuse/README.md): FUSE over io_uring,
@@ -41,7 +45,10 @@ let package = Package(
         .target(name: "Locking"),
         .target(
             name: "FuseKit",
-            dependencies: ["CFuse", "libfuse", "Locking", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CFuse", "libfuse", "Locking", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics")
+            ]),
         // SHA-256, optimized in every build: the test suite runs a debug build, in which `storefs
         // info` hashes every store it reads, and unoptimized the hash ran at 5–10 MB/s.
         .target(name: "Digest", swiftSettings: [.unsafeFlags(["-O"])]),
@@ -83,7 +90,8 @@ let package = Package(
             name: "StoreFS",
             dependencies: [
                 "ObjectGraph", "Decoding", "FuseKit", "Locking", "Devices",
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics")
             ]),
         .executableTarget(
             name: "storefs",
@@ -91,7 +99,9 @@ let package = Package(
                 "ObjectGraph", "SQLiteStore", "XMLStore", "BinaryStore", "PostgresStore", "StoreFS", "FuseKit",
                 "Locking", "Devices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
             ]),
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         // The benchmarks' FUSE floor: an in-memory tree served through FuseKit (scripts/bench).

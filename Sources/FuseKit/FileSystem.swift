@@ -82,6 +82,13 @@ public protocol FileSystem: AnyObject, Sendable {
     func removeExtendedAttribute(_ name: String, of inode: InodeNumber) throws(FileSystemError)
 
     func statistics(of inode: InodeNumber) throws(FileSystemError) -> FileSystemStatistics
+    /// Whether reading `inode` (looking a name up in it, its attributes, opening, reading or
+    /// listing it, its extended attributes) may take long: computed answers such as a query's,
+    /// bounded in time but still seconds. FuseKit then serves those requests on threads of its own
+    /// (``MountOptions/slowRequestThreads``), so the thread that receives requests goes on to the
+    /// next one (over io_uring one thread serves each CPU's queue: a request held there holds
+    /// every request behind it), and binds ``RequestInterruption/current`` for them.
+    func mayTakeLong(_ inode: InodeNumber) -> Bool
 }
 
 /// Drops kernel caches. Calls are queued and made from a thread of FuseKit's own, never inline in
@@ -101,6 +108,7 @@ public protocol KernelCacheInvalidator: Sendable {
 }
 
 extension FileSystem {
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool { false }
     public func didMount(invalidator: any KernelCacheInvalidator) {}
     public func willUnmount() {}
     public func forget(_ inode: InodeNumber, count: UInt64) {}

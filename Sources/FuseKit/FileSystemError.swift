@@ -27,6 +27,9 @@ public struct FileSystemError: Error, RawRepresentable, Hashable, Sendable, Cust
     public static let noAttribute = FileSystemError(rawValue: ENODATA)
     public static let notSupported = FileSystemError(rawValue: EOPNOTSUPP)
     public static let busy = FileSystemError(rawValue: EBUSY)
+    public static let timedOut = FileSystemError(rawValue: ETIMEDOUT)
+    /// The request was interrupted (FUSE INTERRUPT: its caller got a signal or was killed).
+    public static let interrupted = FileSystemError(rawValue: EINTR)
 
     public var description: String { String(cString: strerror(rawValue)) + " (errno \(rawValue))" }
 }

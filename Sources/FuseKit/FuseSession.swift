@@ -202,18 +202,22 @@ public final class FuseSession: Sendable {
     }
 
     private func tearDown() {
+        // Requests still served on FuseKit's own threads reply through the session: interrupted
+        // and answered before it goes (they stop at their next check, well inside the wait).
+        let answered = context.takeUnretainedValue().slowRequests.close(waitingUpTo: 30)
+        if !answered { logger.error("a slow request of \(mountPoint) was still being served at unmount") }
         // Notifications use the session's fd: stop them before it is closed. The wait is bounded
         // because one may block on a directory lock held by a request nobody will answer now.
         var drained = invalidator.close(waitingUpTo: 2)
         fileSystem.willUnmount()
         fuse_session_unmount(handle.raw)
         if !drained { drained = invalidator.close(waitingUpTo: 5) }
-        if drained {
+        if drained && answered {
             fuse_session_destroy(handle.raw)
         } else {
-            logger.error("a kernel notification for \(mountPoint) never returned; leaking the session")
+            logger.error("a kernel notification or reply for \(mountPoint) never returned; leaking the session")
         }
-        phase.withLock { $0 = drained ? .finished : .leaked }
+        phase.withLock { $0 = drained && answered ? .finished : .leaked }
         logger.debug("session of \(mountPoint) ended")
     }
 }

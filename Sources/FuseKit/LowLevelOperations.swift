@@ -17,11 +17,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         configure(connection, SessionContext.fromUserData(userData))
     }
     ops.lookup = { request, parent, name in
-        serve(request, .lookup) { context throws(FileSystemError) in
-            .entry(
-                try context.fileSystem.lookup(
-                    parent: InodeNumber(parent), name: try FileName.decode(name, for: .existing),
-                    context: requester(request)))
+        // Copied now: the name lives in libfuse's buffer, reused once this callback returns.
+        let decoded = Result { () throws(FileSystemError) in try FileName.decode(name, for: .existing) }
+        let caller = requester(request)
+        serve(request, .lookup, mayTakeLong: parent) { context throws(FileSystemError) in
+            .entry(try context.fileSystem.lookup(parent: InodeNumber(parent), name: try decoded.get(), context: caller))
         }
     }
     ops.forget = { request, inode, count in
@@ -39,9 +39,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         fuse_reply_none(request)
     }
     ops.getattr = { request, inode, info in
-        serve(request, .getattr) { context throws(FileSystemError) in
-            let (attributes, timeout) = try context.fileSystem.attributes(
-                of: InodeNumber(inode), handle: info.map { FileHandle($0.pointee.fh) })
+        let handle = info.map { FileHandle($0.pointee.fh) }
+        serve(request, .getattr, mayTakeLong: inode) { context throws(FileSystemError) in
+            let (attributes, timeout) = try context.fileSystem.attributes(of: InodeNumber(inode), handle: handle)
             return .attributes(attributes, timeout: timeout)
         }
     }
@@ -124,20 +124,22 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.open = { request, inode, info in
         if declinedOpeningRequest(request, .open) { return }
-        serve(request, .open) { context throws(FileSystemError) in
+        let file = FileInfo(info!)
+        let caller = requester(request)
+        let pending = PendingRequest(request)
+        serve(request, .open, mayTakeLong: inode, keeping: file) { context throws(FileSystemError) in
             let result = try context.fileSystem.open(
-                InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request))
-            if cfuse_file_info_kill_suidgid(info!) != 0 {
-                try dropSetIDBits(inode, result.handle, context, request)
+                InodeNumber(inode), flags: OpenFlags(rawValue: file.pointer.pointee.flags), context: caller)
+            if cfuse_file_info_kill_suidgid(file.pointer) != 0 {
+                try dropSetIDBits(inode, result.handle, context, pending.request)
             }
-            return .open(result, info!)
+            return .open(result, file.pointer)
         }
     }
     ops.read = { request, inode, size, offset, info in
-        serve(request, .read) { context throws(FileSystemError) in
-            .data(
-                try context.fileSystem.read(
-                    InodeNumber(inode), handle: FileHandle(info!.pointee.fh), offset: UInt64(offset), size: size))
+        let handle = FileHandle(info!.pointee.fh)
+        serve(request, .read, mayTakeLong: inode) { context throws(FileSystemError) in
+            .data(try context.fileSystem.read(InodeNumber(inode), handle: handle, offset: UInt64(offset), size: size))
         }
     }
     ops.write = { request, inode, bytes, size, offset, info in
@@ -173,11 +175,13 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     }
     ops.opendir = { request, inode, info in
         if declinedOpeningRequest(request, .opendir) { return }
-        serve(request, .opendir) { context throws(FileSystemError) in
+        let file = FileInfo(info!)
+        let caller = requester(request)
+        serve(request, .opendir, mayTakeLong: inode, keeping: file) { context throws(FileSystemError) in
             .open(
                 try context.fileSystem.openDirectory(
-                    InodeNumber(inode), flags: OpenFlags(rawValue: info!.pointee.flags), context: requester(request)),
-                info!)
+                    InodeNumber(inode), flags: OpenFlags(rawValue: file.pointer.pointee.flags), context: caller),
+                file.pointer)
         }
     }
     ops.readdir = { request, inode, size, offset, info in
@@ -214,14 +218,14 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.getxattr = { request, inode, name, size in
-        serve(request, .getxattr) { context throws(FileSystemError) in
-            let value = try context.fileSystem.extendedAttribute(
-                try FileName.decodeAttributeName(name, for: .existing), of: InodeNumber(inode))
+        let decoded = Result { () throws(FileSystemError) in try FileName.decodeAttributeName(name, for: .existing) }
+        serve(request, .getxattr, mayTakeLong: inode) { context throws(FileSystemError) in
+            let value = try context.fileSystem.extendedAttribute(try decoded.get(), of: InodeNumber(inode))
             return try sized(value, for: size)
         }
     }
     ops.listxattr = { request, inode, size in
-        serve(request, .listxattr) { context throws(FileSystemError) in
+        serve(request, .listxattr, mayTakeLong: inode) { context throws(FileSystemError) in
             var list = Data()
             for name in try context.fileSystem.extendedAttributeNames(of: InodeNumber(inode)) {
                 list.append(contentsOf: Array(name.utf8))
@@ -277,6 +281,9 @@ private func serve(
     let context = SessionContext.of(request)
     context.counters.record(operation)
     context.noteTransport(of: request)
+    let timings = context.counters.timings
+    let started = timings == nil ? 0 : RequestTimings.now()
+    defer { timings?.record(operation, since: started) }
     let reply: Reply
     do throws(FileSystemError) {
         reply = try body(context)
@@ -286,6 +293,68 @@ private func serve(
         return
     }
     send(reply, to: request, context)
+}
+
+/// ``serve(_:_:_:)``, on FuseKit's own threads (``SlowRequests``) when the filesystem says work on
+/// `inode` may take long, with ``RequestInterruption/current`` bound and watched; inline
+/// otherwise. `body` may run after the libfuse callback returned, so it uses no libfuse buffer:
+/// names and handles are copied before, and `keeping` holds a copy of the request's file info
+/// for the reply until it is sent.
+private func serve(
+    _ request: fuse_req_t?, _ operation: OperationCounters.Operation, mayTakeLong inode: fuse_ino_t,
+    keeping file: FileInfo? = nil, _ body: @escaping @Sendable (SessionContext) throws(FileSystemError) -> Reply
+) {
+    let context = SessionContext.of(request)
+    guard context.fileSystem.mayTakeLong(InodeNumber(inode)) else {
+        serve(request, operation, body)
+        return
+    }
+    context.counters.record(operation)
+    context.noteTransport(of: request)
+    let interruption = RequestInterruption()
+    let kernel = KernelInterrupt(request)
+    kernel.watch(interruption)
+    let pending = PendingRequest(request)
+    context.slowRequests.submit(interruption) {
+        let outcome = RequestInterruption.$current.withValue(interruption) { () -> Result<Reply, FileSystemError> in
+            guard !interruption.isInterrupted else { return .failure(.interrupted) }
+            do throws(FileSystemError) {
+                return .success(try body(context))
+            } catch {
+                return .failure(error)
+            }
+        }
+        kernel.stopWatching()
+        switch outcome {
+        case .success(let reply):
+            send(reply, to: pending.request, context)
+        case .failure(let error):
+            context.counters.record(.errors)
+            fuse_reply_err(pending.request, error.rawValue)
+        }
+        withExtendedLifetime(file) {}
+    }
+}
+
+/// A request handed to another thread: libfuse's pointer, answered there exactly once.
+private struct PendingRequest: @unchecked Sendable {
+    // @unchecked: libfuse allows a reply from any thread; nothing else touches the pointer.
+    let request: fuse_req_t?
+    init(_ request: fuse_req_t?) { self.request = request }
+}
+
+/// A copy of a request's `fuse_file_info` that outlives the libfuse callback (which passes its own
+/// on its stack), for a reply sent from another thread.
+private final class FileInfo: @unchecked Sendable {
+    // @unchecked: written by the one thread serving the request, then read by its reply.
+    let pointer: UnsafeMutablePointer<fuse_file_info>
+
+    init(_ original: UnsafeMutablePointer<fuse_file_info>) {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: original.pointee)
+    }
+
+    deinit { pointer.deallocate() }
 }
 
 /// Answers OPEN, FLUSH or OPENDIR with ENOSYS on a session with zero-message opens: the kernel
@@ -417,7 +486,11 @@ private func listDirectory(
     _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t,
     _ info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool
 ) {
-    serve(request, plus ? .readdirplus : .readdir) { context throws(FileSystemError) in
+    let handle = FileHandle(info?.pointee.fh ?? 0)
+    let caller = requester(request)
+    let pending = PendingRequest(request)
+    serve(request, plus ? .readdirplus : .readdir, mayTakeLong: inode) { context throws(FileSystemError) in
+        let request = pending.request
         // Not zeroed first: fuse_add_direntry(_plus) writes every byte of what it adds (padding
         // included) and only the `used` bytes it wrote are sent. The kernel asks for up to
         // max_pages (1 MiB); zeroing that per request showed in profiles of `find`.
@@ -429,8 +502,8 @@ private func listDirectory(
             let base = UnsafeMutableRawPointer(storage.baseAddress!).assumingMemoryBound(to: CChar.self)
             do throws(FileSystemError) {
                 try context.fileSystem.readDirectory(
-                    InodeNumber(inode), handle: FileHandle(info?.pointee.fh ?? 0),
-                    offset: UInt64(bitPattern: Int64(offset)), plus: plus, context: requester(request)
+                    InodeNumber(inode), handle: handle, offset: UInt64(bitPattern: Int64(offset)), plus: plus,
+                    context: caller
                 ) { item in
                     let remaining = size - used
                     let needed = item.name.withCString { name in
@@ -557,11 +630,20 @@ private func fileStatus(_ attributes: FileAttributes) -> stat {
     return status
 }
 
+/// A time for the kernel. A time no `timespec` holds (infinite, NaN, beyond ±2^63 s: a damaged
+/// value that reached a node's time) is clamped to the nearest one it does: a filesystem's number
+/// never ends the server.
 private func timeSpec(_ date: Date) -> timespec {
     let interval = date.timeIntervalSince1970
+    guard interval.isFinite else {
+        return timespec(tv_sec: interval > 0 ? Int.max : interval < 0 ? Int.min : 0, tv_nsec: 0)
+    }
     let seconds = interval.rounded(.down)
+    guard let whole = Int(exactly: seconds) else {
+        return timespec(tv_sec: seconds > 0 ? Int.max : Int.min, tv_nsec: 0)
+    }
     let nanoseconds = min(999_999_999, max(0, Int(((interval - seconds) * 1e9).rounded())))
-    return timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
+    return timespec(tv_sec: whole, tv_nsec: nanoseconds)
 }
 
 private func date(_ time: timespec) -> Date {

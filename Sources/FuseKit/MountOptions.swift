@@ -68,6 +68,12 @@ public struct MountOptions: Sendable, Hashable {
     /// operator turn it off for every mount of a process tree. When on, ``FuseSession/mount()``
     /// also turns the kernel's `enable_uring` parameter on where it may (root).
     public var ioUring: Bool
+    /// Threads that serve the requests a filesystem says may take long
+    /// (``FileSystem/mayTakeLong(_:)``; ``SlowRequests``). Default 4: each runs one computed
+    /// answer at a time, bounded in time by the filesystem, so four let a few slow answers run
+    /// while the rest of the mount goes on, and a hostile loop of them holds at most four CPUs'
+    /// worth of work (the others wait their turn, each one blocked process).
+    public var slowRequestThreads: Int = 4
 
     /// ``ioUring``'s default: on unless `STOREFS_IO_URING=0` is in the environment.
     public static var ioUringByDefault: Bool { ioUringByDefault(in: ProcessInfo.processInfo.environment) }

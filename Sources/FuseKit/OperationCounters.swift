@@ -116,7 +116,12 @@ public final class OperationCounters: Sendable {
     private let invalidationFailuresCount = Atomic<Int>(0)
     private let preloadsCount = Atomic<Int>(0)
 
-    public init() {}
+    /// Durations of requests, when they are measured (a mount with `--metrics`).
+    public let timings: RequestTimings?
+
+    public init(timings: RequestTimings? = nil) {
+        self.timings = timings
+    }
 
     /// Adds one to the counter of `operation`.
     public func record(_ operation: Operation) {

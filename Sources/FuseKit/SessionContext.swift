@@ -32,6 +32,8 @@ final class SessionContext: Sendable {
     /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
     /// value, 0 until then.
     let transport = Atomic<Int>(0)
+    /// Where requests that may take long are served (``FileSystem/mayTakeLong(_:)``).
+    let slowRequests: SlowRequests
 
     init(
         fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions,
@@ -44,6 +46,7 @@ final class SessionContext: Sendable {
         self.wantsIOUring = options.ioUring
         self.wantsCachedLinkTargets = options.cachesLinkTargets
         self.mountPoint = mountPoint
+        self.slowRequests = SlowRequests(maximumThreads: options.slowRequestThreads)
     }
 
     /// Records (once) which way `request` came, and says it in the log: the kernel picks the way

@@ -39,5 +39,14 @@
             defer { pthread_mutex_unlock(lock) }
             return try body(&value.pointee)
         }
+
+        /// `body` with the lock when it is free now; nil when another thread holds it.
+        public func withLockIfAvailable<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E)
+            -> Result?
+        {
+            guard pthread_mutex_trylock(lock) == 0 else { return nil }
+            defer { pthread_mutex_unlock(lock) }
+            return try body(&value.pointee)
+        }
     }
 #endif

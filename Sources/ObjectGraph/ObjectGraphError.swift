@@ -43,6 +43,12 @@ public struct ObjectGraphError: Error, Sendable, Hashable, CustomStringConvertib
         /// A change the store does not allow to anyone, such as setting a value it computes itself
         /// (a derived attribute its triggers maintain).
         public static let notPermitted = Code(rawValue: "not permitted")
+        /// A query passed its time limit (``QueryLimits/time``).
+        public static let timedOut = Code(rawValue: "timed out")
+        /// A query visited more rows or held more memory than its limits allow (``QueryLimits``).
+        public static let limitExceeded = Code(rawValue: "limit exceeded")
+        /// A query was stopped because the request it answered was interrupted (``QueryBudget/cancel()``).
+        public static let cancelled = Code(rawValue: "cancelled")
     }
 
     public var code: Code

@@ -23,6 +23,11 @@ final class ChangeListener: Sendable {
     private let generationCount = Atomic<Int64>(0)
     private let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
+    /// Whether the listening connection is up, announcements heard, and the lag of the last one
+    /// that said when it committed (milliseconds), for ``PostgresStore/connectionStatistics``.
+    let isConnected = Atomic<Bool>(false)
+    let announcements = Atomic<Int>(0)
+    let lastLagMilliseconds = Atomic<Int>(-1)
     /// How long one wait for announcements lasts: what `stop()` may take, and how soon a dead
     /// connection is noticed when the socket says nothing.
     static let wait = 0.25
@@ -63,6 +68,7 @@ final class ChangeListener: Sendable {
         var polledAfter: Int64?
         while !stopped.load(ordering: .relaxed) {
             if connection == nil || connection?.isBroken == true {
+                isConnected.store(false, ordering: .relaxed)
                 do throws(ObjectGraphError) {
                     let made = try PostgresConnection(location, timeout: location.statementTimeout)
                     do throws(ObjectGraphError) {
@@ -78,6 +84,7 @@ final class ChangeListener: Sendable {
                         }
                     }
                     connection = made
+                    isConnected.store(true, ordering: .relaxed)
                     // A first connection that took several tries may have missed commits too.
                     if connectedBefore || !lastFailure.isEmpty {
                         generationCount.add(1, ordering: .relaxed)
@@ -114,7 +121,12 @@ final class ChangeListener: Sendable {
                 var listed = AnnouncedChanges()
                 for notice in notices {
                     let words = notice.payload.split(separator: " ")
-                    guard words.count >= 2, let number = Int64(words[0]), words[1] != instance else { continue }
+                    // The writer's instance, and when it committed (`UUID@seconds`, PostgresStore+History.swift).
+                    let writer = words.count >= 2 ? words[1].split(separator: "@", maxSplits: 1) : []
+                    guard let number = Int64(words.first ?? ""), let sender = writer.first, sender != instance else {
+                        continue
+                    }
+                    noteAnnouncement(committed: writer.count == 2 ? Double(writer[1]) : nil)
                     if words.count == 3, let objects = parse(words[2]) {
                         listed.formUnion(objects)
                     } else {
@@ -128,6 +140,15 @@ final class ChangeListener: Sendable {
                 connection = nil
             }
         }
+    }
+
+    /// Counts an announcement and, when its writer said when it committed (seconds since 2001),
+    /// how long it took to arrive (clocks of two machines: negative lag is counted as none).
+    private func noteAnnouncement(committed: Double?) {
+        announcements.add(1, ordering: .relaxed)
+        guard let committed, committed.isFinite else { return }
+        let lag = max(0, Date().timeIntervalSinceReferenceDate - committed)
+        lastLagMilliseconds.store(Int(min(lag, 86_400) * 1000), ordering: .relaxed)
     }
 
     /// The objects an announcement lists (`ZENT.KEY.KIND,...`, kind 0 insert, 1 update, 2

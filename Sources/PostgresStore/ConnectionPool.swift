@@ -14,6 +14,10 @@ final class ConnectionPool: Sendable {
     static let keptConnections = 8
     private let idle = Mutex<[PostgresConnection]>([])
     private let closed = Atomic<Bool>(false)
+    /// Connections handed out now (for the store's ``ConnectionStatistics``).
+    private let inUse = Atomic<Int>(0)
+    /// Times every kept connection was dropped after a failure: the next reads reconnect.
+    let drops = Atomic<Int>(0)
 
     init(location: PostgresLocation, timeout: Double) {
         self.location = location
@@ -26,7 +30,11 @@ final class ConnectionPool: Sendable {
         let kept = idle.withLock { $0.popLast() }
         let connection: PostgresConnection
         if let kept { connection = kept } else { connection = try PostgresConnection(location, timeout: timeout) }
-        defer { giveBack(connection) }
+        inUse.add(1, ordering: .relaxed)
+        defer {
+            inUse.subtract(1, ordering: .relaxed)
+            giveBack(connection)
+        }
         return try body(connection)
     }
 
@@ -36,11 +44,17 @@ final class ConnectionPool: Sendable {
     }
 
     /// Drops every kept connection (after a failure: the others are probably broken too).
-    func dropIdle() { idle.withLock { idle in idle.removeAll() } }
+    func dropIdle() {
+        drops.add(1, ordering: .relaxed)
+        idle.withLock { idle in idle.removeAll() }
+    }
+
+    /// Connections open: kept and handed out.
+    var openConnections: Int { inUse.load(ordering: .relaxed) + idle.withLock { $0.count } }
 
     func close() {
         closed.store(true, ordering: .relaxed)
-        dropIdle()
+        idle.withLock { idle in idle.removeAll() }
     }
 }
 

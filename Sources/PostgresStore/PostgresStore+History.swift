@@ -60,7 +60,12 @@ extension PostgresStore {
         for id in changes.inserted { note(id, 0) }
         for id in changes.updated.keys { note(id, 1) }
         for (id, _) in changes.deleted { note(id, 2) }
-        let announced = instance + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
+        // `N UUID@SECONDS [objects]`: the writer, and when it committed (listeners measure the
+        // announcement's lag; older listeners read the writer as a whole word, never their own).
+        let committed = timestamp.timeIntervalSinceReferenceDate
+        let announced =
+            instance + "@" + String(format: "%.3f", committed)
+            + (length < Self.payloadLimit ? " " + objects.joined(separator: ",") : "")
         let tombstones = tombstoneColumns.map { ", v.\(SQLText.identifier($0))" }.joined()
         let changeColumns =
             (["Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"]
@@ -119,7 +124,8 @@ extension PostgresStore {
             index[number] = result.count
             result.append(
                 HistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: author,
+                    number: number, timestamp: HistoryTransaction.timestamp(secondsSinceReferenceDate: seconds),
+                    author: author,
                     bundleID: author,
                     contextName: nil, processID: author, changes: []))
         }

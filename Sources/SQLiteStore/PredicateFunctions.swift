@@ -143,7 +143,14 @@ enum PredicateFunctions {
         init() {}
 
         func step(_ values: [DatabaseValue]) throws {
-            bytes.append(contentsOf: try PredicateFunctions.encoded(values[0]))
+            let value = try PredicateFunctions.encoded(values[0])
+            // Gathering is where a key path over to-many relationships multiplies: counted
+            // against the query's budget (SQLite calls this on the thread running the query).
+            if let budget = QueryBudget.current {
+                try budget.visit()
+                try budget.hold(value.count)
+            }
+            bytes.append(contentsOf: value)
             count += 1
         }
 

@@ -130,7 +130,9 @@ final class PredicateTranslator {
         _ predicate: ObjectGraph.Predicate, entity: EntityID, table: String, zents: [Int64], pageAfter: Bool = false
     ) -> Selection? {
         let scope = Scope(alias: "t0", entity: entity)
-        guard let condition = condition(predicate, scope) else { return nil }
+        guard let condition = condition(predicate, scope), arguments.count <= Self.maximumBoundValues else {
+            return nil
+        }
         let entities = zents.map(String.init).joined(separator: ",")
         // The rows that are objects, as objectIDs(of:) reads them: a positive integer key.
         let objects =
@@ -178,8 +180,32 @@ final class PredicateTranslator {
             guard let part = condition(operand, scope) else { return nil }
             parts.append(part)
         }
-        return "(" + parts.joined(separator: " \(word) ") + ")"
+        return Self.balanced(parts, word)
     }
+
+    /// `parts` joined by `word` (AND, OR) as a balanced tree of parentheses: SQLite's parser
+    /// nests `a OR b OR c …` one level per operand, and refuses an expression nested more than
+    /// 1,000 levels ("Expression tree is too large"), so 6,000 ORs written flat would fail where
+    /// the tree nests 13 levels.
+    static func balanced(_ parts: [String], _ word: String) -> String {
+        guard parts.count > flatOperands else { return "(" + parts.joined(separator: " \(word) ") + ")" }
+        var level = parts
+        while level.count > flatOperands {
+            var next: [String] = []
+            next.reserveCapacity(level.count / flatOperands + 1)
+            var start = 0
+            while start < level.count {
+                let end = min(start + flatOperands, level.count)
+                next.append("(" + level[start..<end].joined(separator: " \(word) ") + ")")
+                start = end
+            }
+            level = next
+        }
+        return level.count == 1 ? level[0] : "(" + level.joined(separator: " \(word) ") + ")"
+    }
+
+    /// Operands written flat in one pair of parentheses before ``balanced(_:_:)`` nests them.
+    static let flatOperands = 64
 
     private func comparison(
         _ lhs: ObjectGraph.Expression, _ op: ComparisonOperator, _ rhs: ObjectGraph.Expression,
@@ -451,11 +477,11 @@ final class PredicateTranslator {
 
     // MARK: - Comparing in plain SQL
 
-    private enum Kind {
+    enum Kind {
         case integer, decimal, double, string, uuid, data
     }
 
-    private func kind(of type: AttributeType) -> Kind? {
+    func kind(of type: AttributeType) -> Kind? {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: .integer
         case .decimal: .decimal
@@ -477,7 +503,7 @@ final class PredicateTranslator {
         return "(\(sql) IS \(positive ? "" : "NOT ")NULL)"
     }
 
-    private func bind(_ value: DatabaseValue) -> String {
+    func bind(_ value: DatabaseValue) -> String {
         let name = "p\(arguments.count)"
         arguments[name] = value
         return ":" + name
@@ -503,12 +529,7 @@ final class PredicateTranslator {
             switch right {
             case .list(let items):
                 guard !items.isEmpty else { return "0" }
-                var parts: [String] = []
-                for item in items {
-                    guard let part = equal(value, item, options) else { return nil }
-                    parts.append(part)
-                }
-                return "(" + parts.joined(separator: " OR ") + ")"
+                return membership(value, items, options)
             case .string(let haystack):
                 return strings(value, .in, haystack, options)
             case .null:
@@ -522,7 +543,7 @@ final class PredicateTranslator {
         }
     }
 
-    private func equal(_ value: Scalar, _ right: Constant, _ options: ComparisonOptions) -> String? {
+    func equal(_ value: Scalar, _ right: Constant, _ options: ComparisonOptions) -> String? {
         if case .null = right { return isNull(value, true) }
         switch value {
         case .object(let key, let zent):

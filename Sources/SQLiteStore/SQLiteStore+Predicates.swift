@@ -15,14 +15,19 @@ extension SQLiteStore {
             guard let (selection, arguments) = query else { return [] }
             let sql = "SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.from) WHERE \(selection.condition) ORDER BY t0.Z_PK"
             var ids: [ObjectID] = []
+            let budget = QueryBudget.current
             let answered: Bool = try read { db in
-                try Self.overflowing {
-                    try eachRow(db, sql, arguments: arguments) { row in
-                        guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
-                            let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
-                            let id = layout.entityByZent[zent]
-                        else { return }
-                        ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+                try bounded(db) {
+                    try Self.overflowing {
+                        try eachRow(db, sql, arguments: arguments) { (row) throws(ObjectGraphError) in
+                            guard let key = Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)),
+                                let zent = Self.key(in: DatabaseValue(sqliteStatement: row, index: 1)),
+                                let id = layout.entityByZent[zent]
+                            else { return }
+                            try budget?.visit()
+                            try budget?.hold(MemoryLayout<ObjectID>.stride)
+                            ids.append(ObjectID(entity: id, key: PrimaryKey(key)))
+                        }
                     }
                 }
             }
@@ -44,9 +49,11 @@ extension SQLiteStore {
             let sql = "SELECT COUNT(*) FROM \(selection.from) WHERE \(selection.condition)"
             var count = 0
             let answered: Bool = try read { db in
-                try Self.overflowing {
-                    try eachRow(db, sql, arguments: arguments) { row in
-                        count = Int(clamping: Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) ?? 0)
+                try bounded(db) {
+                    try Self.overflowing {
+                        try eachRow(db, sql, arguments: arguments) { row in
+                            count = Int(clamping: Self.key(in: DatabaseValue(sqliteStatement: row, index: 0)) ?? 0)
+                        }
                     }
                 }
             }
@@ -81,20 +88,22 @@ extension SQLiteStore {
             // Rows of a page are mostly of one entity: the last row's saves two lookups a row.
             var last: (zent: Int64, id: EntityID, plan: RowPlan)?
             let answered: Bool = try read { db in
-                try Self.overflowing {
-                    try eachRow(db, sql, cached: true, arguments: arguments) { (row) throws(ObjectGraphError) in
-                        guard let pk = Self.key(row, 0), let zent = Self.key(row, 1) else { return }
-                        if last?.zent != zent {
-                            guard let id = layout.entityByZent[zent], let plan = plans[id] else { return }
-                            last = (zent, id, plan)
-                        }
-                        guard let (_, id, plan) = last else { return }
-                        do throws(ObjectGraphError) {
-                            found.append(
-                                try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
-                        } catch {
-                            throw error.message.hasPrefix(path)
-                                ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+                try bounded(db) {
+                    try Self.overflowing {
+                        try eachRow(db, sql, cached: true, arguments: arguments) { (row) throws(ObjectGraphError) in
+                            guard let pk = Self.key(row, 0), let zent = Self.key(row, 1) else { return }
+                            if last?.zent != zent {
+                                guard let id = layout.entityByZent[zent], let plan = plans[id] else { return }
+                                last = (zent, id, plan)
+                            }
+                            guard let (_, id, plan) = last else { return }
+                            do throws(ObjectGraphError) {
+                                found.append(
+                                    try snapshot(from: row, id: ObjectID(entity: id, key: PrimaryKey(pk)), plan: plan))
+                            } catch {
+                                throw error.message.hasPrefix(path)
+                                    ? error : ObjectGraphError(error.code, "\(path): \(error.message)")
+                            }
                         }
                     }
                 }

@@ -9,6 +9,9 @@ func fileSystemError(_ error: ObjectGraphError, _ operation: String, logger: Log
     if error.code == .notFound {
         // Shells and editors look up names that do not exist all the time: trace, not debug.
         logger.trace("\(operation): \(error.message)")
+    } else if error.code == .cancelled {
+        // The reader was interrupted or killed: what it asked for is not an error of the store.
+        logger.debug("\(operation): \(error.message)")
     } else {
         logger.error("\(operation): \(error.message)")
     }
@@ -26,6 +29,9 @@ func mappedError(_ error: ObjectGraphError) -> FileSystemError {
     case .exists: .exists
     case .busy: .busy
     case .unsupported: .notSupported
+    case .timedOut: .timedOut
+    case .limitExceeded: .tooBig
+    case .cancelled: .interrupted
     case .io: .io
     case .noSpace: .noSpace
     case .corruptStore, .invalidModel: .io

@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraph
 
 /// Tunables of the filesystem layer, each default with its reason.
 public struct StoreFSConfiguration: Sendable, Hashable {
@@ -32,6 +33,12 @@ public struct StoreFSConfiguration: Sendable, Hashable {
     /// memory, far above what attribute values hold (larger ones belong in external storage).
     /// `-o max_value_size=MiB`.
     public var maximumValueSize = 64 << 20
+    /// How much one evaluation of a predicate may cost (a query folder's listing or file, a fetched
+    /// property's or template's folder): time, rows visited, memory. Past a limit it fails
+    /// (ETIMEDOUT for time, EFBIG for rows and memory) with the reason in `user.storefs.error`.
+    /// The defaults and their reasons are ``QueryLimits``'s; `-o query_time=SECONDS,
+    /// query_rows=N,query_memory=MiB`.
+    public var queryLimits = QueryLimits()
     /// Owner of every node (the user who mounted, by default).
     public var uid: UInt32 = UInt32(getuid())
     public var gid: UInt32 = UInt32(getgid())

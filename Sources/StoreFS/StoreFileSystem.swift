@@ -21,14 +21,20 @@ public final class StoreFileSystem: SavingFileSystem {
     public var context: ObjectContext { mapping.context }
     public var configuration: StoreFSConfiguration { mapping.configuration }
     public var model: ManagedObjectModel { mapping.model }
+    /// The mount's commits, counted.
+    public var commitStatistics: CommitStatistics { mapping.commitStatistics }
 
     /// `startsHidden`: a store made as the target of `cp -a` shows each entity's directory only
-    /// once the copy makes it with mkdir.
+    /// once the copy makes it with mkdir. `commitStatistics`: where commits are counted (one of
+    /// its own by default).
     public init(
         coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration = StoreFSConfiguration(),
-        counters: OperationCounters? = nil, logger: Logger = Logger(label: "storefs"), startsHidden: Bool = false
+        counters: OperationCounters? = nil, commitStatistics: CommitStatistics? = nil,
+        logger: Logger = Logger(label: "storefs"), startsHidden: Bool = false
     ) {
-        mapping = Mapping(coordinator: coordinator, configuration: configuration, counters: counters, logger: logger)
+        mapping = Mapping(
+            coordinator: coordinator, configuration: configuration, counters: counters,
+            commitStatistics: commitStatistics, logger: logger)
         if startsHidden { mapping.hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 
@@ -47,6 +53,20 @@ public final class StoreFileSystem: SavingFileSystem {
     public var unsavedChanges: UnsavedChanges? { mapping.session.unsaved.withLock { $0 } }
 
     private func node(_ inode: InodeNumber) throws(FileSystemError) -> Node { try mapping.node(inode) }
+
+    /// Computed folders and their files (a query's, a fetched property's, a template's): their
+    /// answers are predicates evaluated on request, bounded by ``StoreFSConfiguration/queryLimits``
+    /// but still seconds at worst, so FuseKit serves them off the thread that receives requests.
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool { Self.mayTakeLong(inode) }
+
+    static func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        guard let node = Node(inode) else { return false }
+        switch node.kind {
+        case .query: return node.property == QueryFolder.queryPart
+        case .queryFile, .fetched, .template: return true
+        default: return false
+        }
+    }
 
     /// Refuses a change on a read-only mount.
     private func changing() throws(FileSystemError) {

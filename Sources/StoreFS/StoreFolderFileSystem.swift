@@ -28,6 +28,8 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     let configuration: StoreFSConfiguration
     let engineConfiguration: EngineConfiguration
     let counters: OperationCounters?
+    /// The commits of every store of the folder, counted together.
+    public let commitStatistics: CommitStatistics
     let logger: Logger
     let nodes = TreeNodes()
     let slots: StoreSlots
@@ -49,7 +51,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         tree: any DeviceTree, types: [any PersistentStoreType],
         configuration: StoreFSConfiguration = StoreFSConfiguration(),
         engineConfiguration: EngineConfiguration = EngineConfiguration(), counters: OperationCounters? = nil,
-        logger: Logger = Logger(label: "storefs")
+        commitStatistics: CommitStatistics? = nil, logger: Logger = Logger(label: "storefs")
     ) {
         self.tree = tree
         view = DeviceView(tree: tree, types: types)
@@ -59,6 +61,7 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         self.configuration = configuration
         self.engineConfiguration = engineConfiguration
         self.counters = counters
+        self.commitStatistics = commitStatistics ?? CommitStatistics()
         self.logger = logger
         slots = StoreSlots(logger: logger)
     }
@@ -67,11 +70,12 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public convenience init(
         directory: URL, types: [any PersistentStoreType], configuration: StoreFSConfiguration = StoreFSConfiguration(),
         engineConfiguration: EngineConfiguration = EngineConfiguration(), counters: OperationCounters? = nil,
-        logger: Logger = Logger(label: "storefs")
+        commitStatistics: CommitStatistics? = nil, logger: Logger = Logger(label: "storefs")
     ) throws(DeviceError) {
         self.init(
             tree: try DirectoryTree(folder: directory), types: types, configuration: configuration,
-            engineConfiguration: engineConfiguration, counters: counters, logger: logger)
+            engineConfiguration: engineConfiguration, counters: counters, commitStatistics: commitStatistics,
+            logger: logger)
     }
 
     public var directory: URL { tree.origin }
@@ -81,6 +85,9 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     public func willUnmount() { slots.closeAll() }
 
     public var unsavedChanges: UnsavedChanges? { slots.unsavedChanges }
+
+    /// The coordinators of the stores open now (for their caches' statistics).
+    public var openCoordinators: [PersistentStoreCoordinator] { slots.openStores.map(\.fileSystem.coordinator) }
 
     /// Seconds the kernel keeps a tree node's name and attributes: a folder on disk changes under
     /// the mount (files come and go), a backup does not.
@@ -159,8 +166,8 @@ public final class StoreFolderFileSystem: SavingFileSystem {
         var fsConfiguration = configuration
         fsConfiguration.mountPoint = configuration.mountPoint.map { $0 + "/" + path }
         let fileSystem = StoreFileSystem(
-            coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger,
-            startsHidden: made != nil)
+            coordinator: coordinator, configuration: fsConfiguration, counters: counters,
+            commitStatistics: commitStatistics, logger: logger, startsHidden: made != nil)
         nodes.pin(folder, 1)
         logger.debug("opened \(path) (\(coordinator.store.storeType)) in \(tree.summary)")
         let nodes = nodes
@@ -281,6 +288,11 @@ public final class StoreFolderFileSystem: SavingFileSystem {
     }
 
     // MARK: - The folder
+
+    /// As the store's own mapping says (``StoreFileSystem/mayTakeLong(_:)``).
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        StoreFileSystem.mayTakeLong(InodeNumber(inode.rawValue & ~Node.slotMask))
+    }
 
     public func lookup(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) -> Entry {
         switch try target(parent) {

@@ -199,6 +199,12 @@ public final class StoreVersionsFileSystem: SavingFileSystem {
 
     // MARK: - Names and attributes
 
+    /// As the store's own mapping says (``StoreFileSystem/mayTakeLong(_:)``), for the store and
+    /// every version of it alike.
+    public func mayTakeLong(_ inode: InodeNumber) -> Bool {
+        StoreFileSystem.mayTakeLong(InodeNumber(inode.rawValue & ~Node.slotMask))
+    }
+
     public func lookup(parent: InodeNumber, name: String, context: RequestContext) throws(FileSystemError) -> Entry {
         switch try route(parent) {
         case .store:

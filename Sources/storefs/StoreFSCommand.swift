@@ -19,7 +19,7 @@ struct StoreFSCommand: ParsableCommand {
             Demo.self, Mount.self, Unmount.self, Recover.self, Migrate.self, Info.self, History.self, Model.self,
             Sample.self,
             Create.self, Overlay.self, Apply.self, Export.self, Diff.self,
-            TimelineCommand.self,
+            Doctor.self, Stats.self, TimelineCommand.self,
             Find.self
         ])
 

@@ -67,7 +67,7 @@ private typealias OGPredicate = ObjectGraph.Predicate
         "level > 5", "department.name BEGINSWITH[cd] 'sales'", "ANY projects.milestones.done == NO",
         "projects.@count > 2", "department.employees.@avg.salary > 1000",
         "department.employees.@max.birthDate < CAST(\"2000-01-01\", \"NSDate\")",
-        "lastName.@count == 1", "level.@sum > 3", "photo == nil", "NOT photo != nil", "manager IN department.employees",
+        "photo == nil", "NOT photo != nil", "manager IN department.employees",
         "SELF == manager", "{level, 3} CONTAINS 3", "name MATCHES 'a.*'"
     ])
     func queriesThatMeanSomethingPass(_ text: String) throws {
@@ -84,6 +84,12 @@ private typealias OGPredicate = ObjectGraph.Predicate
         ("nickname == 'x'", "transient"),
         ("lastName.first == 'x'", "a value has no key first"),
         ("projects.@count.name == 1", "nothing can follow @count"),
+        // Issue 34: a collection operator after one value or one object counted 1 silently.
+        ("lastName.@count > 1", "lastName is one value, which has no key @count"),
+        ("level.@sum > 3", "level is one value, which has no key @sum"),
+        ("department.name.@max == 'x'", "department.name is one value, which has no key @max"),
+        ("manager.@count == 1", "manager is one object, which has no key @count"),
+        ("SELF.@count == 1", "SELF is one object, which has no key @count"),
         ("projects.@sum.name > 1", "@sum of String values"),
         ("projects.@avg > 1", "@avg of objects"),
         ("department.employees.@max.photo > 1", "@max of Binary values"),

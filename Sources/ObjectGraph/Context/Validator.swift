@@ -3,6 +3,19 @@ import Foundation
 /// The checks Core Data makes on values before it saves them: type, optionality, range, length,
 /// relationship counts. Messages name the object, the property and what was wrong.
 enum Validator {
+    /// A kind of value that breaks its model (``problem(of:for:)``).
+    enum ValueProblem: String, Sendable {
+        /// nil where the property is not optional.
+        case missing = "nil"
+        /// A number outside its type's width or the model's minimum and maximum (a string's or
+        /// data's length outside them).
+        case outOfRange = "range"
+        /// A value of another type than the attribute's.
+        case wrongType = "type"
+        /// A to-many count outside the model's minimum and maximum.
+        case count
+    }
+
     static func check(
         _ value: AttributeValue?, for attribute: AttributeDescription, in entity: EntityDescription,
         object: @autoclosure () -> String? = nil
@@ -33,6 +46,28 @@ enum Validator {
         if let max = attribute.maxValue, let order = compare(value, max), order > 0 {
             throw ObjectGraphError(.validation, "\(subject): \(describe(value)) is above the maximum \(describe(max))")
         }
+    }
+
+    /// What is wrong with `value` for `attribute`, by kind, without a message: the checks of
+    /// ``check(_:for:in:object:)`` for a reader of many stored values (`storefs doctor`).
+    static func problem(of value: AttributeValue?, for attribute: AttributeDescription) -> ValueProblem? {
+        guard let value else { return !attribute.isOptional && !attribute.isTransient ? .missing : nil }
+        guard value.matches(attribute.type) else { return .wrongType }
+        if case .integer(let i) = value, let range = attribute.type.integerRange, !range.contains(i) {
+            return .outOfRange
+        }
+        if let min = attribute.minValue, let order = compare(value, min), order < 0 { return .outOfRange }
+        if let max = attribute.maxValue, let order = compare(value, max), order > 0 { return .outOfRange }
+        return nil
+    }
+
+    /// Whether `count` destinations break `relationship`'s optionality or its minimum and maximum
+    /// counts (the checks of ``check(count:for:object:)``).
+    static func problem(count: Int, for relationship: RelationshipDescription) -> ValueProblem? {
+        if !relationship.isToMany { return count == 0 && !relationship.isOptional ? .missing : nil }
+        let tooFew = relationship.minCount > 0 && count < relationship.minCount
+        let tooMany = relationship.maxCount > 0 && count > relationship.maxCount
+        return tooFew || tooMany ? .count : nil
     }
 
     static func check(count: Int, for relationship: RelationshipDescription, object: @autoclosure () -> String)

@@ -63,12 +63,13 @@ enum StoreFiles {
     }
 
     /// `NAME.pre-migration.EXT` beside `url`, or `NAME.pre-migration-2.EXT`, ... : the first that
-    /// does not exist (a backup is never overwritten).
-    static func backupName(for url: URL) throws(ObjectGraphError) -> URL {
+    /// does not exist (a backup is never overwritten). `label` names what it comes before
+    /// (`pre-doctor` for `storefs doctor --fix`).
+    static func backupName(for url: URL, label: String = "pre-migration") throws(ObjectGraphError) -> URL {
         let folder = url.deletingLastPathComponent()
         let base = url.deletingPathExtension().lastPathComponent
         for number in 1...1000 {
-            var name = base + (number == 1 ? ".pre-migration" : ".pre-migration-\(number)")
+            var name = base + (number == 1 ? ".\(label)" : ".\(label)-\(number)")
             if !url.pathExtension.isEmpty { name += "." + url.pathExtension }
             let candidate = folder.appendingPathComponent(name)
             var info = stat()

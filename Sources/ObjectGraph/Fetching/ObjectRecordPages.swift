@@ -17,6 +17,12 @@ public struct ObjectRecordPages: Sendable {
     public let includingSubentities: Bool
     public let predicate: Predicate?
     public let pageSize: Int
+    /// What evaluating `predicate` may cost: each page read by key is bounded by these limits on
+    /// its own (a hostile predicate stops on the first page), a predicate listed in memory once
+    /// for all of them. Unbounded unless set.
+    public var queryLimits = QueryLimits.unbounded
+    /// The predicate as its messages name it ("--where level > 5").
+    public var querySubject = "the predicate"
 
     private enum Progress {
         case notStarted
@@ -65,16 +71,21 @@ public struct ObjectRecordPages: Sendable {
             guard entity.rawValue >= 1, entity.rawValue <= coordinator.model.entities.count else {
                 throw ObjectGraphError(.notFound, "\(entity) is not an entity of the model")
             }
-            if let page = try store.snapshots(
-                of: entity, includingSubentities: includingSubentities, matching: predicate, after: nil, limit: pageSize
-            ) {
+            if let page = try bounded({ () throws(ObjectGraphError) in
+                try store.snapshots(
+                    of: entity, includingSubentities: includingSubentities, matching: predicate, after: nil,
+                    limit: pageSize)
+            }) {
                 snapshots = page
                 progress = page.count < pageSize ? .done : .paged(after: page.last?.objectID.key)
             } else {
                 let context = coordinator.newContext()
                 let ids =
                     if let predicate {
-                        try context.objects(matching: predicate, of: entity, includingSubentities: includingSubentities)
+                        try bounded { () throws(ObjectGraphError) in
+                            try context.objects(
+                                matching: predicate, of: entity, includingSubentities: includingSubentities)
+                        }
                     } else {
                         try context.objectIDs(of: entity, includingSubentities: includingSubentities)
                     }
@@ -83,9 +94,11 @@ public struct ObjectRecordPages: Sendable {
             }
         case .paged(let after):
             guard
-                let page = try store.snapshots(
-                    of: entity, includingSubentities: includingSubentities, matching: predicate, after: after,
-                    limit: pageSize)
+                let page = try bounded({ () throws(ObjectGraphError) in
+                    try store.snapshots(
+                        of: entity, includingSubentities: includingSubentities, matching: predicate, after: after,
+                        limit: pageSize)
+                })
             else {
                 throw ObjectGraphError(.unsupported, "the \(store.storeType) store stopped reading pages part-way")
             }
@@ -105,6 +118,13 @@ public struct ObjectRecordPages: Sendable {
             return nil
         }
         return snapshots
+    }
+
+    /// `body`, an evaluation of the predicate, under a budget of ``queryLimits`` (none without a
+    /// predicate: reading every object is what was asked).
+    private func bounded<T>(_ body: () throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+        guard predicate != nil, queryLimits != .unbounded else { return try body() }
+        return try QueryBudget(limits: queryLimits, subject: querySubject).run(body)
     }
 
     /// The snapshots with their to-many relationships, one store request per relationship.

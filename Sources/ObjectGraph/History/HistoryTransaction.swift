@@ -28,6 +28,19 @@ public struct HistoryTransaction: Sendable, Hashable {
         self.processID = processID
         self.changes = changes
     }
+
+    /// The earliest and the latest timestamps a transaction can show: years 0001 to 9999, what
+    /// ISO 8601's four-digit years, a file's time (`struct timespec`) and every tool reading them
+    /// hold. In seconds since 2001-01-01 (Core Data's `ZTIMESTAMP`).
+    public static let timestampRange: ClosedRange<Double> = -63_113_904_000...252_423_993_599.999
+
+    /// A `ZTIMESTAMP` read from a store as a date: a damaged one (not finite, or outside
+    /// ``timestampRange``: 1e20, 1e308, infinity, NaN) reads as 2001-01-01T00:00:00Z, as a
+    /// timestamp that is not a number does (docs/SEMANTICS.md, Persistent history), so no
+    /// conversion further on (a file's time, its text) meets a number it cannot hold.
+    public static func timestamp(secondsSinceReferenceDate seconds: Double) -> Date {
+        Date(timeIntervalSinceReferenceDate: timestampRange.contains(seconds) ? seconds : 0)
+    }
 }
 
 /// One object's change in a ``HistoryTransaction`` (`NSPersistentHistoryChange`).

@@ -6,7 +6,9 @@
 /// Employee"). What is refused, each with a message naming the key path:
 /// - a key that is not a persistent attribute or relationship of the entity reached (subentities'
 ///   keys included: Core Data refuses them too), a fetched property, a transient property;
-/// - a key after an attribute value (`lastName.first`), anything after `@count`;
+/// - a key after an attribute value (`lastName.first`), a collection operator after one value
+///   or one object (`lastName.@count`, `level.@sum`, `manager.@count`: they count and aggregate
+///   a collection, which only a to-many relationship makes), anything after `@count`;
 /// - `@sum` and `@avg` of values that are not numbers or booleans, `@min` and `@max` of values that
 ///   do not order (binary data, UUIDs, objects), an unknown collection operator;
 /// - variables (`$FETCH_SOURCE`, `$NAME`): a query has no source object and no substitutions;
@@ -111,6 +113,23 @@ public enum PredicateChecker {
             let key = components[index]
             if key.hasPrefix("@") {
                 let rest = components[(index + 1)...]
+                let before = components[components.startIndex..<index].joined(separator: ".")
+                switch current {
+                case .values(_, collection: false), .result:
+                    throw ObjectGraphError(
+                        .validation,
+                        "key path \(written): \(before.isEmpty ? "SELF" : before) is one value, which has no key \(key) "
+                            + "(collection operators count and aggregate the objects or values of a to-many relationship)"
+                    )
+                case .objects(_, collection: false):
+                    throw ObjectGraphError(
+                        .validation,
+                        "key path \(written): \(before.isEmpty ? "SELF" : before) is one object, which has no key \(key) "
+                            + "(collection operators count and aggregate the objects or values of a to-many relationship)"
+                    )
+                default:
+                    break
+                }
                 switch key.lowercased() {
                 case "@count":
                     guard rest.isEmpty else {

@@ -78,12 +78,16 @@ public struct PredicateEvaluator: Sendable {
     public func objects(of entity: EntityID, matching predicate: Predicate, includingSubentities: Bool = true)
         throws(ObjectGraphError) -> [ObjectID]
     {
+        let budget = QueryBudget.current
         let ids = try context.objectIDs(of: entity, includingSubentities: includingSubentities)
+        try budget?.hold(ids.count * MemoryLayout<ObjectID>.stride)
         let batchSize = max(1, context.coordinator.configuration.batchSize)
         let leadingKeys = Set(predicate.leadingKeys)
+        let prepared = PreparedPredicate(predicate)
         var matched: [ObjectID] = []
         var start = 0
         while start < ids.count {
+            try budget?.check()
             let batch = Array(ids[start..<min(start + batchSize, ids.count)])
             try context.prefetch(batch)
             for (entityID, members) in Dictionary(grouping: batch, by: \.entity) {
@@ -94,7 +98,13 @@ public struct PredicateEvaluator: Sendable {
                     }
                 }
             }
-            for id in batch where try evaluate(predicate, on: id) { matched.append(id) }
+            for id in batch {
+                try budget?.visit()
+                // Listed a moment ago and deleted since (a change through the mount committed
+                // meanwhile): it matches nothing now.
+                guard try context.snapshot(of: id) != nil else { continue }
+                if try evaluate(prepared, on: id) { matched.append(id) }
+            }
             start += batchSize
         }
         return matched
@@ -285,10 +295,20 @@ public struct PredicateEvaluator: Sendable {
         case .object(let id):
             return try property(key, of: id, path)
         case .list(let items):
+            // Flattening multiplies: each step over a to-many relationship gathers its elements'
+            // destinations, so the budget counts every value gathered (QueryLimits says why).
+            let budget = QueryBudget.current
             var result: [Value] = []
             for item in items {
                 let next = try step(item, key, path)
-                if case .list(let inner) = next { result += inner } else { result.append(next) }
+                if case .list(let inner) = next {
+                    try budget?.visit(inner.count)
+                    try budget?.hold(inner.count * MemoryLayout<Value>.stride)
+                    result += inner
+                } else {
+                    try budget?.visit()
+                    result.append(next)
+                }
             }
             return .list(result)
         default:
@@ -299,14 +319,15 @@ public struct PredicateEvaluator: Sendable {
 
     private func property(_ key: String, of id: ObjectID, _ path: [String]) throws(ObjectGraphError) -> Value {
         let entity = context.model[id.entity]
-        if entity.attribute(named: key) != nil {
-            return Value(try context.value(of: key, for: id))
-        }
-        if let relationship = entity.relationship(named: key) {
-            if relationship.isToMany {
-                return .list(try context.destinations(of: key, for: id).map(Value.object))
+        if entity.attribute(named: key) != nil || entity.relationship(named: key) != nil {
+            do {
+                return try storedProperty(key, of: id, entity)
+            } catch  where error.code == .notFound {
+                // Reached a moment ago and deleted since by a change that committed meanwhile:
+                // a key path through it is nil, as through a nil to-one.
+                if try context.snapshot(of: id) == nil { return .null }
+                throw error
             }
-            return try context.destination(of: key, for: id).map(Value.object) ?? .null
         }
         if entity.fetchedProperty(named: key) != nil {
             throw ObjectGraphError(
@@ -318,6 +339,20 @@ public struct PredicateEvaluator: Sendable {
             .notFound,
             "key path \(path.joined(separator: ".")): entity \(entity.name) has no attribute or "
                 + "relationship named \(key)")
+    }
+
+    private func storedProperty(_ key: String, of id: ObjectID, _ entity: EntityDescription) throws(ObjectGraphError)
+        -> Value
+    {
+        if entity.attribute(named: key) != nil {
+            return Value(try context.value(of: key, for: id))
+        }
+        guard let relationship = entity.relationship(named: key), relationship.isToMany else {
+            return try context.destination(of: key, for: id).map(Value.object) ?? .null
+        }
+        let destinations = try context.destinations(of: key, for: id)
+        try QueryBudget.current?.visit(destinations.count)
+        return .list(destinations.map(Value.object))
     }
 
     /// `@sum`, `@avg`, `@min` or `@max` (`op`, lower-cased) of non-nil `values`, in their order.

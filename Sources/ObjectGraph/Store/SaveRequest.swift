@@ -108,5 +108,6 @@ public struct SaveRequest: Sendable {
 
     public var isEmpty: Bool {
         inserted.isEmpty && updated.allSatisfy(\.isEmpty) && deleted.isEmpty && toManyChanges.isEmpty && metadata == nil
+            && keyCounters.isEmpty
     }
 }

@@ -86,7 +86,9 @@ public enum ISO8601DateText {
     /// 9999 take as many digits as they need. Instants too far out for an Int of seconds (beyond
     /// about 292 billion years) print as their number of seconds.
     private static func appendWholeSeconds(_ whole: Double, to text: inout [UInt8]) {
-        guard let unix = Int(exactly: whole + 978_307_200) else {
+        // Beyond ±10^17 s (3 billion years) the day arithmetic below could overflow at Int's
+        // ends (a damaged value read from a store): such a date is its number of seconds.
+        guard whole.magnitude < 1e17, let unix = Int(exactly: whole + 978_307_200) else {
             text.append(contentsOf: whole.description.utf8)
             return
         }

@@ -61,7 +61,10 @@ struct HistoryReader: Sendable {
             names.append(schema.hasColumn("Z\(field)", in: "ATRANSACTION") ? "t.Z\(field)" : "NULL")
         }
         let select = "SELECT t.Z_PK, t.ZTIMESTAMP, \(names.joined(separator: ", ")) FROM ATRANSACTION t\(joins)"
-        pageSQL = select + " WHERE t.Z_PK > ? ORDER BY t.Z_PK LIMIT ?"
+        // Transactions are numbered by integer keys: a key of another type (a table rebuilt by
+        // another tool holds TEXT there) names no transaction, and SQLite orders TEXT after every
+        // integer, so a page after any number would find it again and again.
+        pageSQL = select + " WHERE t.Z_PK > ? AND typeof(t.Z_PK) = 'integer' ORDER BY t.Z_PK LIMIT ?"
         transactionSQL = select + " WHERE t.Z_PK = ?"
         let columns = schema.hasColumn("ZCOLUMNS", in: "ACHANGE") ? "ZCOLUMNS" : "NULL"
         let tombstoneSQL = tombstones.map { ", " + $0.quotedDatabaseIdentifier }.joined()
@@ -71,14 +74,15 @@ struct HistoryReader: Sendable {
     }
 
     /// A transaction row of ``pageSQL`` or ``transactionSQL``, without its changes. Values are read
-    /// by storage class (a damaged file holds anything): a timestamp that is not a number is 0, a
-    /// name that is not text is absent.
+    /// by storage class (a damaged file holds anything): a timestamp that is not a number, or not
+    /// a date a file can show, is 0 (``HistoryTransaction/timestamp(secondsSinceReferenceDate:)``);
+    /// a name that is not text is absent.
     func transaction(_ row: Row) -> HistoryTransaction {
         let values = row.storedValues
         func name(_ i: Int) -> String? { values[2 + i].storedText ?? values[6 + i].storedText }
         return HistoryTransaction(
             number: SQLiteStore.integer(values[0]),
-            timestamp: Date(timeIntervalSinceReferenceDate: SQLiteStore.seconds(values[1])),
+            timestamp: HistoryTransaction.timestamp(secondsSinceReferenceDate: SQLiteStore.seconds(values[1])),
             author: name(0), bundleID: name(1), contextName: name(2), processID: name(3))
     }
 

@@ -69,7 +69,8 @@ extension SQLiteStore: PersistentHistoryStore {
         var next = after
         while true {
             let page = try historyTransactions(after: next, limit: 1000, includingChanges: true)
-            guard let last = page.last else { return result }
+            // Numbers only go up; a page that does not is damage, not more history.
+            guard let last = page.last, last.number > next else { return result }
             result += page
             next = last.number
         }
@@ -95,7 +96,8 @@ extension SQLiteStore: PersistentHistoryStore {
         }
     }
 
-    /// A timestamp column (seconds since 2001) as stored: a real or an integer; anything else 0.
+    /// A timestamp column (seconds since 2001) as stored: a real or an integer; anything else 0
+    /// (whether it is a date at all is ``HistoryTransaction/timestamp(secondsSinceReferenceDate:)``'s).
     static func seconds(_ value: DatabaseValue) -> Double {
         switch value.storage {
         case .double(let seconds): seconds

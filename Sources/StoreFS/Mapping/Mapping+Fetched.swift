@@ -26,13 +26,15 @@ extension Mapping {
         -> [ObjectID]
     {
         if let cached = fetchedResults.get(node) { return cached }
-        var attempts = 0
-        while true {
-            attempts += 1
-            let generation = fetchedResults.generation
-            let ids = try evaluate().filter { Node.fits($0) }
-            if fetchedResults.set(ids, for: node, evaluatedIn: generation) { return ids }
-            if attempts == 3 { return ids }
+        return try bounded(node) { () throws(FileSystemError) -> [ObjectID] in
+            var attempts = 0
+            while true {
+                attempts += 1
+                let generation = fetchedResults.generation
+                let ids = try evaluate().filter { Node.fits($0) }
+                if fetchedResults.set(ids, for: node, evaluatedIn: generation) { return ids }
+                if attempts == 3 { return ids }
+            }
         }
     }
 

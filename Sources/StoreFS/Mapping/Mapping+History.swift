@@ -28,7 +28,8 @@ extension Mapping {
                 { () throws(ObjectGraphError) in
                     try store.historyTransactions(after: after, limit: Self.historyPageSize, includingChanges: false)
                 }, "list the persistent history")
-            guard let last = page.last else { break }
+            // Numbers only go up; a page that does not (a damaged store) ends the listing.
+            guard let last = page.last, last.number > after else { break }
             for transaction in page where Node.fits(PrimaryKey(transaction.number)) {
                 result.append((transaction.number, transaction.timestamp))
             }

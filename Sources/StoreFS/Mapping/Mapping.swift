@@ -16,6 +16,7 @@ final class Mapping: Sendable {
     let context: ObjectContext
     let configuration: StoreFSConfiguration
     let counters: OperationCounters?
+    let commitStatistics: CommitStatistics
     let logger: Logger
     let mountTime = Date()
     let directories = DirectoryHandles()
@@ -35,6 +36,8 @@ final class Mapping: Sendable {
     let cachedStoreUUID = Mutex<String?>(nil)
     /// The queries asked of `.query` (``QueryFolder``), numbered for inode numbers.
     let queries = QueryTable()
+    /// Why computed folders' last evaluations stopped at a limit (``bounded(_:_:)``).
+    let queryFailures = QueryFailures()
     /// The write path: open files, scratch files, the copy-in session, removals, commits.
     let session = WriteSession()
     let background = BackgroundWork()
@@ -47,12 +50,13 @@ final class Mapping: Sendable {
 
     init(
         coordinator: PersistentStoreCoordinator, configuration: StoreFSConfiguration, counters: OperationCounters?,
-        logger: Logger
+        commitStatistics: CommitStatistics? = nil, logger: Logger
     ) {
         self.coordinator = coordinator
         self.context = coordinator.newContext()
         self.configuration = configuration
         self.counters = counters
+        self.commitStatistics = commitStatistics ?? CommitStatistics()
         self.logger = logger
         self.predicates = Predicates(model: coordinator.model) { logger.error("\($0)") }
     }

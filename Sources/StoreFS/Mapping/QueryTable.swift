@@ -38,6 +38,9 @@ final class QueryTable: Sendable {
         var shown: Set<Node> = []
         /// The saved queries as last read from the metadata (dropped with the results).
         var saved: [String: MetadataValue]?
+        /// Moved by every drop of ``saved``: a read that started before one is not kept (it may
+        /// predate a `setfattr user.query.*`), as ``FetchedResults`` does for results.
+        var savedGeneration: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -89,21 +92,31 @@ final class QueryTable: Sendable {
             defer { state.shown = [] }
             state.files = []
             state.saved = nil
+            state.savedGeneration &+= 1
             return state.shown
         }
     }
 
-    /// The saved queries of every entity, read by `read` unless kept.
+    /// The saved queries of every entity, read by `read` unless kept. `read` runs without the
+    /// lock; what it read is kept only if nothing dropped the saved queries meanwhile.
     func saved(_ read: () throws(FileSystemError) -> [String: MetadataValue]) throws(FileSystemError)
         -> [String: MetadataValue]
     {
-        if let kept = state.withLock({ $0.saved }) { return kept }
+        let (kept, generation) = state.withLock { ($0.saved, $0.savedGeneration) }
+        if let kept { return kept }
         let saved = try read()
-        state.withLock { $0.saved = saved }
+        state.withLock { state in
+            if state.savedGeneration == generation { state.saved = saved }
+        }
         return saved
     }
 
-    func forgetSaved() { state.withLock { $0.saved = nil } }
+    func forgetSaved() {
+        state.withLock { state in
+            state.saved = nil
+            state.savedGeneration &+= 1
+        }
+    }
 
     func keep(_ content: Data, of node: Node, generation: UInt64) {
         state.withLock { state in

@@ -65,10 +65,13 @@ struct FetchedFolder: NodeType {
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
         _ = try attributes(of: node, in: mapping, known: nil, listed: false)
         let property = mapping.model[node.entity].allFetchedProperties[node.property]
-        return [
+        var result = [
             "user.fetched.entity": Data(property.destinationEntityName.utf8),
             "user.fetched.predicate": Data(property.predicateString.utf8)
         ]
+        // Why its last evaluation stopped at a limit, until one succeeds.
+        if let reason = mapping.queryFailures.reason(for: node) { result[RootFolder.errorName] = Data(reason.utf8) }
+        return result
     }
 
     /// `touch` evaluates the folder again.

@@ -130,10 +130,13 @@ struct QueryFolder: NodeType {
                 throw .notFound
             }
             let predicate = try mapping.savedQueries(of: node.entity)[query.name] ?? query.name
-            return [
+            var result = [
                 "user.query.entity": Data(mapping.model[node.entity].name.utf8),
                 "user.query.predicate": Data(predicate.utf8)
             ]
+            // Why its last evaluation stopped at a limit, until one succeeds.
+            if let reason = mapping.queryFailures.reason(for: node) { result[RootFolder.errorName] = Data(reason.utf8) }
+            return result
         default:
             return [:]
         }

@@ -69,13 +69,13 @@ struct QueryResultFile: NodeType {
         if let kept = mapping.queries.file(node, generation: generation) { return kept }
         let folder = folder(of: node)
         let (query, predicate) = try mapping.query(folder)
-        let content: Data
-        if let format = formats[part(node)] {
-            content = try records(
-                of: try mapping.queryMembers(of: folder), entity: query.entity, format: format, mapping,
-                name: "\(mapping.describe(folder))/\(names[part(node)])")
-        } else {
-            content = Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
+        let content = try mapping.bounded(folder) { () throws(FileSystemError) -> Data in
+            if let format = formats[part(node)] {
+                return try records(
+                    of: try mapping.queryMembers(of: folder), entity: query.entity, format: format, mapping,
+                    name: "\(mapping.describe(folder))/\(names[part(node)])")
+            }
+            return Data("\(try count(folder, query.entity, predicate, mapping))\n".utf8)
         }
         if mapping.fetchedResults.generation == generation {
             mapping.queries.keep(content, of: node, generation: generation)
@@ -109,6 +109,9 @@ struct QueryResultFile: NodeType {
         writer.begin(into: &out)
         var start = 0
         while start < ids.count {
+            // Reading the matches is part of the answer's cost (its time and an interrupt).
+            try mapping.engine(
+                { () throws(ObjectGraphError) in try QueryBudget.current?.check() }, "read \(name)")
             let batch = Array(ids[start..<min(start + 500, ids.count)])
             start += batch.count
             let records = try mapping.engine(

@@ -124,8 +124,8 @@ struct RootFolder: NodeType {
         mapping.changed()
     }
 
-    /// The counters tests and benchmarks read: store requests, faults fired, cache size, FUSE
-    /// operations by kind.
+    /// The counters tests, benchmarks and `storefs stats` read: store requests, faults fired, cache
+    /// size, FUSE operations by kind, saves.
     func statisticsJSON(_ mapping: Mapping) -> String {
         let cache = mapping.coordinator.rowCache.statistics
         var object: [String: Any] = [
@@ -137,6 +137,12 @@ struct RootFolder: NodeType {
             "cacheMisses": cache.misses,
             "commits": mapping.session.schedule.commitCount,
             "valuesRendered": mapping.renderedValues.renderCount
+        ]
+        // Saves asked of the store (a commit with nothing to save is none), their time, and why
+        // some failed: `storefs stats` shows their rates.
+        let saves = mapping.commitStatistics.snapshot
+        object["saves"] = [
+            "count": saves.commits, "failed": saves.failed, "seconds": saves.seconds, "failures": saves.failures
         ]
         if let counters = mapping.counters { object["fuse"] = counters.snapshot() }
         let data =

@@ -49,10 +49,13 @@ struct TemplateFolder: NodeType {
     func extendedAttributes(of node: Node, in mapping: Mapping) throws(FileSystemError) -> [String: Data] {
         _ = try attributes(of: node, in: mapping, known: nil, listed: false)
         let template = mapping.model.fetchRequestTemplates[node.property]
-        return [
+        var result = [
             "user.fetched.entity": Data(template.entityName.utf8),
             "user.fetched.predicate": Data((template.predicateString ?? "TRUEPREDICATE").utf8)
         ]
+        // Why its last evaluation stopped at a limit, until one succeeds.
+        if let reason = mapping.queryFailures.reason(for: node) { result[RootFolder.errorName] = Data(reason.utf8) }
+        return result
     }
 
     /// `touch` evaluates the folder again.

@@ -45,7 +45,9 @@ extension Mapping {
                 session.schedule.didCommit(retry: false)
                 return SaveOutcome()
             }
+            let started = CommitStatistics.now()
             let outcome = context.save(holding: session.copyIn.freshObjects)
+            commitStatistics.record(since: started, outcome: outcome)
             for object in session.failures.record(outcome, describe: \.message) {
                 if let reason = session.failures.reason(for: object) {
                     logger.error(

@@ -48,6 +48,19 @@ struct Export: ParsableCommand {
     )
     var evidence = false
 
+    @Option(
+        name: .customLong("query-time"),
+        help: "Seconds one page of --where may take (default 10); past it export stops with the reason.")
+    var queryTime: String?
+
+    @Option(
+        name: .customLong("query-rows"),
+        help: "Rows and values one page of --where may visit (default 20000000).")
+    var queryRows: String?
+
+    @Option(name: .customLong("query-memory"), help: "MiB of values one page of --where may hold (default 256).")
+    var queryMemory: String?
+
     @Flag(
         name: .long,
         help:
@@ -56,6 +69,20 @@ struct Export: ParsableCommand {
     var recovered = false
 
     @OptionGroup var log: LogOptions
+
+    /// What one evaluation of --where may cost: the mount's defaults, as the options say.
+    func queryLimits() throws -> QueryLimits {
+        var limits = QueryLimits()
+        for (name, value) in [("query_time", queryTime), ("query_rows", queryRows), ("query_memory", queryMemory)] {
+            guard let value else { continue }
+            do {
+                try MountConfiguration.setQueryLimit(name, value, in: &limits)
+            } catch {
+                throw ValidationError("--\(name.replacingOccurrences(of: "_", with: "-")): \(error)")
+            }
+        }
+        return limits
+    }
 
     /// Objects read per store request: a page of rows, then one request per to-many relationship.
     static let pageSize = 1000
@@ -70,6 +97,7 @@ struct Export: ParsableCommand {
         if predicate != nil && entity == nil {
             throw ValidationError("--where needs --entity: a predicate's keys are an entity's")
         }
+        _ = try queryLimits()
         if format == ObjectRecordFormat.csv.rawValue && entity == nil {
             throw ValidationError(
                 "--format csv needs --entity: CSV has one header row, so it holds one entity's objects")
@@ -113,6 +141,8 @@ struct Export: ParsableCommand {
             format: format, model: model, storeUUID: try coordinator.store.metadata().storeUUID ?? "",
             entity: entities.count == 1 && entity != nil ? entities[0].id : nil)
 
+        let limits = try queryLimits()
+        let subject = "--where \(predicate ?? "")"
         var progress = ProgressBar(label: "export", unit: "objects")
         var total = 0
         if progress.enabled {
@@ -120,7 +150,11 @@ struct Export: ParsableCommand {
             let context = coordinator.newContext()
             for (id, subentities) in entities {
                 total +=
-                    try parsed.map { try context.count(matching: $0, of: id, includingSubentities: subentities) }
+                    try parsed.map { (predicate) throws(ObjectGraphError) in
+                        try QueryBudget(limits: limits, subject: subject).run { () throws(ObjectGraphError) in
+                            try context.count(matching: predicate, of: id, includingSubentities: subentities)
+                        }
+                    }
                     ?? (subentities ? model.entityAndSubentities(of: id) : [id]).reduce(0) {
                         $0 + (try coordinator.store.count(of: $1))
                     }
@@ -131,10 +165,12 @@ struct Export: ParsableCommand {
         for (id, subentities) in entities {
             // Pages are read ahead (rows and relationships, a thread each) while this one formats
             // and writes.
-            let pages = ObjectRecordReadAhead(
-                ObjectRecordPages(
-                    coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
-                    pageSize: Self.pageSize))
+            var reading = ObjectRecordPages(
+                coordinator: coordinator, entity: id, includingSubentities: subentities, matching: parsed,
+                pageSize: Self.pageSize)
+            reading.queryLimits = limits
+            reading.querySubject = subject
+            let pages = ObjectRecordReadAhead(reading)
             while let page = try pages.next() {
                 for record in page { writer.append(record, into: &output.buffer) }
                 try output.flushIfFull()

@@ -64,7 +64,8 @@ struct History: ParsableCommand {
         var output = StandardOutput()
         while true {
             let page = try history.historyTransactions(after: after, limit: Self.pageSize, includingChanges: true)
-            guard let last = page.last else { break }
+            // Numbers only go up; a page that does not (a damaged store) ends the listing.
+            guard let last = page.last, last.number > after else { break }
             for transaction in page {
                 let text =
                     json

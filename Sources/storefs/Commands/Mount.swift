@@ -16,7 +16,10 @@ struct Mount: ParsableCommand {
             written; files read are hashed, user.storefs.evidence; edits go to an overlay in \
             memory: storefs overlay export), allow_other, auto_unmount, model=PATH, \
             list_fetched (list fetched properties' folders; they are reachable by name always), \
-            commit_delay=SECONDS, cache_size=MiB, batch_size=N; others go to libfuse.
+            commit_delay=SECONDS, cache_size=MiB, batch_size=N, metrics=ADDR:PORT (Prometheus text \
+            at /metrics; docs/PRODUCTION.md), query_time=SECONDS, query_rows=N, query_memory=MiB \
+            (what one query may cost: 10 s, 20000000 rows and values, 256 MiB); others go to \
+            libfuse.
             """)
 
     @Argument(
@@ -40,6 +43,13 @@ struct Mount: ParsableCommand {
 
     @Option(name: .long, help: "The store's type (sqlite, xml, binary) when its suffix does not say.")
     var type: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Serve Prometheus metrics at http://ADDR:PORT/metrics (PORT alone: on 127.0.0.1); as -o metrics=ADDR:PORT.",
+            valueName: "ADDR:PORT"))
+    var metrics: String?
 
     var store: String { paths[0] }
     var mountPoint: String { paths[paths.count - 1] }
@@ -78,6 +88,7 @@ struct Mount: ParsableCommand {
         var configuration: MountConfiguration
         do {
             configuration = try MountConfiguration(options: options)
+            if let metrics { configuration.metrics = try MetricsAddress(parsing: metrics) }
         } catch let error as MountOptionError {
             throw ValidationError(error.description)
         }

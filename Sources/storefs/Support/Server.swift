@@ -31,17 +31,21 @@ enum Server {
         )
         defer { coordinator.close() }
         try serve(
-            mountPoint: mountPoint, source: source, configuration: configuration, logger: logger, onReady: onReady
+            mountPoint: mountPoint, source: source, storeType: store.storeType, configuration: configuration,
+            logger: logger, onReady: onReady
         ) {
-            fsConfiguration, counters in
+            fsConfiguration, counters, commits in
             let fileSystem = StoreFileSystem(
-                coordinator: coordinator, configuration: fsConfiguration, counters: counters, logger: logger)
+                coordinator: coordinator, configuration: fsConfiguration, counters: counters,
+                commitStatistics: commits, logger: logger)
             made(fileSystem)
             // Read-only and evidence mounts of a store whose files hold versions (SQLite) show
             // them in `.wal` (docs/FORENSICS.md).
             let showsVersions = fsConfiguration.readOnly || coordinator.store is OverlayStore
-            guard showsVersions, coordinator.store.recovering != nil else { return fileSystem }
-            return StoreVersionsFileSystem(store: fileSystem)
+            guard showsVersions, coordinator.store.recovering != nil else {
+                return (fileSystem, { [coordinator] in [coordinator] })
+            }
+            return (StoreVersionsFileSystem(store: fileSystem), { [coordinator] in [coordinator] })
         }
     }
 
@@ -58,17 +62,27 @@ enum Server {
             throw ValidationError(error.message)
         }
         logger.debug("\(tree.summary)")
-        try serve(mountPoint: mountPoint, source: directory.path, configuration: configuration, logger: logger) {
-            fsConfiguration, counters in
-            StoreFolderFileSystem(
+        try serve(
+            mountPoint: mountPoint, source: directory.path, storeType: "folder", configuration: configuration,
+            logger: logger
+        ) {
+            fsConfiguration, counters, commits in
+            let fileSystem = StoreFolderFileSystem(
                 tree: tree, types: StoreTypes.all, configuration: fsConfiguration,
-                engineConfiguration: configuration.engine, counters: counters, logger: logger)
+                engineConfiguration: configuration.engine, counters: counters, commitStatistics: commits,
+                logger: logger)
+            return (fileSystem, { [fileSystem] in fileSystem.openCoordinators })
         }
     }
 
+    /// `makeFileSystem` is given the configuration, the counters and the commit statistics the
+    /// filesystem records into, and returns it with where its coordinators are (for metrics).
     private static func serve(
-        mountPoint: String, source: String, configuration: MountConfiguration, logger: Logger, onReady: () -> Void = {},
-        makeFileSystem: (StoreFSConfiguration, OperationCounters) -> any SavingFileSystem
+        mountPoint: String, source: String, storeType: String, configuration: MountConfiguration, logger: Logger,
+        onReady: () -> Void = {},
+        makeFileSystem: (StoreFSConfiguration, OperationCounters, CommitStatistics?) -> (
+            any SavingFileSystem, @Sendable () -> [PersistentStoreCoordinator]
+        )
     ) throws {
         unblockStopSignals()
         if FuseSession.cleanUpStaleMount(at: mountPoint) {
@@ -76,8 +90,25 @@ enum Server {
         }
         var fsConfiguration = configuration.fileSystem
         fsConfiguration.mountPoint = URL(fileURLWithPath: mountPoint).standardizedFileURL.path
-        let counters = OperationCounters()
-        let fileSystem = makeFileSystem(fsConfiguration, counters)
+        // Metrics listen before the mount is made: a port that cannot be had fails the mount.
+        var metrics: (values: MountMetrics, server: MetricsServer)?
+        if let address = configuration.metrics {
+            let values = MountMetrics(source: source, storeType: storeType, version: StoreFSCommand.version)
+            do {
+                let server = try MetricsServer(at: address) { [values] in values.exposition() }
+                metrics = (values, server)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+        let counters = metrics?.values.counters ?? OperationCounters()
+        let (fileSystem, coordinators) = makeFileSystem(fsConfiguration, counters, metrics?.values.commits)
+        if let metrics {
+            metrics.values.attach(coordinators)
+            metrics.server.start()
+            logger.info("metrics of \(source) at http://\(metrics.server.address)/metrics")
+        }
+        defer { metrics?.server.stop() }
         var options = configuration.mount
         options.fsName = source
         // Resolved before mounting: once mounted, looking at the mount point needs the server,

@@ -58,7 +58,10 @@ final class KernelMount {
     }
 
     /// A copy of corpus store `name` (with its WAL), served like the sample store.
-    init(corpus name: String, readOnly: Bool = false) throws {
+    init(
+        corpus name: String, readOnly: Bool = false, prepare: (URL) throws -> Void = { _ in },
+        configure: @escaping @Sendable (inout StoreFSConfiguration) -> Void = { _ in }
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kinds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         url = folder.appendingPathComponent(name)
@@ -66,9 +69,10 @@ final class KernelMount {
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
             try FileManager.default.copyItem(atPath: source + suffix, toPath: url.path + suffix)
         }
+        try prepare(url)
         self.readOnly = readOnly
         self.model = nil
-        self.configure = { _ in }
+        self.configure = configure
         (coordinator, fileSystem, kernel) = try Self.mount(url, readOnly: readOnly, model: nil, configure, log)
     }
 

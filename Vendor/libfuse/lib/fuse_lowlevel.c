@@ -189,11 +189,12 @@ void fuse_free_req(fuse_req_t req)
 	int ctr;
 	struct fuse_session *se = req->se;
 
-	/* XXX: for now no support for interrupts with io-uring
-	 *      It actually might work already, though. But then would add
-	 *      a lock across ring queues.
+	/* storefs: requests that came over io-uring are in se->list too (see
+	 * fuse_session_process_uring_cqe), so they are taken out of it here
+	 * under se->lock like any other: the kernel sends FUSE_INTERRUPT
+	 * through /dev/fuse for them as well.
 	 */
-	if (se->conn.no_interrupt || req->flags.is_uring) {
+	if (se->conn.no_interrupt) {
 		ctr = --req->ref_cnt;
 		fuse_chan_put(req->ch);
 		req->ch = NULL;
@@ -3773,6 +3774,21 @@ void fuse_session_process_uring_cqe(struct fuse_session *se,
 	err = ENOSYS;
 	if (in->opcode >= FUSE_MAXOP || !fuse_ll_ops2[in->opcode].func)
 		goto reply_err;
+
+	/* storefs: make the request findable by a FUSE_INTERRUPT, which the
+	 * kernel sends through /dev/fuse (its io-uring queues carry requests
+	 * only), as fuse_session_process_buf_internal does for /dev/fuse
+	 * requests; an interrupt that arrived first marks it at once.
+	 */
+	if (!se->conn.no_interrupt) {
+		struct fuse_req *intr;
+		pthread_mutex_lock(&se->lock);
+		intr = check_interrupt(se, req);
+		list_add_req(req, &se->list);
+		pthread_mutex_unlock(&se->lock);
+		if (intr)
+			fuse_reply_err(intr, EAGAIN);
+	}
 
 	if (se->debug) {
 		fuse_log(
