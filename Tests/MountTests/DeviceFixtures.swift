@@ -50,6 +50,42 @@ enum DeviceFixtures {
         return count
     }
 
+    /// The note whose title ``notesWithWAL(in:)`` changes, the title it gives, and the object
+    /// it adds (a server change token, entity ICServerChangeToken).
+    static let walNote = (object: "p13", title: "Changed only in the WAL")
+
+    /// The corpus's Notes store (macOS 14) with a `-wal` that holds the last commit, as Notes
+    /// leaves a store it has open: sqlite3 renames note 13 and adds a server change token with
+    /// checkpoints off, and copies the database and its -wal before it closes (closing would
+    /// move the frames into the database). The database file stays byte-identical to the
+    /// corpus's; both changes live only in the -wal. Returns the store (`-wal` beside it).
+    static func notesWithWAL(in folder: URL) throws -> URL {
+        let work = folder.appendingPathComponent("notes-work")
+        let kept = folder.appendingPathComponent("notes-wal")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let store = work.appendingPathComponent("NoteStore.sqlite")
+        try FileManager.default.copyItem(at: corpus(notes), to: store)
+        let result = try run(
+            "sqlite3", ["-batch", "-bail", store.path],
+            input: Data(
+                """
+                PRAGMA journal_mode=WAL;
+                PRAGMA wal_autocheckpoint=0;
+                UPDATE ZICCLOUDSYNCINGOBJECT SET ZTITLE1='\(walNote.title)' WHERE Z_PK=13 AND Z_ENT=11;
+                INSERT INTO ZICSERVERCHANGETOKEN (Z_PK, Z_ENT, Z_OPT) VALUES (1, 20, 1);
+                UPDATE Z_PRIMARYKEY SET Z_MAX=1 WHERE Z_ENT=20;
+                .shell cp '\(store.path)' '\(store.path)-wal' '\(kept.path)/'
+
+                """.utf8))
+        let copy = kept.appendingPathComponent("NoteStore.sqlite")
+        guard result.status == 0, FileManager.default.fileExists(atPath: copy.path + "-wal") else {
+            throw HarnessError("sqlite3 could not make the Notes store with a -wal: \(result.error)")
+        }
+        return copy
+    }
+
     /// An app container as a simulator keeps one: stores at several depths, none named `.sqlite`
     /// but one, companions beside them, other files, a non-Core-Data database, link cycles.
     static func container(in folder: URL) throws {

@@ -171,19 +171,32 @@ import Testing
         try scratch.unmount()
     }
 
-    /// The backup of the hostile-manifest test: real stores at their iOS paths, plain files, a
-    /// folder row, a file the folder lacks, and rows that must not become names.
+    /// The backup of the hostile-manifest test: real stores at their iOS paths (Notes with a -wal
+    /// holding its last commit, one store with no suffix), plain files (a property list, a
+    /// non-Core-Data database, text), a folder row, a file the folder lacks, and rows that must
+    /// not become names.
     static func backupRows(scratch: URL) throws -> [DeviceFixtures.Row] {
         let text = scratch.appendingPathComponent("note.txt")
         try Data("a note\n".utf8).write(to: text)
+        let notes = try DeviceFixtures.notesWithWAL(in: scratch)
+        let plain = scratch.appendingPathComponent("cache.db")
+        let made = try run("sqlite3", ["-batch", plain.path, "create table t(a); insert into t values (1);"])
+        guard made.status == 0 else { throw HarnessError("sqlite3: \(made.error)") }
         return [
             .init(domain: "HomeDomain", relativePath: "Library", flags: 2, content: nil, mode: 0o40755),
             .init(
                 domain: "HomeDomain", relativePath: "Library/Preferences/com.apple.x.plist", flags: 1,
-                content: Corpus.url("README.md")),
+                content: Corpus.url("momd/Karim-ezzedine_CartKit_CartStorage.momd/VersionInfo.plist")),
+            .init(domain: "HomeDomain", relativePath: "Library/Caches/cache.db", flags: 1, content: plain),
+            .init(
+                domain: "AppDomain-com.example.sample", relativePath: "Documents/Database", flags: 1,
+                content: DeviceFixtures.corpus("alemar11_CoreDataPlus_SampleModel3_V1.sqlite")),
             .init(
                 domain: "AppDomainGroup-group.com.apple.notes", relativePath: "NoteStore.sqlite", flags: 1,
-                content: DeviceFixtures.corpus(DeviceFixtures.notes)),
+                content: notes),
+            .init(
+                domain: "AppDomainGroup-group.com.apple.notes", relativePath: "NoteStore.sqlite-wal", flags: 1,
+                content: URL(fileURLWithPath: notes.path + "-wal")),
             .init(
                 domain: "CameraRollDomain", relativePath: "Media/PhotoData/Photos.sqlite", flags: 1,
                 content: DeviceFixtures.corpus(DeviceFixtures.photos)),
@@ -225,29 +238,42 @@ import Testing
         let rows = try Self.backupRows(scratch: scratch.folder)
         try DeviceFixtures.backup(rows, in: scratch.device)
         let before = try Self.fingerprint(scratch.device)
-        // find sees the three stores by content, at DOMAIN/relativePath.
+        // find sees the four stores by content (one without a suffix), at DOMAIN/relativePath,
+        // with as many objects as sqlite3 counts in each (Notes's -wal included).
         let found = try Self.find(scratch.device)
-        let paths = Set(found.compactMap { $0["path"] as? String })
+        let byPath = Dictionary(found.map { ($0["path"] as? String ?? "", $0) }) { first, _ in first }
+        let notes = scratch.folder.appendingPathComponent("notes-wal/NoteStore.sqlite")
+        let stores = [
+            "AppDomainGroup-group.com.apple.notes/NoteStore.sqlite": notes,
+            "CameraRollDomain/Media/PhotoData/Photos.sqlite": DeviceFixtures.corpus(DeviceFixtures.photos),
+            "AppDomain-com.example.resources/Library/Application Support/default.store":
+                DeviceFixtures.corpus(DeviceFixtures.swiftData),
+            "AppDomain-com.example.sample/Documents/Database":
+                DeviceFixtures.corpus("alemar11_CoreDataPlus_SampleModel3_V1.sqlite")
+        ]
+        #expect(found.count == stores.count && Set(byPath.keys) == Set(stores.keys), "\(byPath.keys.sorted())")
+        for (path, store) in stores {
+            #expect(byPath[path]?["objects"] as? Int == (try DeviceFixtures.objectCount(store)), "\(path)")
+        }
+        // The token sqlite3 added lives only in the -wal: the corpus store has one object less.
         #expect(
-            paths == [
-                "AppDomainGroup-group.com.apple.notes/NoteStore.sqlite",
-                "CameraRollDomain/Media/PhotoData/Photos.sqlite",
-                "AppDomain-com.example.resources/Library/Application Support/default.store"
-            ])
-        let photos = found.first { ($0["path"] as? String)?.hasPrefix("CameraRollDomain") == true }
+            (try DeviceFixtures.objectCount(notes))
+                == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(DeviceFixtures.notes))) + 1)
         #expect(
-            photos?["objects"] as? Int == (try DeviceFixtures.objectCount(DeviceFixtures.corpus(DeviceFixtures.photos)))
-        )
+            (byPath["AppDomainGroup-group.com.apple.notes/NoteStore.sqlite"]?["walFrames"] as? Int ?? 0) > 0)
 
         try scratch.mount()
         let domains = try run("ls", [scratch.mountPoint.path])
         #expect(
             Set(domains.lines) == [
-                "AppDomain-com.example.resources", "AppDomainGroup-group.com.apple.notes", "CameraRollDomain",
-                "HomeDomain"
+                "AppDomain-com.example.resources", "AppDomain-com.example.sample",
+                "AppDomainGroup-group.com.apple.notes",
+                "CameraRollDomain", "HomeDomain"
             ])
         let library = try run("ls", [scratch.at("HomeDomain/Library")])
-        #expect(Set(library.lines) == ["Preferences", "huge.txt", "link", "note.txt"], "\(library.lines)")
+        // The folder row, the files present and the link; not the missing file (gone.db), not the
+        // duplicate row's file, not the row whose file ID names /etc/passwd (outside.txt).
+        #expect(Set(library.lines) == ["Caches", "Preferences", "huge.txt", "link", "note.txt"], "\(library.lines)")
         // Stores open, read-only, with their -wal (the SwiftData store's objects are in its log).
         let items = try run(
             "ls", [scratch.at("AppDomain-com.example.resources/Library/Application Support/default.store/Item")])
@@ -257,12 +283,38 @@ import Testing
             items.status == 0
                 && items.lines.count == Int(reference))
         #expect(try run("ls", [scratch.at("CameraRollDomain/Media/PhotoData/Photos.sqlite")]).lines.contains("Asset"))
+        // Notes reads with its -wal: the title and the object only the -wal holds are shown.
+        let notesFolder = "AppDomainGroup-group.com.apple.notes/NoteStore.sqlite"
+        #expect(try run("ls", [scratch.at(notesFolder)]).lines.contains("ICNote"))
         #expect(
-            try run("ls", [scratch.at("AppDomainGroup-group.com.apple.notes/NoteStore.sqlite")]).lines.contains(
-                "ICNote"))
+            try run("cat", [scratch.at("\(notesFolder)/ICNote/\(DeviceFixtures.walNote.object)/title")]).output
+                == DeviceFixtures.walNote.title + "\n")
+        #expect(try run("ls", [scratch.at("\(notesFolder)/ICServerChangeToken")]).lines == ["p1"])
+        #expect(
+            try run("ls", [scratch.at("\(notesFolder)/ICNote")]).lines.count
+                == Int(try DeviceFixtures.query(notes, "select count(*) from ZICCLOUDSYNCINGOBJECT where Z_ENT=11")))
+        // The store with no suffix opens as a store.
+        #expect(
+            try run("ls", [scratch.at("AppDomain-com.example.sample/Documents/Database/User")]).lines.count
+                == Int(
+                    try DeviceFixtures.query(
+                        DeviceFixtures.corpus("alemar11_CoreDataPlus_SampleModel3_V1.sqlite"),
+                        "select count(*) from ZUSER")))
         // Plain files: their exact bytes; facts in xattrs as recorded, huge and negative alike.
         let note = try run("cat", [scratch.at("HomeDomain/Library/note.txt")])
         #expect(note.output == "a note\n")
+        for (path, original) in [
+            ("HomeDomain/Library/note.txt", scratch.folder.appendingPathComponent("note.txt")),
+            ("HomeDomain/Library/huge.txt", scratch.folder.appendingPathComponent("note.txt")),
+            ("HomeDomain/Library/Caches/cache.db", scratch.folder.appendingPathComponent("cache.db")),
+            (
+                "HomeDomain/Library/Preferences/com.apple.x.plist",
+                Corpus.url("momd/Karim-ezzedine_CartKit_CartStorage.momd/VersionInfo.plist")
+            )
+        ] {
+            let compare = try run("cmp", [scratch.at(path), original.path])
+            #expect(compare.status == 0, "\(path): \(compare.output) \(compare.error)")
+        }
         let fileID = try DeviceFixtures.sha1("HomeDomain-Library/note.txt")
         #expect(
             try run(
@@ -277,11 +329,25 @@ import Testing
                 == String(Int64.max))
         #expect(try run("stat", ["-c", "%s", scratch.at("HomeDomain/Library/huge.txt")]).output == "7\n")
         #expect(try run("readlink", [scratch.at("HomeDomain/Library/link")]).output == "note.txt\n")
+        // The folder row's own facts (a folder only implied by its files' paths has none).
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.mode", scratch.at("HomeDomain/Library")]).output
+                == "40755")
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.mode", scratch.at("HomeDomain/Library/Caches")])
+                .status != 0)
         // The root counts what is missing and what was refused.
         #expect(
             try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
         #expect(
             try run("getfattr", ["--only-values", "-n", "user.backup.skipped", scratch.mountPoint.path]).output == "6")
+        // One row for each hostile kind: `..` and absolute paths, a `..` domain, a name past
+        // NAME_MAX, a file ID that is a path, a second row for note.txt.
+        #expect(
+            try run("getfattr", ["--only-values", "-n", "user.backup.skippedReasons", scratch.mountPoint.path]).output
+                == "a domain that cannot be a name: 1; absolute paths: 1; duplicate paths (the first row is shown): 1; "
+                + "file IDs that are not 40 hexadecimal digits: 1; paths with empty, . or .. components or names too long: 2"
+        )
         #expect(
             try run("getfattr", ["--only-values", "-n", "user.backup.device", scratch.mountPoint.path]).output
                 == "Test iPhone")
@@ -325,6 +391,46 @@ import Testing
         #expect(
             try run("getfattr", ["--only-values", "-n", "user.backup.missing", scratch.mountPoint.path]).output == "1")
         try scratch.unmount()
+    }
+
+    /// Manifests `storefs` cannot read: each is refused by `mount` and `find` with exit 64 and a
+    /// message naming the file and what is wrong, within a timeout (nothing hangs), and nothing
+    /// is mounted.
+    @Test(arguments: ["garbage", "no Files table", "truncated"])
+    func aDamagedManifestIsRefusedWithAMessageThatSaysWhy(_ damage: String) throws {
+        let scratch = try Scratch()
+        try FileManager.default.createDirectory(at: scratch.device, withIntermediateDirectories: true)
+        let manifest = scratch.device.appendingPathComponent("Manifest.db")
+        let expected: String
+        switch damage {
+        case "garbage":
+            // Bytes no SQLite file starts with (a manifest encrypted whole, or damaged).
+            try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).write(to: manifest)
+            expected = "is not an SQLite database"
+        case "no Files table":
+            let made = try run(
+                "sqlite3", ["-batch", manifest.path, "create table Other(a); insert into Other values (1);"])
+            #expect(made.status == 0, "\(made.error)")
+            expected = "has no Files table"
+        default:
+            // A real manifest of 400 rows (4096-byte pages), cut halfway through its second page: a
+            // copy that stopped early.
+            try DeviceFixtures.backup(
+                (0..<400).map { .init(domain: "HomeDomain", relativePath: "Library/f\($0)", flags: 2, content: nil) },
+                in: scratch.device)
+            let handle = try FileHandle(forWritingTo: manifest)
+            try handle.truncate(atOffset: 6_144)
+            try handle.close()
+            expected = "is truncated"
+        }
+        for command in [["find", scratch.device.path], ["mount", scratch.device.path, scratch.mountPoint.path]] {
+            let result = try run("timeout", ["30", try storefsBinary()] + command)
+            #expect(result.status == 64, "\(command[0]): \(result.status) \(result.error)")
+            #expect(
+                result.error.contains(manifest.path) && result.error.contains(expected),
+                "\(command[0]): \(result.error)")
+        }
+        #expect(try run("mountpoint", ["-q", scratch.mountPoint.path]).status != 0, "a damaged backup was mounted")
     }
 
     @Test func anEncryptedBackupIsRefusedWithAMessageThatSaysSo() throws {

@@ -21,6 +21,14 @@ enum ManifestDatabase {
         guard let files = DatabaseFiles(database: database, log: log) else {
             throw DeviceError(.unsupported, "\(path) is not an SQLite database (an encrypted or damaged manifest?)")
         }
+        // A manifest cut short (a copy stopped halfway) loses its rows without a sign: its
+        // table's pages are past the end. Refused, so that no backup mounts as empty.
+        if files.header.pageCount > files.filePageCount {
+            throw DeviceError(
+                .unsupported,
+                "\(path) is truncated: its header says \(files.header.pageCount) pages of \(files.pageSize) bytes, "
+                    + "the file holds \(files.database.size) bytes; copy the backup again")
+        }
         let state = files.state(files.lastVersion)
         guard let table = state.tables().first(where: { $0.name.caseInsensitiveCompare("Files") == .orderedSame })
         else {
