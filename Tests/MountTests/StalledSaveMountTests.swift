@@ -108,7 +108,7 @@ final class BackgroundTool: Sendable {
         let url = URL(string: server.url(schema: "stalled").absoluteString + "&timeout=10")!
         #expect(try run(try storefsBinary(), ["migrate", sqlite.path, url.absoluteString]).status == 0)
         let mount = try PostgresMountTests.URLMount(url)
-        defer { try? mount.unmount() }
+        defer { _ = try? mount.unmount() }
         let employees = try Self.objects(mount.path, "Employee").filter { $0.hasPrefix("p") }
         #expect(employees.count > 40)
         // Rows loaded (every object folder listed with its files' sizes), files never read: a

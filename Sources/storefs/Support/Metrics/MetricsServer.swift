@@ -290,8 +290,8 @@ final class MetricsServer: Sendable {
             }
         }
         guard found == 0 else { return nil }
-        let name = String(cString: host)
-        let port = String(cString: service)
+        let name = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let port = String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
     }
 }

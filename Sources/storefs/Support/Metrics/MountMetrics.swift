@@ -55,9 +55,10 @@ final class MountMetrics: Sendable {
         commits = CommitStatistics(metrics: factory)
         isPostgres = storeType == "PostgreSQL"
         registry.makeGauge(
-            name: "storefs_mount_info",
-            labels: [("store", source), ("type", storeType), ("version", version)],
-            help: "The mounted store (its path or URL without password), its type and storefs's version; always 1."
+            descriptor: Self.name(
+                "storefs_mount_info",
+                help: "The mounted store (its path or URL without password), its type and storefs's version; always 1."),
+            labels: [("store", source), ("type", storeType), ("version", version)]
         ).set(to: 1)
     }
 
@@ -119,9 +120,13 @@ final class MountMetrics: Sendable {
                 connections.announcementLag = statistics.announcementLag ?? connections.announcementLag
             }
         }
-        registry.makeGauge(name: "storefs_cache_objects", help: "Objects whose rows the row cache holds.").set(
+        registry.makeGauge(
+            descriptor: Self.name("storefs_cache_objects", help: "Objects whose rows the row cache holds.")
+        ).set(
             to: Double(objects))
-        registry.makeGauge(name: "storefs_cache_bytes", help: "Bytes the row cache holds (its estimate).").set(
+        registry.makeGauge(
+            descriptor: Self.name("storefs_cache_bytes", help: "Bytes the row cache holds (its estimate).")
+        ).set(
             to: Double(bytes))
         mirror("storefs_cache_hits_total", help: "Rows found in the row cache.", to: hits)
         mirror("storefs_cache_misses_total", help: "Rows the row cache did not hold (read from the store).", to: misses)
@@ -129,8 +134,9 @@ final class MountMetrics: Sendable {
             "storefs_store_requests_total", help: "Requests made of the store (SQL statements).", to: storeRequests)
         guard isPostgres else { return }
         registry.makeGauge(
-            name: "storefs_postgres_connections",
-            help: "Connections open to the PostgreSQL server (reads, saves, listener)."
+            descriptor: Self.name(
+                "storefs_postgres_connections",
+                help: "Connections open to the PostgreSQL server (reads, saves, listener).")
         ).set(to: Double(connections.connections))
         mirror(
             "storefs_postgres_reconnects_total",
@@ -140,10 +146,22 @@ final class MountMetrics: Sendable {
             "storefs_postgres_announcements_total", help: "Announcements of other writers' commits heard.",
             to: connections.announcements)
         registry.makeGauge(
-            name: "storefs_postgres_announcement_lag_seconds",
-            help:
-                "Seconds from the last announced commit (the writer's clock) to its arrival here; -1 before the first."
+            descriptor: Self.name(
+                "storefs_postgres_announcement_lag_seconds",
+                help:
+                    "Seconds from the last announced commit (the writer's clock) to its arrival here; -1 before the first."
+            )
         ).set(to: connections.announcementLag ?? -1)
+    }
+
+    /// swift-prometheus names a metric by its parts; storefs's names are whole (docs/PRODUCTION.md),
+    /// so the part after the last `_` is given as the unit and the parts join back to the name.
+    static func name(_ name: String, help: String) -> MetricNameDescriptor {
+        guard let cut = name.lastIndex(of: "_"), cut != name.startIndex else {
+            return MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+        }
+        return MetricNameDescriptor(
+            metricName: String(name[..<cut]), unitName: String(name[name.index(after: cut)...]), helpText: help)
     }
 
     /// Raises counter `name` by what `value` grew since the last scrape.
@@ -153,7 +171,7 @@ final class MountMetrics: Sendable {
             defer { last[key] = max(last[key] ?? 0, value) }
             return value - (last[key] ?? 0)
         }
-        let counter = registry.makeCounter(name: name, labels: labels, help: help)
+        let counter = registry.makeCounter(descriptor: Self.name(name, help: help), labels: labels)
         if grown > 0 { counter.increment(by: Int64(grown)) }
     }
 }
