@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(name: "fetch-benchmark", dependencies: ["ObjectGraph", "SQLiteStore"]),
         // The benchmarks' FUSE floor: an in-memory tree served through FuseKit (scripts/bench).
         .executableTarget(name: "fuse-floor", dependencies: ["FuseKit"]),
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ObjectGraph"], path: "Tests/TestSupport"),
         .target(name: "EmbeddedKernel", dependencies: ["FuseKit"], path: "Tests/EmbeddedKernel"),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "TestSupport"]),
         .testTarget(name: "FuseKitTests", dependencies: ["FuseKit", "TestSupport"]),
