@@ -176,12 +176,27 @@ extension PostgresStore: RepairableStore {
     }
 
     /// A copy of every table of the store's schema in a new schema of the same database,
-    /// `SCHEMA_pre_doctor_STAMP`, made in one transaction: mount it with `?schema=` that name.
+    /// `SCHEMA_pre_doctor_STAMP` (`…_2`, `…_3` when fixes of one second each keep one), made in
+    /// one transaction: mount it with `?schema=` that name.
     public func backUp(stamp: String) throws(ObjectGraphError) -> String? {
-        let suffix = "_pre_doctor_" + stamp.lowercased().filter { $0.isLetter || $0.isNumber }
-        let name = String(location.schema.prefix(63 - suffix.count)) + suffix
         let tables = try tableBytes().keys.sorted()
-        try writeTransaction { (run) throws(ObjectGraphError) in
+        let name = try writeTransaction { (run) throws(ObjectGraphError) -> String in
+            var chosen: String?
+            for attempt in 1...100 {
+                let suffix =
+                    "_pre_doctor_" + stamp.lowercased().filter { $0.isLetter || $0.isNumber }
+                    + (attempt == 1 ? "" : "_\(attempt)")
+                let candidate = String(location.schema.prefix(63 - suffix.count)) + suffix
+                let taken = try run("SELECT 1 FROM pg_namespace WHERE nspname = $1", [candidate])
+                if taken.rowCount == 0 {
+                    chosen = candidate
+                    break
+                }
+            }
+            guard let name = chosen else {
+                throw ObjectGraphError(
+                    .io, "\(location): 100 backups of this second exist already; drop some or try again")
+            }
             _ = try run("CREATE SCHEMA \(q(name))", [])
             for table in tables {
                 let copy = "\(q(name)).\(q(table))"
@@ -189,6 +204,7 @@ extension PostgresStore: RepairableStore {
                 _ = try run("CREATE TABLE \(copy) (LIKE \(original) INCLUDING ALL)", [])
                 _ = try run("INSERT INTO \(copy) SELECT * FROM \(original)", [])
             }
+            return name
         }
         return "schema \(name) of \(location) (mount it with ?schema=\(name))"
     }

@@ -597,5 +597,13 @@ import Testing
         #expect(try count("SELECT MIN(\"Z_PK\") FROM \"ATRANSACTION\"") == first, "\(pruned.errors)")
         #expect(try count("SELECT COUNT(*) FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" < \(first)") == 0)
         #expect(try count("SELECT COUNT(*) FROM \"ATRANSACTIONSTRING\" WHERE \"ZNAME\" = 'storefs'") == 1)
+        // The pruning kept a backup of its own, beside the fix's, though both may be of one second
+        // (the second used to fail: "schema … already exists").
+        let prunedBackup = try #require(
+            (pruned.json["repair"] as? [String: Any])?["backup"] as? String, "\(pruned.errors)")
+        #expect(prunedBackup != backup)
+        #expect(
+            try count(
+                "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE '\(schema)\\_pre\\_doctor\\_%'") == 2)
     }
 }
