@@ -1,4 +1,4 @@
-// fuzz-modules: StoreFS FuseKit SQLiteStore CoreDataSchema Decoding GRDB ObjectGraph Logging Digest Locking
+// fuzz-modules: StoreFS FuseKit SQLiteStore CoreDataSchema Decoding GRDB ObjectGraph Logging Digest Locking RelationalCore SQLiteRecovery CoreMetrics Devices
 // fuzz-libraries: sqlite3 uring numa pthread dl rt
 // fuzz-max-len: 512
 //

@@ -1,4 +1,4 @@
-// fuzz-modules: SQLiteStore CoreDataSchema Decoding GRDB ObjectGraph Logging Digest
+// fuzz-modules: SQLiteStore CoreDataSchema Decoding GRDB ObjectGraph Logging Digest RelationalCore SQLiteRecovery Locking
 // fuzz-libraries: sqlite3
 // fuzz-max-len: 4096
 //

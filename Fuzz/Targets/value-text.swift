@@ -1,4 +1,4 @@
-// fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging Digest
+// fuzz-modules: StoreFS FuseKit Decoding ObjectGraph Logging Digest CoreMetrics Devices SQLiteRecovery Locking
 // fuzz-libraries: uring numa pthread dl rt
 // fuzz-max-len: 1024
 //
