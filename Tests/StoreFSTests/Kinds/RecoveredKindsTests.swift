@@ -3,6 +3,7 @@ import Foundation
 import FuseKit
 import ObjectGraph
 import SQLiteStore
+import TestSupport
 import Testing
 
 @testable import StoreFS
@@ -69,18 +70,12 @@ import Testing
 
         /// Runs the sqlite3 tool on `url` with `commands`; its output without the last newline.
         static func sqlite(_ url: URL, _ commands: String...) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            process.arguments = [url.path] + commands
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw SQLiteToolError(description: "sqlite3 \(commands) failed (\(process.terminationStatus))")
+            // runTool bounds the wait (a test never hangs CI).
+            let result = try runTool("sqlite3", [url.path] + commands, timeout: 120)
+            guard result.status == 0 else {
+                throw SQLiteToolError(description: "sqlite3 \(commands) failed (\(result.status)): \(result.error)")
             }
-            return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .newlines)
+            return result.output.trimmingCharacters(in: .newlines)
         }
 
         func finish() -> EmbeddedKernel.Leftovers {
