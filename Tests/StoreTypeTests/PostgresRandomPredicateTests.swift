@@ -39,6 +39,7 @@ import Testing
         let name = "magicalpanda_MagicalRecord_Recipes.sqlite"
         var random = SeededRandom(seed: RandomPredicateTests.seed ^ 0x7265)
         let copy = try StoreFixtures.corpusCopy(name)
+        defer { try? FileManager.default.removeItem(at: copy.deletingLastPathComponent()) }
         let types: [any PersistentStoreType] = [SQLiteStoreType(), PostgresStoreType()]
         let url = server.url(schema: PostgresServer.uniqueSchema("corpuspredicates"))
         let source = try PersistentStoreCoordinator.open(at: copy, types: types, options: StoreOptions(readOnly: true))

@@ -66,6 +66,7 @@ import Testing
     func corpusStoresAgreeWithMemory(_ name: String, _ predicates: Int) throws {
         var random = SeededRandom(seed: Self.seed ^ UInt64(name.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         let url = try StoreFixtures.corpusCopy(name)
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
         let coordinator = try PersistentStoreCoordinator.open(
             at: url, types: [SQLiteStoreType()], options: StoreOptions(readOnly: true))
         defer { coordinator.close() }
