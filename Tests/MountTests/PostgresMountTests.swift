@@ -24,7 +24,9 @@ import Testing
         private(set) var isMounted = false
         var path: String { mountPoint.path }
 
-        init(_ url: URL, options: [String] = []) throws {
+        /// Mounts `url`; with `namespace`, storefs runs in that network namespace (a client host of
+        /// a ``HostPair``), and the mount is seen here as any other.
+        init(_ url: URL, options: [String] = [], inside namespace: String? = nil) throws {
             try requireFuse()
             self.url = url
             folder = try ScratchSpace.folder("pgmount")
@@ -33,7 +35,9 @@ import Testing
             try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
             var arguments = ["mount", url.absoluteString, mountPoint.path, "--log-file", log.path, "-v"]
             if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
-            let result = try run(try storefsBinary(), arguments)
+            let command = [try storefsBinary()] + arguments
+            let words = namespace.map { HostPair.inside($0, command) } ?? command
+            let result = try run(words[0], Array(words.dropFirst()))
             guard result.status == 0 else {
                 throw HarnessError("storefs mount \(url) failed (\(result.status)): \(result.error)\n\(logText)")
             }

@@ -23,6 +23,8 @@ public final class PostgresServer: Sendable {
     /// The folder: `data/` (the cluster), the socket, `server.log`.
     public let folder: URL
     private let bin: String
+    /// The host it runs on when it listens on a network too (``init(name:standbyOf:on:)``).
+    public let host: HostPair?
     /// Seconds any one command (initdb, pg_ctl) may take before the test fails.
     static let commandTimeout = 90
 
@@ -53,8 +55,10 @@ public final class PostgresServer: Sendable {
     }
 
     /// Makes and starts a new cluster; with `primary`, a hot standby of that cluster's server
-    /// (pg_basebackup with streaming replication, as a replica for read-only mounts would run).
-    public init(name: String, standbyOf primary: PostgresServer? = nil) throws {
+    /// (pg_basebackup with streaming replication, as a replica for read-only mounts would run);
+    /// with `host`, run inside its server namespace, listening on its address too (any client
+    /// there may connect, without a password), as a server on a machine of its own.
+    public init(name: String, standbyOf primary: PostgresServer? = nil, on host: HostPair? = nil) throws {
         guard let bin = Self.binaries() else {
             throw TestServerError(
                 "this test needs a PostgreSQL server and none is installed (no /usr/lib/postgresql/*/bin/initdb): "
@@ -66,6 +70,7 @@ public final class PostgresServer: Sendable {
             )
         }
         self.bin = bin
+        self.host = host
         Self.removeLeftovers()
         folder = URL(fileURLWithPath: "/tmp").appendingPathComponent(
             "\(Self.prefix)\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
@@ -82,11 +87,23 @@ public final class PostgresServer: Sendable {
                     "\(bin)/initdb",
                     ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
             }
+            if let host {
+                let rules = try FileHandle(forWritingTo: folder.appendingPathComponent("data/pg_hba.conf"))
+                defer { try? rules.close() }
+                try rules.seekToEnd()
+                try rules.write(contentsOf: Data("host all all \(host.clientAddress)/32 trust\n".utf8))
+            }
             try start()
         } catch {
             remove()
             throw error
         }
+    }
+
+    /// A URL for a store in schema `schema` of the cluster's `postgres` database, through the
+    /// network from ``host``'s client namespace (``url(schema:)`` is the socket, from anywhere).
+    public func networkURL(schema: String) -> URL? {
+        host.map { URL(string: "postgresql://postgres@\($0.serverAddress):5432/postgres?schema=\(schema)")! }
     }
 
     /// A URL for a store in schema `schema` of the cluster's `postgres` database.
@@ -103,8 +120,10 @@ public final class PostgresServer: Sendable {
     public func start() throws {
         // fsync off: the tests kill the server process, never the machine, and a process kill
         // keeps what PostgreSQL wrote to the kernel.
-        let options = "-k \(folder.path) -p 5432 -c listen_addresses='' -c fsync=off -c max_connections=200"
+        let options =
+            "-k \(folder.path) -p 5432 -c listen_addresses='\(host?.serverAddress ?? "")' -c fsync=off -c max_connections=200"
         try asPostgres(
+            inside: host?.serverNamespace,
             "\(bin)/pg_ctl",
             [
                 "-D", folder.appendingPathComponent("data").path, "-o", options, "-l",
@@ -184,8 +203,11 @@ public final class PostgresServer: Sendable {
         } ?? ""
     }
 
-    private func asPostgres(_ executable: String, _ arguments: [String]) throws {
-        try Self.run("timeout", ["\(Self.commandTimeout)", "runuser", "-u", "postgres", "--", executable] + arguments)
+    /// Runs `executable` as the user postgres; `inside` a network namespace when given.
+    private func asPostgres(inside namespace: String? = nil, _ executable: String, _ arguments: [String]) throws {
+        let command = ["runuser", "-u", "postgres", "--", executable] + arguments
+        try Self.run(
+            "timeout", ["\(Self.commandTimeout)"] + (namespace.map { HostPair.inside($0, command) } ?? command))
     }
 
     @discardableResult

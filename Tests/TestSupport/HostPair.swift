@@ -1,0 +1,103 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Two hosts joined by one cable: two network namespaces, `server` and `client`, and a veth pair
+/// between them with the addresses ``serverAddress`` and ``clientAddress``, which exist only
+/// inside those namespaces (nothing outside the test can reach them, and they collide with
+/// nobody's). ``cut()`` pulls the cable at the server's end, so the client's side stays up and
+/// hears nothing: its packets vanish, as they do when a switch or a far host goes away, and
+/// connects and answers wait for their timeouts instead of failing at once.
+///
+/// Names are unique per instance (`sfsPID-HEX-server`); ``remove()`` deletes both namespaces
+/// (which removes the veth pair), and the first pair made in a process also deletes the pairs of
+/// test processes that ended without removing theirs. Every command has a timeout.
+///
+/// Threading: one thread drives a pair.
+public final class HostPair: Sendable {
+    public let serverNamespace: String
+    public let clientNamespace: String
+    public let serverAddress = "10.35.0.1"
+    public let clientAddress = "10.35.0.2"
+    /// The veth ends, as seen inside each namespace (at most 15 characters: IFNAMSIZ).
+    private let serverLink: String
+    private let clientLink: String
+
+    private static let prefix = "sfs"
+
+    public init() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/nsenter") else {
+            throw TestServerError("this test needs nsenter (Debian's util-linux)")
+        }
+        Self.removeLeftovers()
+        let tag = "\(getpid())-\(UUID().uuidString.prefix(6).lowercased())"
+        serverNamespace = "\(Self.prefix)\(tag)-server"
+        clientNamespace = "\(Self.prefix)\(tag)-client"
+        let short = String(UUID().uuidString.prefix(8).lowercased())
+        serverLink = "vs\(short)"
+        clientLink = "vc\(short)"
+        do {
+            try Self.ip(["netns", "add", serverNamespace])
+            try Self.ip(["netns", "add", clientNamespace])
+            try Self.ip(["link", "add", serverLink, "type", "veth", "peer", "name", clientLink])
+            try Self.ip(["link", "set", serverLink, "netns", serverNamespace])
+            try Self.ip(["link", "set", clientLink, "netns", clientNamespace])
+            for (namespace, link, address) in [
+                (serverNamespace, serverLink, serverAddress), (clientNamespace, clientLink, clientAddress)
+            ] {
+                try Self.ip(["-n", namespace, "link", "set", "lo", "up"])
+                try Self.ip(["-n", namespace, "addr", "add", "\(address)/24", "dev", link])
+                try Self.ip(["-n", namespace, "link", "set", link, "up"])
+            }
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    /// `executable arguments` run inside `namespace`'s network (the mount namespace stays the
+    /// test's: a FUSE mount made there is seen by the test), as the words a tool runner takes.
+    public static func inside(_ namespace: String, _ command: [String]) -> [String] {
+        ["nsenter", "--net=/run/netns/\(namespace)"] + command
+    }
+
+    /// Pulls the cable out at the server's end.
+    public func cut() throws { try Self.ip(["-n", serverNamespace, "link", "set", serverLink, "down"]) }
+
+    /// Plugs it back in.
+    public func restore() throws { try Self.ip(["-n", serverNamespace, "link", "set", serverLink, "up"]) }
+
+    /// Deletes both namespaces (and with them the veth pair). Processes still running in one
+    /// keep it alive until they end; its name is gone at once.
+    public func remove() {
+        for namespace in [serverNamespace, clientNamespace] {
+            _ = try? runTool("timeout", ["30", "ip", "netns", "delete", namespace], timeout: 60)
+        }
+    }
+
+    @discardableResult
+    private static func ip(_ arguments: [String]) throws -> String {
+        let result = try runTool("timeout", ["30", "ip"] + arguments, timeout: 60)
+        guard result.status == 0 else {
+            throw TestServerError("ip \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.error)")
+        }
+        return result.output
+    }
+
+    /// Pairs of test processes that no longer run.
+    private static func removeLeftovers() {
+        guard let listed = try? runTool("timeout", ["30", "ip", "netns", "list"], timeout: 60) else { return }
+        for line in listed.output.split(separator: "\n") {
+            guard let name = line.split(separator: " ").first, name.hasPrefix(prefix),
+                name.hasSuffix("-server") || name.hasSuffix("-client")
+            else { continue }
+            let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
+            guard let pid = pid_t(pidText), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else {
+                continue
+            }
+            _ = try? runTool("timeout", ["30", "ip", "netns", "delete", String(name)], timeout: 60)
+        }
+    }
+}
