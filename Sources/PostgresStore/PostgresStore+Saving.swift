@@ -21,7 +21,7 @@ extension PostgresStore {
         guard !request.isEmpty else { return SaveEffects() }
         try checkOpen()
         var written = WrittenChanges<SQLValue>()
-        return try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
+        let effects = try writer.withLock { (kept) throws(ObjectGraphError) -> SaveEffects in
             if kept == nil || kept?.isBroken == true {
                 kept = try PostgresConnection(location, timeout: location.statementTimeout)
             }
@@ -86,6 +86,8 @@ extension PostgresStore {
             for (id, _) in written.deleted { refreshed.remove(id) }
             return SaveEffects(refreshed: refreshed)
         }
+        analyzeAfterLargeSave(request)
+        return effects
     }
 
     /// A transaction whose COMMIT was sent and whose answer was lost.
