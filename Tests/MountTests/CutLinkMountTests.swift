@@ -56,19 +56,8 @@ import Testing
         try server.signalAll(SIGCONT)
         stopped = false
 
-        var latencies: [Double] = []
-        for name in loaded.dropFirst() {
-            let read = Stalled.timedRead("\(mount.path)/Employee/\(name)/lastName")
-            #expect(read != nil && read?.text.isEmpty == false, "a loaded object reads while the link is cut")
-            latencies.append(read?.seconds ?? 99)
-        }
-        var listings: [Double] = []
-        for folder in ["Employee"] + loaded.prefix(5).map({ "Employee/\($0)" }) {
-            let started = Date()
-            let listed = try run("timeout", ["30", "ls", "-l", "\(mount.path)/\(folder)"])
-            listings.append(Date().timeIntervalSince(started))
-            #expect(listed.status == 0 && !listed.output.isEmpty, "ls \(folder) while the link is cut: \(listed.error)")
-        }
+        let latencies = Stalled.readLoaded(Array(loaded.dropFirst()), in: mount.path, while: "the link is cut")
+        let listings = try Stalled.listLoaded(loaded, in: mount.path, while: "the link is cut")
         let edit = Stalled.write("\(mount.path)/Employee/\(edited)/lastName", "Edited", fsync: false)
 
         let started = Date()

@@ -92,6 +92,29 @@ final class BackgroundTool: Sendable {
         }
     }
 
+    /// Seconds each first read of a loaded Employee's lastName takes, each expected to answer with
+    /// text `while` the store does not.
+    static func readLoaded(_ loaded: [String], in mount: String, while what: String) -> [Double] {
+        loaded.map { name in
+            let read = timedRead("\(mount)/Employee/\(name)/lastName")
+            #expect(read != nil && read?.text.isEmpty == false, "a loaded object reads while \(what)")
+            return read?.seconds ?? 99
+        }
+    }
+
+    /// Seconds `ls -l` of the first five loaded objects' folders takes, each expected to list
+    /// `while` the store does not answer. Not the entity's folder: a listing of an entity asks
+    /// the store which objects it holds (ObjectContext.objectIDs(of:)), so it answers in an outage
+    /// only while the kernel still caches it, which a loaded machine's timing decides.
+    static func listLoaded(_ loaded: [String], in mount: String, while what: String) throws -> [Double] {
+        try loaded.prefix(5).map { "Employee/\($0)" }.map { folder in
+            let started = Date()
+            let listed = try run("timeout", ["30", "ls", "-l", "\(mount)/\(folder)"])
+            #expect(listed.status == 0 && !listed.output.isEmpty, "ls \(folder) while \(what): \(listed.error)")
+            return Date().timeIntervalSince(started)
+        }
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty ? -1 : sorted[sorted.count / 2]
@@ -126,20 +149,9 @@ final class BackgroundTool: Sendable {
         Thread.sleep(forTimeInterval: 1)
         #expect(stalled.wait(seconds: 0) == nil, "the save waits for the stopped server")
 
-        var latencies: [Double] = []
-        for name in loaded {
-            let read = Self.timedRead("\(mount.path)/Employee/\(name)/lastName")
-            #expect(read != nil && read?.text.isEmpty == false, "a loaded object reads while the save waits")
-            latencies.append(read?.seconds ?? 99)
-        }
-        // Listings of what the mount holds answer too: the entity's folder and loaded objects'.
-        var listings: [Double] = []
-        for folder in ["Employee"] + loaded.prefix(5).map({ "Employee/\($0)" }) {
-            let started = Date()
-            let listed = try run("timeout", ["30", "ls", "-l", "\(mount.path)/\(folder)"])
-            listings.append(Date().timeIntervalSince(started))
-            #expect(listed.status == 0 && !listed.output.isEmpty, "ls \(folder) while the save waits: \(listed.error)")
-        }
+        let latencies = Self.readLoaded(loaded, in: mount.path, while: "the save waits")
+        // Listings of what the mount holds answer too: loaded objects' folders.
+        let listings = try Self.listLoaded(loaded, in: mount.path, while: "the save waits")
         #expect((listings.max() ?? 99) < 2, "listings while the save waits: \(listings)")
         let edit = Self.write("\(mount.path)/Employee/\(edited)/lastName", "Edited", fsync: false)
         let writtenLine = edit.wait(seconds: 3)?.output ?? "(still waiting at close)"
