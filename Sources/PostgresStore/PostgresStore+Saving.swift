@@ -64,6 +64,9 @@ extension PostgresStore {
             } catch {
                 if !connection.isBroken {
                     _ = try? connection.execute("ROLLBACK")
+                    // Refused for what the primary holds (another writer's commit): reads wait
+                    // for a standby to have that too, or the retry reads the old row again.
+                    noteCommitted(on: connection)
                     throw error
                 }
                 kept = nil

@@ -119,7 +119,9 @@ extension PostgresStore {
 
     /// Notes where a commit of this store ended in the primary's WAL, so reads wait for a
     /// standby to replay it (nothing to do when reads stay on the primary). `connection` is the
-    /// one that committed, or nil when the commit was learnt on another.
+    /// one that committed, or nil when the commit was learnt on another. Also after a save the
+    /// primary refused (a conflict with another writer's commit): the reads that follow, and the
+    /// retry built on them, see that commit.
     func noteCommitted(on connection: PostgresConnection?) {
         guard let standbyReads else { return }
         let query = "SELECT pg_current_wal_lsn()::text"
