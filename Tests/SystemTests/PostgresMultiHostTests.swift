@@ -22,7 +22,9 @@ import Testing
 /// for another host's rows; 5 s is that wait plus 2 s, and a commit later than that is a bug under
 /// any load (a missed announcement, a cache not dropped), not slowness.
 @Suite(.serialized) struct PostgresMultiHostTests {
-    @Test func threeHostsCountExactlyAndSeeEachOtherWithinASecondThroughFaults() throws {
+    /// Runs scripts/pg-multihost with 3 client hosts × 2 writers, 6 counters, the 5 s bound and
+    /// `arguments`; expects it to pass and returns its summary line.
+    func multiHost(_ arguments: [String]) throws -> String {
         guard getuid() == 0 else { throw SystemTestError("this test makes network namespaces and needs root") }
         _ = try tool("ip", package: "iproute2")
         _ = try tool("nsenter", package: "util-linux")
@@ -32,14 +34,18 @@ import Testing
             "timeout",
             [
                 "600", packageRoot.appendingPathComponent("scripts/pg-multihost").path, "--clients", "3", "--writers",
-                "2", "--increments", "100",
-                "--counters", "6", "--timeout", "480", "--bound", "5", "--storefs", try storefsBinary()
-            ])
+                "2", "--counters", "6", "--timeout", "480", "--bound", "5", "--storefs", try storefsBinary()
+            ] + arguments)
         let summary =
             result.output.split(separator: "\n").first { $0.hasPrefix("pg-multihost:") }.map(String.init) ?? ""
         print(summary)
         #expect(
             result.succeeded, "pg-multihost failed:\n\(result.output.suffix(3000))\(result.errorOutput.suffix(3000))")
+        return summary
+    }
+
+    @Test func threeHostsCountExactlyAndSeeEachOtherWithinASecondThroughFaults() throws {
+        let summary = try multiHost(["--increments", "100"])
         #expect(summary.contains("600 acknowledged of 600; counters exact 6/6, duplicates 0"), "\(summary)")
         #expect(summary.contains("over the 5 s bound 0, unseen 0"), "\(summary)")
         #expect(
@@ -59,23 +65,7 @@ import Testing
     /// seen by the other hosts within the 5 s bound (see above; the figures are in
     /// docs/RELIABILITY.md). 250 increments per writer, so the faults come while they write.
     @Test func aStandbyTakesReadsAndTheWritesAfterThePrimaryIsKilledAndItIsPromoted() throws {
-        guard getuid() == 0 else { throw SystemTestError("this test makes network namespaces and needs root") }
-        _ = try tool("ip", package: "iproute2")
-        _ = try tool("nsenter", package: "util-linux")
-        _ = try tool("python3", package: "python3")
-        _ = try tool("sqlite3", package: "sqlite3")
-        let result = try run(
-            "timeout",
-            [
-                "600", packageRoot.appendingPathComponent("scripts/pg-multihost").path, "--clients", "3", "--writers",
-                "2", "--increments", "250", "--counters", "6", "--timeout", "480", "--bound", "5", "--standby", "sync",
-                "--storefs", try storefsBinary()
-            ])
-        let summary =
-            result.output.split(separator: "\n").first { $0.hasPrefix("pg-multihost:") }.map(String.init) ?? ""
-        print(summary)
-        #expect(
-            result.succeeded, "pg-multihost failed:\n\(result.output.suffix(3000))\(result.errorOutput.suffix(3000))")
+        let summary = try multiHost(["--increments", "250", "--standby", "sync"])
         #expect(summary.contains("1500 acknowledged of 1500; counters exact 6/6, duplicates 0"), "\(summary)")
         #expect(summary.contains("over the 5 s bound 0, unseen 0"), "\(summary)")
         #expect(
