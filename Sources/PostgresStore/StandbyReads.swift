@@ -22,7 +22,8 @@ final class StandbyReads: Sendable {
         /// The standby must have replayed up to this WAL position.
         case position(UInt64)
         /// A commit's position could not be learnt (the connection was lost at COMMIT and the
-        /// primary did not say): read from the primary until the next commit's position is known.
+        /// primary did not say): reads ask the primary for its position now, and read there until
+        /// it answers.
         case unknown
     }
 
@@ -49,6 +50,9 @@ final class StandbyReads: Sendable {
             }
         }
     }
+
+    /// Whether a commit's position is awaited but unknown.
+    var awaitsUnknownPosition: Bool { awaited.withLock { $0 == .unknown } }
 
     /// Runs `sql` on a standby connection when the standby has replayed this store's commits;
     /// returns nil when it has not (the caller reads from the primary).
@@ -98,6 +102,8 @@ extension PostgresStore {
     func readPreferringStandby(_ sql: String, _ parameters: [String?]) throws(ObjectGraphError) -> PostgresResult {
         guard let standbyReads else { return try read(sql, parameters) }
         try checkOpen()
+        // The primary's position now is at or past the commit whose own was not learnt.
+        if standbyReads.awaitsUnknownPosition { noteCommitted(on: nil) }
         let started = Date()
         let deadline = started.addingTimeInterval(location.statementTimeout)
         do {
