@@ -23,11 +23,22 @@ extension PostgresLocation {
         return value
     }
 
-    /// Whether the URL lists several servers: a comma in its host part or in its `host` or
+    /// How many servers the URL lists: comma-separated in its host part or in its `host` or
     /// `hostaddr` parameter.
-    static func namesSeveralHosts(_ components: URLComponents, _ items: [URLQueryItem]) -> Bool {
-        if components.percentEncodedHost?.contains(",") == true { return true }
-        return items.contains { ($0.name == "host" || $0.name == "hostaddr") && $0.value?.contains(",") == true }
+    static func hostCount(_ components: URLComponents, _ items: [URLQueryItem]) -> Int {
+        let lists =
+            [components.percentEncodedHost]
+            + items.filter { $0.name == "host" || $0.name == "hostaddr" }.map(\.value)
+        return lists.compactMap { $0 }.map { $0.split(separator: ",", omittingEmptySubsequences: false).count }.max()
+            ?? 1
+    }
+
+    /// libpq's `connect_timeout` applies to each host in turn, and a connection must be made
+    /// within PostgresConnection.connectLimit (10 s) in all: a primary whose machine vanished
+    /// (its address answers nothing) must leave time for the hosts after it, or a failover is never
+    /// followed. 10 s for one host; 9 s shared out for several, at least libpq's 2 s each.
+    static func connectTimeout(hosts: Int) -> String {
+        hosts <= 1 ? "10" : String(max(2, 9 / hosts))
     }
 
     /// This location with libpq told to prefer a standby: what the store's read connections and
