@@ -33,14 +33,6 @@ extension PostgresLocation {
             ?? 1
     }
 
-    /// libpq's `connect_timeout` applies to each host in turn, and a connection must be made
-    /// within PostgresConnection.connectLimit (10 s) in all: a primary whose machine vanished
-    /// (its address answers nothing) must leave time for the hosts after it, or a failover is never
-    /// followed. 10 s for one host; 9 s shared out for several, at least libpq's 2 s each.
-    static func connectTimeout(hosts: Int) -> String {
-        hosts <= 1 ? "10" : String(max(2, 9 / hosts))
-    }
-
     /// This location with libpq told to prefer a standby: what the store's read connections and
     /// its history follower use when ``readsFromStandby``.
     var forReads: PostgresLocation {

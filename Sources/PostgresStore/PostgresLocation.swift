@@ -93,8 +93,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             statementTimeout = Self.defaultTimeout
         }
         let reads = try Self.takeReads(from: &items)
-        let hostCount = Self.hostCount(components, items)
-        namesSeveralHosts = hostCount > 1
+        namesSeveralHosts = Self.hostCount(components, items) > 1
         readsFromStandby = namesSeveralHosts && reads != "primary"
         let chosen = schema ?? Self.defaultSchema
         guard Self.isValidSchema(chosen) else {
@@ -105,9 +104,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         self.schema = chosen
         for (name, value) in Self.connectionDefaults where !items.contains(where: { $0.name == name }) {
-            items.append(
-                URLQueryItem(
-                    name: name, value: name == "connect_timeout" ? Self.connectTimeout(hosts: hostCount) : value))
+            items.append(URLQueryItem(name: name, value: value))
         }
         let attributesAdded = namesSeveralHosts && !items.contains { $0.name == "target_session_attrs" }
         if attributesAdded {
