@@ -22,7 +22,7 @@ import Synchronization
 public final class PostgresServer: Sendable {
     /// The folder: `data/` (the cluster), the socket, `server.log`.
     public let folder: URL
-    private let bin: String
+    let bin: String
     /// The host it runs on when it listens on a network too (``init(name:standbyOf:on:)``).
     public let host: HostPair?
     /// Seconds any one command (initdb, pg_ctl) may take before the test fails.
@@ -204,7 +204,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// Runs `executable` as the user postgres; `inside` a network namespace when given.
-    private func asPostgres(inside namespace: String? = nil, _ executable: String, _ arguments: [String]) throws {
+    func asPostgres(inside namespace: String? = nil, _ executable: String, _ arguments: [String]) throws {
         let command = ["runuser", "-u", "postgres", "--", executable] + arguments
         try Self.run(
             "timeout", ["\(Self.commandTimeout)"] + (namespace.map { HostPair.inside($0, command) } ?? command))
