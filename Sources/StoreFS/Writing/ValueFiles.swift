@@ -199,11 +199,24 @@ extension Mapping {
         guard let file = session.openFiles.file(handle), file.node == node, file.valueFile?.value != nil else {
             throw .badHandle
         }
-        if file.valueFileSet { try startValueFile(handle, node, truncating: false) }
+        // A write that continues a refused value is refused the same way; one at offset 0 starts
+        // a new value.
+        if let rejection = file.rejection, offset != 0 { throw rejection }
+        if file.valueFileSet { try startValueFile(handle, node, truncating: file.rejection != nil) }
         guard let valueFile = session.openFiles.file(handle)?.valueFile else { throw .badHandle }
+        if file.rejection != nil && !file.valueFileSet { _ = ftruncate(valueFile.descriptor, 0) }
         let (_, overflow) = offset.addingReportingOverflow(UInt64(data.count))
         guard !overflow, offset <= UInt64(Int64.max) - UInt64(data.count) else { throw .tooBig }
-        try valueFile.write(data, at: offset)
+        do throws(FileSystemError) {
+            try valueFile.write(data, at: offset)
+        } catch {
+            // Part of the value may be in the file: nothing of it is set, and close and fsync
+            // fail the same way (ENOSPC of a full disk reaches the writer here first).
+            logger.error(
+                "write \(describe(node)): \(String(cString: strerror(error.rawValue))); the value stays as it was")
+            session.openFiles.reject(handle, because: error)
+            throw error
+        }
         session.openFiles.update(handle) {
             $0.dirty = true
             $0.written = true
