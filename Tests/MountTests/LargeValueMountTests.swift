@@ -130,7 +130,8 @@ import Testing
             ".Attachments_SUPPORT/_EXTERNAL_DATA/9F4E2D1C-0B3A-4E5F-8A7B-6C5D4E3F2A10")
         let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
         let server = try Self.serverPID(mount)
-        // A writer still writing (and one done, not yet saved) when the server is killed.
+        // A writer still writing 1 GiB into p4 (another value written meanwhile) when the server
+        // is killed.
         let writing = try sh(
             "(head -c 1073741824 /dev/zero > \(mount.path)/Attachment/p4/data 2>/dev/null &) ; "
                 + "head -c 500000 /dev/zero > \(mount.path)/Attachment/p3/data; sleep 1; kill -9 \(server)")
