@@ -97,9 +97,7 @@ struct AttributeFile: NodeType {
         {
             return try valueFile.read(at: offset, count: min(size, 1 << 24))
         }
-        if let (_, value) = try? mapping.attributeValue(node.object, node.property), mapping.file(of: value) != nil,
-            let valueFile = try mapping.openStoredValueFile(node)
-        {
+        if let valueFile = try mapping.openStoredValueFile(node) {
             return try valueFile.read(at: offset, count: min(size, 1 << 24))
         }
         let content = try content(of: node, handle: handle, in: mapping)

@@ -111,7 +111,8 @@ extension Mapping {
 
     /// A reader's descriptor of the file that holds `node`'s value, nil when it is not in a file.
     func openStoredValueFile(_ node: Node) throws(FileSystemError) -> ValueFile? {
-        guard node.kind == .attribute, let (_, value) = try? attributeValue(node.object, node.property),
+        // Only attributes whose store keeps values in files: other opens and reads pay nothing.
+        guard valueFileThreshold(node) != nil, let (_, value) = try? attributeValue(node.object, node.property),
             let path = file(of: value)
         else { return nil }
         // A regular file only, opened without waiting (a FIFO put there would block).
