@@ -35,7 +35,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public static let defaultTimeout: Double = 30
     /// What libpq is given: the URL without storefs's parameters, with the timeouts and keepalives
     /// of ``connectionDefaults`` where the URL sets none.
-    internal(set) var connectionURL: String
+    var connectionURL: String
     /// Whether the URL names several servers (libpq's `host=A,B` or `postgresql://A,B/...`): a
     /// primary and its standbys (PostgresLocation+Standbys.swift).
     public let namesSeveralHosts: Bool
