@@ -109,7 +109,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             guard let milliseconds = items[index].value.flatMap(Int.init), milliseconds >= 10, milliseconds <= 60_000
             else {
                 throw ObjectGraphError(
-                    .unsupported, "poll= needs milliseconds from 10 to 60000 (default \(Int(Self.defaultPollInterval * 1000)))")
+                    .unsupported,
+                    "poll= needs milliseconds from 10 to 60000 (default \(Int(Self.defaultPollInterval * 1000)))")
             }
             pollInterval = Double(milliseconds) / 1000
             items.remove(at: index)
