@@ -64,25 +64,43 @@ final class ChangeListener: Sendable {
         var connection: PostgresConnection?
         var connectedBefore = false
         var lastFailure = ""
-        // A hot standby refuses LISTEN: there the history is read every half second instead,
-        // from the last transaction seen.
+        // Set while following by polling: the last history transaction read. It survives a
+        // reconnection: the history is persistent, so polling resumes where it stopped.
         var polledAfter: Int64?
+        // Set while listening: the highest transaction number heard (own commits included), and
+        // the newest number the last check found in the history (see ``announcementCheck``).
+        var heardUpTo: Int64 = 0
+        var checkedNewest: Int64?
+        var nextCheck = Date()
+        var told = ""
         while !stopped.load(ordering: .relaxed) {
             if connection == nil || connection?.isBroken == true {
                 isConnected.store(false, ordering: .relaxed)
                 do throws(ObjectGraphError) {
                     let made = try PostgresConnection(location, timeout: location.statementTimeout)
-                    do throws(ObjectGraphError) {
-                        _ = try made.execute("LISTEN \(SQL.identifier(location.channel))")
-                        polledAfter = nil
-                    } catch  where error.code == .readOnly {
-                        let last = try made.execute("SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \"ATRANSACTION\"")
-                        polledAfter = last.integer(0, 0) ?? 0
-                        if !connectedBefore {
-                            logger.info(
-                                "\(location) is a standby (no LISTEN there): its history is read every \(Self.pollInterval) s"
-                            )
+                    var reason = location.followsByPolling ? "follow=poll" : ""
+                    if reason.isEmpty && polledAfter == nil {
+                        do throws(ObjectGraphError) {
+                            _ = try made.execute("LISTEN \(SQL.identifier(location.channel))")
+                            heardUpTo = try newestTransaction(made)
+                            checkedNewest = nil
+                            nextCheck = Date().addingTimeInterval(Self.announcementCheck)
+                        } catch {
+                            // A standby ("cannot execute LISTEN during recovery"), a server or a
+                            // pooler that refuses it: the history is read instead.
+                            if made.isBroken { throw error }
+                            reason = error.message
                         }
+                    }
+                    if !reason.isEmpty && polledAfter == nil { polledAfter = try newestTransaction(made) }
+                    let way =
+                        polledAfter == nil
+                        ? "by LISTEN on channel \(location.channel)"
+                        : "by reading its history every \(Int((location.pollInterval * 1000).rounded())) ms"
+                    if way != told {
+                        logger.info(
+                            "\(location): follows other mounts' commits \(way)\(reason.isEmpty ? "" : " (\(reason))")")
+                        told = way
                     }
                     connection = made
                     isConnected.store(true, ordering: .relaxed)
@@ -111,8 +129,11 @@ final class ChangeListener: Sendable {
                     logger.warning("\(error.message)")
                     connection = nil
                 }
-                for _ in 0..<Int(Self.pollInterval / Self.wait) where !stopped.load(ordering: .relaxed) {
-                    usleep(UInt32(Self.wait * 1_000_000))
+                // Sleeps in slices of at most ``wait``, so that stop() is quick.
+                var left = location.pollInterval
+                while left > 0 && !stopped.load(ordering: .relaxed) {
+                    usleep(UInt32(min(left, Self.wait) * 1_000_000))
+                    left -= Self.wait
                 }
                 continue
             }
@@ -122,6 +143,7 @@ final class ChangeListener: Sendable {
                 var listed = AnnouncedChanges()
                 for notice in notices {
                     let words = notice.payload.split(separator: " ")
+                    if let number = Int64(words.first ?? "") { heardUpTo = max(heardUpTo, number) }
                     // The writer's instance, and when it committed (`UUID@seconds`, PostgresStore+History.swift).
                     let writer = words.count >= 2 ? words[1].split(separator: "@", maxSplits: 1) : []
                     guard let number = Int64(words.first ?? ""), let sender = writer.first, sender != instance else {
@@ -136,11 +158,40 @@ final class ChangeListener: Sendable {
                 }
                 if !listed.isEmpty { pending.withLock { $0.formUnion(listed) } }
                 if !numbers.isEmpty { try collect(numbers, current) }
+                if Date() >= nextCheck {
+                    nextCheck = Date().addingTimeInterval(Self.announcementCheck)
+                    let newest = try newestTransaction(current)
+                    if let checked = checkedNewest, heardUpTo < checked {
+                        // LISTEN was accepted but announcements do not arrive (a pooler in
+                        // transaction mode passes LISTEN to a server connection this one no
+                        // longer holds): the history is followed from what was heard, and what
+                        // is cached is read again, since some announcements were lost.
+                        logger.warning(
+                            "\(location): commits up to \(checked) were not announced (only \(heardUpTo) heard): LISTEN does not reach this connection"
+                        )
+                        polledAfter = heardUpTo
+                        generationCount.add(1, ordering: .relaxed)
+                        told = "by reading its history every \(Int((location.pollInterval * 1000).rounded())) ms"
+                        logger.info("\(location): follows other mounts' commits \(told)")
+                        continue
+                    }
+                    checkedNewest = newest
+                }
             } catch {
                 logger.warning("\(error.message)")
                 connection = nil
             }
         }
+    }
+
+    /// Seconds between checks, while listening, that every commit in the history was announced:
+    /// a commit found at one check and still not heard at the next was lost on the way.
+    static let announcementCheck = 5.0
+
+    /// The number of the newest history transaction (0 when there is none).
+    private func newestTransaction(_ connection: PostgresConnection) throws(ObjectGraphError) -> Int64 {
+        let rows = try connection.execute("SELECT COALESCE(MAX(\"Z_PK\"), 0) FROM \"ATRANSACTION\"")
+        return rows.integer(0, 0) ?? 0
     }
 
     /// Counts an announcement and, when its writer said when it committed (seconds since 2001),
@@ -169,22 +220,30 @@ final class ChangeListener: Sendable {
         return changes
     }
 
-    /// Seconds between reads of the history on a standby.
-    static let pollInterval = 0.5
+    /// Transactions one poll reads at most: a follower far behind catches up in steps, each
+    /// bounded.
+    static let pollBatch: Int64 = 1000
 
-    /// Adds the changes of every history transaction after `after` (a standby's way of hearing
-    /// of commits); returns the last transaction seen.
+    /// Adds the changes of the history transactions after `after` (up to ``pollBatch`` of them);
+    /// returns the last transaction read.
+    ///
+    /// Nothing is skipped: a save takes its transaction number by updating Z_PRIMARYKEY's row,
+    /// whose lock it holds until it commits (PostgresStore+History.swift), so transaction N+1
+    /// cannot take its number before N has committed or rolled back (and a rollback gives its
+    /// number back). Every number up to the newest found is therefore committed, and visible to
+    /// the statement that follows, on the primary as on a standby that replays commits in order.
     private func poll(after: Int64, _ connection: PostgresConnection) throws(ObjectGraphError) -> Int64 {
+        let newest = try newestTransaction(connection)
+        guard newest > after else { return after }
+        let last = min(newest, after + Self.pollBatch)
         let rows = try connection.execute(
-            "SELECT \"ZTRANSACTIONID\", \"ZCHANGETYPE\", \"ZENTITY\", \"ZENTITYPK\" FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" > $1",
-            [String(after)])
-        var last = after
+            "SELECT \"ZCHANGETYPE\", \"ZENTITY\", \"ZENTITYPK\" FROM \"ACHANGE\" WHERE \"ZTRANSACTIONID\" > $1 AND \"ZTRANSACTIONID\" <= $2",
+            [String(after), String(last)])
         var changes = AnnouncedChanges()
         for row in 0..<rows.rowCount {
-            guard let number = rows.integer(row, 0), let kind = rows.integer(row, 1), let zent = rows.integer(row, 2),
-                let entity = layout.entityByZent[zent], let key = rows.integer(row, 3), key > 0
+            guard let kind = rows.integer(row, 0), let zent = rows.integer(row, 1),
+                let entity = layout.entityByZent[zent], let key = rows.integer(row, 2), key > 0
             else { continue }
-            last = max(last, number)
             let id = ObjectID(entity: entity, key: PrimaryKey(key))
             changes.changed.insert(id)
             if kind != 1 { changes.insertedOrDeleted.insert(id) }

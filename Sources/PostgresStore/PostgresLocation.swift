@@ -29,6 +29,15 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// Seconds a statement may take before the store gives up on its connection (storefs's
     /// parameter `timeout=SECONDS`, 1 to 600).
     public let statementTimeout: Double
+    /// How mounts follow other mounts' commits (storefs's parameter `follow=auto|poll`):
+    /// `auto` listens (LISTEN/NOTIFY) where the server allows it and reads the persistent
+    /// history where it does not; `poll` always reads the history (behind a transaction-mode
+    /// pooler, which does not carry LISTEN).
+    public let followsByPolling: Bool
+    /// Seconds between reads of the history when following by polling (storefs's parameter
+    /// `poll=MILLISECONDS`, 10 to 60000, default 200).
+    public let pollInterval: Double
+    public static let defaultPollInterval = 0.2
     /// Longer than any statement storefs makes on a sound server (a migration's largest insert),
     /// short enough that a writer blocked in the kernel by a server that stopped answering gets
     /// EIO within a minute.
@@ -92,6 +101,28 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         } else {
             statementTimeout = Self.defaultTimeout
         }
+        if let index = items.firstIndex(where: { $0.name == "follow" }) {
+            guard let mode = items[index].value, ["auto", "poll"].contains(mode) else {
+                throw ObjectGraphError(.unsupported, "follow= is auto (LISTEN where allowed, else polling) or poll")
+            }
+            followsByPolling = mode == "poll"
+            items.remove(at: index)
+        } else {
+            followsByPolling = false
+        }
+        if let index = items.firstIndex(where: { $0.name == "poll" }) {
+            guard let milliseconds = items[index].value.flatMap(Int.init), milliseconds >= 10, milliseconds <= 60_000
+            else {
+                throw ObjectGraphError(
+                    .unsupported,
+                    "poll= needs milliseconds from 10 to 60000 (default \(Int(Self.defaultPollInterval * 1000)))")
+            }
+            pollInterval = Double(milliseconds) / 1000
+            items.remove(at: index)
+        } else {
+            pollInterval = Self.defaultPollInterval
+        }
+
         let reads = try Self.takeReads(from: &items)
         namesSeveralHosts = Self.hostCount(components, items) > 1
         readsFromStandby = namesSeveralHosts && reads != "primary"
@@ -121,6 +152,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
             + (statementTimeout == Self.defaultTimeout
                 ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
+            + (followsByPolling ? [URLQueryItem(name: "follow", value: "poll")] : [])
+            + (pollInterval == Self.defaultPollInterval
+                ? [] : [URLQueryItem(name: "poll", value: String(Int((pollInterval * 1000).rounded())))])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
         description = StoreURL.redacting(shown.string ?? "postgresql://(unprintable URL)")
     }
