@@ -30,7 +30,8 @@ extension Mapping {
 
     /// The attributes of an attribute file a writer is writing: its buffer's size.
     func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
-        make(node, .regularFile, size: size, time: session.fileTimes.time(of: node.inode))
+        session.openFiles.noteAttributesShown(node)
+        return make(node, .regularFile, size: size, time: session.fileTimes.time(of: node.inode))
     }
 
     /// close(2): sets what the handle wrote. A handle only truncated sets nothing yet (the
@@ -55,7 +56,7 @@ extension Mapping {
     func commitBuffer(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
         let readAs = session.openFiles.file(handle)?.readAs
         guard let (node, content) = session.openFiles.takeBuffer(handle) else { return }
-        let applied = try setContent(content, of: node, readAs: readAs)
+        let applied = try setContent(content, of: node, readAs: readAs, keptByKernel: handle)
         if let applied {
             session.openFiles.update(handle) {
                 $0.applied = applied
@@ -101,7 +102,15 @@ extension Mapping {
     @discardableResult
     /// `readAs`: on a store other machines write, the value the writer's handle showed, which
     /// this change is a change of (``ObjectContext/setValue(_:of:for:readAs:)``).
-    func setContent(_ content: Data, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError)
+    /// `keptByKernel`: the writer's handle whose buffer `content` is, which the kernel holds as the
+    /// file. When the value reads back as exactly those bytes and no attributes of the file were
+    /// shown since its last write, the kernel's view is already right (its size from the writes;
+    /// its time it asks for after any write) and is not dropped: a dropped inode costs a GETATTR
+    /// and a `security.capability` GETXATTR at the next write (issue 40; scripts/bench/writes.sh
+    /// counts them).
+    func setContent(
+        _ content: Data, of node: Node, readAs: AttributeValue?? = nil, keptByKernel: FuseKit.FileHandle? = nil
+    ) throws(FileSystemError)
         -> OpenFiles.AppliedValue?
     {
         guard node.kind == .attribute else { return nil }
@@ -123,7 +132,15 @@ extension Mapping {
         // The file's own time moves, not its siblings' (``FileTimes``).
         session.fileTimes.touch(node.inode)
         changed(object)
-        invalidate(node)
+        // Asked after the value is set: attributes made before it (the old value's) were noted
+        // before they were made.
+        if let handle = keptByKernel, session.openFiles.file(handle)?.attributesShown == false,
+            ValueText.content(of: value, type: attribute.type) == content
+        {
+            // The kernel's view is the file as written.
+        } else {
+            invalidate(node)
+        }
         invalidateRenderings(of: object, index)
         if !existed { invalidate(.object(object)) }
         return OpenFiles.AppliedValue(attribute: attribute.name, value: value)
