@@ -38,6 +38,11 @@ final class OpenFiles: Sendable {
         /// since its last write: the kernel may then keep a size or time the set value changes,
         /// and must be told to forget them (``Mapping/setContent(_:of:readAs:keptByKernel:)``).
         var attributesShown = false
+        /// The file this handle's reads and writes go to when the value lives in a file
+        /// (``ValueFile``): a reader's, the stored value's; a writer's, its new value's.
+        var valueFile: ValueFile?
+        /// Whether the writer's value file was set as the value: later writes go to a new one.
+        var valueFileSet = false
     }
 
     /// An attribute value set through a handle.
@@ -104,7 +109,9 @@ final class OpenFiles: Sendable {
     /// file being written): nil when nobody is writing it.
     func sizeBeingWritten(_ node: Node) -> Int? {
         state.withLock { state in
-            state.files.values.first { $0.node == node && $0.dirty && $0.buffer != nil }?.buffer?.count
+            guard let file = state.files.values.first(where: { $0.node == node && $0.dirty }) else { return nil }
+            if let valueFile = file.valueFile, valueFile.value != nil { return valueFile.size }
+            return file.buffer?.count
         }
     }
 
