@@ -13,7 +13,8 @@
 # Usage: scripts/bench/all.sh                  (the issue's sizes: about an hour on two cores)
 #   SIZES="10000 100000" LS_SIZES="10000 100000 1000000" WRITE="10000 500" MIGRATE=1000000
 #   set any of them smaller for a shorter run (MIGRATE=0 leaves the bulk part out, LS_SIZES="" the
-#   ls -l part); STOREFS/FLOOR as for read.sh.
+#   ls -l part); STOREFS/FLOOR as for read.sh. WRITES="OBJECTS EDITS FOLDERS RUNS" sizes writes.sh
+#   (issue 40's workloads; default 10000 500 1000 3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -33,6 +34,8 @@ echo "== issue 29 figures ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' 
 echo "enable_uring: $(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null || echo 'absent (no FUSE over io_uring)')"
 part "reads"; PARALLEL=${PARALLEL:-1} scripts/bench/read.sh $SIZES
 part "writes"; scripts/bench/write.sh $WRITE
+# issue 40: cold find, echo, cp -a and vim against the floor over both transports, medians of 3
+part "issue 40 writes"; BEFORE_STOREFS=${BEFORE_STOREFS:-} scripts/bench/writes.sh ${WRITES:-10000 500 1000 3}
 if [ -n "$LS_SIZES" ]; then
   part "ls -l per entry"; WORKLOADS="ls -l" PARALLEL=0 TMPFS_LIMIT=${TMPFS_LIMIT:-100000} scripts/bench/read.sh $LS_SIZES
 fi

@@ -76,7 +76,8 @@ final class Mapping: Sendable {
     func attributes(of node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError)
         -> FileAttributes
     {
-        try node.kind.type.attributes(of: node, in: self, known: known, listed: listed)
+        if node.kind == .attribute { session.openFiles.noteAttributesShown(node) }
+        return try node.kind.type.attributes(of: node, in: self, known: known, listed: listed)
     }
 
     func entry(for node: Node, known: Snapshot? = nil, listed: Bool = false) throws(FileSystemError) -> Entry {

@@ -135,6 +135,7 @@ struct AttributeFile: NodeType {
             $0.dirty = true
             $0.written = true
             $0.rejection = nil
+            $0.attributesShown = false
         }
         return data.count
     }

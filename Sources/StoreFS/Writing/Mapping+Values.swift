@@ -43,7 +43,8 @@ extension Mapping {
 
     /// The attributes of an attribute file a writer is writing: its buffer's size.
     func writtenFileAttributes(_ node: Node, size: Int) -> FileAttributes {
-        make(node, .regularFile, size: size, time: session.fileTimes.time(of: node.inode))
+        session.openFiles.noteAttributesShown(node)
+        return make(node, .regularFile, size: size, time: session.fileTimes.time(of: node.inode))
     }
 
     /// close(2): sets what the handle wrote. A handle only truncated sets nothing yet (the
@@ -76,7 +77,7 @@ extension Mapping {
         if try commitValueFile(handle) { return }
         let readAs = session.openFiles.file(handle)?.readAs
         guard let (node, content) = session.openFiles.takeBuffer(handle) else { return }
-        let applied = try setContent(content, of: node, readAs: readAs)
+        let applied = try setContent(content, of: node, readAs: readAs, keptByKernel: handle)
         if let applied {
             session.openFiles.update(handle) {
                 $0.applied = applied
@@ -122,16 +123,29 @@ extension Mapping {
     @discardableResult
     /// `readAs`: on a store other machines write, the value the writer's handle showed, which
     /// this change is a change of (``ObjectContext/setValue(_:of:for:readAs:)``).
-    func setContent(_ content: Data, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError)
+    /// `keptByKernel`: the writer's handle whose buffer `content` is, which the kernel holds as the
+    /// file. When the value reads back as exactly those bytes and no attributes of the file were
+    /// shown since its last write, the kernel's view is already right (its size from the writes;
+    /// its time it asks for after any write) and is not dropped: a dropped inode costs a GETATTR
+    /// and a `security.capability` GETXATTR at the next write (issue 40; scripts/bench/writes.sh
+    /// counts them).
+    func setContent(
+        _ content: Data, of node: Node, readAs: AttributeValue?? = nil, keptByKernel: FuseKit.FileHandle? = nil
+    ) throws(FileSystemError)
         -> OpenFiles.AppliedValue?
     {
         guard node.kind == .attribute else { return nil }
         let value = try parsedValue(content, for: node.object, node.property)
-        return try setValue(value, of: node, readAs: readAs)
+        return try setValue(value, of: node, readAs: readAs, keptByKernel: keptByKernel.map { ($0, content) })
     }
 
-    /// Sets the attribute `node` names to `value`, checked; returns what was set.
-    func setValue(_ value: AttributeValue, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError)
+    /// Sets the attribute `node` names to `value`, checked; returns what was set. `keptByKernel`:
+    /// the writer's handle and the content the kernel holds as the file
+    /// (``setContent(_:of:readAs:keptByKernel:)``).
+    func setValue(
+        _ value: AttributeValue, of node: Node, readAs: AttributeValue?? = nil,
+        keptByKernel: (handle: FuseKit.FileHandle, content: Data)? = nil
+    ) throws(FileSystemError)
         -> OpenFiles.AppliedValue?
     {
         guard node.kind == .attribute else { return nil }
@@ -152,7 +166,15 @@ extension Mapping {
         // The file's own time moves, not its siblings' (``FileTimes``).
         session.fileTimes.touch(node.inode)
         changed(object)
-        invalidate(node)
+        // Asked after the value is set: attributes made before it (the old value's) were noted
+        // before they were made.
+        if let kept = keptByKernel, session.openFiles.file(kept.handle)?.attributesShown == false,
+            ValueText.content(of: value, type: attribute.type) == kept.content
+        {
+            // The kernel's view is the file as written.
+        } else {
+            invalidate(node)
+        }
         invalidateRenderings(of: object, node.property)
         if !existed { invalidate(.object(object)) }
         return OpenFiles.AppliedValue(attribute: attribute.name, value: value)

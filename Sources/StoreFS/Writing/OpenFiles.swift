@@ -34,6 +34,10 @@ final class OpenFiles: Sendable {
         /// On a store other machines write: the value this handle showed when it was opened (and,
         /// after a change through it was set, that value), which a change through it changes.
         var readAs: AttributeValue??
+        /// Whether attributes of this handle's file were shown (GETATTR, a lookup, a listing)
+        /// since its last write: the kernel may then keep a size or time the set value changes,
+        /// and must be told to forget them (``Mapping/setContent(_:of:readAs:keptByKernel:)``).
+        var attributesShown = false
         /// The file this handle's reads and writes go to when the value lives in a file
         /// (``ValueFile``): a reader's, the stored value's; a writer's, its new value's.
         var valueFile: ValueFile?
@@ -74,6 +78,17 @@ final class OpenFiles: Sendable {
             $0.written = false
             $0.rendered = nil
             $0.rejection = error
+        }
+    }
+
+    /// Notes that attributes of `node` are being shown to the kernel (called before they are
+    /// made, so that one made before a value is set is noted before that set asks).
+    func noteAttributesShown(_ node: Node) {
+        state.withLock { state in
+            guard !state.files.isEmpty else { return }
+            for (handle, file) in state.files where file.node == node && !file.attributesShown {
+                state.files[handle]?.attributesShown = true
+            }
         }
     }
 
