@@ -48,6 +48,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// Tombstone columns of ACHANGE, in order.
     let tombstoneColumns: [String]
     let listener = Mutex<ChangeListener?>(nil)
+    /// The connection holding the mount's file locks (PostgresStore+Locks.swift).
+    let advisoryLocks: AdvisoryLockSession
     /// Called with the server process of a save's connection just before its COMMIT is sent: the
     /// tests stop or kill that process there, as a vanishing network or server would.
     let beforeCommit = Mutex<(@Sendable (_ serverProcess: Int32) -> Void)?>(nil)
@@ -61,6 +63,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         self.location = location
         self.isReadOnly = options.readOnly
         self.logger = logger
+        advisoryLocks = AdvisoryLockSession(location: location, logger: logger)
         pool = ConnectionPool(location: location, timeout: location.statementTimeout)
         let exists = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.exists(connection) }
         if !exists {
@@ -109,6 +112,10 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             try PostgresSchema.check(connection, layout: layout, location: location)
         }
         authorKey = found
+        let advisoryLocks = self.advisoryLocks
+        try pool.withConnection { (connection) throws(ObjectGraphError) in
+            try advisoryLocks.noteHistory(connection, layout: layout)
+        }
     }
 
     // MARK: - Statements
@@ -251,6 +258,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         listener.withLock { $0 }?.stop()
+        advisoryLocks.close()
         pool.close()
         writer.withLock { $0 = nil }
     }
