@@ -108,11 +108,17 @@ public struct OpenResult: Sendable, Hashable {
     /// round trip on every close of an open that can have nothing to flush, such as a read-only
     /// one; ``FileSystem/flush(_:handle:)`` is then not called for it. Default `true`.
     public var needsFlush: Bool
+    /// A descriptor of the file that holds this open's content, for the kernel to read it
+    /// itself (FUSE passthrough, ``PassthroughFiles``); nil to serve READ requests. The filesystem
+    /// keeps the descriptor open until the handle is released, and serves READ from it when
+    /// passthrough is unavailable.
+    public var backingFile: Int32?
 
     public init(
         handle: FileHandle = .none, keepCache: Bool = false, directIO: Bool = false, cacheDirectory: Bool = false,
-        needsFlush: Bool = true
+        needsFlush: Bool = true, backingFile: Int32? = nil
     ) {
+        self.backingFile = backingFile
         self.handle = handle
         self.keepCache = keepCache
         self.directIO = directIO

@@ -128,10 +128,23 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         let caller = requester(request)
         let pending = PendingRequest(request)
         serve(request, .open, mayTakeLong: inode, keeping: file) { context throws(FileSystemError) in
-            let result = try context.fileSystem.open(
+            var result = try context.fileSystem.open(
                 InodeNumber(inode), flags: OpenFlags(rawValue: file.pointer.pointee.flags), context: caller)
             if cfuse_file_info_kill_suidgid(file.pointer) != 0 {
                 try dropSetIDBits(inode, result.handle, context, pending.request)
+            }
+            file.pointer.pointee.backing_id = 0
+            if let descriptor = result.backingFile {
+                file.pointer.pointee.fh = result.handle.rawValue
+                if context.passthrough.attach(
+                    descriptor, inode: UInt64(inode), to: file.pointer, request: pending.request,
+                    logger: context.logger, mountPoint: context.mountPoint)
+                {
+                    // The kernel reads the backing file: neither direct I/O nor the page cache of
+                    // the FUSE inode is involved.
+                    result.directIO = false
+                    result.keepCache = false
+                }
             }
             return .open(result, file.pointer)
         }
@@ -173,6 +186,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
                 InodeNumber(inode), family: .flock, owner: info!.pointee.lock_owner)
         }
         let handle = FileHandle(info!.pointee.fh)
+        SessionContext.of(request).passthrough.release(handle.rawValue, request: request)
         serveWaiting(request, .release, InodeNumber(inode), handle) { context throws(FileSystemError) in
             try context.fileSystem.release(InodeNumber(inode), handle: handle)
             return .ok
@@ -414,7 +428,10 @@ private func send(_ reply: Reply, to request: fuse_req_t?, _ context: SessionCon
         fuse_reply_readlink(request, target)
     case .open(let result, let info):
         apply(result, to: info, context)
-        fuse_reply_open(request, info)
+        if fuse_reply_open(request, info) != 0 && info.pointee.backing_id > 0 {
+            // The kernel never saw this open: it will send no RELEASE for it.
+            context.passthrough.release(info.pointee.fh, request: request)
+        }
     case .create(let entry, let result, let info):
         apply(result, to: info, context)
         var parameters = entryParameters(entry)
@@ -612,6 +629,12 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     // FUSE over io_uring: libfuse asks for it when `-o io_uring` was given (MountOptions.ioUring)
     // and the kernel offers it; remembered to say in the log which way requests came.
     context.kernelOffersIOUring.store(capable & UInt64(FUSE_CAP_OVER_IO_URING) != 0, ordering: .relaxed)
+    // FUSE passthrough (PassthroughFiles): the kernel reads values kept in files itself. It
+    // excludes the writeback cache, which is off (above).
+    if capable & UInt64(FUSE_CAP_PASSTHROUGH) != 0 {
+        _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_PASSTHROUGH))
+        context.passthrough.isOn.store(true, ordering: .relaxed)
+    }
 
     // Zero-message open is not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS
     // from OPEN (OPENDIR) as success and stops sending them.

@@ -32,6 +32,8 @@ final class SessionContext: Sendable {
     /// How requests arrive, learnt from the first one served: a ``FuseSession/Transport`` raw
     /// value, 0 until then.
     let transport = Atomic<Int>(0)
+    /// Opens the kernel reads by itself (``PassthroughFiles``).
+    let passthrough = PassthroughFiles()
     /// Requests that may wait, answered off the ring threads.
     let waitingRequests = WaitingRequests()
 

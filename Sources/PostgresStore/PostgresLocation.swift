@@ -35,7 +35,12 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public static let defaultTimeout: Double = 30
     /// What libpq is given: the URL without storefs's parameters, with the timeouts and keepalives
     /// of ``connectionDefaults`` where the URL sets none.
-    let connectionURL: String
+    var connectionURL: String
+    /// Whether the URL names several servers (libpq's `host=A,B` or `postgresql://A,B/...`): a
+    /// primary and its standbys (PostgresLocation+Standbys.swift).
+    public let namesSeveralHosts: Bool
+    /// Whether reads go to a standby where one is up: several hosts and no `reads=primary`.
+    public let readsFromStandby: Bool
     /// The URL without its password, for logs, messages and /proc/mounts.
     public let description: String
     /// The password the URL holds, as written and decoded: libpq quotes parts of a URL it
@@ -87,6 +92,9 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         } else {
             statementTimeout = Self.defaultTimeout
         }
+        let reads = try Self.takeReads(from: &items)
+        namesSeveralHosts = Self.hostCount(components, items) > 1
+        readsFromStandby = namesSeveralHosts && reads != "primary"
         let chosen = schema ?? Self.defaultSchema
         guard Self.isValidSchema(chosen) else {
             throw ObjectGraphError(
@@ -98,13 +106,19 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         for (name, value) in Self.connectionDefaults where !items.contains(where: { $0.name == name }) {
             items.append(URLQueryItem(name: name, value: value))
         }
+        let attributesAdded = namesSeveralHosts && !items.contains { $0.name == "target_session_attrs" }
+        if attributesAdded {
+            items.append(URLQueryItem(name: "target_session_attrs", value: "read-write"))
+        }
         components.queryItems = items.isEmpty ? nil : items
         connectionURL = components.string ?? url.absoluteString
         var shown = components
         shown.queryItems =
             (components.queryItems ?? []).filter { item in
                 !Self.connectionDefaults.contains { $0.0 == item.name }
-            } + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
+                    && !(attributesAdded && item.name == "target_session_attrs")
+            } + (reads == nil ? [] : [URLQueryItem(name: "reads", value: reads)])
+            + (schema == nil ? [] : [URLQueryItem(name: "schema", value: chosen)])
             + (statementTimeout == Self.defaultTimeout
                 ? [] : [URLQueryItem(name: "timeout", value: String(Int(statementTimeout)))])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }

@@ -10,8 +10,11 @@ extension PostgresStore: ConnectionReportingStore {
         let writing = writer.withLockIfAvailable { $0.map { !$0.isBroken } ?? false } ?? true
         let listener = self.listener.withLock { $0 }
         statistics.connections =
-            pool.openConnections + (writing ? 1 : 0) + (listener?.isConnected.load(ordering: .relaxed) == true ? 1 : 0)
-        statistics.reconnects = pool.drops.load(ordering: .relaxed) + Int(listener?.generation ?? 0)
+            pool.openConnections + (standbyReads?.pool.openConnections ?? 0) + (writing ? 1 : 0)
+            + (listener?.isConnected.load(ordering: .relaxed) == true ? 1 : 0)
+        statistics.reconnects =
+            pool.drops.load(ordering: .relaxed) + (standbyReads?.pool.drops.load(ordering: .relaxed) ?? 0)
+            + Int(listener?.generation ?? 0)
         statistics.announcements = listener?.announcements.load(ordering: .relaxed) ?? 0
         if let lag = listener?.lastLagMilliseconds.load(ordering: .relaxed), lag >= 0 {
             statistics.announcementLag = Double(lag) / 1000

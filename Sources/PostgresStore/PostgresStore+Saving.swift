@@ -64,6 +64,9 @@ extension PostgresStore {
             } catch {
                 if !connection.isBroken {
                     _ = try? connection.execute("ROLLBACK")
+                    // Refused for what the primary holds (another writer's commit): reads wait
+                    // for a standby to have that too, or the retry reads the old row again.
+                    noteCommitted(on: connection)
                     throw error
                 }
                 kept = nil
@@ -82,6 +85,7 @@ extension PostgresStore {
                     "\(location): the connection was lost at COMMIT; transaction \(transactionID) committed (history \(number.map(String.init) ?? "none"))"
                 )
             }
+            noteCommitted(on: kept)
             var refreshed = written.repaired
             for (id, _) in written.deleted { refreshed.remove(id) }
             return SaveEffects(refreshed: refreshed)
@@ -129,8 +133,12 @@ extension PostgresStore {
                         [lost.transaction]
                     ).text(0, 0) ?? "unknown"
                 if status == "in progress" {
+                    // Not one waiting for a synchronous standby: its commit is written on the
+                    // primary already and ending it would make it visible there without the
+                    // standby having it, a "yes" a failover takes back. It is waited for.
                     _ = try read(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2",
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2"
+                            + " AND wait_event IS DISTINCT FROM 'SyncRep'",
                         [String(lost.serverProcess), shortID])
                     last = "transaction \(lost.transaction) was still in progress on the server"
                     usleep(100_000)
@@ -192,6 +200,7 @@ extension PostgresStore {
             do throws(ObjectGraphError) {
                 try body(connection)
                 try run(connection, "COMMIT")
+                noteCommitted(on: connection)
             } catch {
                 if connection.isBroken { kept = nil } else { _ = try? connection.execute("ROLLBACK") }
                 throw error

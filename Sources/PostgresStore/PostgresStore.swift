@@ -37,6 +37,9 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     let slots: HistorySlots
     let logger: Logger
     let pool: ConnectionPool
+    /// The read connections to a standby, when the URL names several hosts and reads may go
+    /// there (StandbyReads.swift); nil: reads go through ``pool``.
+    let standbyReads: StandbyReads?
     let requests = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
     /// The connection saves use, made at the first save and again after it failed.
@@ -65,6 +68,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         self.logger = logger
         advisoryLocks = AdvisoryLockSession(location: location, logger: logger)
         pool = ConnectionPool(location: location, timeout: location.statementTimeout)
+        standbyReads = location.readsFromStandby ? StandbyReads(location: location) : nil
         let exists = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.exists(connection) }
         if !exists {
             guard options.createIfMissing else {
@@ -224,11 +228,13 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// Z_MAX, or the highest key of the root's table where that is higher (not by listing every
     /// object, the protocol's default).
     public func highestKey(in root: EntityID) throws(ObjectGraphError) -> Int64 {
-        try core.highestStoredKey(in: root, on: reads)
+        // On the primary: a standby may not have replayed the latest keys yet.
+        try core.highestStoredKey(in: root, on: PostgresSQLConnection(store: self, connection: nil))
     }
 
-    /// Statements run on the read pool, one connection per statement.
-    var reads: PostgresSQLConnection { PostgresSQLConnection(store: self, connection: nil) }
+    /// Statements run on the read pool, one connection per statement: on a standby when the URL
+    /// names one (StandbyReads.swift).
+    var reads: PostgresSQLConnection { PostgresSQLConnection(store: self, connection: nil, preferringStandby: true) }
 
     /// Moves when the announcement listener reconnects: announcements may have been missed, so
     /// whoever compares tokens reads everything again. Nil until the listener runs.
@@ -242,7 +248,10 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         guard !closed.load(ordering: .relaxed) else { return AnnouncedChanges() }
         let listener = self.listener.withLock { listener in
             if let listener { return listener }
-            let started = ChangeListener(location: location, layout: layout, instance: instance, logger: logger)
+            // Where reads come from: a follower that hears of a commit before its reads can see
+            // it would read the old rows again and keep them.
+            let started = ChangeListener(
+                location: location.forReads, layout: layout, instance: instance, logger: logger)
             listener = started
             return started
         }
@@ -260,6 +269,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         listener.withLock { $0 }?.stop()
         advisoryLocks.close()
         pool.close()
+        standbyReads?.close()
         writer.withLock { $0 = nil }
     }
 

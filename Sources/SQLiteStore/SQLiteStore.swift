@@ -39,6 +39,9 @@ public final class SQLiteStore: PersistentStore {
     let logger: Logger
     let requests = Atomic<Int>(0)
     let closed = Atomic<Bool>(false)
+    /// Whether values in external data files are read as ``FileBackedValue`` references
+    /// (``keepsValuesInFiles()``).
+    let valuesInFiles = Atomic<Bool>(false)
     /// Whether the file is in WAL mode (its header says so), which decides how it is written.
     let isWAL: Bool
     /// Core Data's triggers, history and external data, as this file uses them.

@@ -33,6 +33,11 @@ public struct StoreFSConfiguration: Sendable, Hashable {
     /// memory, far above what attribute values hold (larger ones belong in external storage).
     /// `-o max_value_size=MiB`.
     public var maximumValueSize = 64 << 20
+    /// The largest value written into a file of its own (an attribute whose store keeps large
+    /// values in files, ValueFiles.swift: SQLite's "Allows External Storage"): nothing of it is
+    /// held in memory, so only the disk bounds it; 1 TiB keeps a stray seek from making a file
+    /// no reader could finish.
+    public var maximumFileValueSize = 1 << 40
     /// How much one evaluation of a predicate may cost (a query folder's listing or file, a fetched
     /// property's or template's folder): time, rows visited, memory. Past a limit it fails
     /// (ETIMEDOUT for time, EFBIG for rows and memory) with the reason in `user.storefs.error`.

@@ -44,6 +44,8 @@ public final class StoreFileSystem: SavingFileSystem {
                 _ = mapping.invalidator.withLock { $0 }?.waitUntilSent(timeout: 2)
             }
         }
+        // Values in their own files are read from there, not into memory (ValueFiles.swift).
+        if !configuration.readOnly { mapping.fileBackedStore?.keepsValuesInFiles() }
         if startsHidden { mapping.hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 
@@ -119,9 +121,11 @@ public final class StoreFileSystem: SavingFileSystem {
         let node = try node(inode)
         if let size = changes.size {
             try changing()
-            guard size <= UInt64(configuration.maximumValueSize) else {
+            let inFile = handle.map { mapping.session.openFiles.file($0)?.valueFile?.value != nil } ?? false
+            let limit = inFile ? configuration.maximumFileValueSize : configuration.maximumValueSize
+            guard size <= UInt64(limit) else {
                 mapping.logger.error(
-                    "truncate \(mapping.describe(node)) to \(size) bytes: more than a value may hold (\(configuration.maximumValueSize) bytes)"
+                    "truncate \(mapping.describe(node)) to \(size) bytes: more than a value may hold (\(limit) bytes)"
                 )
                 throw .tooBig
             }
@@ -260,9 +264,15 @@ public final class StoreFileSystem: SavingFileSystem {
         try changing()
         let node = try node(inode)
         let (end, overflow) = offset.addingReportingOverflow(UInt64(data.count))
-        guard !overflow, end <= UInt64(configuration.maximumValueSize) else {
+        // A value written into its own file (ValueFiles.swift) is not held in memory: its limit is
+        // the filesystem's and ``StoreFSConfiguration/maximumFileValueSize``.
+        let inFile =
+            end > UInt64(configuration.maximumValueSize)
+            && mapping.session.openFiles.file(handle)?.valueFile?.value != nil
+        let limit = inFile ? configuration.maximumFileValueSize : configuration.maximumValueSize
+        guard !overflow, end <= UInt64(limit) else {
             mapping.logger.error(
-                "write \(mapping.describe(node)): \(end) bytes is more than a value may hold (\(configuration.maximumValueSize) bytes)"
+                "write \(mapping.describe(node)): \(end) bytes is more than a value may hold (\(limit) bytes)"
             )
             // The value this write belongs to cannot be held whole: none of it is set.
             mapping.session.openFiles.reject(handle, because: .tooBig)
@@ -279,6 +289,7 @@ public final class StoreFileSystem: SavingFileSystem {
         // Errors of a release reach nobody (close(2) returned at flush): they are logged.
         try? mapping.commitBuffer(handle)
         guard let file = mapping.session.openFiles.close(handle) else { return }
+        mapping.releaseValueFile(file)
         // A file create made whose value was never set does not exist: the kernel made its name
         // at the create and must forget it.
         if file.node.kind == .attribute, (try? mapping.attributeValue(file.node.object, file.node.property)) == nil {
@@ -295,7 +306,9 @@ public final class StoreFileSystem: SavingFileSystem {
     {
         switch operation {
         case .fsync, .fsyncdir: return true
-        case .flush, .release: return mapping.session.openFiles.file(handle)?.buffer != nil
+        case .flush, .release:
+            let file = mapping.session.openFiles.file(handle)
+            return file?.buffer != nil || file?.valueFile?.value != nil
         default: return false
         }
     }
@@ -328,6 +341,12 @@ public final class StoreFileSystem: SavingFileSystem {
         let isAttribute = node.kind == .attribute
         if isAttribute { mapping.noteCreated(node) }
         let handle = mapping.session.openFiles.open(node, buffer: isAttribute ? Data() : nil)
+        do throws(FileSystemError) {
+            try mapping.startValueFile(handle, node, truncating: true)
+        } catch {
+            mapping.session.openFiles.close(handle)
+            throw error
+        }
         mapping.changed(node.owner)
         // A new attribute file has no value until its writer closes it: its entry is the empty
         // file being written.

@@ -459,6 +459,15 @@ import Testing
         #expect(outcomes.refused > 0 && outcomes.decoded + outcomes.refused > 2_000)
     }
 
+    /// Every kept input that once broke the round trip (Tests/Fixtures/hostile/mapping-model):
+    /// what parses prints as text that parses back to the same expression.
+    @Test(arguments: HostileInputs.names(in: "mapping-model"))
+    func keptHostileExpressionsPrintAsTheyParse(name: String) throws {
+        let text = String(decoding: try Data(contentsOf: HostileInputs.url("mapping-model", name)), as: UTF8.self)
+        let expression = try MappingExpression.parse(text)
+        #expect(try MappingExpression.parse(expression.description) == expression, "\(expression)")
+    }
+
     @Test func randomExpressionTextIsParsedOrRefused() {
         let alphabet = Array("$source.(),\"'FUNCTION:add:to:{}@count 0123456789-+eE#nilYES\\u")
         var generator = SystemRandomNumberGenerator()

@@ -481,6 +481,16 @@ private let rows: [Row] = [
         }
     }
 
+    /// A control character printed as `\u000b` followed by a combining mark: read as characters,
+    /// the escape's last digit joined the mark and the printed predicate no longer parsed.
+    @Test(arguments: ["\u{0B}\u{32E}", "\"\u{301}", "\\\u{301}", "e\u{301}", "\u{0}\u{0}x"])
+    func stringsWithCombiningMarksPrintAsTheyParse(value: String) throws {
+        let predicate = try PredicateParser.parse("title == " + Expression.Literal.string(value).description)
+        #expect(try PredicateParser.parse(predicate.description) == predicate)
+        let name = try PredicateParser.parse("caf\u{E9}\u{301}s == 1")
+        #expect(try PredicateParser.parse(name.description) == name)
+    }
+
     @Test func sampleModelPredicatesParse() throws {
         let model = SampleModel.make()
         var texts = model.fetchRequestTemplates.compactMap(\.predicateString)

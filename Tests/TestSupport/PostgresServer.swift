@@ -22,7 +22,7 @@ import Synchronization
 public final class PostgresServer: Sendable {
     /// The folder: `data/` (the cluster), the socket, `server.log`.
     public let folder: URL
-    private let bin: String
+    let bin: String
     /// Seconds any one command (initdb, pg_ctl) may take before the test fails.
     static let commandTimeout = 90
 
@@ -184,7 +184,7 @@ public final class PostgresServer: Sendable {
         } ?? ""
     }
 
-    private func asPostgres(_ executable: String, _ arguments: [String]) throws {
+    func asPostgres(_ executable: String, _ arguments: [String]) throws {
         try Self.run("timeout", ["\(Self.commandTimeout)", "runuser", "-u", "postgres", "--", executable] + arguments)
     }
 

@@ -64,14 +64,22 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
 
     // MARK: - Parsing
 
+    /// Reads Unicode scalars, not characters: the printer escapes scalar by scalar, and a
+    /// character would join a quote or a backslash with the combining mark after it.
     private struct Parser {
         let text: String
-        let chars: [Character]
+        let chars: [Unicode.Scalar]
         var index = 0
 
         init(text: String) {
             self.text = text
-            self.chars = Array(text)
+            self.chars = Array(text.unicodeScalars)
+        }
+
+        func string(_ range: Range<Int>) -> String {
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: chars[range])
+            return String(view)
         }
 
         func error(_ expectation: String) -> ObjectGraphError {
@@ -81,22 +89,30 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
         }
 
         mutating func skipSpace() {
-            while index < chars.count, chars[index].isWhitespace { index += 1 }
+            while index < chars.count, chars[index].properties.isWhitespace { index += 1 }
         }
 
-        mutating func take(_ c: Character) -> Bool {
+        mutating func take(_ c: Unicode.Scalar) -> Bool {
             skipSpace()
             guard index < chars.count, chars[index] == c else { return false }
             index += 1
             return true
         }
 
-        mutating func expect(_ c: Character, _ context: String) throws(ObjectGraphError) {
+        mutating func expect(_ c: Unicode.Scalar, _ context: String) throws(ObjectGraphError) {
             guard take(c) else { throw error("expected \"\(c)\" \(context)") }
         }
 
-        static func isNameStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
-        static func isNameCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
+        static func isNameStart(_ c: Unicode.Scalar) -> Bool { c.properties.isAlphabetic || c == "_" }
+        /// Letters, digits, `_` and the combining marks that follow a letter (a decomposed `é`).
+        static func isNameCharacter(_ c: Unicode.Scalar) -> Bool {
+            switch c.properties.generalCategory {
+            case .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber: true
+            default: c.properties.isAlphabetic || c == "_"
+            }
+        }
+
+        static func isDigit(_ c: Unicode.Scalar) -> Bool { c.isASCII && c.properties.numericType == .decimal }
 
         /// A name; with `colons`, a selector-like name (`add:to:`) as built-in functions print.
         mutating func name(colons: Bool = false) -> String {
@@ -104,7 +120,7 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             while index < chars.count, Self.isNameCharacter(chars[index]) || (colons && chars[index] == ":") {
                 index += 1
             }
-            return String(chars[start..<index])
+            return string(start..<index)
         }
 
         mutating func expression(depth: Int) throws(ObjectGraphError) -> MappingExpression {
@@ -115,8 +131,7 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             guard index < chars.count else { throw error("expected a value, a key path or a function") }
             let c = chars[index]
             if c == "\"" || c == "'" { return .constant(.string(try string(quote: c))) }
-            if c.isASCII && c.isNumber
-                || ((c == "-" || c == "+") && index + 1 < chars.count && chars[index + 1].isNumber)
+            if Self.isDigit(c) || ((c == "-" || c == "+") && index + 1 < chars.count && Self.isDigit(chars[index + 1]))
             {
                 return .constant(try number())
             }
@@ -231,7 +246,7 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
             return components
         }
 
-        mutating func string(quote: Character) throws(ObjectGraphError) -> String {
+        mutating func string(quote: Unicode.Scalar) throws(ObjectGraphError) -> String {
             let start = index
             index += 1
             var value = ""
@@ -242,21 +257,21 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
                     guard index < chars.count else { break }
                     c = chars[index]
                     switch c {
-                    case "n": value.append("\n")
-                    case "t": value.append("\t")
-                    case "r": value.append("\r")
+                    case "n": value.unicodeScalars.append("\n")
+                    case "t": value.unicodeScalars.append("\t")
+                    case "r": value.unicodeScalars.append("\r")
                     case "u":
-                        let hex = index + 5 <= chars.count ? String(chars[(index + 1)..<(index + 5)]) : ""
+                        let hex = index + 5 <= chars.count ? string((index + 1)..<(index + 5)) : ""
                         guard hex.count == 4, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code)
                         else {
                             throw error("expected four hexadecimal digits after \\u")
                         }
                         value.unicodeScalars.append(scalar)
                         index += 4
-                    default: value.append(c)
+                    default: value.unicodeScalars.append(c)
                     }
                 } else {
-                    value.append(c)
+                    value.unicodeScalars.append(c)
                 }
                 index += 1
             }
@@ -271,15 +286,15 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
         mutating func number() throws(ObjectGraphError) -> Expression.Literal {
             let start = index
             if chars[index] == "-" || chars[index] == "+" { index += 1 }
-            while index < chars.count, chars[index].isASCII,
-                chars[index].isNumber || chars[index] == "." || chars[index] == "e"
+            while index < chars.count,
+                Self.isDigit(chars[index]) || chars[index] == "." || chars[index] == "e"
                     || chars[index] == "E"
                     || ((chars[index] == "-" || chars[index] == "+")
                         && (chars[index - 1] == "e" || chars[index - 1] == "E"))
             {
                 index += 1
             }
-            let text = String(chars[start..<index])
+            let text = string(start..<index)
             if let value = Int64(text) { return .integer(value) }
             guard let value = Double(text), value.isFinite else {
                 index = start

@@ -33,13 +33,23 @@ struct PredicateLexer {
     ]
 
     let text: String
-    private let chars: [Character]
+    /// Unicode scalars, not characters: the printer escapes scalar by scalar, and a character
+    /// would join a quote, a backslash or a `\u` digit with the combining mark after it.
+    private let chars: [Unicode.Scalar]
     private var index = 0
 
     init(_ text: String) {
         self.text = text
-        self.chars = Array(text)
+        self.chars = Array(text.unicodeScalars)
     }
+
+    private func string(_ range: Range<Int>) -> String {
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: chars[range])
+        return String(view)
+    }
+
+    private static func isDigit(_ c: Unicode.Scalar) -> Bool { c.isASCII && c.properties.numericType == .decimal }
 
     /// Every token, ending with `.end`.
     static func tokens(of text: String) throws(ObjectGraphError) -> [Token] {
@@ -57,17 +67,15 @@ struct PredicateLexer {
     }
 
     private mutating func next() throws(ObjectGraphError) -> Token {
-        while index < chars.count, chars[index].isWhitespace { index += 1 }
+        while index < chars.count, chars[index].properties.isWhitespace { index += 1 }
         let start = index
         let position = start + 1
         guard index < chars.count else { return Token(kind: .end, position: position, text: "") }
         let c = chars[index]
 
         if c == "\"" || c == "'" { return try string(quote: c, start: start) }
-        if c.isNumber && c.isASCII { return try number(start: start) }
-        if c == "-" || c == "+" || c == ".", index + 1 < chars.count, chars[index + 1].isASCII,
-            chars[index + 1].isNumber
-        {
+        if Self.isDigit(c) { return try number(start: start) }
+        if c == "-" || c == "+" || c == ".", index + 1 < chars.count, Self.isDigit(chars[index + 1]) {
             return try number(start: start)
         }
         if isNameStart(c) {
@@ -97,7 +105,7 @@ struct PredicateLexer {
             index += 2
             return Token(kind: .symbol(symbol), position: position, text: symbol)
         }
-        if "=<>!(){}[],.".contains(c) {
+        if "=<>!(){}[],.".unicodeScalars.contains(c) {
             index += 1
             return Token(kind: .symbol(String(c)), position: position, text: String(c))
         }
@@ -105,28 +113,32 @@ struct PredicateLexer {
     }
 
     private func matches(_ symbol: String) -> Bool {
-        let s = Array(symbol)
+        let s = Array(symbol.unicodeScalars)
         return index + s.count <= chars.count && Array(chars[index..<index + s.count]) == s
     }
 
-    private func isNameStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
+    private func isNameStart(_ c: Unicode.Scalar) -> Bool { c.properties.isAlphabetic || c == "_" }
+
+    /// Letters, digits, `_` and the combining marks that follow a letter (a decomposed `é`).
+    private func isNameCharacter(_ c: Unicode.Scalar) -> Bool {
+        switch c.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber: true
+        default: c.properties.isAlphabetic || c == "_"
+        }
+    }
 
     private mutating func readName() -> String {
         let start = index
-        while index < chars.count, chars[index].isLetter || chars[index].isNumber || chars[index] == "_" {
-            index += 1
-        }
-        return String(chars[start..<index])
+        while index < chars.count, isNameCharacter(chars[index]) { index += 1 }
+        return string(start..<index)
     }
 
     private mutating func number(start: Int) throws(ObjectGraphError) -> Token {
         if chars[index] == "-" || chars[index] == "+" { index += 1 }
         var isInteger = true
-        func digits() { while index < chars.count, chars[index].isASCII, chars[index].isNumber { index += 1 } }
+        func digits() { while index < chars.count, Self.isDigit(chars[index]) { index += 1 } }
         digits()
-        if index < chars.count, chars[index] == ".", index + 1 < chars.count, chars[index + 1].isASCII,
-            chars[index + 1].isNumber
-        {
+        if index < chars.count, chars[index] == ".", index + 1 < chars.count, Self.isDigit(chars[index + 1]) {
             isInteger = false
             index += 1
             digits()
@@ -135,14 +147,14 @@ struct PredicateLexer {
             let mark = index
             index += 1
             if index < chars.count, chars[index] == "-" || chars[index] == "+" { index += 1 }
-            if index < chars.count, chars[index].isASCII, chars[index].isNumber {
+            if index < chars.count, Self.isDigit(chars[index]) {
                 isInteger = false
                 digits()
             } else {
                 index = mark
             }
         }
-        let text = String(chars[start..<index])
+        let text = string(start..<index)
         if index < chars.count, isNameStart(chars[index]) {
             throw error(at: index + 1, "expected an operator or a space after the number \(text)")
         }
@@ -155,7 +167,7 @@ struct PredicateLexer {
         return Token(kind: .double(value), position: start + 1, text: text)
     }
 
-    private mutating func string(quote: Character, start: Int) throws(ObjectGraphError) -> Token {
+    private mutating func string(quote: Unicode.Scalar, start: Int) throws(ObjectGraphError) -> Token {
         index += 1
         var value = ""
         while index < chars.count, chars[index] != quote {
@@ -165,21 +177,21 @@ struct PredicateLexer {
                 guard index < chars.count else { break }
                 c = chars[index]
                 switch c {
-                case "n": value.append("\n")
-                case "t": value.append("\t")
-                case "r": value.append("\r")
-                case "0": value.append("\0")
+                case "n": value.unicodeScalars.append("\n")
+                case "t": value.unicodeScalars.append("\t")
+                case "r": value.unicodeScalars.append("\r")
+                case "0": value.unicodeScalars.append("\0")
                 case "u":
-                    let hex = index + 5 <= chars.count ? String(chars[(index + 1)..<(index + 5)]) : ""
+                    let hex = index + 5 <= chars.count ? string((index + 1)..<(index + 5)) : ""
                     guard hex.count == 4, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code) else {
                         throw error(at: index, "expected four hexadecimal digits after \\u")
                     }
                     value.unicodeScalars.append(scalar)
                     index += 4
-                default: value.append(c)
+                default: value.unicodeScalars.append(c)
                 }
             } else {
-                value.append(c)
+                value.unicodeScalars.append(c)
             }
             index += 1
         }
@@ -187,6 +199,6 @@ struct PredicateLexer {
             throw error(at: start + 1, "expected a closing \(quote) for the string that starts here")
         }
         index += 1
-        return Token(kind: .string(value), position: start + 1, text: String(chars[start..<index]))
+        return Token(kind: .string(value), position: start + 1, text: string(start..<index))
     }
 }

@@ -14,6 +14,8 @@ import RelationalCore
 struct PostgresSQLConnection: SQLConnection {
     let store: PostgresStore
     let connection: PostgresConnection?
+    /// Reads of the object graph, without a connection: on a standby where the URL names one.
+    var preferringStandby = false
 
     @discardableResult
     func execute(_ statement: SQL) throws(ObjectGraphError) -> Int {
@@ -28,6 +30,7 @@ struct PostgresSQLConnection: SQLConnection {
     private func run(_ statement: SQL) throws(ObjectGraphError) -> PostgresResult {
         let (text, parameters) = Self.prepared(statement)
         if let connection { return try store.run(connection, text, parameters) }
+        if preferringStandby { return try store.readPreferringStandby(text, parameters) }
         return try store.read(text, parameters)
     }
 

@@ -118,7 +118,10 @@ struct SQLiteRow: SQLRow {
         }
         var stored = DatabaseValue(sqliteStatement: statement, index: index)
         if stored.isNull { return nil }
-        if external { stored = store.mechanisms.externalData.resolve(stored, place: place.description) }
+        if external {
+            stored = store.mechanisms.externalData.resolve(
+                stored, place: place.description, asFile: store.valuesInFiles.load(ordering: .relaxed))
+        }
         do {
             return try ValueCoding.decode(
                 stored, as: type,

@@ -55,7 +55,8 @@ struct ExternalDataFolder: Sendable {
     /// file an external reference names. A reference whose file is missing, unreadable or too
     /// large reads as NULL (the object stays readable; the log names the file); a value without
     /// a marker (written by a tool that did not know the format) is shown as it is.
-    func resolve(_ value: DatabaseValue, place: @autoclosure () -> String) -> DatabaseValue {
+    /// With `asFile`, a value in a file is not read: its ``FileBackedValue`` reference stands for it.
+    func resolve(_ value: DatabaseValue, place: @autoclosure () -> String, asFile: Bool = false) -> DatabaseValue {
         guard case .blob(let data) = value.storage, let marker = data.first else { return value }
         switch marker {
         case Self.inlineMarker:
@@ -66,6 +67,12 @@ struct ExternalDataFolder: Sendable {
                 return .null
             }
             let file = folder.appendingPathComponent(name)
+            if asFile {
+                var info = stat()
+                if lstat(file.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+                    return FileBackedValue(path: file.path).reference.databaseValue
+                }
+            }
             do {
                 return try Self.read(file).databaseValue
             } catch {
@@ -130,6 +137,7 @@ struct ExternalDataFolder: Sendable {
     /// to a new file written (and synced) now and listed in `changes` so it goes if the save
     /// does not commit.
     func encode(_ data: Data, changes: inout ExternalDataChanges) throws(ObjectGraphError) -> DatabaseValue {
+        if let value = FileBackedValue(reference: data) { return try adopt(value, changes: &changes) }
         guard data.count > Self.threshold else {
             var inline = Data([Self.inlineMarker])
             inline.append(data)
@@ -158,6 +166,91 @@ struct ExternalDataFolder: Sendable {
             throw error
         } catch {
             throw ObjectGraphError(.io, "writing external data to \(file.path): \(error)")
+        }
+        var reference = Data([Self.externalMarker])
+        reference.append(contentsOf: Array(name.utf8))
+        return reference.databaseValue
+    }
+
+    // MARK: - Values written into their files
+
+    /// A new empty file for a value to be written into (``FileBackedValueStore/newValueFile(for:)``):
+    /// `.<UUID>.storefs-tmp` in the folder, and the value it becomes, the file `<UUID>`.
+    func newValueFile() throws(ObjectGraphError) -> (writing: String, value: FileBackedValue) {
+        let name = UUID().uuidString
+        let temporary = folder.appendingPathComponent(".\(name)\(Self.temporarySuffix)")
+        do {
+            try makeFolder()
+        } catch let error as ObjectGraphError {
+            throw error
+        } catch {
+            throw ObjectGraphError(.io, "making \(folder.path): \(error)")
+        }
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ObjectGraphError.writing("cannot create \(temporary.path)", errno: errno) }
+        adoptOwnership(fd: fd, mode: storeMode & 0o666)
+        close(fd)
+        return (temporary.path, FileBackedValue(path: folder.appendingPathComponent(name).path))
+    }
+
+    /// The file name of a value file in this folder, nil for any other path.
+    private func name(of value: FileBackedValue) -> String? {
+        let url = URL(fileURLWithPath: value.path)
+        let name = url.lastPathComponent
+        guard url.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path,
+            UUID(uuidString: name) != nil
+        else { return nil }
+        return name
+    }
+
+    private func temporaryFile(named name: String) -> URL {
+        folder.appendingPathComponent(".\(name)\(Self.temporarySuffix)")
+    }
+
+    /// Where `value` is now: its file once saved, its temporary file while it is being written.
+    func currentFile(of value: FileBackedValue) -> String? {
+        guard let name = name(of: value) else { return nil }
+        let temporary = temporaryFile(named: name)
+        if access(value.path, F_OK) == 0 { return value.path }
+        return access(temporary.path, F_OK) == 0 ? temporary.path : nil
+    }
+
+    func discard(_ value: FileBackedValue) {
+        guard let name = name(of: value) else { return }
+        unlink(temporaryFile(named: name).path)
+    }
+
+    /// The reference for a value written into its file: a file still being written is synced
+    /// and renamed into place (listed in `changes`, so a rollback renames it back and the value
+    /// can be saved again); one already in place (saved before) is kept as it is.
+    private func adopt(_ value: FileBackedValue, changes: inout ExternalDataChanges) throws(ObjectGraphError)
+        -> DatabaseValue
+    {
+        guard let name = name(of: value) else {
+            throw ObjectGraphError(.validation, "\(value.path) is not a file of \(folder.path)")
+        }
+        let file = folder.appendingPathComponent(name)
+        let temporary = temporaryFile(named: name)
+        if access(temporary.path, F_OK) == 0 {
+            let fd = open(temporary.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw ObjectGraphError.writing("cannot open \(temporary.path)", errno: errno) }
+            let synced = fsync(fd)
+            let error = errno
+            close(fd)
+            guard synced == 0 else { throw ObjectGraphError.writing("syncing \(temporary.path)", errno: error) }
+            guard rename(temporary.path, file.path) == 0 else {
+                throw ObjectGraphError.writing("cannot rename \(temporary.path) to \(name)", errno: errno)
+            }
+            changes.adopted.append((temporary, file))
+            do {
+                try Self.sync(folder.path)
+            } catch {
+                throw ObjectGraphError(.io, "\(error)")
+            }
+        } else if access(file.path, F_OK) == 0 {
+            changes.kept.append(file)
+        } else {
+            throw ObjectGraphError(.io, "the file of a value being saved is gone: \(file.path)")
         }
         var reference = Data([Self.externalMarker])
         reference.append(contentsOf: Array(name.utf8))
@@ -242,10 +335,15 @@ struct ExternalDataFolder: Sendable {
 struct ExternalDataChanges {
     var staged: [URL] = []
     var obsolete: [URL] = []
+    /// Files written through a mount and renamed into place by this save (temporary, final).
+    var adopted: [(URL, URL)] = []
+    /// Files of values saved before that this save refers to again.
+    var kept: [URL] = []
 
     /// After the commit: the files of replaced and deleted values go.
     func committed(logger: Logger) {
-        for file in Set(obsolete) where !staged.contains(file) {
+        let current = Set(staged + kept + adopted.map(\.1))
+        for file in Set(obsolete) where !current.contains(file) {
             if unlink(file.path) != 0 && errno != ENOENT {
                 logger.warning("removing \(file.path), no longer referenced: \(String(cString: strerror(errno)))")
             }
@@ -255,5 +353,8 @@ struct ExternalDataChanges {
     /// After a rollback: the files this save wrote go; the old ones stay referenced.
     func rolledBack() {
         for file in staged { unlink(file.path) }
+        // A value written through a mount is still the pending value: its file goes back to its
+        // temporary name, for the next save to take.
+        for (temporary, file) in adopted { rename(file.path, temporary.path) }
     }
 }

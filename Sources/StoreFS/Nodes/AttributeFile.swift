@@ -26,8 +26,9 @@ struct AttributeFile: NodeType {
     {
         do throws(FileSystemError) {
             let (attribute, value) = try mapping.attributeValue(node.object, node.property, known: known)
+            let size = mapping.fileSize(of: value) ?? ValueText.size(of: value, type: attribute.type)
             return mapping.make(
-                node, .regularFile, size: ValueText.size(of: value, type: attribute.type),
+                node, .regularFile, size: size,
                 time: mapping.session.fileTimes.time(of: node.inode))
         } catch {
             // A file made by create has no value until its writer closes it; it exists meanwhile
@@ -67,11 +68,17 @@ struct AttributeFile: NodeType {
             if let rendered = file.rendered { return rendered }
         }
         let content: Data
+        if let file, file.node == node, let valueFile = file.valueFile {
+            // What needs the whole value (a write at an offset through another handle) reads it.
+            guard valueFile.size <= mapping.configuration.maximumValueSize else { throw .tooBig }
+            return try valueFile.read(at: 0, count: valueFile.size)
+        }
         if let kept = mapping.renderedValues.kept(node) {
             content = kept
         } else {
             let generation = mapping.renderedValues.generation
             let (attribute, value) = try mapping.attributeValue(node.object, node.property)
+            if let whole = try mapping.wholeValue(inFile: value, of: node) { return whole }
             content = mapping.renderedValues.render(node, generation: generation) {
                 ValueText.content(of: value, type: attribute.type)
             }
@@ -83,6 +90,16 @@ struct AttributeFile: NodeType {
     func read(_ node: Node, handle: FuseKit.FileHandle, offset: UInt64, size: Int, in mapping: Mapping)
         throws(FileSystemError) -> Data
     {
+        // A value in a file is read from it, what is asked for only (when the kernel does not
+        // read it itself).
+        if handle != .none, let file = mapping.session.openFiles.file(handle), file.node == node,
+            let valueFile = file.valueFile
+        {
+            return try valueFile.read(at: offset, count: min(size, 1 << 24))
+        }
+        if let valueFile = try mapping.openStoredValueFile(node) {
+            return try valueFile.read(at: offset, count: min(size, 1 << 24))
+        }
         let content = try content(of: node, handle: handle, in: mapping)
         if offset == 0 { mapping.preloadSiblings(of: node.object, besides: node.property) }
         guard offset < UInt64(content.count), size > 0 else { return Data() }
@@ -97,6 +114,9 @@ struct AttributeFile: NodeType {
     {
         let openFiles = mapping.session.openFiles
         guard let file = openFiles.file(handle), file.node == node else { throw .badHandle }
+        if file.valueFile?.value != nil {
+            return try mapping.writeValueFile(data, at: offset, to: node, handle: handle)
+        }
         // A write that continues a refused value is refused the same way.
         if let rejection = file.rejection, offset != 0 { throw rejection }
         let base = file.rejection != nil ? Data() : try content(of: node, handle: handle, in: mapping)
@@ -149,7 +169,9 @@ struct AttributeFile: NodeType {
     func truncate(_ node: Node, to size: Int, handle: FuseKit.FileHandle?, in mapping: Mapping) throws(FileSystemError)
     {
         let openFiles = mapping.session.openFiles
-        if let handle, let file = openFiles.file(handle), file.node == node {
+        if let handle, let file = openFiles.file(handle), file.node == node, file.valueFile?.value != nil {
+            try mapping.truncateValueFile(handle, node, to: size)
+        } else if let handle, let file = openFiles.file(handle), file.node == node {
             let current = file.rejection != nil ? Data() : try content(of: node, handle: handle, in: mapping)
             openFiles.update(handle) {
                 $0.buffer = Mapping.resize(current, to: size)

@@ -12,6 +12,19 @@ extension Mapping {
         let truncating = flags.isWriting && flags.truncates
         let handle = session.openFiles.open(node, buffer: truncating ? Data() : nil)
         if flags.isWriting { rememberWhatItShows(handle, node) }
+        // A value that lives in a file: a writer writes a new file, a reader reads the stored one,
+        // through the kernel where it can (FUSE passthrough).
+        do throws(FileSystemError) {
+            if flags.isWriting {
+                try startValueFile(handle, node, truncating: truncating)
+            } else if let file = try openStoredValueFile(node) {
+                session.openFiles.update(handle) { $0.valueFile = file }
+                return OpenResult(handle: handle, directIO: true, needsFlush: false, backingFile: file.descriptor)
+            }
+        } catch {
+            session.openFiles.close(handle)
+            throw error
+        }
         // On a read-write mount every open bypasses the page cache (direct I/O): the kernel keeps
         // one size per file, which a writer's O_TRUNC sets to 0 at once, so a cached reader would
         // read nothing (or half a value) while a writer rewrites the file. Read directly, a reader
@@ -40,6 +53,13 @@ extension Mapping {
     func flush(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
         guard let file = session.openFiles.file(handle) else { return }
         if let rejection = file.rejection { throw rejection }
+        if file.valueFile?.value != nil {
+            // A value file only truncated is set at the release, as a buffer is.
+            guard file.dirty, file.written else { return }
+            try commitBuffer(handle)
+            try commitOnClose(file.node, handle: handle)
+            return
+        }
         guard file.dirty, let buffer = file.buffer else { return }
         if file.written {
             try commitBuffer(handle)
@@ -53,6 +73,7 @@ extension Mapping {
     /// Parses a handle's buffered content and sets the attribute; EINVAL (value unchanged) when it
     /// does not parse or validate.
     func commitBuffer(_ handle: FuseKit.FileHandle) throws(FileSystemError) {
+        if try commitValueFile(handle) { return }
         let readAs = session.openFiles.file(handle)?.readAs
         guard let (node, content) = session.openFiles.takeBuffer(handle) else { return }
         let applied = try setContent(content, of: node, readAs: readAs)
@@ -105,9 +126,17 @@ extension Mapping {
         -> OpenFiles.AppliedValue?
     {
         guard node.kind == .attribute else { return nil }
-        let (object, index) = (node.object, node.property)
-        let attribute = model[object.entity].allAttributes[index]
-        let value = try parsedValue(content, for: object, index)
+        let value = try parsedValue(content, for: node.object, node.property)
+        return try setValue(value, of: node, readAs: readAs)
+    }
+
+    /// Sets the attribute `node` names to `value`, checked; returns what was set.
+    func setValue(_ value: AttributeValue, of node: Node, readAs: AttributeValue?? = nil) throws(FileSystemError)
+        -> OpenFiles.AppliedValue?
+    {
+        guard node.kind == .attribute else { return nil }
+        let object = node.object
+        let attribute = model[object.entity].allAttributes[node.property]
         let existed =
             (try? snapshot(of: object))?.attributes[attribute.name] != nil && !isHidden(attribute.name, in: object)
         session.copyIn.show(attribute.name, in: object)
@@ -124,7 +153,7 @@ extension Mapping {
         session.fileTimes.touch(node.inode)
         changed(object)
         invalidate(node)
-        invalidateRenderings(of: object, index)
+        invalidateRenderings(of: object, node.property)
         if !existed { invalidate(.object(object)) }
         return OpenFiles.AppliedValue(attribute: attribute.name, value: value)
     }

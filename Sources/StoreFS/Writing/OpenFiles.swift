@@ -34,6 +34,11 @@ final class OpenFiles: Sendable {
         /// On a store other machines write: the value this handle showed when it was opened (and,
         /// after a change through it was set, that value), which a change through it changes.
         var readAs: AttributeValue??
+        /// The file this handle's reads and writes go to when the value lives in a file
+        /// (``ValueFile``): a reader's, the stored value's; a writer's, its new value's.
+        var valueFile: ValueFile?
+        /// Whether the writer's value file was set as the value: later writes go to a new one.
+        var valueFileSet = false
     }
 
     /// An attribute value set through a handle.
@@ -89,7 +94,9 @@ final class OpenFiles: Sendable {
     /// file being written): nil when nobody is writing it.
     func sizeBeingWritten(_ node: Node) -> Int? {
         state.withLock { state in
-            state.files.values.first { $0.node == node && $0.dirty && $0.buffer != nil }?.buffer?.count
+            guard let file = state.files.values.first(where: { $0.node == node && $0.dirty }) else { return nil }
+            if let valueFile = file.valueFile, valueFile.value != nil { return valueFile.size }
+            return file.buffer?.count
         }
     }
 

@@ -66,8 +66,16 @@ import XMLStore
             let before = try? k.read("Employee/p20/\(attribute)")
             Self.fill(folder, leaving: 64 << 10)
             // A value far larger than the room left (in the store, or beside it as external data).
-            #expect(errnoOf { try k.write("Employee/p20/\(attribute)", Data(repeating: 0x5A, count: 1 << 20)) } == nil)
-            #expect(errnoOf { try k.fsync("Employee/p20/\(attribute)") } == ENOSPC, "a full disk is ENOSPC, not EIO")
+            let written = errnoOf { try k.write("Employee/p20/\(attribute)", Data(repeating: 0x5A, count: 1 << 20)) }
+            if name == "Company.sqlite" && attribute == "photo" {
+                // Written into a file of its own (docs/SEMANTICS.md, "Values of any size"): the
+                // full disk is ENOSPC at write(2) already, and nothing of the value is set.
+                #expect(written == ENOSPC, "a full disk is ENOSPC, not EIO")
+            } else {
+                #expect(written == nil)
+                #expect(
+                    errnoOf { try k.fsync("Employee/p20/\(attribute)") } == ENOSPC, "a full disk is ENOSPC, not EIO")
+            }
             #expect((try? k.read("Employee/p20/\(attribute)")) == before, "taken back")
             let left = try FileManager.default.subpathsOfDirectory(atPath: folder.path).sorted()
             let temporary = left.filter { $0.contains("storefs-") && !$0.hasSuffix(".storefs-lock") }

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Values of any size in an attribute Core Data may keep outside the store ("Allows External
+/// Storage"): written through the mount straight into a file of `.NAME_SUPPORT/_EXTERNAL_DATA`,
+/// read back by the kernel from that file (FUSE passthrough), and the in-row limit for the others.
+/// The fixture is Tests/Fixtures/external-data (`Attachment.data` allows external storage,
+/// `Attachment.thumbnail` does not).
+@Suite(.serialized) struct LargeValueMountTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/external-data")
+    static let model = fixture.appendingPathComponent("Attachments.xcdatamodel").path
+
+    /// The fixture's store and its external data, copied, not mounted yet.
+    static func store() throws -> MountedStore {
+        let mount = try MountedStore(copying: fixture.appendingPathComponent("Attachments.sqlite"), mount: false)
+        try FileManager.default.copyItem(
+            at: fixture.appendingPathComponent(".Attachments_SUPPORT"),
+            to: mount.directory.appendingPathComponent(".Attachments_SUPPORT"))
+        return mount
+    }
+
+    static func externalData(_ mount: MountedStore) -> URL {
+        mount.directory.appendingPathComponent(".Attachments_SUPPORT/_EXTERNAL_DATA")
+    }
+
+    static func sqlite(_ store: URL, _ query: String) throws -> String {
+        try run("sqlite3", ["-batch", "-readonly", store.path, query]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+    }
+
+    static func serverPID(_ mount: MountedStore) throws -> Int32 {
+        let found = try run("pgrep", ["-f", "storefs mount \(mount.store.path) \(mount.path)"]).lines.compactMap {
+            Int32($0)
+        }
+        return try #require(found.first, "the server of \(mount.store.path) runs")
+    }
+
+    /// The server's peak resident memory, kB (/proc/PID/status VmHWM).
+    static func peakMemory(_ pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        return try #require(Int(line.split(separator: " ").dropFirst().first ?? ""))
+    }
+
+    /// READ requests the server has answered (`user.storefs.stats`).
+    static func readRequests(_ mount: MountedStore) throws -> Int {
+        let stats = try run("getfattr", ["--only-values", "-n", "user.storefs.stats", mount.path]).output
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])
+        let fuse = try #require(object["fuse"] as? [String: Any])
+        return fuse["read"] as? Int ?? 0
+    }
+
+    @Test func aValueOf256MiBIsWrittenIntoItsFileAndReadByTheKernel() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let big = mount.directory.appendingPathComponent("video.bin")
+        #expect(try sh("head -c 268435456 /dev/urandom > \(big.path)").status == 0)
+        try mount.mount(model: Self.model)
+        let server = try Self.serverPID(mount)
+        let before = try Self.peakMemory(server)
+        let value = "\(mount.path)/Attachment/p8/data"
+
+        let copy = try run("cp", [big.path, value])
+        #expect(copy.status == 0, "\(copy.error)")
+        let growth = try Self.peakMemory(server) - before
+        #expect(growth < 64 * 1024, "the server's peak memory grew by \(growth) kB for a 256 MiB value")
+        #expect(try run("stat", ["-c", "%s", value]).output == "268435456\n")
+
+        let reads = try Self.readRequests(mount)
+        #expect(try run("cmp", [big.path, value]).status == 0)
+        #expect(mount.logText.contains("FUSE passthrough in use"), "\(mount.logText)")
+        #expect(
+            try Self.readRequests(mount) == reads, "the kernel read the value's file itself: no READ reached storefs")
+
+        let status = try mount.unmountReportingStatus()
+        #expect(status.status == 0, "\(status.error)")
+        let reference = try Self.sqlite(
+            mount.store, "SELECT hex(substr(ZDATA, 1, 1)) || substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 8")
+        #expect(reference.hasPrefix("02"), "the row holds an external reference: \(reference)")
+        let file = Self.externalData(mount).appendingPathComponent(String(reference.dropFirst(2)))
+        #expect(try run("cmp", [big.path, file.path]).status == 0, "the row names the file that holds the value")
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.externalData(mount).path)
+        #expect(!names.contains { $0.hasSuffix(".storefs-tmp") }, "no temporary file is left: \(names)")
+
+        // Cold, after a remount: read from the file again, by the kernel.
+        try mount.mount(model: Self.model)
+        #expect(try run("cmp", [big.path, value]).status == 0)
+        #expect(try Self.readRequests(mount) == 0)
+        try? FileManager.default.removeItem(at: big)
+    }
+
+    @Test func smallValuesStayInTheRowAndLargeOnesReplaceTheirFile() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        try mount.mount(model: Self.model)
+        let old = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        #expect(try sh("head -c 1000 /dev/zero > \(mount.path)/Attachment/p4/data").status == 0)
+        #expect(try sh("head -c 200000 /dev/zero | tr '\\0' x > \(mount.path)/Attachment/p1/data").status == 0)
+        let status = try mount.unmountReportingStatus()
+        #expect(status.status == 0, "\(status.error)")
+        #expect(
+            try Self.sqlite(
+                mount.store, "SELECT hex(substr(ZDATA, 1, 1)), length(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 4")
+                == "01|1001", "1,000 bytes are kept in the row, after Core Data's marker")
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.externalData(mount).path)
+        #expect(!names.contains(old), "the replaced value's file is gone")
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 1")
+        #expect(names.contains(reference), "200,000 bytes went to a file the row names: \(reference) in \(names)")
+        try mount.mount(model: Self.model)
+        #expect(try sh("head -c 200000 /dev/zero | tr '\\0' x | cmp - \(mount.path)/Attachment/p1/data").status == 0)
+        // Appending to a value kept in a file continues it in a new file.
+        #expect(try sh("printf 'end' >> \(mount.path)/Attachment/p1/data").status == 0)
+        #expect(try run("stat", ["-c", "%s", "\(mount.path)/Attachment/p1/data"]).output == "200003\n")
+        #expect(try sh("tail -c 3 \(mount.path)/Attachment/p1/data").output == "end")
+    }
+
+    @Test func killDuringAWriteLeavesTheOldValue() throws {
+        let mount = try Self.store()
+        defer {
+            _ = try? run("fusermount3", ["-u", "-z", mount.path])
+            try? FileManager.default.removeItem(at: mount.directory)
+        }
+        try mount.mount(model: Self.model)
+        let original = Self.fixture.appendingPathComponent(
+            ".Attachments_SUPPORT/_EXTERNAL_DATA/9F4E2D1C-0B3A-4E5F-8A7B-6C5D4E3F2A10")
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        let server = try Self.serverPID(mount)
+        // A writer still writing 1 GiB into p4 (another value written meanwhile) when the server
+        // is killed.
+        let writing = try sh(
+            "(head -c 1073741824 /dev/zero > \(mount.path)/Attachment/p4/data 2>/dev/null &) ; "
+                + "head -c 500000 /dev/zero > \(mount.path)/Attachment/p3/data; sleep 1; kill -9 \(server)")
+        #expect(writing.status == 0, "\(writing.error)")
+        for _ in 0..<100 where kill(server, 0) == 0 { Thread.sleep(forTimeInterval: 0.1) }
+        _ = try run("fusermount3", ["-u", "-z", mount.path])
+        #expect(try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4") == reference)
+        let kept = Self.externalData(mount).appendingPathComponent(reference)
+        #expect(try run("cmp", [original.path, kept.path]).status == 0, "the old value's file is intact")
+        try mount.mount(model: Self.model)
+        #expect(try run("cmp", [original.path, "\(mount.path)/Attachment/p4/data"]).status == 0)
+        try mount.unmount()
+    }
+
+    /// The in-row limit is `max_value_size` (64 MiB by default, docs/SEMANTICS.md); set to 1 MiB
+    /// here, as writing 64 MiB into a value held in memory takes minutes in a debug build.
+    @Test func anInRowBinaryValuePastTheLimitIsEFBIG() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        try mount.mount(options: ["max_value_size=1"], model: Self.model)
+        let before = try Self.sqlite(mount.store, "SELECT hex(ZTHUMBNAIL) FROM ZATTACHMENT WHERE Z_PK = 1")
+        let result = try sh("head -c 1048577 /dev/zero > \(mount.path)/Attachment/p1/thumbnail")
+        #expect(result.status != 0 && result.error.contains("File too large"), "\(result.error)")
+        #expect(try sh("head -c 1048576 /dev/zero > \(mount.path)/Attachment/p2/thumbnail").status == 0, "1 MiB fits")
+        // The attribute that allows external storage has no such limit.
+        #expect(try sh("head -c 3145728 /dev/zero > \(mount.path)/Attachment/p3/data").status == 0)
+        let status = try mount.unmountReportingStatus()
+        #expect(status.status == 0, "\(status.error)")
+        #expect(try Self.sqlite(mount.store, "SELECT hex(ZTHUMBNAIL) FROM ZATTACHMENT WHERE Z_PK = 1") == before)
+        #expect(try Self.sqlite(mount.store, "SELECT length(ZTHUMBNAIL) FROM ZATTACHMENT WHERE Z_PK = 2") == "1048576")
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 3")
+        let file = Self.externalData(mount).appendingPathComponent(reference)
+        #expect(try run("stat", ["-c", "%s", file.path]).output == "3145728\n")
+    }
+}
