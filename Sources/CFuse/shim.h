@@ -39,5 +39,6 @@ static inline int cfuse_session_loop_mt(struct fuse_session *se, unsigned int ma
  * depend on how the importer spells them. */
 static inline int cfuse_file_info_kill_suidgid(const struct fuse_file_info *fi) { return fi->kill_suidgid; }
 static inline void cfuse_file_info_set_noflush(struct fuse_file_info *fi, int value) { fi->noflush = value ? 1 : 0; }
+static inline int cfuse_file_info_flock_release(const struct fuse_file_info *fi) { return fi->flock_release; }
 
 #endif

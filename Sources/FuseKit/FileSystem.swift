@@ -94,6 +94,25 @@ public protocol FileSystem: AnyObject, Sendable {
     /// next one (over io_uring one thread serves each CPU's queue: a request held there holds
     /// every request behind it), and binds ``RequestInterruption/current`` for them.
     func mayTakeLong(_ inode: InodeNumber) -> Bool
+
+    /// Whether this filesystem holds flock and POSIX locks itself (FileLocks.swift): asked once,
+    /// at INIT. False: the kernel keeps them, on this machine only, and the methods below are
+    /// never called.
+    var holdsFileLocks: Bool { get }
+    /// Sets `requester`'s lock of `family` on `inode` to `mode` (nil: unlocks). When another
+    /// holder excludes it: `wait` false throws EWOULDBLOCK (EAGAIN); `wait` true waits until it
+    /// can be had, and throws EINTR once ``RequestInterruption/current`` is interrupted. Called
+    /// on a thread of its own when `wait` is true.
+    func setLock(
+        _ inode: InodeNumber, family: FileLockFamily, mode: FileLockMode?, requester: FileLockRequester, wait: Bool
+    ) throws(FileSystemError)
+    /// The lock another owner holds on `inode` that excludes `mode` for `requester`; nil when none does.
+    func conflictingLock(
+        _ inode: InodeNumber, family: FileLockFamily, mode: FileLockMode, requester: FileLockRequester
+    ) throws(FileSystemError) -> FileLockHolder?
+    /// Lets go of every lock of `family` that `owner` holds on `inode`: a POSIX owner's at each
+    /// close (FLUSH), a flock owner's at the last close of its open file description (RELEASE).
+    func releaseLocks(_ inode: InodeNumber, family: FileLockFamily, owner: UInt64)
 }
 
 /// Drops kernel caches. Calls are queued and made from a thread of FuseKit's own, never inline in
@@ -110,10 +129,25 @@ public protocol KernelCacheInvalidator: Sendable {
     /// it asks nothing. Only for files whose pages the kernel keeps across opens (a read-only
     /// mount); the kernel ignores files it does not know.
     func preload(_ files: [(inode: InodeNumber, data: Data)])
+    /// Waits (at most `timeout` seconds) until what was asked so far has reached the kernel;
+    /// false when it had not by then.
+    func waitUntilSent(timeout: Double) -> Bool
+}
+
+extension KernelCacheInvalidator {
+    public func waitUntilSent(timeout: Double) -> Bool { true }
 }
 
 extension FileSystem {
     public func mayTakeLong(_ inode: InodeNumber) -> Bool { false }
+    public var holdsFileLocks: Bool { false }
+    public func setLock(
+        _ inode: InodeNumber, family: FileLockFamily, mode: FileLockMode?, requester: FileLockRequester, wait: Bool
+    ) throws(FileSystemError) { throw .notImplemented }
+    public func conflictingLock(
+        _ inode: InodeNumber, family: FileLockFamily, mode: FileLockMode, requester: FileLockRequester
+    ) throws(FileSystemError) -> FileLockHolder? { nil }
+    public func releaseLocks(_ inode: InodeNumber, family: FileLockFamily, owner: UInt64) {}
     public func didMount(invalidator: any KernelCacheInvalidator) {}
     public func willUnmount() {}
     public func forget(_ inode: InodeNumber, count: UInt64) {}

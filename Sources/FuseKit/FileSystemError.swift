@@ -30,6 +30,10 @@ public struct FileSystemError: Error, RawRepresentable, Hashable, Sendable, Cust
     public static let timedOut = FileSystemError(rawValue: ETIMEDOUT)
     /// The request was interrupted (FUSE INTERRUPT: its caller got a signal or was killed).
     public static let interrupted = FileSystemError(rawValue: EINTR)
+    /// A lock another holder has, asked for without waiting (EAGAIN, which is EWOULDBLOCK).
+    public static let wouldBlock = FileSystemError(rawValue: EAGAIN)
+    /// A lock that cannot be kept (a byte range where only whole files are locked).
+    public static let noLocks = FileSystemError(rawValue: ENOLCK)
 
     public var description: String { String(cString: strerror(rawValue)) + " (errno \(rawValue))" }
 }

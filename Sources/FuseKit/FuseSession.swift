@@ -204,7 +204,8 @@ public final class FuseSession: Sendable {
     private func tearDown() {
         // Requests still served on FuseKit's own threads reply through the session: interrupted
         // and answered before it goes (they stop at their next check, well inside the wait).
-        let answered = context.takeUnretainedValue().slowRequests.close(waitingUpTo: 30)
+        let lockWaitsAnswered = context.takeUnretainedValue().lockWaits.close(waitingUpTo: 5)
+        let answered = context.takeUnretainedValue().slowRequests.close(waitingUpTo: 30) && lockWaitsAnswered
         if !answered { logger.error("a slow request of \(mountPoint) was still being served at unmount") }
         // Notifications use the session's fd: stop them before it is closed. The wait is bounded
         // because one may block on a directory lock held by a request nobody will answer now.

@@ -77,6 +77,15 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         return drained.wait(timeout: .now() + timeout) == .success
     }
 
+    /// Waits (at most `timeout` seconds) until everything queued so far was sent: a lock granted
+    /// after another machine's change answers only once the kernel forgot what that change made
+    /// stale. Never called from the invalidation queue itself.
+    func waitUntilSent(timeout: Double) -> Bool {
+        let sent = DispatchSemaphore(value: 0)
+        queue.async { sent.signal() }
+        return sent.wait(timeout: .now() + timeout) == .success
+    }
+
     /// Queues `notification`; false when the queue is closed and it was dropped.
     @discardableResult
     private func enqueue(_ notification: Notification) -> Bool {

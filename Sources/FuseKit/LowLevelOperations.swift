@@ -167,6 +167,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.flush = { request, inode, info in
+        // A process's POSIX locks end at any close of the file by it (its lock owner comes here).
+        let context = SessionContext.of(request)
+        if context.holdsFileLocks {
+            context.fileSystem.releaseLocks(InodeNumber(inode), family: .posix, owner: info!.pointee.lock_owner)
+        }
         if declinedOpeningRequest(request, .flush) { return }
         let handle = FileHandle(info!.pointee.fh)
         serveWaiting(request, .flush, InodeNumber(inode), handle) { context throws(FileSystemError) in
@@ -175,6 +180,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
         }
     }
     ops.release = { request, inode, info in
+        // The last close of an open file description that flock-ed the file.
+        if cfuse_file_info_flock_release(info!) != 0 {
+            SessionContext.of(request).fileSystem.releaseLocks(
+                InodeNumber(inode), family: .flock, owner: info!.pointee.lock_owner)
+        }
         let handle = FileHandle(info!.pointee.fh)
         SessionContext.of(request).passthrough.release(handle.rawValue, request: request)
         serveWaiting(request, .release, InodeNumber(inode), handle) { context throws(FileSystemError) in
@@ -268,6 +278,7 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
             return .create(entry, result, info!)
         }
     }
+    installLockOperations(&ops)
     return ops
 }
 
@@ -396,7 +407,8 @@ private func declinedOpeningRequest(_ request: fuse_req_t?, _ operation: Operati
         operation == .opendir
         ? context.opensDirectoriesWithoutRequests.load(ordering: .relaxed)
         : context.opensWithoutRequests.load(ordering: .relaxed)
-    guard declines else { return false }
+    // FLUSH carries the POSIX lock owner whose locks a close ends: a filesystem holding locks needs it.
+    guard declines, !(operation == .flush && context.holdsFileLocks) else { return false }
     context.counters.record(operation)
     fuse_reply_err(request, ENOSYS)
     return true
@@ -415,13 +427,13 @@ private func send(_ reply: Reply, to request: fuse_req_t?, _ context: SessionCon
     case .link(let target):
         fuse_reply_readlink(request, target)
     case .open(let result, let info):
-        apply(result, to: info)
+        apply(result, to: info, context)
         if fuse_reply_open(request, info) != 0 && info.pointee.backing_id > 0 {
             // The kernel never saw this open: it will send no RELEASE for it.
             context.passthrough.release(info.pointee.fh, request: request)
         }
     case .create(let entry, let result, let info):
-        apply(result, to: info)
+        apply(result, to: info, context)
         var parameters = entryParameters(entry)
         if fuse_reply_create(request, &parameters, info) != 0 {
             undoLookup(entry, context)
@@ -603,6 +615,11 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     // No FUSE_CAP_POSIX_ACL: storefs has no ACLs, and says so (EOPNOTSUPP for system.posix_acl_*),
     // which the kernel's ACL handling would take as an error on every permission check.
     fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_POSIX_ACL))
+    // Locks: held by the filesystem when it says so (FileLocks.swift), else by the kernel, locally.
+    if !context.holdsFileLocks {
+        fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_POSIX_LOCKS))
+        fuse_unset_feature_flag(connection, UInt64(FUSE_CAP_FLOCK_LOCKS))
+    }
     // Link targets in the page cache: READLINK once per link and mount (MountOptions.cachesLinkTargets).
     if context.wantsCachedLinkTargets {
         _ = fuse_set_feature_flag(connection, UInt64(FUSE_CAP_CACHE_SYMLINKS))
@@ -629,12 +646,13 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     }
 }
 
-private func apply(_ result: OpenResult, to info: UnsafeMutablePointer<fuse_file_info>) {
+private func apply(_ result: OpenResult, to info: UnsafeMutablePointer<fuse_file_info>, _ context: SessionContext) {
     info.pointee.fh = result.handle.rawValue
     info.pointee.keep_cache = result.keepCache ? 1 : 0
     info.pointee.direct_io = result.directIO ? 1 : 0
     info.pointee.cache_readdir = result.cacheDirectory ? 1 : 0
-    cfuse_file_info_set_noflush(info, result.needsFlush ? 0 : 1)
+    // A filesystem holding POSIX locks hears every close (FLUSH), where they end.
+    cfuse_file_info_set_noflush(info, result.needsFlush || context.holdsFileLocks ? 0 : 1)
 }
 
 private func entryParameters(_ entry: Entry) -> fuse_entry_param {

@@ -70,6 +70,8 @@ public final class OperationCounters: Sendable {
         case removexattr
         /// CREATE.
         case create
+        /// GETLK, SETLK and SETLKW (flock and fcntl locks), on a filesystem that holds them.
+        case lock
         /// requests answered with an errno.
         case errors
         /// kernel cache notifications sent.
@@ -111,6 +113,7 @@ public final class OperationCounters: Sendable {
     private let listxattrCount = Atomic<Int>(0)
     private let removexattrCount = Atomic<Int>(0)
     private let createCount = Atomic<Int>(0)
+    private let lockCount = Atomic<Int>(0)
     private let errorsCount = Atomic<Int>(0)
     private let invalidationsCount = Atomic<Int>(0)
     private let invalidationFailuresCount = Atomic<Int>(0)
@@ -185,6 +188,7 @@ public final class OperationCounters: Sendable {
         case .listxattr: body(listxattrCount)
         case .removexattr: body(removexattrCount)
         case .create: body(createCount)
+        case .lock: body(lockCount)
         case .errors: body(errorsCount)
         case .invalidations: body(invalidationsCount)
         case .invalidationFailures: body(invalidationFailuresCount)

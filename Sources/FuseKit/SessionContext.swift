@@ -39,6 +39,13 @@ final class SessionContext: Sendable {
 
     /// Where requests that may take long are served (``FileSystem/mayTakeLong(_:)``).
     let slowRequests: SlowRequests
+    /// Blocked lock requests (F_SETLKW, flock without LOCK_NB), each waiting on a thread of
+    /// its own so that it holds none of the threads other requests need; interrupted at unmount.
+    /// Past ``lockWaitThreads`` waiters more wait in its queue, still interruptible.
+    let lockWaits = SlowRequests(maximumThreads: lockWaitThreads)
+    static let lockWaitThreads = 256
+    /// ``FileSystem/holdsFileLocks``, asked once.
+    let holdsFileLocks: Bool
 
     init(
         fileSystem: any FileSystem, counters: OperationCounters, logger: Logger, options: MountOptions,
@@ -52,6 +59,7 @@ final class SessionContext: Sendable {
         self.wantsCachedLinkTargets = options.cachesLinkTargets
         self.mountPoint = mountPoint
         self.slowRequests = SlowRequests(maximumThreads: options.slowRequestThreads)
+        self.holdsFileLocks = fileSystem.holdsFileLocks
     }
 
     /// Records (once) which way `request` came, and says it in the log: the kernel picks the way

@@ -51,6 +51,8 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     /// Tombstone columns of ACHANGE, in order.
     let tombstoneColumns: [String]
     let listener = Mutex<ChangeListener?>(nil)
+    /// The connection holding the mount's file locks (PostgresStore+Locks.swift).
+    let advisoryLocks: AdvisoryLockSession
     /// Called with the server process of a save's connection just before its COMMIT is sent: the
     /// tests stop or kill that process there, as a vanishing network or server would.
     let beforeCommit = Mutex<(@Sendable (_ serverProcess: Int32) -> Void)?>(nil)
@@ -64,6 +66,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
         self.location = location
         self.isReadOnly = options.readOnly
         self.logger = logger
+        advisoryLocks = AdvisoryLockSession(location: location, logger: logger)
         pool = ConnectionPool(location: location, timeout: location.statementTimeout)
         standbyReads = location.readsFromStandby ? StandbyReads(location: location) : nil
         let exists = try pool.withConnection { (connection) throws(ObjectGraphError) in try Self.exists(connection) }
@@ -113,6 +116,10 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             try PostgresSchema.check(connection, layout: layout, location: location)
         }
         authorKey = found
+        let advisoryLocks = self.advisoryLocks
+        try pool.withConnection { (connection) throws(ObjectGraphError) in
+            try advisoryLocks.noteHistory(connection, layout: layout)
+        }
     }
 
     // MARK: - Statements
@@ -260,6 +267,7 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
     public func close() {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         listener.withLock { $0 }?.stop()
+        advisoryLocks.close()
         pool.close()
         standbyReads?.close()
         writer.withLock { $0 = nil }

@@ -16,6 +16,8 @@ import ObjectGraph
 /// store where it must (see ``Mapping``).
 public final class StoreFileSystem: SavingFileSystem {
     let mapping: Mapping
+    /// flock and POSIX locks, when the store holds them for every mount (StoreFileSystem+Locks.swift).
+    let fileLocks: SharedFileLocks?
 
     public var coordinator: PersistentStoreCoordinator { mapping.coordinator }
     public var context: ObjectContext { mapping.context }
@@ -35,6 +37,13 @@ public final class StoreFileSystem: SavingFileSystem {
         mapping = Mapping(
             coordinator: coordinator, configuration: configuration, counters: counters,
             commitStatistics: commitStatistics, logger: logger)
+        let mapping = mapping
+        fileLocks = (coordinator.store as? any SharedLockingStore).map {
+            SharedFileLocks(store: $0, logger: logger) { changes in
+                mapping.apply(changes)
+                _ = mapping.invalidator.withLock { $0 }?.waitUntilSent(timeout: 2)
+            }
+        }
         // Values in their own files are read from there, not into memory (ValueFiles.swift).
         if !configuration.readOnly { mapping.fileBackedStore?.keepsValuesInFiles() }
         if startsHidden { mapping.hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }

@@ -23,7 +23,11 @@ extension Mapping {
     /// than this mount's own commit.
     func applyAnnouncedChanges() {
         guard let store = coordinator.store as? any ChangeAnnouncingStore else { return }
-        let changes = store.takeAnnouncedChanges()
+        apply(store.takeAnnouncedChanges())
+    }
+
+    /// ``applyAnnouncedChanges()`` for changes already taken (those a lock read: SharedFileLocks).
+    func apply(_ changes: AnnouncedChanges) {
         guard !changes.isEmpty else { return }
         let objects = Array(changes.changed)
         renderedValues.valuesChanged()
