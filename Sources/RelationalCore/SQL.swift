@@ -78,7 +78,10 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
 
     /// A quoted identifier: a table or column name (Core Data's keep their case, `"ZBOOK"`).
     package static func identifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Names without a quote (all of Core Data's) skip Foundation's search: bulk saves quote
+        // names per statement.
+        guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     package struct StringInterpolation: StringInterpolationProtocol {

@@ -46,11 +46,12 @@ struct SQLiteDialect: SQLDialect {
     func joinRows(into table: String, keys: [String], orders: [String], rows: ArraySlice<[SQLValue]>) -> [SQL] {
         let names = (keys + orders).map(SQL.identifier).joined(separator: ", ")
         let marks = Array(repeating: "?", count: keys.count + orders.count).joined(separator: ", ")
+        // One text for every row: quoting names per row was a seventh of a sample's time.
+        let insert = "INSERT OR IGNORE INTO \(SQL.identifier(table)) (\(names)) VALUES (\(marks))"
         var statements: [SQL] = []
+        statements.reserveCapacity(rows.count)
         for row in rows {
-            statements.append(
-                SQL(text: "INSERT OR IGNORE INTO \(SQL.identifier(table)) (\(names)) VALUES (\(marks))", arguments: row)
-            )
+            statements.append(SQL(text: insert, arguments: row))
             // A pair that was there already keeps its row; only its place in the order moves.
             for (i, order) in orders.enumerated() where row[keys.count + i] != .null {
                 let match = SQL.joined(
