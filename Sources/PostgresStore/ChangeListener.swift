@@ -78,6 +78,9 @@ final class ChangeListener: Sendable {
                 isConnected.store(false, ordering: .relaxed)
                 do throws(ObjectGraphError) {
                     let made = try PostgresConnection(location, timeout: location.statementTimeout)
+                    // Named for its store's channel, so that `pg_stat_activity` tells which
+                    // sessions follow which store whatever statement they ran last.
+                    _ = try made.execute("SET application_name TO 'storefs listener \(location.channel)'")
                     var reason = location.followsByPolling ? "follow=poll" : ""
                     if reason.isEmpty && polledAfter == nil {
                         do throws(ObjectGraphError) {

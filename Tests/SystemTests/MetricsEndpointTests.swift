@@ -309,15 +309,15 @@ import Testing
         #expect((samples["storefs_postgres_connections"] ?? 0) >= 2, "a reader and the listener")
         #expect((samples["storefs_postgres_announcement_lag_seconds"] ?? -1) >= 0)
         #expect(samples["storefs_postgres_reconnects_total"] == 0)
-        // The server ends the listeners' sessions (this store's channel only: PostgresLocation's
-        // name for it, FNV-1a of the schema): the mount reconnects, counts it, and hears again.
+        // The server ends the listeners' sessions (this store's only: ChangeListener names them for
+        // the channel, PostgresLocation's FNV-1a of the schema): the mount reconnects, counts it, and hears again.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in schema.utf8 {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3
         }
         let ended = try server.psql(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'LISTEN \"storefs_\(String(hash, radix: 16))\"'"
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'storefs listener storefs_\(String(hash, radix: 16))'"
         )
         #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "both mounts' listeners: \(ended)")
         let heard = samples["storefs_postgres_announcements_total"] ?? 0

@@ -47,9 +47,9 @@ extension PostgresServer {
         try psql(sql).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Storefs's connections to this server (`application_name = 'storefs'`).
+    /// Storefs's connections to this server (`application_name` `storefs`, or `storefs listener …`).
     public func storefsConnections() throws -> Int {
-        Int(try value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefs'")) ?? -1
+        Int(try value("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'storefs%'")) ?? -1
     }
 
     /// Polls `condition` every 50 ms for up to `seconds`; throws naming `what` when it never holds.
