@@ -187,9 +187,10 @@ import Testing
                 let file = "\(mount.path)/\(relative)"
                 for _ in 0..<writers {
                     let process = Process()
-                    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                    // Bounded (timeout(1), 300 s), as every child process a test waits on.
+                    process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
                     process.arguments = [
-                        "-c",
+                        "300", "/bin/sh", "-c",
                         "i=0; while [ $i -lt \(rounds) ]; do flock \"$1\" sh -c 'v=$(cat \"$1\"); echo $((v + 1)) > \"$1\"' - \"$1\" || exit 1; i=$((i + 1)); done",
                         "-", file
                     ]
