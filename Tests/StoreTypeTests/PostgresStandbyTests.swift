@@ -230,6 +230,11 @@ import Testing
         let run = WriterRun()
         let writer = Thread {
             for key in Int64(10)..<70 {
+                // Keys 30–32 are saved while the kill lands, and the rest begin after it: the
+                // writer alone could finish before the kill (it did under CI), leaving no save to
+                // time the failover by.
+                if key == 30 { run.await { $0.killing.withLock { $0 } } }
+                if key == 33 { run.await { $0.killedAt.withLock { $0 } } }
                 let deadline = Date().addingTimeInterval(60)
                 while Date() < deadline {
                     // A save begun before the kill may have committed on the old primary.
@@ -248,6 +253,7 @@ import Testing
         }
         writer.start()
         try primary.wait("20 acknowledged inserts", seconds: 60) { run.acknowledged.withLock { $0.count } >= 20 }
+        run.killing.withLock { $0 = Date() }
         try primary.killAll()
         run.killedAt.withLock { $0 = Date() }
         try standby.promote()
@@ -336,8 +342,15 @@ import Testing
 final class WriterRun: Sendable {
     let acknowledged = Mutex<[Int64]>([])
     let errors = Mutex<[String]>([])
+    let killing = Mutex<Date?>(nil)
     let killedAt = Mutex<Date?>(nil)
     let firstAfter = Mutex<Date?>(nil)
+
+    /// Waits (up to two minutes, so a failed test still ends) until the moment is set.
+    func await(_ moment: (WriterRun) -> Date?) {
+        let deadline = Date().addingTimeInterval(120)
+        while moment(self) == nil && Date() < deadline { usleep(5_000) }
+    }
 }
 
 /// The answer a save on another thread got.
