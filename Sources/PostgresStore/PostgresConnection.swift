@@ -18,14 +18,15 @@ import RelationalCore
 ///
 /// Threading: not thread-safe; one thread uses it at a time (the pool hands it out).
 final class PostgresConnection {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Seconds a statement may take, send to last row.
     let timeout: Double
-    private(set) var isBroken = false
+    var isBroken = false
     /// Names the server in messages, without a password.
     let place: String
     /// Masks the password in libpq's connection messages.
-    private let location: PostgresLocation
+    let location: PostgresLocation
+    var schema: String { location.schema }
 
     /// Milliseconds a statement waits for a row another writer holds: the fsync or close waiting
     /// for the save waits behind it, so the wait is short; a save that times out fails with EIO
@@ -41,10 +42,12 @@ final class PostgresConnection {
     /// deadline of the call that needed the connection.
     static let connectLimit: Double = 10
 
-    /// Connects and prepares the session: the store's schema first on the search path, byte
-    /// values in hex, floats in their shortest exact form, and server-side bounds on statements
-    /// and locks. Every value storefs sends is a bound parameter, so no setting changes how a
-    /// statement's text is read.
+    /// Connects and prepares the session: UTF-8, UTC and standard strings for the session; the
+    /// store's schema first on the search path, byte values in hex, floats in their shortest exact
+    /// form, and server-side bounds on statements and locks for every transaction, sent with its
+    /// first statement (PostgresConnection+Settings.swift), so that a transaction-mode pooler
+    /// (pgbouncer) that gives each transaction another server connection changes nothing. Every
+    /// value storefs sends is a bound parameter, so no setting changes how a statement's text is read.
     ///
     /// The connection is made with libpq's non-blocking calls and waited for with poll(2), so
     /// it ends by `deadline` (or within ``connectLimit``), whatever the network or the server does.
@@ -59,19 +62,14 @@ final class PostgresConnection {
         handle = connection
         do throws(ObjectGraphError) {
             try connect(until: limit)
-            let milliseconds = Int(timeout * 1000)
-            // One statement, one round trip, every value bound.
-            let settings: [(String, String)] = [
-                ("search_path", SQL.identifier(location.schema)), ("standard_conforming_strings", "on"),
-                ("bytea_output", "hex"), ("extra_float_digits", "1"), ("client_encoding", "UTF8"),
-                ("statement_timeout", String(max(1000, milliseconds - 1000))),
-                ("lock_timeout", String(Self.lockTimeout)),
-                ("idle_in_transaction_session_timeout", String(Self.idleInTransactionTimeout)), ("TimeZone", "UTC")
-            ]
+            // Only the settings a transaction-mode pooler carries from one server connection to
+            // the next (pgbouncer re-sends these reported ones): the rest go with every transaction
+            // (PostgresConnection+Settings.swift).
+            let settings = Self.sessionSettings
             let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
             _ = try run(
                 "SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
-                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture))
+                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture), settingUp: true)
         } catch {
             // Fully initialized here: deinit finishes the connection.
             isBroken = true
@@ -120,10 +118,16 @@ final class PostgresConnection {
     }
 
     /// Sends `sql` with its parameters and collects its results; the last one is returned.
-    private func run(_ sql: String, _ parameters: [String?], deadline: Date) throws(ObjectGraphError)
-        -> PostgresResult
+    /// Outside a transaction block the transaction's settings go with it, in the same round trip.
+    private func run(_ sql: String, _ parameters: [String?], deadline: Date, settingUp: Bool = false)
+        throws(ObjectGraphError) -> PostgresResult
     {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
+        if !settingUp, let order = transactionSettingsOrder(for: sql) {
+            return try runPipelined(
+                order.map { $0 ? (sql, parameters) : transactionSettingsStatement }, deadline: deadline,
+                returning: order.firstIndex(of: true) ?? 0)
+        }
         let sent: Int32 = withParameters(parameters) { values in
             PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
@@ -162,7 +166,7 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready or the deadline passes; false when it passed (the
     /// connection is then broken: an answer may still be on its way and cannot be told apart).
-    private func wait(for events: Int16, until deadline: Date, what: String = "answer") throws(ObjectGraphError)
+    func wait(for events: Int16, until deadline: Date, what: String = "answer") throws(ObjectGraphError)
         -> Bool
     {
         let socket = PQsocket(handle)
@@ -236,7 +240,7 @@ final class PostgresConnection {
         return found
     }
 
-    private func brokenError() -> ObjectGraphError {
+    func brokenError() -> ObjectGraphError {
         isBroken = true
         return ObjectGraphError(
             .io,
@@ -250,7 +254,7 @@ final class PostgresConnection {
     }
 
     /// Calls `body` with the parameters as C strings (nil for NULL) that live for the call.
-    private func withParameters<T>(_ parameters: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+    func withParameters<T>(_ parameters: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
         guard !parameters.isEmpty else { return body(nil) }
         var storage: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { for pointer in storage { free(pointer) } }
