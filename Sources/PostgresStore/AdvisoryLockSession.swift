@@ -28,7 +28,7 @@ import Synchronization
 /// The connection must be a session of its own on the server: through a pooler in transaction
 /// mode a session lock would stay on a server connection other clients get (docs/POSTGRESQL.md).
 /// So it goes to the URL's `session=` where it names one, and a connection found to go through a
-/// pooler anyway (``PostgresConnection/isPooled()``) is refused: the lock fails with EIO, the log
+/// pooler anyway (``PostgresConnection/isPooled``) is refused: the lock fails with EIO, the log
 /// says why.
 ///
 /// Threading: every call holds ``connection``'s lock for its one round trip.
@@ -87,7 +87,7 @@ final class AdvisoryLockSession: Sendable {
                 let made = try PostgresConnection(location.forSession, timeout: location.statementTimeout)
                 // A lock taken through a transaction-mode pooler would stay on a server
                 // connection other clients get, and its unlock would go to another.
-                guard try !made.isPooled() else {
+                guard !made.isPooled else {
                     throw ObjectGraphError(
                         .unsupported,
                         "\(location): file locks need a server session of their own and this URL goes through a connection pooler: add session=URL (the server, or a session-mode pool) to the store's URL; the lock is refused"

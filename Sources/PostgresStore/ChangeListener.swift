@@ -84,7 +84,7 @@ final class ChangeListener: Sendable {
                     var reason = location.followsByPolling ? "follow=poll" : ""
                     // Behind a transaction-mode pooler LISTEN would be accepted on a server
                     // connection this one gives back at once: nothing would be heard.
-                    if reason.isEmpty && polledAfter == nil, try made.isPooled() {
+                    if reason.isEmpty && polledAfter == nil, made.isPooled {
                         reason =
                             "a connection pooler is between it and the server: LISTEN needs a session (session=URL)"
                     }

@@ -13,13 +13,15 @@ import RelationalCore
 /// stay on one server connection, where another client's transactions then run under it, and
 /// would be missing from the next one this client gets.
 ///
-/// So the settings are local to each transaction (`set_config(name, value, true)`, SET LOCAL):
+/// A connection that is a session of its own on the server (``PostgresConnection/isPooled`` false:
+/// no pooler, or a session-mode one) sets everything once, for the session, at connect time: no
+/// statement pays for settings. Behind a pooler the settings are local to each transaction (`set_config(name, value, true)`, SET LOCAL):
 /// sent in libpq's pipeline mode together with the statement that starts the transaction, in
 /// the same round trip: after `BEGIN` for a transaction block, before the statement for one
 /// outside a block (the statements before one Sync are one implicit transaction). A statement
 /// inside a block runs under what its BEGIN set. Only the reported settings that pgbouncer re-sends
 /// when it changes server connections (client_encoding, TimeZone, standard_conforming_strings)
-/// stay set for the session, once per connection.
+/// are set for the session, once per connection, pooled or not.
 extension PostgresConnection {
     /// Set once per connection; a transaction-mode pooler carries them (see above).
     static let sessionSettings: [(String, String)] = [
@@ -39,19 +41,20 @@ extension PostgresConnection {
         ]
     }
 
-    /// The statement that makes ``transactionSettings``, every value bound.
-    var transactionSettingsStatement: (String, [String?]) {
+    /// The statement that makes ``transactionSettings``, every value bound: for the transaction
+    /// (`local`) or, on a connection that is a session of its own, once for the session.
+    func transactionSettingsStatement(local: Bool = true) -> (String, [String?]) {
         let settings = transactionSettings
-        let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), true)" }
+        let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), \(local))" }
         return ("SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] })
     }
 
     /// Where the settings go around `sql` (true: the statement, false: the settings), or nil when
-    /// `sql` is sent alone: inside a transaction block, which its BEGIN already set, and for
+    /// `sql` is sent alone: on a session of its own (set at connect time), inside a transaction block, which its BEGIN already set, and for
     /// statements that cannot run in a transaction block (VACUUM; they name their tables with
     /// their schema).
     func transactionSettingsOrder(for sql: String) -> [Bool]? {
-        guard PQtransactionStatus(handle) == PQTRANS_IDLE else { return nil }
+        guard isPooled, PQtransactionStatus(handle) == PQTRANS_IDLE else { return nil }
         let head = sql.prefix(24).uppercased()
         if head.hasPrefix("VACUUM") { return nil }
         if head.hasPrefix("BEGIN") || head.hasPrefix("START TRANSACTION") { return [true, false] }

@@ -22,6 +22,10 @@ final class PostgresConnection {
     /// Seconds a statement may take, send to last row.
     let timeout: Double
     var isBroken = false
+    /// Whether the connection goes through a pooler rather than to a server session of its own:
+    /// a pooler answers the connection with a key of its own (libpq's PQbackendPID), not the
+    /// process id of the server process that runs its statements. Learnt at connect time.
+    private(set) var isPooled = false
     /// Names the server in messages, without a password.
     let place: String
     /// Masks the password in libpq's connection messages.
@@ -62,14 +66,21 @@ final class PostgresConnection {
         handle = connection
         do throws(ObjectGraphError) {
             try connect(until: limit)
-            // Only the settings a transaction-mode pooler carries from one server connection to
-            // the next (pgbouncer re-sends these reported ones): the rest go with every transaction
-            // (PostgresConnection+Settings.swift).
+            // First the settings a transaction-mode pooler carries from one server connection to
+            // the next (pgbouncer re-sends these reported ones), and whether there is one; then,
+            // on a session of its own, the rest for the session; behind a pooler they go with
+            // every transaction instead (PostgresConnection+Settings.swift).
+            let until = min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture)
             let settings = Self.sessionSettings
             let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
-            _ = try run(
-                "SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
-                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture), settingUp: true)
+            let answer = try run(
+                "SELECT pg_backend_pid(), " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
+                deadline: until, settingUp: true)
+            isPooled = answer.integer(0, 0) != Int64(serverProcess)
+            if !isPooled {
+                let (sql, parameters) = transactionSettingsStatement(local: false)
+                _ = try run(sql, parameters, deadline: until, settingUp: true)
+            }
         } catch {
             // Fully initialized here: deinit finishes the connection.
             isBroken = true
@@ -125,7 +136,7 @@ final class PostgresConnection {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
         if !settingUp, let order = transactionSettingsOrder(for: sql) {
             return try runPipelined(
-                order.map { $0 ? (sql, parameters) : transactionSettingsStatement }, deadline: deadline,
+                order.map { $0 ? (sql, parameters) : transactionSettingsStatement() }, deadline: deadline,
                 returning: order.firstIndex(of: true) ?? 0)
         }
         let sent: Int32 = withParameters(parameters) { values in

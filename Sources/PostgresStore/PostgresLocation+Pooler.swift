@@ -7,7 +7,7 @@ import ObjectGraph
 /// File locks (session advisory locks) and LISTEN belong to a server session and cannot go
 /// through it: storefs's parameter `session=URL` (percent-encoded, a PostgreSQL URL of the same
 /// database that reaches the server directly or through a session-mode pool) names where they
-/// go. Without it, a connection that finds itself behind a pooler (``PostgresConnection/isPooled()``)
+/// go. Without it, a connection that finds itself behind a pooler (``PostgresConnection/isPooled``)
 /// follows other mounts by reading the history, and file locks are refused (docs/POSTGRESQL.md,
 /// "Through a connection pooler").
 extension PostgresLocation {
@@ -38,15 +38,5 @@ extension PostgresLocation {
         var copy = self
         if let sessionConnectionURL { copy.connectionURL = sessionConnectionURL }
         return copy
-    }
-}
-
-extension PostgresConnection {
-    /// Whether this connection goes through a pooler rather than to a server session of its own:
-    /// a pooler answers the connection with a key of its own (libpq's PQbackendPID), which is not
-    /// the server process that runs its statements. One round trip.
-    func isPooled() throws(ObjectGraphError) -> Bool {
-        let server = try execute("SELECT pg_backend_pid()").integer(0, 0)
-        return server != Int64(serverProcess)
     }
 }
