@@ -299,6 +299,25 @@ import Testing
                 == "\(size - 1)|0")
     }
 
+    /// Writes past the end leave zeros between, writes inside replace what they cover: in an
+    /// attribute's buffer and in an editor's scratch file alike (both written in place).
+    @Test func writesAtOffsetsFillGapsWithZerosAndReplaceInside() throws {
+        let mount = try KernelMount(objects: 300)
+        let k = mount.kernel
+        for path in ["Employee/p20/firstName", "Employee/p20/.firstName.swp"] {
+            let file = try k.openFile(path, writing: true, truncating: true, creating: true)
+            try k.write(file, Data("abc".utf8), at: 0)
+            try k.write(file, Data("Z".utf8), at: 6)
+            try k.write(file, Data("XY".utf8), at: 1)
+            try k.write(file, Data("!\n".utf8), at: 7)
+            #expect(try k.read(file, at: 0, size: 100) == Data("aXY\0\0\0Z!\n".utf8), "\(path)")
+            try k.closeFile(file)
+        }
+        #expect(try mount.text("Employee/p20/firstName") == "aXY\0\0\0Z!\n")
+        #expect(mount.unmount().isEmpty)
+        #expect(try mount.stored("Employee", 20, "firstName") == .string("aXY\0\0\0Z!"))
+    }
+
     /// fsync says when a value cannot be saved (its object is invalid) and takes the value back;
     /// once the object is valid the same fsync saves.
     @Test func fsyncReportsAValueThatCannotBeSavedAndTakesItBack() throws {
