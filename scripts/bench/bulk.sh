@@ -17,6 +17,7 @@ objects=${1:-100000}
 copy_objects=${2:-1000}
 source "$(dirname "$0")/common.sh"
 need sqlite3 sqlite3
+need /usr/bin/time time
 bench_workspace 16m
 W=$WORK
 # common.sh's cleanup, and the two mounts of the cp -a part before it.
@@ -64,15 +65,21 @@ print(f"{time.monotonic() - t0:.3f}")
 os.unlink(sys.argv[2])
 EOF
 }
-row() {  # workload seconds reference-seconds [one-write-seconds]
+# The peak memory (max RSS, MiB) of the last `peak` command, or nothing.
+peak_file="$W/peak"
+peak() { /usr/bin/time -f %M -o "$peak_file" "$@"; }
+row() {  # workload seconds reference-seconds [one-write-seconds]; then the peak of the last `peak`, once
+  local kb=""
+  [ -s "$peak_file" ] && kb=$(tail -1 "$peak_file") && rm -f "$peak_file"
   python3 -c "
-w, s, r, o = '$1', $2, $3, '${4:-}'
+w, s, r, o, kb = '$1', $2, $3, '${4:-}', '$kb'
 extra = f'{s / float(o):10.2f}x' if o else f'{\"\":>11}'
-print(f'{w:34} {s:9.2f} {r:12.2f} {s / r:9.2f}x {extra}')"
+mib = f'{int(kb) / 1024:9.0f}' if kb.isdigit() else f'{\"\":>9}'
+print(f'{w:34} {s:9.2f} {r:12.2f} {s / r:9.2f}x {extra} {mib}')"
 }
 
-printf "%-34s %9s %12s %10s %11s\n" "workload" "storefs s" "sqlite3 s" "/sqlite3" "/one write"
-sample_s=$(timed "$STOREFS" sample --objects "$objects" "$W/S.sqlite")
+printf "%-34s %9s %12s %10s %11s %9s\n" "workload" "storefs s" "sqlite3 s" "/sqlite3" "/one write" "peak MiB"
+sample_s=$(timed peak "$STOREFS" sample --objects "$objects" "$W/S.sqlite")
 ref_s=$(dump_load "$W/S.sqlite")
 row "sample --objects $objects" "$sample_s" "$ref_s"
 for pair in sqlite:xml sqlite:binary xml:binary binary:xml xml:sqlite binary:sqlite; do
@@ -81,7 +88,7 @@ for pair in sqlite:xml sqlite:binary xml:binary binary:xml xml:sqlite binary:sql
   [ "$from" = sqlite ] || [ "$to" != sqlite ] || { mv "$W/S.sqlite" "$W/orig.sqlite"; }
   [ -e "$src" ] || { echo "missing $src" >&2; exit 1; }
   rm -f "$W/T.$to"
-  s=$(timed "$STOREFS" migrate "$src" "$W/T.$to")
+  s=$(timed peak "$STOREFS" migrate "$src" "$W/T.$to")
   if [ "$to" = sqlite ]; then
     row "migrate $from -> $to" "$s" "$ref_s"
     rm -f "$W"/T.sqlite*
@@ -102,18 +109,18 @@ if [ -x "$PGBIN/initdb" ]; then
   timeout 120 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w -t 60 \
     -o "-k $PG -p 5432 -c listen_addresses=''" start >/dev/null
   pg="postgresql:///postgres?host=$PG&port=5432&user=postgres&schema=bulk"
-  s=$(timed timeout 1800 "$STOREFS" migrate "$W/S.sqlite" "$pg")
+  s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.sqlite" "$pg")
   row "migrate sqlite -> postgresql" "$s" "$ref_s"
   for to in sqlite xml binary; do
     rm -f "$W"/T.*
-    s=$(timed timeout 1800 "$STOREFS" migrate "$pg" "$W/T.$to")
+    s=$(timed peak timeout 1800 "$STOREFS" migrate "$pg" "$W/T.$to")
     if [ "$to" = sqlite ]; then row "migrate postgresql -> $to" "$s" "$ref_s"
     else row "migrate postgresql -> $to" "$s" "$ref_s" "$(one_write "$W/T.$to")"; fi
     rm -f "$W"/T.*
   done
   for from in xml binary; do
     PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -h "$PG" -p 5432 -U postgres -d postgres -c "DROP SCHEMA bulk CASCADE" >/dev/null
-    s=$(timed timeout 1800 "$STOREFS" migrate "$W/S.$from" "$pg")
+    s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.$from" "$pg")
     row "migrate $from -> postgresql" "$s" "$ref_s"
   done
   timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w -t 60 stop >/dev/null
