@@ -234,6 +234,81 @@ import Testing
         try mount.unmount()
     }
 
+    /// What shows a value through the engine rather than its file sees the value kept in a file,
+    /// not its reference: the renderings beside the attribute (`data.json`), a query folder's
+    /// records (`.jsonl`), and the model's min/max length when it is set.
+    @Test func renderingsQueryRecordsAndLengthChecksSeeAValueKeptInAFile() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        // A binary property list of 300 KB (past the 128 KiB kept in the row).
+        let plist = mount.directory.appendingPathComponent("value.plist")
+        let made = try run(
+            "python3",
+            [
+                "-c",
+                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps({'title':'visible','blob':bytes(300000)},fmt=plistlib.FMT_BINARY))",
+                plist.path
+            ])
+        try #require(made.status == 0, "\(made.error)")
+        // The model with a length range on `data` (Core Data's min/max length of binary data).
+        let model = mount.directory.appendingPathComponent("Ranged.xcdatamodel")
+        try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
+        let contents = try String(contentsOfFile: Self.model + "/contents", encoding: .utf8).replacingOccurrences(
+            of: "allowsExternalBinaryDataStorage=\"YES\"",
+            with: "minValueString=\"200000\" maxValueString=\"1000000\" allowsExternalBinaryDataStorage=\"YES\"")
+        try contents.write(to: model.appendingPathComponent("contents"), atomically: true, encoding: .utf8)
+        try mount.mount(model: model.path)
+        let object = "\(mount.path)/Attachment/p4"
+        #expect(try run("cp", [plist.path, "\(object)/data"]).status == 0)
+        #expect(try sh("printf clip > \(object)/name").status == 0)
+        let rendered = try run("cat", ["\(object)/data.json"])
+        #expect(
+            rendered.status == 0 && rendered.output.contains("visible"),
+            "\(rendered.output.prefix(200)) \(rendered.error)")
+        let renderings = try run("getfattr", ["--only-values", "-n", "user.attribute.renderings", "\(object)/data"])
+        #expect(renderings.output.contains("json"), "\(renderings.output)")
+        #expect(try run("sync", [mount.path]).status == 0)
+        let line = try run("cat", ["\(mount.path)/.query/Attachment/name == 'clip'/.jsonl"])
+        let record = try #require(
+            try JSONSerialization.jsonObject(with: Data(line.output.utf8)) as? [String: Any],
+            "\(line.output.prefix(300))")
+        let shown = try #require((record["data"] as? String).flatMap { Data(base64Encoded: $0) }, "\(record.keys)")
+        #expect(shown == (try Data(contentsOf: plist)), "the record holds the value's bytes")
+        // Outside the model's 200,000...1,000,000 bytes: refused at close, the value unchanged.
+        let short = try sh("head -c 150000 /dev/zero > \(object)/data")
+        #expect(short.status != 0 && short.error.contains("Invalid argument"), "\(short.error)")
+        let long = try sh("head -c 2000000 /dev/zero > \(object)/data")
+        #expect(long.status != 0 && long.error.contains("Invalid argument"), "\(long.error)")
+        #expect(try run("cmp", [plist.path, "\(object)/data"]).status == 0, "the value is the last one accepted")
+        #expect(try sh("head -c 500000 /dev/zero > \(object)/data").status == 0, "within the range")
+        try mount.unmount()
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        #expect(
+            try run("stat", ["-c", "%s", Self.externalData(mount).appendingPathComponent(reference).path]).output
+                == "500000\n")
+    }
+
+    /// A read-only mount reads a value kept in a file from that file, a READ at a time, never
+    /// into memory: a (sparse) value of 1.25 GiB, past the 1 GiB read whole elsewhere, reads whole.
+    @Test func aValuePastOneGiBReadsOnAReadOnlyMount() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        let file = Self.externalData(mount).appendingPathComponent(reference)
+        let size = 1_342_177_280
+        #expect(try sh("truncate -s \(size - 3) \(file.path) && printf END >> \(file.path)").status == 0)
+        try mount.mount(options: ["ro"], model: Self.model)
+        let value = "\(mount.path)/Attachment/p4/data"
+        #expect(try run("stat", ["-c", "%s", value]).output == "\(size)\n")
+        #expect(try run("tail", ["-c", "3", value]).output == "END")
+        let server = try Self.serverPID(mount)
+        let before = try Self.peakMemory(server)
+        let compared = try run("timeout", ["300", "cmp", file.path, value])
+        #expect(compared.status == 0, "\(compared.output) \(compared.error)")
+        let growth = try Self.peakMemory(server) - before
+        #expect(growth < 128 * 1024, "the server's peak memory grew by \(growth) kB reading 1.25 GiB")
+    }
+
     /// The in-row limit is `max_value_size` (64 MiB by default, docs/SEMANTICS.md); set to 1 MiB
     /// here, as writing 64 MiB into a value held in memory takes minutes in a debug build.
     @Test func anInRowBinaryValuePastTheLimitIsEFBIG() throws {
