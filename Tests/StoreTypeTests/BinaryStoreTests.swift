@@ -170,7 +170,7 @@ import AtomicStore
         }
     }
 
-    @Test func largeGraphLoadsQuickly() throws {
+    @Test func aLargeGraphLoadsWhole() throws {
         let dir = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("big.binary")
@@ -182,7 +182,7 @@ import AtomicStore
             reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
         }
         try StoreFixtures.expectSameGraph(store, try #require(reopened))
-        // Debug build on a shared 2-core box: a generous bound that still catches quadratic loads.
-        #expect(elapsed < .seconds(10), "loading 20,000 objects took \(elapsed)")
+        // Speed is the benchmarks' to judge (scripts/bench/bulk.sh), never a timed assertion.
+        print("binary store: 20,000 objects loaded in \(elapsed)")
     }
 }
