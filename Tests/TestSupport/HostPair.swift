@@ -69,6 +69,17 @@ public final class HostPair: Sendable {
     /// Plugs it back in.
     public func restore() throws { try Self.ip(["-n", serverNamespace, "link", "set", serverLink, "up"]) }
 
+    /// Makes `address` (in the pair's /24) a machine that vanished, as the client sees it: the
+    /// client's neighbour table says it is there (a permanent entry for a hardware address nobody
+    /// has), so packets to it leave on the cable and are dropped at the far end without an answer,
+    /// as those to a dead host whose address the client still has cached. Connects to it wait.
+    public func vanish(_ address: String) throws {
+        try Self.ip([
+            "-n", clientNamespace, "neigh", "replace", address, "lladdr", "02:00:5e:10:00:99", "dev", clientLink,
+            "nud", "permanent"
+        ])
+    }
+
     /// Deletes both namespaces (and with them the veth pair). Processes still running in one
     /// keep it alive until they end; its name is gone at once.
     public func remove() {
