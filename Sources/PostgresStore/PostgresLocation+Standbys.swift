@@ -44,4 +44,17 @@ extension PostgresLocation {
         copy.connectionURL = components.string ?? connectionURL
         return copy
     }
+
+    /// This location as the file-lock connection uses it (AdvisoryLockSession.swift): on the
+    /// primary whatever the URL's `target_session_attrs` says, since advisory locks taken on a
+    /// standby are the standby's alone and would exclude nobody writing through the primary.
+    var forLocks: PostgresLocation {
+        var copy = self
+        guard namesSeveralHosts, var components = URLComponents(string: connectionURL) else { return copy }
+        var items = (components.queryItems ?? []).filter { $0.name != "target_session_attrs" }
+        items.append(URLQueryItem(name: "target_session_attrs", value: "read-write"))
+        components.queryItems = items
+        copy.connectionURL = components.string ?? connectionURL
+        return copy
+    }
 }
