@@ -18,25 +18,10 @@ source "$(dirname "$0")/common.sh"
 RUN_SECONDS=${1:-10}
 CLIENTS=${CLIENTS:-4}
 need python3 python3; need fusermount3 fuse3
-PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-[ -x "$PGBIN/initdb" ] && [ -x "$PGBIN/pgbench" ] || { echo "$NAME: PostgreSQL is not installed (scripts/setup installs it)" >&2; exit 1; }
-
 bench_workspace 16m
-PG="$WORK/pg"
-MOUNTS=()
-pg_cleanup() {
-  set +e
-  for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { timeout 120 "$STOREFS" unmount "$m" >/dev/null 2>&1 || fusermount3 -uz "$m"; }; done
-  [ -d "$PG/data" ] && timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m immediate stop >/dev/null 2>&1
-  cleanup
-}
-trap pg_cleanup EXIT
-chmod 755 "$WORK"
-mkdir -p "$PG" && chown postgres "$PG"
-timeout 120 runuser -u postgres -- "$PGBIN/initdb" -D "$PG/data" -A trust -U postgres -E UTF8 --locale=C >/dev/null
-timeout 120 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w -t 60 \
-  -o "-k $PG -p 5432 -c listen_addresses='' -c max_connections=200" start >/dev/null
-URL="postgresql:///postgres?host=$PG&port=5432&user=postgres&schema=cluster"
+bench_postgres
+[ -x "$PGBIN/pgbench" ] || { echo "$NAME: pgbench is missing ($PGBIN)" >&2; exit 1; }
+URL="$PG_URL_BASE&schema=cluster"
 ratio() { python3 -c "print('%.2f' % ($1 / $2) if $2 else 'n/a')"; }
 
 echo "pg-cluster.sh: $RUN_SECONDS s per phase, pgbench $CLIENTS clients, storefs $STOREFS, PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'), load $(cut -d' ' -f1-3 /proc/loadavg)"
