@@ -34,7 +34,23 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
     private let closed = Atomic<Bool>(false)
     /// What is waiting to be sent, oldest first. A drain job is queued whenever this goes from
     /// empty to not empty.
-    private let waiting = Mutex<[Notification]>([])
+    private let waiting = Mutex(Waiting())
+
+    /// The list, and the inodes and names an invalidation waiting in it already covers: asking
+    /// again for one not sent yet adds nothing, since it is sent after the change that asks
+    /// again. (A burst of changes to one object folder, as `cp -a` makes, asks for the folder's
+    /// inode a dozen times.) A preload or a deletion ends that: an invalidation asked after it
+    /// must follow it, so the sets start afresh.
+    private struct Waiting {
+        var list: [Notification] = []
+        var inodes: Set<InodeNumber> = []
+        var entries: Set<EntryName> = []
+    }
+
+    private struct EntryName: Hashable {
+        var parent: InodeNumber
+        var name: String
+    }
     /// Bytes of preloads queued and not sent yet; beyond ``preloadBacklogLimit`` new ones are
     /// dropped (a preload is only a hint; the files are read on demand instead).
     private let preloadBacklog = Atomic<Int>(0)
@@ -90,19 +106,28 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
     @discardableResult
     private func enqueue(_ notification: Notification) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }
-        let first = waiting.withLock { waiting in
-            waiting.append(notification)
-            return waiting.count == 1
+        let first = waiting.withLock { waiting -> Bool? in
+            switch notification {
+            case .inode(let inode):
+                guard waiting.inodes.insert(inode).inserted else { return nil }
+            case .entry(let parent, let name):
+                guard waiting.entries.insert(EntryName(parent: parent, name: name)).inserted else { return nil }
+            case .delete, .preload:
+                waiting.inodes = []
+                waiting.entries = []
+            }
+            waiting.list.append(notification)
+            return waiting.list.count == 1
         }
-        if first { queue.async { [self] in drain() } }
+        if first == true { queue.async { [self] in drain() } }
         return true
     }
 
     /// Sends what is waiting, in order. Runs on `queue`, so one drain at a time.
     private func drain() {
         let batch = waiting.withLock { waiting in
-            defer { waiting = [] }
-            return waiting
+            defer { waiting = Waiting() }
+            return waiting.list
         }
         for notification in batch {
             if !closed.load(ordering: .sequentiallyConsistent) { send(notification) }

@@ -53,7 +53,13 @@ final class FloorFileSystem: FileSystem {
     /// Nodes by inode number (index 0 unused, 1 the root): inode numbers are dense.
     private let nodes = Mutex<[Node?]>([])
 
-    init() {
+    /// Files opened with direct I/O, as storefs opens attribute files on a read-write mount
+    /// (`--direct-io`): the floor then pays what that costs (the kernel asks for
+    /// `security.capability` at every O_TRUNC open). Otherwise through the page cache.
+    let directIO: Bool
+
+    init(directIO: Bool = false) {
+        self.directIO = directIO
         let root = Node(attributes: FileAttributes(inode: .root, kind: .directory, permissions: 0o755, linkCount: 2))
         nodes.withLock { $0 = [nil, root] }
     }
@@ -154,7 +160,7 @@ final class FloorFileSystem: FileSystem {
             }
         }
         // As storefs opens files: only a writer's close sends FLUSH.
-        return OpenResult(keepCache: true, needsFlush: flags.isWriting)
+        return OpenResult(keepCache: !directIO, directIO: directIO, needsFlush: flags.isWriting)
     }
 
     /// As storefs opens directories: the kernel may keep listings and pages across opens.
@@ -261,7 +267,7 @@ final class FloorFileSystem: FileSystem {
     {
         (
             try make(name, in: parent, kind: .regularFile, permissions: permissions, context: context),
-            OpenResult(keepCache: true, needsFlush: flags.isWriting)
+            OpenResult(keepCache: !directIO, directIO: directIO, needsFlush: flags.isWriting)
         )
     }
 

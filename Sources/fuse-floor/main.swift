@@ -6,10 +6,11 @@ import FuseKit
 // Workloads run on it beside storefs show what any FUSE filesystem pays on this machine.
 //
 //   swift build -c release --product fuse-floor
-//   fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT &   # mounted once `mountpoint -q MOUNTPOINT`
+//   fuse-floor [--read-only] [--threads N] [--no-io-uring] [--direct-io] SOURCE MOUNTPOINT &   # mounted once `mountpoint -q MOUNTPOINT`
 //
 // Requests go through FUSE over io_uring when the kernel offers it, as storefs's do (FuseKit's
 // MountOptions.ioUring); --no-io-uring (or STOREFS_IO_URING=0) keeps them on /dev/fuse.
+// --direct-io opens files with direct I/O, as storefs opens attribute files on read-write mounts.
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("fuse-floor: \(message)\n".utf8))
@@ -20,11 +21,13 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 var readOnly = false
 var threads = MountOptions().maxThreads
 var ioUring = MountOptions.ioUringByDefault
+var directIO = false
 while let option = arguments.first, option.hasPrefix("--") {
     arguments.removeFirst()
     switch option {
     case "--read-only": readOnly = true
     case "--no-io-uring": ioUring = false
+    case "--direct-io": directIO = true
     case "--threads":
         guard let value = arguments.first.flatMap({ Int($0) }), (1...64).contains(value) else {
             fail("--threads needs 1 to 64")
@@ -35,7 +38,7 @@ while let option = arguments.first, option.hasPrefix("--") {
     }
 }
 guard arguments.count == 2 else {
-    fail("usage: fuse-floor [--read-only] [--threads N] [--no-io-uring] SOURCE MOUNTPOINT")
+    fail("usage: fuse-floor [--read-only] [--threads N] [--no-io-uring] [--direct-io] SOURCE MOUNTPOINT")
 }
 let (source, mountPoint) = (arguments[0], arguments[1])
 
@@ -87,7 +90,7 @@ extension FileAttributes {
     }
 }
 
-let fileSystem = FloorFileSystem()
+let fileSystem = FloorFileSystem(directIO: directIO)
 var top = stat()
 guard lstat(source, &top) == 0, top.st_mode & S_IFMT == S_IFDIR else { fail("\(source) is not a directory") }
 fileSystem.setRootAttributes(FileAttributes(top, kind: .directory, size: 0))

@@ -274,6 +274,50 @@ import Testing
         #expect(try mount.stored("Employee", 20, "lastName").map { ValueText.text(of: $0) + "\n" } == before)
     }
 
+    /// A value at the in-row limit (64 MiB), written as cp and cat write it (128 KiB at a time),
+    /// lands whole. Each write goes into the handle's buffer in place; when each write copied the
+    /// buffer (8 GiB copied for this value) it took minutes in a debug build.
+    @Test func aValueAtTheLimitWrittenPieceByPieceLandsWhole() throws {
+        let mount = try KernelMount(objects: 300)
+        let k = mount.kernel
+        let file = "Employee/p20/firstName"
+        let size = 64 << 20
+        let piece = 128 << 10
+        let opened = try k.openFile(file, writing: true, reading: false, truncating: true)
+        var chunk = Data(repeating: UInt8(ascii: "x"), count: piece)
+        for offset in stride(from: 0, to: size, by: piece) {
+            if offset + piece == size { chunk[chunk.count - 1] = UInt8(ascii: "\n") }
+            try k.write(opened, chunk, at: UInt64(offset))
+        }
+        try k.closeFile(opened)
+        #expect(mount.unmount().isEmpty)
+        // Every byte an x, the newline stripped (counted by sqlite3: a debug build's loop over 64 MiB
+        // would take longer than the writes).
+        #expect(
+            try mount.sqlite(
+                "select length(ZFIRSTNAME), length(replace(ZFIRSTNAME, 'x', '')) from ZPERSON where Z_PK = 20")
+                == "\(size - 1)|0")
+    }
+
+    /// Writes past the end leave zeros between, writes inside replace what they cover: in an
+    /// attribute's buffer and in an editor's scratch file alike (both written in place).
+    @Test func writesAtOffsetsFillGapsWithZerosAndReplaceInside() throws {
+        let mount = try KernelMount(objects: 300)
+        let k = mount.kernel
+        for path in ["Employee/p20/firstName", "Employee/p20/.firstName.swp"] {
+            let file = try k.openFile(path, writing: true, truncating: true, creating: true)
+            try k.write(file, Data("abc".utf8), at: 0)
+            try k.write(file, Data("Z".utf8), at: 6)
+            try k.write(file, Data("XY".utf8), at: 1)
+            try k.write(file, Data("!\n".utf8), at: 7)
+            #expect(try k.read(file, at: 0, size: 100) == Data("aXY\0\0\0Z!\n".utf8), "\(path)")
+            try k.closeFile(file)
+        }
+        #expect(try mount.text("Employee/p20/firstName") == "aXY\0\0\0Z!\n")
+        #expect(mount.unmount().isEmpty)
+        #expect(try mount.stored("Employee", 20, "firstName") == .string("aXY\0\0\0Z!"))
+    }
+
     /// fsync says when a value cannot be saved (its object is invalid) and takes the value back;
     /// once the object is valid the same fsync saves.
     @Test func fsyncReportsAValueThatCannotBeSavedAndTakesItBack() throws {

@@ -113,15 +113,22 @@ struct AttributeFile: NodeType {
         throws(FileSystemError) -> Int
     {
         let openFiles = mapping.session.openFiles
-        guard let file = openFiles.file(handle), file.node == node else { throw .badHandle }
-        if file.valueFile?.value != nil {
+        // Not `openFiles.file(handle)`: a copy of the buffer held here would make the write below
+        // copy it whole.
+        guard let target = openFiles.writeTarget(handle), target.node == node else { throw .badHandle }
+        if target.writesToValueFile {
             return try mapping.writeValueFile(data, at: offset, to: node, handle: handle)
         }
         // A write that continues a refused value is refused the same way.
-        if let rejection = file.rejection, offset != 0 { throw rejection }
-        let base = file.rejection != nil ? Data() : try content(of: node, handle: handle, in: mapping)
-        let updated = Mapping.splice(data, into: base, at: Int(offset))
-        if Int(offset) + data.count >= base.count {
+        if let rejection = target.rejection, offset != 0 { throw rejection }
+        // The first write starts the buffer from the stored text (nothing, after a refusal); later
+        // ones write into it in place.
+        var base: Data? = target.rejection != nil ? Data() : nil
+        if base == nil, !target.isBuffered { base = try content(of: node, handle: handle, in: mapping) }
+        guard let (sizeBefore, updated) = openFiles.write(handle, data, at: Int(offset), startingFrom: base) else {
+            throw .badHandle
+        }
+        if Int(offset) + data.count >= sizeBefore {
             // The write reaches the end of the text: what is there so far is judged now.
             do throws(FileSystemError) {
                 try checkWrittenText(updated, of: node, writtenFrom: Int(offset), in: mapping)
@@ -131,7 +138,6 @@ struct AttributeFile: NodeType {
             }
         }
         openFiles.update(handle) {
-            $0.buffer = updated
             $0.dirty = true
             $0.written = true
             $0.rejection = nil

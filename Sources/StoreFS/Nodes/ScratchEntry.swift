@@ -46,9 +46,7 @@ struct ScratchEntry: NodeType {
     func write(_ data: Data, at offset: UInt64, to node: Node, handle: FuseKit.FileHandle, in mapping: Mapping)
         throws(FileSystemError) -> Int
     {
-        let scratch = mapping.session.scratch
-        guard let file = scratch.file(node.serial), file.linkTarget == nil else { throw .invalid }
-        scratch.setContent(node.serial, Mapping.splice(data, into: file.content, at: Int(offset)))
+        guard mapping.session.scratch.write(node.serial, data, at: Int(offset)) else { throw .invalid }
         return data.count
     }
 

@@ -194,14 +194,17 @@ extension Mapping {
     // MARK: - Content
 
     /// `data` written into `content` at `offset`, the gap filled with zeros. The caller checked
-    /// that the result is within ``StoreFSConfiguration/maximumValueSize``.
-    static func splice(_ data: Data, into content: Data, at offset: Int) -> Data {
-        var result = content
-        if offset > result.count { result.append(Data(count: offset - result.count)) }
+    /// that the result is within ``StoreFSConfiguration/maximumValueSize``. In place: when
+    /// `content`'s storage is not shared, a write costs what it writes (appends grow the storage
+    /// geometrically), not a copy of everything before it.
+    static func splice(_ data: Data, into content: inout Data, at offset: Int) {
         let end = offset + data.count
-        if end > result.count { result.append(Data(count: end - result.count)) }
-        result.replaceSubrange(result.startIndex + offset..<result.startIndex + end, with: data)
-        return result
+        if offset == content.count {
+            content.append(data)
+            return
+        }
+        if end > content.count { content.append(Data(count: end - content.count)) }
+        content.replaceSubrange(content.startIndex + offset..<content.startIndex + end, with: data)
     }
 
     static func resize(_ content: Data, to size: Int) -> Data {

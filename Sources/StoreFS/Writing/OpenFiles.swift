@@ -92,6 +92,48 @@ final class OpenFiles: Sendable {
         }
     }
 
+    /// What a write through `handle` needs to know before it writes, without a copy of the
+    /// handle's buffer (a copy held across ``write(_:_:at:startingFrom:)`` would make it copy the
+    /// whole buffer).
+    struct WriteTarget {
+        var node: Node
+        var writesToValueFile: Bool
+        var rejection: FileSystemError?
+        var isBuffered: Bool
+    }
+
+    func writeTarget(_ handle: FuseKit.FileHandle) -> WriteTarget? {
+        state.withLock { state in
+            state.files[handle.rawValue].map {
+                WriteTarget(
+                    node: $0.node, writesToValueFile: $0.valueFile?.value != nil, rejection: $0.rejection,
+                    isBuffered: $0.buffer != nil)
+            }
+        }
+    }
+
+    /// Writes `data` at `offset` into the handle's buffer in place, the buffer started from
+    /// `base` when the handle has none (or is given one). The buffer's one reference is taken out
+    /// of the table while it is written, so a write costs what it writes, amortized, and a value
+    /// written 128 KiB at a time costs linear, not quadratic, time. Returns the buffer's size
+    /// before the write and its content after it (for the caller's checks), nil when the handle
+    /// is gone.
+    func write(_ handle: FuseKit.FileHandle, _ data: Data, at offset: Int, startingFrom base: Data?)
+        -> (sizeBefore: Int, content: Data)?
+    {
+        state.withLock { state in
+            guard var file = state.files[handle.rawValue] else { return nil }
+            var buffer = base ?? file.buffer ?? Data()
+            file.buffer = nil
+            state.files[handle.rawValue]?.buffer = nil
+            let sizeBefore = buffer.count
+            Mapping.splice(data, into: &buffer, at: offset)
+            file.buffer = buffer
+            state.files[handle.rawValue] = file
+            return (sizeBefore, buffer)
+        }
+    }
+
     func update(_ handle: FuseKit.FileHandle, _ change: (inout OpenFile) -> Void) {
         state.withLock { state in
             guard var file = state.files[handle.rawValue] else { return }

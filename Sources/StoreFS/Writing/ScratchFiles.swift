@@ -72,6 +72,22 @@ final class ScratchFiles: Sendable {
         }
     }
 
+    /// Writes `data` at `offset` into scratch file `serial` in place (a write costs what it writes,
+    /// not a copy of the file). False when there is no such file or it is a link.
+    func write(_ serial: UInt64, _ data: Data, at offset: Int) -> Bool {
+        state.withLock { state in
+            guard var file = state.files[serial], file.linkTarget == nil else { return false }
+            var content = file.content
+            file.content = Data()
+            state.files[serial]?.content = Data()
+            Mapping.splice(data, into: &content, at: offset)
+            file.content = content
+            file.modified = Date()
+            state.files[serial] = file
+            return true
+        }
+    }
+
     func rename(_ serial: UInt64, to name: String, in parent: Node) {
         state.withLock { state in
             guard let old = state.files[serial] else { return }
