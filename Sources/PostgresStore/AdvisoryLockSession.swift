@@ -27,6 +27,8 @@ import Synchronization
 ///
 /// The connection must be a session of its own on the server: through a pooler in transaction
 /// mode a session lock would stay on a server connection other clients get (docs/POSTGRESQL.md).
+/// With several hosts it is made on the primary, whatever the URL asks for (a standby's advisory
+/// locks are its own), and after a failover on the promoted standby.
 ///
 /// Threading: every call holds ``connection``'s lock for its one round trip.
 final class AdvisoryLockSession: Sendable {
@@ -43,8 +45,9 @@ final class AdvisoryLockSession: Sendable {
     }
     private let state = Mutex(State())
 
+    /// `location` as given to the store: the session is made on its primary (``PostgresLocation/forLocks``).
     init(location: PostgresLocation, logger: Logger) {
-        self.location = location
+        self.location = location.forLocks
         self.logger = logger
     }
 
