@@ -32,6 +32,55 @@ package enum AtomicFile {
     /// - Throws: ``ObjectGraphError/Code/io`` naming the path and the OS error; the old file is
     ///   left as it was and no temporary file remains.
     package static func write(_ data: Data, to url: URL) throws(ObjectGraphError) {
+        try write(to: url) { (sink) throws(ObjectGraphError) in try sink.write(data) }
+    }
+
+    /// Where a save writes the new file's bytes, piece by piece (``write(to:_:)``): a large store
+    /// is written as it is encoded, never held whole in memory.
+    package struct Sink {
+        fileprivate let fd: Int32
+        fileprivate let temp: String
+        fileprivate let path: String
+        /// Bytes written so far.
+        package private(set) var count = 0
+
+        /// Writes all of `bytes` to the temporary file (retrying short writes and EINTR).
+        package mutating func write(_ bytes: UnsafeRawBufferPointer) throws(ObjectGraphError) {
+            guard let base = bytes.baseAddress else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let n = Glibc.write(fd, base + offset, bytes.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw .writing("\(path): could not save the store (writing temporary file \(temp))", errno: errno)
+                }
+                offset += n
+            }
+            count += bytes.count
+        }
+
+        package mutating func write(_ bytes: [UInt8]) throws(ObjectGraphError) {
+            var failure: ObjectGraphError?
+            bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+                do throws(ObjectGraphError) { try write(buffer) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        }
+
+        package mutating func write(_ data: Data) throws(ObjectGraphError) {
+            var failure: ObjectGraphError?
+            data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+                do throws(ObjectGraphError) { try write(buffer) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        }
+    }
+
+    /// Replaces the file at `url` atomically with what `produce` writes to its sink. A failure of
+    /// `produce` or of any write leaves the old file as it was and no temporary file.
+    package static func write(to url: URL, _ produce: (inout Sink) throws(ObjectGraphError) -> Void)
+        throws(ObjectGraphError)
+    {
         let path = url.path
         let directory = url.deletingLastPathComponent().path
         let temp =
@@ -47,18 +96,8 @@ package enum AtomicFile {
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw fail("creating temporary file \(temp)", errno) }
         var failure: ObjectGraphError?
-        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = fail("writing temporary file \(temp)", errno)
-                    return
-                }
-                offset += n
-            }
-        }
+        var sink = Sink(fd: fd, temp: temp, path: path)
+        do throws(ObjectGraphError) { try produce(&sink) } catch { failure = error }
         if failure == nil, fsync(fd) != 0 { failure = fail("fsync of \(temp)", errno) }
         if close(fd) != 0, failure == nil { failure = fail("closing \(temp)", errno) }
         if failure == nil, rename(temp, path) != 0 { failure = fail("renaming \(temp) over the store", errno) }

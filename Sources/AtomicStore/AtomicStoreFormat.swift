@@ -11,6 +11,12 @@ package protocol AtomicStoreFormat: Sendable {
     /// The whole file for `graph`.
     func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data
 
+    /// Writes the file for `graph` to `sink` (what a save does); a format that can write as it
+    /// encodes does so, so that a save never holds the whole file in memory. By default the
+    /// bytes of ``encode(_:model:)``.
+    func write(_ graph: StoreGraph, model: ManagedObjectModel, to sink: inout AtomicFile.Sink)
+        throws(ObjectGraphError)
+
     /// Reads `data`, the file at `url`, with `model`, or with the model the file carries or
     /// implies when `model` is nil; returns the model used and the graph.
     func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
@@ -22,6 +28,12 @@ package protocol AtomicStoreFormat: Sendable {
 
 extension AtomicStoreFormat {
     package func newStoreMetadata(for model: ManagedObjectModel) -> [String: MetadataValue] { [:] }
+
+    package func write(_ graph: StoreGraph, model: ManagedObjectModel, to sink: inout AtomicFile.Sink)
+        throws(ObjectGraphError)
+    {
+        try sink.write(try encode(graph, model: model))
+    }
 
     /// Opens (or, when asked, creates) the store at `url`, as ``PersistentStoreType/open`` does.
     package func open(at url: URL, model: ManagedObjectModel?, options: StoreOptions, initialMetadata: StoreMetadata)
@@ -69,7 +81,9 @@ package struct AtomicFilePersistence<Format: AtomicStoreFormat>: GraphPersistenc
     let format: Format
 
     package func write(_ graph: StoreGraph) throws(ObjectGraphError) {
-        try AtomicFile.write(try format.encode(graph, model: model), to: url)
+        try AtomicFile.write(to: url) { (sink) throws(ObjectGraphError) in
+            try format.write(graph, model: model, to: &sink)
+        }
     }
 
     package func read() throws(ObjectGraphError) -> StoreGraph {

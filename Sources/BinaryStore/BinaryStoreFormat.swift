@@ -33,10 +33,22 @@ enum BinaryStoreFormat {
     static func encode(_ graph: StoreGraph, model: ManagedObjectModel, keepDanglingReferences: Bool = false)
         throws(ObjectGraphError) -> Data
     {
+        let (head, objects) = try encodeParts(graph, model: model, keepDanglingReferences: keepDanglingReferences)
+        var out = Data(capacity: head.count + objects.count)
+        out.append(contentsOf: head)
+        out.append(contentsOf: objects)
+        return out
+    }
+
+    /// The file in two parts: the header with the metadata, and the objects section. A save
+    /// writes both as they are (``BinaryStoreFile``), without joining them into one more copy.
+    static func encodeParts(_ graph: StoreGraph, model: ManagedObjectModel, keepDanglingReferences: Bool = false)
+        throws(ObjectGraphError) -> (head: [UInt8], objects: [UInt8])
+    {
         let metadataBytes = try encodeMetadata(graph.metadata)
         let objects = encodeObjects(graph, model: model, keepDangling: keepDanglingReferences)
         var out = [UInt8]()
-        out.reserveCapacity(headerSize + metadataBytes.count + objects.count)
+        out.reserveCapacity(headerSize + metadataBytes.count)
         out += magic
         appendLE(&out, UInt64(version), 2)
         appendLE(&out, 0, 2)
@@ -47,8 +59,7 @@ enum BinaryStoreFormat {
         appendLE(&out, 0, 4)
         appendLE(&out, UInt64(CRC32C.checksum(out)), 4)
         out += metadataBytes
-        out += objects
-        return Data(out)
+        return (out, objects)
     }
 
     static func encodeMetadata(_ metadata: StoreMetadata) throws(ObjectGraphError) -> [UInt8] {
@@ -306,37 +317,58 @@ enum BinaryStoreFormat {
             guard maxKey <= UInt64(Int64.max) else { throw r.corrupt("highest key \(maxKey) is invalid") }
             graph.maxKey[root] = Int64(maxKey)
         }
-        var refs: [(ObjectID, String, ObjectID)] = []
+        // Every reference is checked once all objects are loaded (a reference may name an object
+        // of a later block). Kept as plain numbers, the relationship by its place in
+        // `relationshipNames`: a name per reference was a retain and a release each.
+        var refs: [Reference] = []
+        var relationshipNames: [String] = []
+        var relationshipNumbers: [String: UInt32] = [:]
+        func relationshipNumber(_ name: String) -> UInt32 {
+            if let n = relationshipNumbers[name] { return n }
+            relationshipNames.append(name)
+            relationshipNumbers[name] = UInt32(relationshipNames.count - 1)
+            return UInt32(relationshipNames.count - 1)
+        }
+        var loaded = LoadedKeys(
+            model: model, highestKeys: graph.maxKey, budgetBytes: r.bytes.count + (1 << 20))
         let blockCount = try r.count()
         for _ in 0..<blockCount {
             let entityID = try entity(try r.count())
             let description = model[entityID]
-            var attributes: [AttributeDescription] = []
+            // Names and types only: a description per field would be copied (retained and
+            // released) for every value decoded.
+            var attributes: [String] = []
+            var types: [AttributeType] = []
             for _ in 0..<(try r.count()) {
                 let n = try lookup(try r.count())
                 guard let a = description.attribute(named: n), !a.isTransient else {
                     throw r.corrupt("entity \(description.name) has no stored attribute \(n)")
                 }
-                attributes.append(a)
+                attributes.append(a.name)
+                types.append(a.type)
             }
             var toOnes: [String] = []
+            var toOneNumbers: [UInt32] = []
             for _ in 0..<(try r.count()) {
                 let n = try lookup(try r.count())
                 guard let rel = description.relationship(named: n), !rel.isToMany else {
                     throw r.corrupt("entity \(description.name) has no to-one relationship \(n)")
                 }
                 toOnes.append(rel.name)
+                toOneNumbers.append(relationshipNumber(rel.name))
             }
             var toManys: [String] = []
+            var toManyNumbers: [UInt32] = []
             for _ in 0..<(try r.count()) {
                 let n = try lookup(try r.count())
                 guard let rel = description.relationship(named: n), rel.isToMany else {
                     throw r.corrupt("entity \(description.name) has no to-many relationship \(n)")
                 }
                 toManys.append(rel.name)
+                toManyNumbers.append(relationshipNumber(rel.name))
             }
             // Shared by every snapshot of the block; values go straight to their slots.
-            let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes.map(\.name))
+            let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes)
             let (toOneNames, toOneSlots) = PropertyNames.slotted(toOnes)
             let objectCount = try r.count()
             // An object takes at least its key, its version and a byte per property, and a to-many
@@ -357,8 +389,8 @@ enum BinaryStoreFormat {
                     objectID: id, version: try r.signed(), attributes: PropertyValues(layout: attributeNames),
                     toOne: PropertyValues(layout: toOneNames))
                 // By index: iterating the descriptions would copy each (a retain and release per field).
-                for i in attributes.indices {
-                    if let value = try r.value(for: attributes[i], in: description.name) {
+                for i in types.indices {
+                    if let value = try r.value(as: types[i], named: { "\(description.name).\(attributes[i])" }) {
                         snapshot.attributes.setValue(value, slot: attributeSlots[i])
                     }
                 }
@@ -368,23 +400,24 @@ enum BinaryStoreFormat {
                     if present == 1 {
                         let target = ObjectID(entity: try entity(try r.count()), key: try r.key())
                         snapshot.toOne.setValue(target, slot: toOneSlots[i])
-                        refs.append((id, toOnes[i], target))
+                        refs.append(Reference(source: id, relationship: toOneNumbers[i], target: target))
                     }
                 }
-                for name in toManys {
+                for i in toManys.indices {
                     let n = try r.count()
                     var list: [ObjectID] = []
                     list.reserveCapacity(n)
                     for _ in 0..<n {
                         let target = ObjectID(entity: try entity(try r.count()), key: try r.key())
                         list.append(target)
-                        refs.append((id, name, target))
+                        refs.append(Reference(source: id, relationship: toManyNumbers[i], target: target))
                     }
-                    graph.toMany[.init(source: id, relationship: name)] = list
+                    graph.toMany[.init(source: id, relationship: toManys[i])] = list
                 }
                 guard graph.load(snapshot, into: &run) else {
                     throw r.corrupt("\(description.name) \(id.key) appears twice (keys must be unique per root entity)")
                 }
+                loaded.insert(id)
             }
             graph.finishLoading(run)
         }
@@ -392,9 +425,9 @@ enum BinaryStoreFormat {
             throw r.corrupt("\(r.bytes.count - r.position) bytes follow the last object")
         }
         let exists = graph.existence(model: model)
-        for (source, name, target) in refs where !exists(target) {
+        for ref in refs where !loaded.contains(ref.target, else: exists) {
             throw r.corrupt(
-                "\(model[source.entity].name) \(source.key).\(name) refers to \(model[target.entity].name) \(target.key), which does not exist"
+                "\(model[ref.source.entity].name) \(ref.source.key).\(relationshipNames[Int(ref.relationship)]) refers to \(model[ref.target.entity].name) \(ref.target.key), which does not exist"
             )
         }
         return graph
@@ -471,11 +504,11 @@ enum BinaryStoreFormat {
             return s
         }
 
-        mutating func value(for a: AttributeDescription, in entity: String) throws(ObjectGraphError) -> AttributeValue?
-        {
+        /// The next value, of an attribute of `type`; `named` gives "Entity.attribute" for errors.
+        mutating func value(as type: AttributeType, named: () -> String) throws(ObjectGraphError) -> AttributeValue? {
             let tagByte = try byte()
             guard let tag = Tag(rawValue: tagByte) else {
-                throw corrupt("unknown value tag \(tagByte) for \(entity).\(a.name)")
+                throw corrupt("unknown value tag \(tagByte) for \(named())")
             }
             let value: AttributeValue
             switch tag {
@@ -484,7 +517,7 @@ enum BinaryStoreFormat {
             case .decimal:
                 let text = try string()
                 guard let d = DecimalConversion.decimal(text) else {
-                    throw corrupt("\(entity).\(a.name): \"\(text)\" is not a decimal")
+                    throw corrupt("\(named()): \"\(text)\" is not a decimal")
                 }
                 value = .decimal(d)
             case .double: value = .double(Double(bitPattern: try fixed(8)))
@@ -503,12 +536,12 @@ enum BinaryStoreFormat {
                             b[14], b[15]
                         )))
             }
-            guard value.matches(a.type) else {
+            guard value.matches(type) else {
                 throw corrupt(
-                    "\(entity).\(a.name) holds a value of tag \(tagByte), which does not fit type \(a.type.rawValue)")
+                    "\(named()) holds a value of tag \(tagByte), which does not fit type \(type.rawValue)")
             }
-            if case .integer(let v) = value, let range = a.type.integerRange, !range.contains(v) {
-                throw corrupt("\(entity).\(a.name) value \(v) is out of range for \(a.type.rawValue)")
+            if case .integer(let v) = value, let range = type.integerRange, !range.contains(v) {
+                throw corrupt("\(named()) value \(v) is out of range for \(type.rawValue)")
             }
             return value
         }

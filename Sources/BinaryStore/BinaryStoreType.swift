@@ -69,6 +69,15 @@ struct BinaryStoreFile: AtomicStoreFormat {
         try BinaryStoreFormat.encode(graph, model: model)
     }
 
+    /// The two parts as they are encoded: no copy of the whole file is made to write it.
+    func write(_ graph: StoreGraph, model: ManagedObjectModel, to sink: inout AtomicFile.Sink)
+        throws(ObjectGraphError)
+    {
+        let (head, objects) = try BinaryStoreFormat.encodeParts(graph, model: model)
+        try sink.write(head)
+        try sink.write(objects)
+    }
+
     func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
         throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph)
     {

@@ -29,7 +29,8 @@ import Synchronization
 /// mode a session lock would stay on a server connection other clients get (docs/POSTGRESQL.md).
 /// So it goes to the URL's `session=` where it names one, and a connection found to go through a
 /// pooler anyway (``PostgresConnection/isPooled``) is refused: the lock fails with EIO, the log
-/// says why.
+/// says why. With several hosts it is made on the primary, whatever the URL asks for (a standby's
+/// advisory locks are its own), and after a failover on the promoted standby.
 ///
 /// Threading: every call holds ``connection``'s lock for its one round trip.
 final class AdvisoryLockSession: Sendable {
@@ -46,8 +47,9 @@ final class AdvisoryLockSession: Sendable {
     }
     private let state = Mutex(State())
 
+    /// `location` as given to the store: the session is made on its primary (``PostgresLocation/forLocks``).
     init(location: PostgresLocation, logger: Logger) {
-        self.location = location
+        self.location = location.forLocks
         self.logger = logger
     }
 

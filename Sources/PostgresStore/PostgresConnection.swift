@@ -31,6 +31,9 @@ final class PostgresConnection {
     /// Masks the password in libpq's connection messages.
     let location: PostgresLocation
     var schema: String { location.schema }
+    /// How far this connection's server had replayed the primary's WAL when last asked
+    /// (StandbyReads.swift); `UInt64.max` on a server not in recovery.
+    var replayed: UInt64 = 0
 
     /// Milliseconds a statement waits for a row another writer holds: the fsync or close waiting
     /// for the save waits behind it, so the wait is short; a save that times out fails with EIO
@@ -60,12 +63,19 @@ final class PostgresConnection {
         self.place = location.description
         self.location = location
         let limit = min(deadline ?? .distantFuture, Date().addingTimeInterval(min(timeout, Self.connectLimit)))
-        guard let connection = PQconnectStart(location.connectionURL) else {
-            throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
+        // Several hosts: tried one by one, each with a deadline of its own (HostList.swift).
+        let hosts = HostList(location)
+        if let hosts {
+            handle = try hosts.connect(
+                until: limit, place: location.description, hidingPassword: location.hidingPassword)
+        } else {
+            guard let connection = PQconnectStart(location.connectionURL) else {
+                throw ObjectGraphError(.io, "\(location): libpq could not make a connection (out of memory)")
+            }
+            handle = connection
         }
-        handle = connection
         do throws(ObjectGraphError) {
-            try connect(until: limit)
+            if hosts == nil { try connect(until: limit) }
             // First the settings a transaction-mode pooler carries from one server connection to
             // the next (pgbouncer re-sends these reported ones), and whether there is one; then,
             // on a session of its own, the rest for the session; behind a pooler they go with
@@ -90,16 +100,45 @@ final class PostgresConnection {
 
     /// Drives libpq's connection to its end, waiting on its socket until `deadline`.
     private func connect(until deadline: Date) throws(ObjectGraphError) {
-        guard PQstatus(handle) != CONNECTION_BAD else { throw connectError() }
+        switch try Self.drive(handle, until: deadline) {
+        case .connected: return
+        case .failed: throw connectError()
+        case .timedOut:
+            isBroken = true
+            throw ObjectGraphError(
+                .io, "\(place): PostgreSQL did not accept a connection in time; it is tried again at the next request")
+        }
+    }
+
+    /// How a connect attempt ended.
+    enum ConnectOutcome { case connected, failed, timedOut }
+
+    /// Drives libpq's non-blocking connect of `handle` until it is made, fails, or `deadline`
+    /// passes; a query's budget stopping (its request interrupted) throws its error.
+    static func drive(_ handle: OpaquePointer, until deadline: Date) throws(ObjectGraphError) -> ConnectOutcome {
+        guard PQstatus(handle) != CONNECTION_BAD else { return .failed }
         var status = PGRES_POLLING_WRITING
         while true {
             switch status {
-            case PGRES_POLLING_OK: return
-            case PGRES_POLLING_FAILED: throw connectError()
+            case PGRES_POLLING_OK: return .connected
+            case PGRES_POLLING_FAILED: return .failed
             default: break
             }
+            // libpq may change sockets between polls (the next address of a host name).
+            let socket = PQsocket(handle)
+            guard socket >= 0 else { return .failed }
             let events = status == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
-            guard try wait(for: events, until: deadline, what: "connect") else { throw connectError() }
+            while true {
+                let remaining = deadline.timeIntervalSinceNow
+                guard remaining > 0 else { return .timedOut }
+                let budget = QueryBudget.current
+                if let budget, budget.shouldStop() { throw budget.error }
+                var descriptor = pollfd(fd: socket, events: events, revents: 0)
+                let slice = budget == nil ? 1 : budgetPollSeconds
+                let ready = poll(&descriptor, 1, Int32(min(remaining, slice) * 1000) + 1)
+                if ready > 0 { break }
+                if ready < 0 && errno != EINTR { return .failed }
+            }
             status = PQconnectPoll(handle)
         }
     }
@@ -177,7 +216,7 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready or the deadline passes; false when it passed (the
     /// connection is then broken: an answer may still be on its way and cannot be told apart).
-    func wait(for events: Int16, until deadline: Date, what: String = "answer") throws(ObjectGraphError)
+    func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError)
         -> Bool
     {
         let socket = PQsocket(handle)
@@ -188,9 +227,7 @@ final class PostgresConnection {
                 isBroken = true
                 throw ObjectGraphError(
                     .io,
-                    what == "connect"
-                        ? "\(place): PostgreSQL did not accept a connection in time; it is tried again at the next request"
-                        : "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
+                    "\(place): PostgreSQL did not answer within \(Int(timeout)) s; the connection is dropped and made again"
                 )
             }
             // A query's budget (ObjectGraph's QueryBudget: its time limit, or its request

@@ -35,11 +35,19 @@ extension PostgresLocation {
 
     /// This location with libpq told to prefer a standby: what the store's read connections and
     /// its history follower use when ``readsFromStandby``.
-    var forReads: PostgresLocation {
+    var forReads: PostgresLocation { readsFromStandby ? asking("prefer-standby") : self }
+
+    /// This location as the file-lock connection uses it (AdvisoryLockSession.swift): on the
+    /// primary whatever the URL's `target_session_attrs` says, since advisory locks taken on a
+    /// standby are the standby's alone and would exclude nobody writing through the primary.
+    var forLocks: PostgresLocation { namesSeveralHosts ? asking("read-write") : self }
+
+    /// This location with libpq's `target_session_attrs` set to `attributes`.
+    private func asking(_ attributes: String) -> PostgresLocation {
         var copy = self
-        guard readsFromStandby, var components = URLComponents(string: connectionURL) else { return copy }
+        guard var components = URLComponents(string: connectionURL) else { return copy }
         var items = (components.queryItems ?? []).filter { $0.name != "target_session_attrs" }
-        items.append(URLQueryItem(name: "target_session_attrs", value: "prefer-standby"))
+        items.append(URLQueryItem(name: "target_session_attrs", value: attributes))
         components.queryItems = items
         copy.connectionURL = components.string ?? connectionURL
         return copy

@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// After each commit the store notes the primary's WAL position (`pg_current_wal_lsn()`, at or
 /// past the commit's record); a read first asks its standby connection whether it has replayed
-/// that far (`pg_last_wal_replay_lsn()`), one short statement while a commit is awaited and
-/// none after. A standby that was promoted (no longer in recovery) has everything it will ever
+/// that far (`pg_last_wal_replay_lsn()`), one short statement per connection while a commit is
+/// awaited and none after: each connection remembers how far its own server had replayed. A standby that was promoted (no longer in recovery) has everything it will ever
 /// have, and is caught up.
 ///
 /// Threading: safe from any thread.
@@ -57,26 +57,42 @@ final class StandbyReads: Sendable {
     /// Runs `sql` on a standby connection when the standby has replayed this store's commits;
     /// returns nil when it has not (the caller reads from the primary).
     func read(_ sql: String, _ parameters: [String?], deadline: Date) throws(ObjectGraphError) -> PostgresResult? {
-        let pending = awaited.withLock { $0 }
-        if pending == .unknown {
+        if awaitsUnknownPosition {
             primaryReads.add(1, ordering: .relaxed)
             return nil
         }
         return try pool.withConnection(deadline: deadline) { (connection) throws(ObjectGraphError) -> PostgresResult? in
-            if case .position(let position) = pending {
-                let caughtUp = try connection.execute(
-                    "SELECT NOT pg_is_in_recovery() OR COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)",
-                    [Self.text(position)], deadline: deadline)
-                guard caughtUp.text(0, 0) == "t" else {
-                    primaryReads.add(1, ordering: .relaxed)
-                    return nil
-                }
-                // A later commit noted meanwhile stays awaited.
-                awaited.withLock { if $0 == pending { $0 = .nothing } }
-            }
-            standbyReads.add(1, ordering: .relaxed)
-            return try connection.execute(sql, parameters, deadline: deadline)
+            try read(sql, parameters, on: connection, deadline: deadline)
         }
+    }
+
+    /// Runs `sql` on `connection` when its server has replayed this store's commits, else nil.
+    ///
+    /// What a server has replayed is known per connection (``PostgresConnection/replayed``), never
+    /// for the store as a whole: read connections may sit on different standbys (one was down
+    /// when another connection was made), and one that has caught up says nothing of another.
+    func read(_ sql: String, _ parameters: [String?], on connection: PostgresConnection, deadline: Date)
+        throws(ObjectGraphError) -> PostgresResult?
+    {
+        let pending = awaited.withLock { $0 }
+        switch pending {
+        case .unknown:
+            primaryReads.add(1, ordering: .relaxed)
+            return nil
+        case .position(let position) where connection.replayed < position:
+            let answer = try connection.execute(
+                "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text", [], deadline: deadline)
+            // Not in recovery: a primary, or a standby promoted; it has every commit it will have.
+            let replayed = answer.text(0, 0) == "t" ? answer.text(0, 1).flatMap(Self.position) ?? 0 : UInt64.max
+            connection.replayed = max(connection.replayed, replayed)
+            guard connection.replayed >= position else {
+                primaryReads.add(1, ordering: .relaxed)
+                return nil
+            }
+        case .position, .nothing: break
+        }
+        standbyReads.add(1, ordering: .relaxed)
+        return try connection.execute(sql, parameters, deadline: deadline)
     }
 
     /// `X/Y` (two hexadecimal halves) as one number; nil for anything else.

@@ -13,7 +13,8 @@ import Synchronization
 /// connection that writes is opened at the first save, in the journal mode the file already has
 /// (a WAL store is written through a `DatabasePool`, a rollback-journal store through a
 /// `DatabaseQueue` that keeps its journal), so opening, mounting and reading never touch the file
-/// and a store stays in the mode its app chose.
+/// and a store stays in the mode its app chose. (One exception: opening for writing rolls back a
+/// hot journal a crashed writer left, ``HotJournal``, as any SQLite connection that may write does.)
 ///
 /// Threading: safe from many threads. WAL stores read through a read-only `DatabasePool` (readers
 /// run concurrently with the writer); rollback-journal stores through one read-only
@@ -142,7 +143,15 @@ public final class SQLiteStore: PersistentStore {
             try SchemaCreation.create(at: url, model: model, metadata: initialMetadata, logger: logger)
         }
         try FileCheck.check(url)
-        if !options.readOnly { try FileCheck.checkWritable(url) }
+        if !options.readOnly {
+            try FileCheck.checkWritable(url)
+            // Before the read-only connections open: they cannot roll back a hot journal.
+            do {
+                try HotJournal.rollBack(beside: url, configuration: Self.configuration(readOnly: false), logger: logger)
+            } catch {
+                throw Self.mapError(error, file: url.path)
+            }
+        }
         // Read-only: everything is read from a private copy; nothing beside the store is touched.
         let copy =
             options.readOnly && privateFile == nil

@@ -1,13 +1,18 @@
 import Foundation
 import ObjectGraph
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Changes a mount acknowledged and could not save, kept in a JSON file beside the store at
 /// unmount (`Company.sqlite.storefs-recovery-20261123-101500.json`) so that nothing acknowledged is
 /// lost: readable as it is, and applied again with `storefs recover STORE FILE` once what it
 /// names is fixed (docs/SEMANTICS.md describes the format).
 ///
-/// Values are in the text forms the mount shows (binary values in base64); objects are named
-/// `Entity/pN`, as folders are.
+/// Values are in the text forms the mount shows (binary values in base64, and a value the store
+/// keeps in a file, ``FileBackedValue``, as that file, linked into a folder beside the recovery
+/// file: `….storefs-recovery-DATE.values/NAME`); objects are named `Entity/pN`, as folders are.
 public struct RecoveryFile: Codable, Sendable {
     /// One object's change.
     public struct Change: Codable, Sendable {
@@ -24,11 +29,18 @@ public struct RecoveryFile: Codable, Sendable {
         /// To-many relationships' new contents.
         public var toMany: [String: [String]]
 
-        init(_ pending: PendingChange, model: ManagedObjectModel) {
+        /// `fileOf`: where a value kept in a file is now (``FileBackedValueStore/currentFile(of:)``).
+        init(_ pending: PendingChange, model: ManagedObjectModel, fileOf: (FileBackedValue) -> String? = { _ in nil }) {
             object = Self.name(pending.objectID, model)
             change = pending.kind.rawValue
             reason = pending.failure?.message
-            attributes = pending.attributes.mapValues { value in value.map(Value.init) }
+            attributes = pending.attributes.mapValues { value in
+                value.map { value in
+                    // Its reference means nothing to another process: the file's bytes are kept.
+                    if let kept = FileBackedValue(value), let path = fileOf(kept) { return Value(file: path) }
+                    return Value(value)
+                }
+            }
             toOne = pending.toOne.mapValues { id in id.map { Self.name($0, model) } }
             toMany = pending.toMany.mapValues { list in list.map { Self.name($0, model) } }
         }
@@ -39,10 +51,14 @@ public struct RecoveryFile: Codable, Sendable {
         }
     }
 
-    /// An attribute value: its text, or its bytes in base64 for binary attributes.
+    /// An attribute value: its text, or its bytes in base64 for binary attributes, or the path of
+    /// a file holding its bytes (a value the store kept in a file, too large for the JSON).
     public struct Value: Codable, Sendable, Equatable {
         public var text: String?
         public var base64: String?
+        public var file: String?
+
+        init(file: String) { self.file = file }
 
         package init(_ value: AttributeValue) {
             if case .data(let bytes) = value {
@@ -108,11 +124,11 @@ public struct RecoveryFile: Codable, Sendable {
     }
 
     /// Writes the file beside the store (or in the temporary folder when that folder cannot be
-    /// written, or for an in-memory store); returns where.
-    func write(besideStore store: URL?) throws -> URL {
+    /// written, or for an in-memory store); returns where, and the file as written. Values kept in
+    /// files are linked into the folder `NAME.values` beside it first (``keepValueFiles(in:)``).
+    func write(besideStore store: URL?) throws -> (url: URL, written: RecoveryFile) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(self)
         let stamp = written.prefix(19).replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
             .replacingOccurrences(of: "T", with: "-")
         let name = "\(store?.lastPathComponent ?? "memory").storefs-recovery-\(stamp).json"
@@ -122,16 +138,53 @@ public struct RecoveryFile: Codable, Sendable {
         var lastError: (any Error)?
         for url in candidates {
             do {
+                let kept = try keepValueFiles(in: url.deletingPathExtension().appendingPathExtension("values"))
                 // Never over another recovery file: created new, or not at all; and on the disk,
                 // name included, before the unmount says where it is.
-                try DurableFile.create(data, at: url)
-                return url
+                try DurableFile.create(try encoder.encode(kept), at: url)
+                return (url, kept)
             } catch {
                 lastError = error
             }
         }
         throw lastError ?? CocoaError(.fileWriteUnknown)
     }
+
+    /// This file with each value kept in a file linked into `folder` (made for it, only when there
+    /// are such values) and named there: a hard link, so no byte is copied and the value outlives
+    /// the temporary file it was written into (which the store may remove). A value whose file
+    /// cannot be linked there (another file system) is named where it is. Files and folder are
+    /// synced; the folder's entry is synced with the recovery file's.
+    private func keepValueFiles(in folder: URL) throws -> RecoveryFile {
+        var kept = self
+        var made = false
+        for c in kept.changes.indices {
+            for (name, value) in kept.changes[c].attributes {
+                guard let path = value?.file else { continue }
+                if !made {
+                    guard mkdir(folder.path, 0o700) == 0 else {
+                        throw ObjectGraphError.writing("cannot make \(folder.path)", errno: errno)
+                    }
+                    made = true
+                }
+                let link = folder.appendingPathComponent("\(c)-\(name)").path
+                var place = path
+                if Glibc.link(path, link) == 0 { place = link }
+                let fd = open(place, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw ObjectGraphError.writing("cannot open \(place)", errno: errno) }
+                let synced = fsync(fd)
+                let error = errno
+                close(fd)
+                guard synced == 0 else { throw ObjectGraphError.writing("syncing \(place)", errno: error) }
+                kept.changes[c].attributes[name] = .some(Value(file: place))
+            }
+        }
+        if made { DurableFile.syncFolder(folder) }
+        return kept
+    }
+
+    /// The paths of the files holding values kept in files, as this file names them.
+    var valueFiles: [String] { changes.flatMap { $0.attributes.values.compactMap { $0?.file } } }
 
     /// Reads a recovery file.
     public static func read(_ url: URL) throws -> RecoveryFile {
@@ -198,6 +251,10 @@ public struct RecoveryFile: Codable, Sendable {
                         try context.setValue(nil, of: name, for: id)
                         continue
                     }
+                    if let path = value.file {
+                        try context.setValue(try Self.valueKept(in: path, for: attribute, context), of: name, for: id)
+                        continue
+                    }
                     guard let content = value.content(for: attribute.type) else {
                         throw ObjectGraphError(.validation, "\(name): the value is neither text nor base64")
                     }
@@ -247,5 +304,38 @@ public struct RecoveryFile: Codable, Sendable {
             }
         }
         return outcome
+    }
+
+    /// A value the unmount kept in a file (`path`): written into a new file of the store, when the
+    /// store keeps this attribute's values in files (never held in memory), else read (mapped).
+    private static func valueKept(in path: String, for attribute: AttributeDescription, _ context: ObjectContext)
+        throws(ObjectGraphError) -> AttributeValue
+    {
+        let source = open(path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw ObjectGraphError.writing("cannot open \(path)", errno: errno) }
+        defer { close(source) }
+        guard let store = context.coordinator.store as? any FileBackedValueStore, !store.isReadOnly,
+            store.fileThreshold(for: attribute) != nil
+        else {
+            do {
+                return .data(try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped))
+            } catch {
+                throw ObjectGraphError(.io, "reading \(path): \(error)")
+            }
+        }
+        let (writing, value) = try store.newValueFile(for: attribute)
+        let target = open(writing, O_WRONLY | O_CLOEXEC)
+        guard target >= 0 else {
+            let error = errno
+            store.discardValueFile(value)
+            throw ObjectGraphError.writing("cannot open \(writing)", errno: error)
+        }
+        do {
+            try ValueFile(descriptor: target, value: nil).copy(from: source)
+        } catch {
+            store.discardValueFile(value)
+            throw ObjectGraphError(.io, "copying \(path) into \(writing): \(error)")
+        }
+        return .data(value.reference)
     }
 }

@@ -44,8 +44,9 @@ public final class StoreFileSystem: SavingFileSystem {
                 _ = mapping.invalidator.withLock { $0 }?.waitUntilSent(timeout: 2)
             }
         }
-        // Values in their own files are read from there, not into memory (ValueFiles.swift).
-        if !configuration.readOnly { mapping.fileBackedStore?.keepsValuesInFiles() }
+        // Values in their own files are read from there, not into memory (ValueFiles.swift), on
+        // read-only mounts too (no OPEN there: each READ is a pread of the file).
+        mapping.fileBackedStore?.keepsValuesInFiles()
         if startsHidden { mapping.hiddenEntities.withLock { $0 = Set(coordinator.model.entities.map(\.name)) } }
     }
 

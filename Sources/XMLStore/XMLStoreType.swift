@@ -47,6 +47,13 @@ struct XMLStoreFormat: AtomicStoreFormat {
         try XMLStoreWriter.encode(graph, model: model)
     }
 
+    /// Streamed: the text goes to the file as it is made (see ``XMLStoreWriter/chunkSize``).
+    func write(_ graph: StoreGraph, model: ManagedObjectModel, to sink: inout AtomicFile.Sink)
+        throws(ObjectGraphError)
+    {
+        try XMLStoreWriter.write(graph, model: model) { (chunk) throws(ObjectGraphError) in try sink.write(chunk) }
+    }
+
     func decode(_ data: consuming Data, of url: URL, model: ManagedObjectModel?, progress: LoadProgress?)
         throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph)
     {

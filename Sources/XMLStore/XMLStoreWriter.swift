@@ -17,7 +17,23 @@ enum XMLStoreWriter {
     /// The XML store version Core Data has written since 2006.
     static let formatVersion = "134481920"
 
+    /// The whole file for `graph`, in memory (``write(_:model:to:)`` is what a save uses).
     static func encode(_ graph: StoreGraph, model: ManagedObjectModel) throws(ObjectGraphError) -> Data {
+        var data = Data()
+        try write(graph, model: model) { (chunk) throws(ObjectGraphError) in data.append(contentsOf: chunk) }
+        return data
+    }
+
+    /// How much text the writer gathers before handing it on: large enough that a write costs
+    /// little per byte, small against a store's file (1.2 GB at a million objects).
+    static let chunkSize = 4 << 20
+
+    /// Writes the file for `graph` to `output` in pieces of about ``chunkSize`` bytes, in order,
+    /// so that writing a store holds one piece of its text at a time, not the whole file.
+    static func write(
+        _ graph: StoreGraph, model: ManagedObjectModel,
+        to output: (UnsafeRawBufferPointer) throws(ObjectGraphError) -> Void
+    ) throws(ObjectGraphError) {
         // Per-root maxima and whether keys collide across roots.
         var maxByRoot: [EntityID: Int64] = [:]
         var seen: Set<Int64> = []
@@ -116,8 +132,17 @@ enum XMLStoreWriter {
         let exists = graph.existence(model: model)
         var ordered = graph.snapshots.keys.map { (z: z($0), id: $0) }
         ordered.sort { $0.z < $1.z }
-        out.reserveCapacity(out.utf8.count + ordered.count * 1024)
+        func flush() throws(ObjectGraphError) {
+            var failure: ObjectGraphError?
+            out.withUTF8 { text in
+                do throws(ObjectGraphError) { try output(UnsafeRawBufferPointer(text)) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            out.removeAll(keepingCapacity: true)
+        }
+        out.reserveCapacity(Self.chunkSize + (64 << 10))
         for (number, id) in ordered {
+            if out.utf8.count >= Self.chunkSize { try flush() }
             guard let snapshot = graph.snapshots[id] else { continue }
             let entity = tags[id.entity.rawValue - 1]
             out += entity.open
@@ -147,7 +172,7 @@ enum XMLStoreWriter {
             out += "    </object>\n"
         }
         out += "</database>\n"
-        return Data(out.utf8)
+        try flush()
     }
 
     /// The metadata as an inline XML plist (`<plist version="1.0">…</plist>`).

@@ -136,14 +136,177 @@ import Testing
             "(head -c 1073741824 /dev/zero > \(mount.path)/Attachment/p4/data 2>/dev/null &) ; "
                 + "head -c 500000 /dev/zero > \(mount.path)/Attachment/p3/data; sleep 1; kill -9 \(server)")
         #expect(writing.status == 0, "\(writing.error)")
-        for _ in 0..<100 where kill(server, 0) == 0 { Thread.sleep(forTimeInterval: 0.1) }
+        // A killed process holds its files (and SQLite's locks) until its last thread is out of
+        // the kernel (an fsync under load can take seconds): only then is it gone.
+        for _ in 0..<600 where kill(server, 0) == 0 { Thread.sleep(forTimeInterval: 0.1) }
+        try #require(kill(server, 0) != 0, "the killed server \(server) is gone within 60 s")
         _ = try run("fusermount3", ["-u", "-z", mount.path])
-        #expect(try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4") == reference)
-        let kept = Self.externalData(mount).appendingPathComponent(reference)
-        #expect(try run("cmp", [original.path, kept.path]).status == 0, "the old value's file is intact")
+        // The kill may land in p3's commit and leave a hot journal (the fixture is a
+        // rollback-journal store): the remount rolls it back (HotJournal) and shows the old value.
         try mount.mount(model: Self.model)
         #expect(try run("cmp", [original.path, "\(mount.path)/Attachment/p4/data"]).status == 0)
         try mount.unmount()
+        #expect(try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4") == reference)
+        let kept = Self.externalData(mount).appendingPathComponent(reference)
+        #expect(try run("cmp", [original.path, kept.path]).status == 0, "the old value's file is intact")
+    }
+
+    /// A writer killed in the middle of a transaction (an app, or a storefs server, during a
+    /// commit) leaves a hot rollback journal; SQLite's read-only connections refuse such a file
+    /// (SQLITE_READONLY_ROLLBACK, 776). A read-write mount rolls it back first and shows the last
+    /// commit.
+    @Test func aJournalLeftByAKilledWriterIsRolledBackAtMount() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let before = try Self.sqlite(mount.store, "SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 1")
+        // sqlite3 changes p1's value and enough pages to spill into the store, then is killed.
+        let crash = try sh(
+            "printf \"PRAGMA cache_size=1;\\nBEGIN;\\nUPDATE ZATTACHMENT SET ZDATA = X'01414243';\\n"
+                + "CREATE TABLE filler(x);\\nINSERT INTO filler SELECT randomblob(1000) FROM generate_series(1,300);\\n"
+                + ".shell kill -9 \\$PPID\\n\" | sqlite3 \(mount.store.path)")
+        #expect(crash.status != 0, "sqlite3 was killed mid-transaction")
+        let journal = mount.store.path + "-journal"
+        let refused = try run("sqlite3", ["-batch", "-readonly", mount.store.path, "SELECT count(*) FROM ZATTACHMENT"])
+        try #require(refused.status != 0, "the journal is hot: a read-only connection refuses the store")
+        try mount.mount(model: Self.model)
+        let original = Self.fixture.appendingPathComponent(
+            ".Attachments_SUPPORT/_EXTERNAL_DATA/9F4E2D1C-0B3A-4E5F-8A7B-6C5D4E3F2A10")
+        #expect(try run("cmp", [original.path, "\(mount.path)/Attachment/p4/data"]).status == 0)
+        #expect(try run("ls", ["\(mount.path)/Attachment"]).status == 0)
+        #expect(mount.logText.contains("rolled back the journal"), "\(mount.logText)")
+        #expect(!FileManager.default.fileExists(atPath: journal), "the journal is gone")
+        try mount.unmount()
+        #expect(try Self.sqlite(mount.store, "SELECT hex(ZDATA) FROM ZATTACHMENT WHERE Z_PK = 1") == before)
+        #expect(try Self.sqlite(mount.store, "SELECT count(*) FROM sqlite_master WHERE name = 'filler'") == "0")
+    }
+
+    /// A value kept in a file that the unmount cannot save (another process holds the store's
+    /// write lock throughout) goes to the recovery file as its bytes: the file, linked beside the
+    /// recovery file, not the process's reference; `storefs recover` then sets exactly those bytes.
+    @Test func aValueKeptInAFileThatCannotBeSavedIsInTheRecoveryFile() throws {
+        let mount = try Self.store()
+        var holder: Int32 = 0
+        defer {
+            if holder > 0 {
+                _ = try? run("pkill", ["-KILL", "-P", "\(holder)"])
+                kill(holder, SIGKILL)
+            }
+            _ = try? run("fusermount3", ["-u", "-z", mount.path])
+            try? FileManager.default.removeItem(at: mount.directory)
+        }
+        let source = mount.directory.appendingPathComponent("video")
+        #expect(try sh("head -c 3000000 /dev/urandom > \(source.path)").status == 0)
+        try mount.mount(model: Self.model)
+        #expect(try run("ls", ["\(mount.path)/Attachment/p4"]).status == 0)
+        // sqlite3 takes the store's write lock (RESERVED: readers go on) and keeps it.
+        let script = mount.directory.appendingPathComponent("hold.sql")
+        try Data("BEGIN IMMEDIATE;\n.shell sleep 120\n".utf8).write(to: script)
+        let started = try sh("sqlite3 \(mount.store.path) < \(script.path) > /dev/null 2>&1 & echo $!")
+        holder = try #require(Int32(started.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try run("cp", [source.path, "\(mount.path)/Attachment/p4/data"]).status == 0)
+        let status = try mount.unmountReportingStatus()
+        #expect(status.status == 75, "the unmount could not save: \(status.status) \(status.error)")
+        _ = try run("pkill", ["-KILL", "-P", "\(holder)"])
+        kill(holder, SIGKILL)
+        holder = 0
+        let file = try #require(mount.recoveryFiles.first, "no recovery file: \(status.error)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        let changes = try #require(json["changes"] as? [[String: Any]])
+        let change = try #require(changes.first { $0["object"] as? String == "Attachment/p4" }, "\(changes)")
+        let data = try #require((change["attributes"] as? [String: Any])?["data"] as? [String: Any], "\(change)")
+        let kept = try #require(data["file"] as? String, "the value is named by its file: \(data)")
+        #expect(data["base64"] == nil)
+        #expect(
+            kept.hasPrefix(file.deletingPathExtension().path + ".values/"), "kept beside the recovery file: \(kept)")
+        #expect(try run("cmp", [source.path, kept]).status == 0, "the kept file holds the value's bytes")
+        let leftover = try FileManager.default.contentsOfDirectory(atPath: Self.externalData(mount).path)
+        #expect(!leftover.contains { $0.hasSuffix(".storefs-tmp") }, "no temporary file left: \(leftover)")
+        let recover = try run(try storefsBinary(), ["recover", mount.store.path, file.path, "--model", Self.model])
+        #expect(recover.status == 0, "\(recover.output) \(recover.error)")
+        let reference = try Self.sqlite(
+            mount.store, "SELECT hex(substr(ZDATA, 1, 1)) || substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        #expect(reference.hasPrefix("02"), "the row names an external file: \(reference)")
+        let stored = Self.externalData(mount).appendingPathComponent(String(reference.dropFirst(2)))
+        #expect(try run("cmp", [source.path, stored.path]).status == 0, "the recovered value is the bytes written")
+        try mount.mount(model: Self.model)
+        #expect(try run("cmp", [source.path, "\(mount.path)/Attachment/p4/data"]).status == 0)
+        try mount.unmount()
+    }
+
+    /// What shows a value through the engine rather than its file sees the value kept in a file,
+    /// not its reference: the renderings beside the attribute (`data.json`), a query folder's
+    /// records (`.jsonl`), and the model's min/max length when it is set.
+    @Test func renderingsQueryRecordsAndLengthChecksSeeAValueKeptInAFile() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        // A binary property list of 300 KB (past the 128 KiB kept in the row).
+        let plist = mount.directory.appendingPathComponent("value.plist")
+        let made = try run(
+            "python3",
+            [
+                "-c",
+                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps({'title':'visible','blob':bytes(300000)},fmt=plistlib.FMT_BINARY))",
+                plist.path
+            ])
+        try #require(made.status == 0, "\(made.error)")
+        // The model with a length range on `data` (Core Data's min/max length of binary data).
+        let model = mount.directory.appendingPathComponent("Ranged.xcdatamodel")
+        try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
+        let contents = try String(contentsOfFile: Self.model + "/contents", encoding: .utf8).replacingOccurrences(
+            of: "allowsExternalBinaryDataStorage=\"YES\"",
+            with: "minValueString=\"200000\" maxValueString=\"1000000\" allowsExternalBinaryDataStorage=\"YES\"")
+        try contents.write(to: model.appendingPathComponent("contents"), atomically: true, encoding: .utf8)
+        try mount.mount(model: model.path)
+        let object = "\(mount.path)/Attachment/p4"
+        #expect(try run("cp", [plist.path, "\(object)/data"]).status == 0)
+        #expect(try sh("printf clip > \(object)/name").status == 0)
+        let rendered = try run("cat", ["\(object)/data.json"])
+        #expect(
+            rendered.status == 0 && rendered.output.contains("visible"),
+            "\(rendered.output.prefix(200)) \(rendered.error)")
+        let renderings = try run("getfattr", ["--only-values", "-n", "user.attribute.renderings", "\(object)/data"])
+        #expect(renderings.output.contains("json"), "\(renderings.output)")
+        #expect(try run("sync", [mount.path]).status == 0)
+        let line = try run("cat", ["\(mount.path)/.query/Attachment/name == 'clip'/.jsonl"])
+        let record = try #require(
+            try JSONSerialization.jsonObject(with: Data(line.output.utf8)) as? [String: Any],
+            "\(line.output.prefix(300))")
+        let shown = try #require((record["data"] as? String).flatMap { Data(base64Encoded: $0) }, "\(record.keys)")
+        #expect(shown == (try Data(contentsOf: plist)), "the record holds the value's bytes")
+        // Outside the model's 200,000...1,000,000 bytes: refused at close, the value unchanged.
+        let short = try sh("head -c 150000 /dev/zero > \(object)/data")
+        #expect(short.status != 0 && short.error.contains("Invalid argument"), "\(short.error)")
+        let long = try sh("head -c 2000000 /dev/zero > \(object)/data")
+        #expect(long.status != 0 && long.error.contains("Invalid argument"), "\(long.error)")
+        #expect(try run("cmp", [plist.path, "\(object)/data"]).status == 0, "the value is the last one accepted")
+        #expect(try sh("head -c 500000 /dev/zero > \(object)/data").status == 0, "within the range")
+        try mount.unmount()
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        #expect(
+            try run("stat", ["-c", "%s", Self.externalData(mount).appendingPathComponent(reference).path]).output
+                == "500000\n")
+    }
+
+    /// A read-only mount reads a value kept in a file from that file, a READ at a time, never
+    /// into memory: a (sparse) value of 1.25 GiB, past the 1 GiB read whole elsewhere, reads whole.
+    @Test func aValuePastOneGiBReadsOnAReadOnlyMount() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        let file = Self.externalData(mount).appendingPathComponent(reference)
+        let size = 1_342_177_280
+        #expect(try sh("truncate -s \(size - 3) \(file.path) && printf END >> \(file.path)").status == 0)
+        try mount.mount(options: ["ro"], model: Self.model)
+        let value = "\(mount.path)/Attachment/p4/data"
+        #expect(try run("stat", ["-c", "%s", value]).output == "\(size)\n")
+        #expect(try run("tail", ["-c", "3", value]).output == "END")
+        let server = try Self.serverPID(mount)
+        let before = try Self.peakMemory(server)
+        let compared = try run("timeout", ["300", "cmp", file.path, value])
+        #expect(compared.status == 0, "\(compared.output) \(compared.error)")
+        let growth = try Self.peakMemory(server) - before
+        #expect(growth < 128 * 1024, "the server's peak memory grew by \(growth) kB reading 1.25 GiB")
     }
 
     /// The in-row limit is `max_value_size` (64 MiB by default, docs/SEMANTICS.md); set to 1 MiB

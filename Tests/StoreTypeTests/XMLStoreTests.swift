@@ -26,6 +26,32 @@ import Testing
         try AtomicStoreScenarios.readOnlyAndConflict(type)
     }
 
+    /// A save writes the file as it encodes it, a piece of about `chunkSize` bytes at a time
+    /// (never the whole text in memory): a store of several pieces reads back as it was saved,
+    /// and the pieces are the file, in order.
+    @Test func aStoreOfSeveralChunksIsWrittenInPiecesAndReadsBack() throws {
+        let dir = try StoreFixtures.tempDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("big.xml")
+        let store = try AtomicStoreScenarios.create(type, at: url)
+        try StoreFixtures.copyGraph(from: try StoreFixtures.sampleStore(objects: 8_000), to: store)
+        let file = try Data(contentsOf: url)
+        #expect(file.count > 2 * XMLStoreWriter.chunkSize, "the store is \(file.count) bytes")
+        let reopened = try type.open(at: url, model: nil, options: StoreOptions(), initialMetadata: StoreMetadata())
+        try StoreFixtures.expectSameGraph(store, reopened)
+
+        let (model, graph) = try XMLStoreFormat().decode(file, of: url, model: nil, progress: nil)
+        var pieces: [Int] = []
+        var joined = Data()
+        try XMLStoreWriter.write(graph, model: model) { (piece) throws(ObjectGraphError) in
+            pieces.append(piece.count)
+            joined.append(contentsOf: piece)
+        }
+        #expect(pieces.count >= 3)
+        #expect(pieces.dropLast().allSatisfy { $0 >= XMLStoreWriter.chunkSize && $0 < 2 * XMLStoreWriter.chunkSize })
+        #expect(joined == file)
+    }
+
     @Test func fileLooksLikeCoreDataXML() throws {
         let text = String(decoding: try AtomicStoreScenarios.smallStoreBytes(type), as: UTF8.self)
         #expect(

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -24,6 +25,9 @@ public final class HostPair: Sendable {
     /// The veth ends, as seen inside each namespace (at most 15 characters: IFNAMSIZ).
     private let serverLink: String
     private let clientLink: String
+
+    /// Client hosts added by ``addClient()``: their namespaces.
+    private let otherClients = Mutex<[String]>([])
 
     private static let prefix = "sfs"
 
@@ -69,10 +73,44 @@ public final class HostPair: Sendable {
     /// Plugs it back in.
     public func restore() throws { try Self.ip(["-n", serverNamespace, "link", "set", serverLink, "up"]) }
 
+    /// Another client host, on a cable of its own to the server (`10.35.N.2`, the server's end
+    /// `10.35.N.1`, N from 1), routed to ``serverAddress`` through the server: a second machine
+    /// reaching the same server. Returns its namespace and address; ``remove()`` deletes it.
+    public func addClient() throws -> (namespace: String, address: String) {
+        let number = otherClients.withLock { $0.count } + 1
+        let namespace = "\(serverNamespace.dropLast("-server".count))-client\(number)x"
+        let short = String(UUID().uuidString.prefix(7).lowercased())
+        let (serverEnd, clientEnd) = ("vs\(short)\(number)", "vc\(short)\(number)")
+        let (serverSide, clientSide) = ("10.35.\(number).1", "10.35.\(number).2")
+        try Self.ip(["netns", "add", namespace])
+        otherClients.withLock { $0.append(namespace) }
+        try Self.ip(["link", "add", serverEnd, "type", "veth", "peer", "name", clientEnd])
+        try Self.ip(["link", "set", serverEnd, "netns", serverNamespace])
+        try Self.ip(["link", "set", clientEnd, "netns", namespace])
+        try Self.ip(["-n", serverNamespace, "addr", "add", "\(serverSide)/24", "dev", serverEnd])
+        try Self.ip(["-n", serverNamespace, "link", "set", serverEnd, "up"])
+        try Self.ip(["-n", namespace, "link", "set", "lo", "up"])
+        try Self.ip(["-n", namespace, "addr", "add", "\(clientSide)/24", "dev", clientEnd])
+        try Self.ip(["-n", namespace, "link", "set", clientEnd, "up"])
+        try Self.ip(["-n", namespace, "route", "add", "\(serverAddress)/32", "via", serverSide])
+        return (namespace, clientSide)
+    }
+
+    /// Makes `address` (in the pair's /24) a machine that vanished, as the client sees it: the
+    /// client's neighbour table says it is there (a permanent entry for a hardware address nobody
+    /// has), so packets to it leave on the cable and are dropped at the far end without an answer,
+    /// as those to a dead host whose address the client still has cached. Connects to it wait.
+    public func vanish(_ address: String) throws {
+        try Self.ip([
+            "-n", clientNamespace, "neigh", "replace", address, "lladdr", "02:00:5e:10:00:99", "dev", clientLink,
+            "nud", "permanent"
+        ])
+    }
+
     /// Deletes both namespaces (and with them the veth pair). Processes still running in one
     /// keep it alive until they end; its name is gone at once.
     public func remove() {
-        for namespace in [serverNamespace, clientNamespace] {
+        for namespace in [serverNamespace, clientNamespace] + otherClients.withLock({ $0 }) {
             _ = try? runTool("timeout", ["30", "ip", "netns", "delete", namespace], timeout: 60)
         }
     }
@@ -91,7 +129,7 @@ public final class HostPair: Sendable {
         guard let listed = try? runTool("timeout", ["30", "ip", "netns", "list"], timeout: 60) else { return }
         for line in listed.output.split(separator: "\n") {
             guard let name = line.split(separator: " ").first, name.hasPrefix(prefix),
-                name.hasSuffix("-server") || name.hasSuffix("-client")
+                name.hasSuffix("-server") || name.hasSuffix("-client") || name.hasSuffix("x")
             else { continue }
             let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
             guard let pid = pid_t(pidText), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else {

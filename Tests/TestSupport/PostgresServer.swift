@@ -106,6 +106,16 @@ public final class PostgresServer: Sendable {
         host.map { URL(string: "postgresql://postgres@\($0.serverAddress):5432/postgres?schema=\(schema)")! }
     }
 
+    /// Lets a client at `address` connect without a password too (another client host of
+    /// ``host``: ``HostPair/addClient()``), and reloads the server's rules.
+    public func allow(_ address: String) throws {
+        let rules = try FileHandle(forWritingTo: folder.appendingPathComponent("data/pg_hba.conf"))
+        defer { try? rules.close() }
+        try rules.seekToEnd()
+        try rules.write(contentsOf: Data("host all all \(address)/32 trust\n".utf8))
+        try psql("SELECT pg_reload_conf()")
+    }
+
     /// A URL for a store in schema `schema` of the cluster's `postgres` database.
     public func url(schema: String) -> URL {
         URL(string: "postgresql:///postgres?host=\(folder.path)&port=5432&user=postgres&schema=\(schema)")!

@@ -4,7 +4,10 @@
 # rows from the source store's own `.dump` (the goal is <= 1.00x); for XML and binary targets also
 # the ratio to writing the same number of bytes with one write(2) (python's os.write, then fsync).
 # Then the time `storefs info` takes to open the XML and binary stores. Prints figures and the load
-# average; asserts nothing.
+# average; asserts nothing. When PostgreSQL is installed (scripts/setup), also migrations into and
+# out of a PostgreSQL store on a private server this script starts (initdb as the postgres user, a
+# Unix socket in its folder only); and `cp -a` into an in-memory mount (`mount --memory`) and out of
+# it into an empty SQLite mount.
 #
 # Usage: scripts/bench/bulk.sh [OBJECTS] [COPY_OBJECTS]     (default 100000 1000)
 # STOREFS=/path/to/storefs to use a built binary; otherwise builds release.
@@ -14,13 +17,17 @@ objects=${1:-100000}
 copy_objects=${2:-1000}
 source "$(dirname "$0")/common.sh"
 need sqlite3 sqlite3
+need /usr/bin/time time
 bench_workspace 16m
 W=$WORK
 # common.sh's cleanup, and the two mounts of the cp -a part before it.
 common_cleanup=$(declare -f cleanup | tail -n +2)
 eval "common_cleanup() $common_cleanup"
+PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+PG="$W/pg"
 cleanup() {
   set +e
+  [ -d "$PG/data" ] && timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m immediate stop >/dev/null 2>&1
   for m in "$W/dst" "$W/src"; do mountpoint -q "$m" && { fusermount3 -u "$m" || fusermount3 -uz "$m"; }; done
   sleep 0.5
   common_cleanup
@@ -58,15 +65,21 @@ print(f"{time.monotonic() - t0:.3f}")
 os.unlink(sys.argv[2])
 EOF
 }
-row() {  # workload seconds reference-seconds [one-write-seconds]
+# The peak memory (max RSS, MiB) of the last `peak` command, or nothing.
+peak_file="$W/peak"
+peak() { /usr/bin/time -f %M -o "$peak_file" "$@"; }
+row() {  # workload seconds reference-seconds [one-write-seconds]; then the peak of the last `peak`, once
+  local kb=""
+  [ -s "$peak_file" ] && kb=$(tail -1 "$peak_file") && rm -f "$peak_file"
   python3 -c "
-w, s, r, o = '$1', $2, $3, '${4:-}'
+w, s, r, o, kb = '$1', $2, $3, '${4:-}', '$kb'
 extra = f'{s / float(o):10.2f}x' if o else f'{\"\":>11}'
-print(f'{w:34} {s:9.2f} {r:12.2f} {s / r:9.2f}x {extra}')"
+mib = f'{int(kb) / 1024:9.0f}' if kb.isdigit() else f'{\"\":>9}'
+print(f'{w:34} {s:9.2f} {r:12.2f} {s / r:9.2f}x {extra} {mib}')"
 }
 
-printf "%-34s %9s %12s %10s %11s\n" "workload" "storefs s" "sqlite3 s" "/sqlite3" "/one write"
-sample_s=$(timed "$STOREFS" sample --objects "$objects" "$W/S.sqlite")
+printf "%-34s %9s %12s %10s %11s %9s\n" "workload" "storefs s" "sqlite3 s" "/sqlite3" "/one write" "peak MiB"
+sample_s=$(timed peak "$STOREFS" sample --objects "$objects" "$W/S.sqlite")
 ref_s=$(dump_load "$W/S.sqlite")
 row "sample --objects $objects" "$sample_s" "$ref_s"
 for pair in sqlite:xml sqlite:binary xml:binary binary:xml xml:sqlite binary:sqlite; do
@@ -75,7 +88,7 @@ for pair in sqlite:xml sqlite:binary xml:binary binary:xml xml:sqlite binary:sql
   [ "$from" = sqlite ] || [ "$to" != sqlite ] || { mv "$W/S.sqlite" "$W/orig.sqlite"; }
   [ -e "$src" ] || { echo "missing $src" >&2; exit 1; }
   rm -f "$W/T.$to"
-  s=$(timed "$STOREFS" migrate "$src" "$W/T.$to")
+  s=$(timed peak "$STOREFS" migrate "$src" "$W/T.$to")
   if [ "$to" = sqlite ]; then
     row "migrate $from -> $to" "$s" "$ref_s"
     rm -f "$W"/T.sqlite*
@@ -87,6 +100,35 @@ for pair in sqlite:xml sqlite:binary xml:binary binary:xml xml:sqlite binary:sql
   fi
 done
 echo "(load $(load))"
+
+if [ -x "$PGBIN/initdb" ]; then
+  # Into and out of PostgreSQL (one private server, default settings: fsync on).
+  chmod 755 "$W"
+  mkdir -p "$PG" && chown postgres "$PG"
+  timeout 120 runuser -u postgres -- "$PGBIN/initdb" -D "$PG/data" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+  timeout 120 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w -t 60 \
+    -o "-k $PG -p 5432 -c listen_addresses=''" start >/dev/null
+  pg="postgresql:///postgres?host=$PG&port=5432&user=postgres&schema=bulk"
+  s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.sqlite" "$pg")
+  row "migrate sqlite -> postgresql" "$s" "$ref_s"
+  for to in sqlite xml binary; do
+    rm -f "$W"/T.*
+    s=$(timed peak timeout 1800 "$STOREFS" migrate "$pg" "$W/T.$to")
+    if [ "$to" = sqlite ]; then row "migrate postgresql -> $to" "$s" "$ref_s"
+    else row "migrate postgresql -> $to" "$s" "$ref_s" "$(one_write "$W/T.$to")"; fi
+    rm -f "$W"/T.*
+  done
+  for from in xml binary; do
+    PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -h "$PG" -p 5432 -U postgres -d postgres -c "DROP SCHEMA bulk CASCADE" >/dev/null
+    s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.$from" "$pg")
+    row "migrate $from -> postgresql" "$s" "$ref_s"
+  done
+  timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w -t 60 stop >/dev/null
+  rm -rf "$PG"
+  echo "(load $(load))"
+else
+  echo "(PostgreSQL is not installed: no postgresql rows; scripts/setup installs it)"
+fi
 
 echo
 printf "%-8s %10s %18s\n" "type" "MiB" "storefs info s"
@@ -115,5 +157,19 @@ for to in xml binary; do
   s=$(python3 -c "print(f'{($t1 - $t0) / 1e6:.3f}')")
   row "cp -a sqlite mount -> $to mount" "$s" "$copy_ref" "$(one_write "$W/D.$to")"
 done
+# Into an in-memory mount (the copy ends when cp does: nothing is written), then out of it into
+# an empty SQLite mount (until that server has committed and exited).
+"$STOREFS" mount --memory --model sample "$W/dst"
+s=$(timed cp -a "$W/src/." "$W/dst/")
+row "cp -a sqlite mount -> memory mount" "$s" "$copy_ref"
 fusermount3 -u "$W/src"
+"$STOREFS" create --model sample "$W/E.sqlite" >/dev/null
+"$STOREFS" mount "$W/E.sqlite" "$W/src"
+t0=$(now_us)
+cp -a "$W/dst/." "$W/src/"
+fusermount3 -u "$W/src"
+while pgrep -f -- "$(basename "$STOREFS") mount $W/E.sqlite" >/dev/null; do sleep 0.05; done
+t1=$(now_us)
+row "cp -a memory mount -> sqlite mount" "$(python3 -c "print(f'{($t1 - $t0) / 1e6:.3f}')")" "$copy_ref"
+fusermount3 -u "$W/dst"
 echo "(load $(load))"

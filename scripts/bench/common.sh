@@ -85,3 +85,26 @@ PY
 stat_between() {
   python3 -c 'import json,sys; print(json.loads(sys.argv[3])[sys.argv[1]] - json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2" "$3"
 }
+# bench_postgres: a private PostgreSQL cluster for a PostgreSQL benchmark, in $WORK/pg (after
+# bench_workspace): initdb as the postgres user, started with a Unix socket in that folder only
+# and the server's default durability; PG, PGBIN and PG_URL_BASE (add schema=NAME) are set, and
+# the exit trap unmounts the mounts listed in MOUNTS, stops the server and cleans up.
+bench_postgres() {
+  PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  [ -x "$PGBIN/initdb" ] || { echo "$NAME: PostgreSQL is not installed (scripts/setup installs it)" >&2; exit 1; }
+  PG="$WORK/pg"
+  MOUNTS=()
+  trap bench_postgres_cleanup EXIT
+  chmod 755 "$WORK"
+  mkdir -p "$PG" && chown postgres "$PG"
+  timeout 120 runuser -u postgres -- "$PGBIN/initdb" -D "$PG/data" -A trust -U postgres -E UTF8 --locale=C >/dev/null
+  timeout 120 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w -t 60 \
+    -o "-k $PG -p 5432 -c listen_addresses='' -c max_connections=200" start >/dev/null
+  PG_URL_BASE="postgresql:///postgres?host=$PG&port=5432&user=postgres"
+}
+bench_postgres_cleanup() {
+  set +e
+  for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { timeout 120 "$STOREFS" unmount "$m" >/dev/null 2>&1 || fusermount3 -uz "$m"; }; done
+  [ -d "$PG/data" ] && timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m immediate stop >/dev/null 2>&1
+  cleanup
+}

@@ -117,7 +117,10 @@ enum Validator {
             if case .decimal(let b) = bound { return sign(v, b) }
             return boundNumber.map { sign((Double(v.description) ?? 0), $0) }
         case .string(let s): return boundNumber.map { sign(Double(s.count), $0) }
-        case .data(let d): return boundNumber.map { sign(Double(d.count), $0) }
+        // A value kept in a file is judged by its writer, who knows its size
+        // (``AttributeDescription/lengthProblem(ofBytes:)``), not by its reference's length.
+        case .data(let d):
+            return FileBackedValue(reference: d) != nil ? nil : boundNumber.map { sign(Double(d.count), $0) }
         case .date(let d):
             if case .date(let b) = bound { return sign(d, b) }
             return boundNumber.map { sign(d.timeIntervalSinceReferenceDate, $0) }
@@ -138,4 +141,27 @@ enum Validator {
         case .uuid(let u): u.uuidString
         }
     }
+}
+
+extension AttributeDescription {
+    /// Why a binary value of `byteCount` bytes breaks this attribute's minimum or maximum length
+    /// (Core Data's, as ``Validator`` checks values in memory), nil when it does not: for a value
+    /// kept in a file (``FileBackedValue``), whose size only the file says.
+    public func lengthProblem(ofBytes byteCount: Int) -> String? {
+        let value = AttributeValue.integer(Int64(byteCount))
+        if let min = minValue, let order = Validator.compareLength(value, min), order < 0 {
+            return "\(name): \(byteCount) bytes is below the minimum \(Validator.describeBound(min))"
+        }
+        if let max = maxValue, let order = Validator.compareLength(value, max), order > 0 {
+            return "\(name): \(byteCount) bytes is above the maximum \(Validator.describeBound(max))"
+        }
+        return nil
+    }
+}
+
+extension Validator {
+    /// A length (as an integer) against a bound, as ``compare(_:_:)`` compares data's length.
+    static func compareLength(_ length: AttributeValue, _ bound: AttributeValue) -> Int? { compare(length, bound) }
+
+    static func describeBound(_ bound: AttributeValue) -> String { describe(bound) }
 }

@@ -118,7 +118,11 @@ struct QueryResultFile: NodeType {
                 { () throws(ObjectGraphError) in
                     try context.records(for: batch)
                 }, "read \(name)")
-            for record in records { writer.append(record, into: &out) }
+            for record in records {
+                // Values kept in files are shown as their bytes, within what a result may hold.
+                let shown = try mapping.shownRecord(record, limit: max(maximumResultBytes - out.count, 0))
+                writer.append(shown, into: &out)
+            }
             guard out.count <= maximumResultBytes else {
                 let message =
                     "read \(name): more than \(maximumResultBytes >> 20) MiB; storefs export "

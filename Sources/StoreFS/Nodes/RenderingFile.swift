@@ -82,7 +82,10 @@ struct RenderingFile: NodeType {
         guard renderer < ValueRendering.all.count else { throw .notFound }
         let generation = mapping.renderedValues.generation
         let (attribute, value) = try mapping.attributeValue(node.object, index)
-        guard isRenderable(attribute.type), case .data(let bytes) = value else { throw .notFound }
+        // A value kept in a file renders from its bytes; one past `max_value_size` has none.
+        guard isRenderable(attribute.type),
+            case .data(let bytes) = try? mapping.shownValue(value, limit: mapping.configuration.maximumValueSize)
+        else { throw .notFound }
         var rendered: Data?
         let content = mapping.renderedValues.render(node, generation: generation) {
             rendered = ValueRendering.all[renderer].render(bytes)

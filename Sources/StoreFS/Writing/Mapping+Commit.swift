@@ -151,11 +151,23 @@ extension Mapping {
         guard !pending.isEmpty || !links.isEmpty || metadata != nil else { return nil }
         let file = RecoveryFile(
             store: coordinator.store.url?.path ?? "memory", storeUUID: (try? storeUUID()) ?? "",
-            changes: pending.map { RecoveryFile.Change($0, model: model) }, waitingLinks: links,
+            changes: pending.map { change in
+                RecoveryFile.Change(change, model: model) { value in self.fileBackedStore?.currentFile(of: value) }
+            }, waitingLinks: links,
             metadata: metadata.map { RecoveryFile.metadataChanges($0, from: try? coordinator.store.metadata()) } ?? [:])
         let count = pending.count + links.count + (metadata == nil ? 0 : 1)
         do {
-            let url = try file.write(besideStore: coordinator.store.url)
+            let (url, written) = try file.write(besideStore: coordinator.store.url)
+            // Values kept in files that are linked beside it: their temporary files can go.
+            let named = Set(written.valueFiles)
+            for change in pending {
+                for value in change.attributes.values.compactMap({ FileBackedValue($0) }) {
+                    if let store = fileBackedStore, let current = store.currentFile(of: value), !named.contains(current)
+                    {
+                        store.discardValueFile(value)
+                    }
+                }
+            }
             let store = coordinator.store.url?.path ?? "STORE"
             logger.critical(
                 "unmount: \(count) changes could not be saved (\(file.summary)); they are kept in \(url.path): fix what it names and apply it with `storefs recover \(store) \(url.path)`"

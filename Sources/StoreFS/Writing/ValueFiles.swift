@@ -109,10 +109,19 @@ extension Mapping {
         return stat(path, &status) == 0 ? Int(status.st_size) : 0
     }
 
+    /// Whether `node` is an attribute whose store may keep its values in files: read from there
+    /// on read-write and read-only mounts alike.
+    func mayReadValueFromFile(_ node: Node) -> Bool {
+        guard node.kind == .attribute, let store = fileBackedStore, isValid(node.entity),
+            node.property < model[node.entity].allAttributes.count
+        else { return false }
+        return store.fileThreshold(for: model[node.entity].allAttributes[node.property]) != nil
+    }
+
     /// A reader's descriptor of the file that holds `node`'s value, nil when it is not in a file.
     func openStoredValueFile(_ node: Node) throws(FileSystemError) -> ValueFile? {
         // Only attributes whose store keeps values in files: other opens and reads pay nothing.
-        guard valueFileThreshold(node) != nil, let (_, value) = try? attributeValue(node.object, node.property),
+        guard mayReadValueFromFile(node), let (_, value) = try? attributeValue(node.object, node.property),
             let path = file(of: value)
         else { return nil }
         // A regular file only, opened without waiting (a FIFO put there would block).
@@ -256,6 +265,12 @@ extension Mapping {
             return true
         }
         let attribute = model[node.entity].allAttributes[node.property]
+        // The model's min/max length, which the engine cannot judge from the value's reference.
+        if let problem = attribute.lengthProblem(ofBytes: size) {
+            try engine(
+                { () throws(ObjectGraphError) in throw ObjectGraphError(.validation, problem) },
+                "set \(describe(node))")
+        }
         let previous = FileBackedValue(try? context.value(of: attribute.name, for: node.object))
         let applied = try setValue(.data(value.reference), of: node, readAs: file.readAs)
         session.openFiles.update(handle) { $0.valueFileSet = true }

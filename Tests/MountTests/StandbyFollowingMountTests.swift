@@ -1,0 +1,125 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// 10,000 changes through real mounts, followed through a standby: a store of 10,000 employees on
+/// a primary with a streaming standby; one mount that only reads, from the standby (`host=A,B`,
+/// following by reading the history there, since a standby refuses LISTEN), reads every
+/// employee's lastName first, so all are loaded and cached; two other mounts, four writer
+/// processes, write a new lastName to each employee once (open, write, fsync, close). The reading
+/// mount then shows every new value: a change it missed would leave its old value in place.
+@Suite(.serialized) struct StandbyFollowingMountTests {
+    typealias URLMount = PostgresMountTests.URLMount
+    typealias Stalled = StalledSaveMountTests
+
+    /// Reads FOLDER/NAME/lastName for every NAME in the file LIST until each reads PREFIX+NAME
+    /// (or, with PREFIX "-", once); prints how many do not, and the seconds it took.
+    static let reader = """
+        import sys, time
+        folder, names, prefix, limit = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3], float(sys.argv[4])
+        started = time.monotonic()
+        while True:
+            wrong = 0
+            for name in names:
+                with open("%s/%s/lastName" % (folder, name)) as f:
+                    if prefix != "-" and f.read().strip() != prefix + name: wrong += 1
+            if prefix == "-" or wrong == 0 or time.monotonic() - started > limit: break
+            time.sleep(0.2)
+        print(wrong, "%.2f" % (time.monotonic() - started))
+        """
+
+    /// Writes PREFIX+NAME to FOLDER/NAME/lastName for every NAME in LIST, fsync'd; prints how
+    /// many were acknowledged and the errors.
+    static let writer = """
+        import os, sys
+        folder, names, prefix = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3]
+        ok, errors = 0, []
+        for name in names:
+            try:
+                fd = os.open("%s/%s/lastName" % (folder, name), os.O_WRONLY | os.O_TRUNC)
+                try:
+                    os.write(fd, (prefix + name + "\\n").encode()); os.fsync(fd)
+                finally:
+                    os.close(fd)
+                ok += 1
+            except OSError as error:
+                errors.append("%s: %s" % (name, error))
+        print(ok, len(errors), errors[:3])
+        """
+
+    @Test func aMountFollowingThroughAStandbySeesEachOfTenThousandChanges() throws {
+        let primary = try PostgresServer(name: "primary")
+        defer { primary.remove() }
+        let folder = try ScratchSpace.folder("pg10k")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sqlite = folder.appendingPathComponent("Company.sqlite")
+        #expect(try run(try storefsBinary(), ["sample", "--objects", "12600", sqlite.path]).status == 0)
+        // The standby first: a base backup of a primary with much unwritten data waits for a spread
+        // checkpoint (over 90 s once here); the store then reaches the standby by streaming.
+        let standby = try PostgresServer(name: "standby", standbyOf: primary)
+        defer { standby.remove() }
+        let schema = PostgresServer.uniqueSchema("tenthousand")
+        let migrated = try run(
+            try storefsBinary(), ["migrate", sqlite.path, primary.url(schema: schema).absoluteString])
+        try #require(migrated.status == 0, "\(migrated.error)")
+        try standby.waitForReplay(of: primary)
+        let url = PostgresServer.url(schema: schema, servers: [primary, standby])
+
+        let follower = try URLMount(url)
+        defer { _ = try? follower.unmount() }
+        let employees = Array(
+            try Stalled.objects(follower.path, "Employee").filter { $0.hasPrefix("p") }.prefix(10_000))
+        try #require(employees.count == 10_000, "the sample has 10,000 employees: \(employees.count)")
+        let all = folder.appendingPathComponent("all.txt")
+        try employees.joined(separator: "\n").write(to: all, atomically: true, encoding: .utf8)
+        let base = "\(follower.path)/Employee"
+        let loaded = try run("timeout", ["600", "python3", "-c", Self.reader, base, all.path, "-", "0"])
+        #expect(loaded.status == 0, "the follower reads every value first: \(loaded)")
+        #expect(try standby.storefsConnections() >= 1, "the follower reads on the standby")
+
+        let writerMounts = [try URLMount(url), try URLMount(url)]
+        defer { for mount in writerMounts { _ = try? mount.unmount() } }
+        let started = Date()
+        let writers = try (0..<4).map { index in
+            let list = folder.appendingPathComponent("writer\(index).txt")
+            try employees[(index * 2500)..<((index + 1) * 2500)].joined(separator: "\n")
+                .write(to: list, atomically: true, encoding: .utf8)
+            return BackgroundTool(
+                "timeout",
+                ["900", "python3", "-c", Self.writer, "\(writerMounts[index % 2].path)/Employee", list.path, "c"],
+                timeout: 960)
+        }
+        var acknowledged = 0
+        for (index, writer) in writers.enumerated() {
+            let outcome = writer.wait(seconds: 960)
+            let words = outcome?.output.split(separator: " ") ?? []
+            acknowledged += words.first.flatMap { Int($0) } ?? 0
+            #expect(
+                words.count > 1 && words[1] == "0",
+                "writer \(index) had no errors: \(outcome.map { "\($0)" } ?? "no answer")")
+        }
+        let wrote = Date().timeIntervalSince(started)
+        #expect(acknowledged == 10_000, "every change acknowledged")
+
+        // The follower shows every change: none missed (a missed one keeps its loaded old value).
+        let followed = try run("timeout", ["300", "python3", "-c", Self.reader, base, all.path, "c", "120"])
+        let answer = followed.output.split(separator: " ")
+        #expect(
+            answer.first == "0", "every change seen through the standby: \(followed)\n\(follower.logText.suffix(2000))")
+        // And the primary and the standby hold exactly what was acknowledged.
+        let query =
+            "SELECT count(*) FROM \(schema).\"ZPERSON\" WHERE \"ZLASTNAME\" = 'cp' || \"Z_PK\"::text"
+        #expect(try primary.value(query) == "10000")
+        try standby.waitForReplay(of: primary)
+        #expect(try standby.value(query) == "10000")
+        print(
+            "10,000 changes through 2 mounts (4 writers) in \(String(format: "%.1f", wrote)) s "
+                + "(\(String(format: "%.0f", 10_000 / wrote)) commits/s); the mount following through the standby "
+                + "showed them all within \(answer.count > 1 ? String(answer[1]).trimmingCharacters(in: .whitespacesAndNewlines) : "?") s of the last acknowledgement (a pass over the 10,000 files included)"
+        )
+    }
+}
