@@ -11,33 +11,12 @@ import Testing
 /// the server's host (``HostPair/route(between:)``). Mid-run the pooler's cable is pulled for 5 s,
 /// which cuts both the mounts' path to the pooler and the pooler's to the server. Two mounts
 /// write: a patient one (a request may wait 10 s: its writes wait through the cut) and an
-/// impatient one (2 s: a write during the cut was refused in 4 runs of 6; in the others it
+/// impatient one (2 s: a write during the cut was refused in 5 runs of 7; in the others it
 /// waited out the cut, 5.04 s once, and was saved: docs/RELIABILITY.md 36g). Every write answered
 /// ok at fsync is on the server, every one refused is refused with EIO, and both mounts go on once
-/// the cable is back.
+/// the cable is back. The writers are StandbyFollowingMountTests.writer, 30 ms apart.
 @Suite(.serialized) struct PoolerHostMountTests {
     typealias URLMount = PostgresMountTests.URLMount
-
-    /// Writes PREFIX+NAME to FOLDER/NAME/lastName for every NAME in the file LIST (open, write,
-    /// fsync, close), PAUSE seconds apart; prints one line per name: NAME, "ok" or the errno's
-    /// name, and the seconds the write took.
-    static let writer = """
-        import errno, os, sys, time
-        folder, names, prefix, pause = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3], float(sys.argv[4])
-        for name in names:
-            started = time.monotonic()
-            try:
-                fd = os.open("%s/%s/lastName" % (folder, name), os.O_WRONLY | os.O_TRUNC)
-                try:
-                    os.write(fd, (prefix + name + "\\n").encode()); os.fsync(fd)
-                finally:
-                    os.close(fd)
-                answer = "ok"
-            except OSError as error:
-                answer = errno.errorcode.get(error.errno, str(error.errno))
-            print(name, answer, "%.2f" % (time.monotonic() - started), flush=True)
-            time.sleep(pause)
-        """
 
     @Test func writesThroughAPoolerWhoseLinkIsCutAreKeptOrRefusedWithEIO() throws {
         let hosts = try HostPair()
@@ -80,7 +59,11 @@ import Testing
             try employees[(index * 200)..<((index + 1) * 200)].joined(separator: "\n")
                 .write(to: list, atomically: true, encoding: .utf8)
             return BackgroundTool(
-                "timeout", ["300", "python3", "-c", Self.writer, "\(mount.path)/Employee", list.path, "cut", "0.03"],
+                "timeout",
+                [
+                    "300", "python3", "-c", StandbyFollowingMountTests.writer, "\(mount.path)/Employee", list.path,
+                    "cut", "0.03"
+                ],
                 timeout: 320)
         }
         Thread.sleep(forTimeInterval: 2)

@@ -35,23 +35,25 @@ import Testing
         print(wrong, "%.2f" % (time.monotonic() - started))
         """
 
-    /// Writes PREFIX+NAME to FOLDER/NAME/lastName for every NAME in LIST, fsync'd; prints how
-    /// many were acknowledged and the errors.
+    /// Writes PREFIX+NAME to FOLDER/NAME/lastName for every NAME in the file LIST (open, write,
+    /// fsync, close), PAUSE seconds apart; prints one line per name: NAME, "ok" or the errno's
+    /// name, and the seconds the write took.
     static let writer = """
-        import os, sys
-        folder, names, prefix = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3]
-        ok, errors = 0, []
+        import errno, os, sys, time
+        folder, names, prefix, pause = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3], float(sys.argv[4])
         for name in names:
+            started = time.monotonic()
             try:
                 fd = os.open("%s/%s/lastName" % (folder, name), os.O_WRONLY | os.O_TRUNC)
                 try:
                     os.write(fd, (prefix + name + "\\n").encode()); os.fsync(fd)
                 finally:
                     os.close(fd)
-                ok += 1
+                answer = "ok"
             except OSError as error:
-                errors.append("%s: %s" % (name, error))
-        print(ok, len(errors), errors[:3])
+                answer = errno.errorcode.get(error.errno, str(error.errno))
+            print(name, answer, "%.2f" % (time.monotonic() - started), flush=True)
+            time.sleep(pause)
         """
 
     @Test func mountsFollowingThroughAStandbyAndThroughPgbouncerSeeEachOfTenThousandChanges() throws {
@@ -103,17 +105,19 @@ import Testing
                 .write(to: list, atomically: true, encoding: .utf8)
             return BackgroundTool(
                 "timeout",
-                ["900", "python3", "-c", Self.writer, "\(writerMounts[index % 2].path)/Employee", list.path, "c"],
+                ["900", "python3", "-c", Self.writer, "\(writerMounts[index % 2].path)/Employee", list.path, "c", "0"],
                 timeout: 960)
         }
         var acknowledged = 0
         for (index, writer) in writers.enumerated() {
             let outcome = writer.wait(seconds: 960)
-            let words = outcome?.output.split(separator: " ") ?? []
-            acknowledged += words.first.flatMap { Int($0) } ?? 0
+            let answers = (outcome?.output.split(separator: "\n") ?? []).map { $0.split(separator: " ") }
+            acknowledged += answers.filter { $0.count == 3 && $0[1] == "ok" }.count
+            let errors = answers.filter { $0.count != 3 || $0[1] != "ok" }
             #expect(
-                words.count > 1 && words[1] == "0",
-                "writer \(index) had no errors: \(outcome.map { "\($0)" } ?? "no answer")")
+                answers.count == 2500 && errors.isEmpty,
+                "writer \(index) had no errors: \(errors.prefix(3)) \(outcome.map { "\($0.status) \($0.error)" } ?? "no answer")"
+            )
         }
         let wrote = Date().timeIntervalSince(started)
         #expect(acknowledged == 10_000, "every change acknowledged")
