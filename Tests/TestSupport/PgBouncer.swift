@@ -26,8 +26,24 @@ public final class PgBouncer: Sendable {
     private static let prefix = "storefs-pgb-"
     private static let binary = "/usr/sbin/pgbouncer"
 
-    /// Writes the configuration and starts pgbouncer in front of `server`.
-    public init(name: String, in front: PostgresServer, poolSize: Int = 1) throws {
+    /// Where a pooler on a host of its own runs: inside `namespace`, listening on TCP at
+    /// `listenAddress` (port ``port``) besides its socket, and reaching the server at
+    /// `serverAddress` (the server's ``HostPair/serverAddress``).
+    public struct Host: Sendable {
+        public let namespace: String
+        public let listenAddress: String
+        public let serverAddress: String
+        public init(namespace: String, listenAddress: String, serverAddress: String) {
+            self.namespace = namespace
+            self.listenAddress = listenAddress
+            self.serverAddress = serverAddress
+        }
+    }
+    /// The host it runs on; nil: the test's own network, the server through its socket.
+    public let host: Host?
+
+    /// Writes the configuration and starts pgbouncer in front of `server` (on `host`, if given).
+    public init(name: String, in front: PostgresServer, poolSize: Int = 1, on host: Host? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw TestServerError(
                 "this test needs pgbouncer and none is installed (no \(Self.binary)): scripts/setup installs Debian's pgbouncer package"
@@ -35,20 +51,21 @@ public final class PgBouncer: Sendable {
         }
         server = front
         self.poolSize = poolSize
+        self.host = host
         Self.removeLeftovers()
         folder = URL(fileURLWithPath: "/tmp").appendingPathComponent(
             "\(Self.prefix)\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let configuration = """
             [databases]
-            * = host=\(front.folder.path) port=5432
+            * = host=\(host?.serverAddress ?? front.folder.path) port=5432
             [pgbouncer]
             pool_mode = transaction
             default_pool_size = \(poolSize)
             min_pool_size = 0
             reserve_pool_size = 0
             max_client_conn = 500
-            listen_addr =
+            listen_addr = \(host?.listenAddress ?? "")
             listen_port = \(Self.port)
             unix_socket_dir = \(folder.path)
             auth_type = trust
@@ -76,6 +93,13 @@ public final class PgBouncer: Sendable {
         URL(string: "postgresql:///postgres?host=\(folder.path)&port=\(Self.port)&user=postgres&schema=\(schema)")!
     }
 
+    /// A URL for a store in schema `schema` through the pooler's TCP address (a pooler on a host).
+    public func networkURL(schema: String) -> URL? {
+        host.map {
+            URL(string: "postgresql://postgres@\($0.listenAddress):\(Self.port)/postgres?schema=\(schema)")!
+        }
+    }
+
     /// ``url(schema:)`` with `session=` naming the server itself, for file locks and LISTEN.
     public func urlWithSession(schema: String) -> URL {
         // Percent-encoded whole: the server's URL has & and = of its own.
@@ -86,12 +110,12 @@ public final class PgBouncer: Sendable {
 
     /// Starts pgbouncer (again: after ``kill()``) and waits until it accepts connections.
     public func start() throws {
+        let command = [
+            "runuser", "-u", "postgres", "--", Self.binary, "-d", "-q",
+            folder.appendingPathComponent("pgbouncer.ini").path
+        ]
         try Self.run(
-            "timeout",
-            [
-                "\(Self.commandTimeout)", "runuser", "-u", "postgres", "--", Self.binary, "-d", "-q",
-                folder.appendingPathComponent("pgbouncer.ini").path
-            ])
+            "timeout", ["\(Self.commandTimeout)"] + (host.map { HostPair.inside($0.namespace, command) } ?? command))
         let deadline = Date().addingTimeInterval(Double(Self.commandTimeout))
         while true {
             if (try? admin("SHOW VERSION")) != nil { return }
