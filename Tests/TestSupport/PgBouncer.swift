@@ -202,15 +202,7 @@ public final class PgBouncer: Sendable {
 
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let result = try runTool(executable, arguments)
-        guard result.status == 0 else {
-            let what = ([executable] + arguments).joined(separator: " ")
-            throw TestServerError(
-                result.status == 124
-                    ? "\(what) did not finish within \(commandTimeout) s"
-                    : "\(what) failed (\(result.status)): \(result.error)\(result.output)")
-        }
-        return result.output
+        try runServerCommand(executable, arguments, timeout: commandTimeout)
     }
 
     /// Poolers of test processes that ended without removing theirs: killed and removed.

@@ -85,7 +85,7 @@ public final class PostgresServer: Sendable {
                     // timeout once.
                     [
                         "-D", data, "-R", "-c", "fast", "-h", primary.folder.path, "-p", "5432", "-U", "postgres",
-                        "-X", "stream",
+                        "-X", "stream"
                     ])
             } else {
                 try asPostgres(
@@ -227,15 +227,7 @@ public final class PostgresServer: Sendable {
 
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let result = try runTool(executable, arguments)
-        guard result.status == 0 else {
-            let what = ([executable] + arguments).joined(separator: " ")
-            throw TestServerError(
-                result.status == 124
-                    ? "\(what) did not finish within \(commandTimeout) s"
-                    : "\(what) failed (\(result.status)): \(result.error)\(result.output)")
-        }
-        return result.output
+        try runServerCommand(executable, arguments, timeout: commandTimeout)
     }
 
     /// The newest installed PostgreSQL's bin folder.
@@ -265,6 +257,22 @@ public final class PostgresServer: Sendable {
             try? FileManager.default.removeItem(atPath: "/tmp/\(name)")
         }
     }
+}
+
+/// Runs a command of a test server and returns what it printed. Commands that may hang run under
+/// `timeout(1)` with `timeout` seconds, whose exit status 124 is reported as that timeout; any
+/// other failure is thrown with what the command said.
+@discardableResult
+func runServerCommand(_ executable: String, _ arguments: [String], timeout: Int) throws -> String {
+    let result = try runTool(executable, arguments)
+    guard result.status == 0 else {
+        let what = ([executable] + arguments).joined(separator: " ")
+        throw TestServerError(
+            result.status == 124
+                ? "\(what) did not finish within \(timeout) s"
+                : "\(what) failed (\(result.status)): \(result.error)\(result.output)")
+    }
+    return result.output
 }
 
 public struct TestServerError: Error, CustomStringConvertible {

@@ -35,17 +35,6 @@ pgbench_tps() {  # pgbench_tps OUTFILE: runs pgbench for RUN_SECONDS, writes its
     | sed -n 's/^tps = \([0-9.]*\) .*/\1/p' | head -1 >"$1"
 }
 
-cat >"$WORK/writer.py" <<'PY'
-import os, sys, time
-mnt, keys, until = sys.argv[1], sys.argv[2].split(), float(sys.argv[3])
-n = 0
-while time.time() < until:
-    for key in keys:
-        fd = os.open("%s/Employee/p%s/lastName" % (mnt, key), os.O_WRONLY | os.O_TRUNC)
-        os.write(fd, b"W%d\n" % n); os.fsync(fd); os.close(fd); n += 1
-        if time.time() >= until: break
-print(n)
-PY
 employees=($("$PGBIN/psql" -X -q -A -t -h "$PG" -p 5432 -U postgres -d postgres -c \
   "select \"Z_PK\" from cluster.\"ZPERSON\" where \"Z_ENT\" = (select \"Z_ENT\" from cluster.\"Z_PRIMARYKEY\" where \"Z_NAME\" = 'Employee') order by \"Z_PK\" limit 32"))
 [ "${#employees[@]}" -ge 32 ] || { echo "$NAME: the sample store has too few employees" >&2; exit 1; }
@@ -65,7 +54,7 @@ for mounts in 1 2 4; do
   for m in $(seq 1 "$mounts"); do
     for w in 0 1; do
       i=$(( ((m - 1) * 2 + w) * 4 ))
-      timeout $((RUN_SECONDS + 60)) python3 "$WORK/writer.py" "$WORK/m$m" "${employees[*]:$i:4}" "$until" >"$WORK/w$m-$w" 2>>"$WORK/writers.err" &
+      timeout $((RUN_SECONDS + 60)) python3 scripts/bench/fsync-writer.py "$WORK/m$m" "${employees[*]:$i:4}" 0 "$until" >"$WORK/w$m-$w" 2>>"$WORK/writers.err" &
       pids+=($!)
     done
   done

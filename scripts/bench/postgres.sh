@@ -106,18 +106,6 @@ timeout 120 "$STOREFS" unmount "$MNT" >/dev/null
 echo "commit latency  SQLite median $s_med ms p99 $s_p99 ms; PostgreSQL median $p_med ms p99 $p_p99 ms (open, write, fsync, close)"
 
 # --- scaling: 1, 2, 4 mounts, 4 writers each, each writer its own objects
-cat >"$WORK/writer.py" <<'PY'
-import os, sys, time
-mnt, keys, start, until = sys.argv[1], sys.argv[2].split(), float(sys.argv[3]), float(sys.argv[4])
-n = 0
-time.sleep(max(0, start - time.time()))  # every writer starts at once, loaded or not
-while time.time() < until:
-    for key in keys:
-        fd = os.open("%s/Employee/p%s/lastName" % (mnt, key), os.O_WRONLY | os.O_TRUNC)
-        os.write(fd, b"W%d\n" % n); os.fsync(fd); os.close(fd); n += 1
-        if time.time() >= until: break
-print(n)
-PY
 employees=($("$PGBIN/psql" -X -q -A -t -h "$PG" -p 5432 -U postgres -d postgres -c \
   "select \"Z_PK\" from bench.\"ZPERSON\" where \"Z_ENT\" = (select \"Z_ENT\" from bench.\"Z_PRIMARYKEY\" where \"Z_NAME\" = 'Employee') order by \"Z_PK\" limit 64"))
 declare -A RATE
@@ -132,7 +120,7 @@ for mounts in 1 2 4; do
   for m in $(seq 1 "$mounts"); do
     for w in 0 1 2 3; do
       i=$(( (m - 1) * 4 + w ))
-      timeout $((RUN_SECONDS + 60)) python3 "$WORK/writer.py" "$WORK/m$m" "${employees[$i * 4]} ${employees[$i * 4 + 1]} ${employees[$i * 4 + 2]} ${employees[$i * 4 + 3]}" "$start" "$until" >"$WORK/w$m-$w" 2>>"$WORK/writers.err" &
+      timeout $((RUN_SECONDS + 60)) python3 scripts/bench/fsync-writer.py "$WORK/m$m" "${employees[$i * 4]} ${employees[$i * 4 + 1]} ${employees[$i * 4 + 2]} ${employees[$i * 4 + 3]}" "$start" "$until" >"$WORK/w$m-$w" 2>>"$WORK/writers.err" &
       pids+=($!)
     done
   done
