@@ -96,6 +96,9 @@ F="$MNT/Department/p1/name"; T="$TMPFS/name"
 [ -f "$F" ] || { echo "write.sh: $F does not exist" >&2; exit 1; }
 cp "$F" "$T"
 mkdir -p "$WORK/one"; cp "$F" "$WORK/one/name"; L="$FLOOR_MNT/name"
+# Writable copies, as the mount's file is: a read-only one made `vim -es … -c wq` write nothing, so
+# the floor's vim figure measured no edit at all.
+chmod 644 "$T" "$WORK/one/name"
 edit() { # edit TOOL FILE: EDITS edits, prints ms
   local t0 t1 i
   t0=$(now_us)
