@@ -27,8 +27,10 @@ import Synchronization
 ///
 /// The connection must be a session of its own on the server: through a pooler in transaction
 /// mode a session lock would stay on a server connection other clients get (docs/POSTGRESQL.md).
-/// With several hosts it is made on the primary, whatever the URL asks for (a standby's advisory
-/// locks are its own), and after a failover on the promoted standby.
+/// So it goes to the URL's `session=` where it names one, and a connection found to go through a
+/// pooler anyway (``PostgresConnection/isPooled``) is refused: the lock fails with EIO, the log
+/// says why. With several hosts it is made on the primary, whatever the URL asks for (a standby's
+/// advisory locks are its own), and after a failover on the promoted standby.
 ///
 /// Threading: every call holds ``connection``'s lock for its one round trip.
 final class AdvisoryLockSession: Sendable {
@@ -84,7 +86,16 @@ final class AdvisoryLockSession: Sendable {
                 if state.connection != nil {
                     logger.error("\(location): the connection holding file locks broke; the locks it held are gone")
                 }
-                state.connection = try PostgresConnection(location, timeout: location.statementTimeout)
+                let made = try PostgresConnection(location.forSession, timeout: location.statementTimeout)
+                // A lock taken through a transaction-mode pooler would stay on a server
+                // connection other clients get, and its unlock would go to another.
+                guard !made.isPooled else {
+                    throw ObjectGraphError(
+                        .unsupported,
+                        "\(location): file locks need a server session of their own and this URL goes through a connection pooler: add session=URL (the server, or a session-mode pool) to the store's URL; the lock is refused"
+                    )
+                }
+                state.connection = made
                 state.session += 1
             }
             let connection = state.connection!

@@ -82,6 +82,12 @@ final class ChangeListener: Sendable {
                     // sessions follow which store whatever statement they ran last.
                     _ = try made.execute("SET application_name TO 'storefs listener \(location.channel)'")
                     var reason = location.followsByPolling ? "follow=poll" : ""
+                    // Behind a transaction-mode pooler LISTEN would be accepted on a server
+                    // connection this one gives back at once: nothing would be heard.
+                    if reason.isEmpty && polledAfter == nil, made.isPooled {
+                        reason =
+                            "a connection pooler is between it and the server: LISTEN needs a session (session=URL)"
+                    }
                     if reason.isEmpty && polledAfter == nil {
                         do throws(ObjectGraphError) {
                             _ = try made.execute("LISTEN \(SQL.identifier(location.channel))")

@@ -18,14 +18,19 @@ import RelationalCore
 ///
 /// Threading: not thread-safe; one thread uses it at a time (the pool hands it out).
 final class PostgresConnection {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Seconds a statement may take, send to last row.
     let timeout: Double
-    private(set) var isBroken = false
+    var isBroken = false
+    /// Whether the connection goes through a pooler rather than to a server session of its own:
+    /// a pooler answers the connection with a key of its own (libpq's PQbackendPID), not the
+    /// process id of the server process that runs its statements. Learnt at connect time.
+    private(set) var isPooled = false
     /// Names the server in messages, without a password.
     let place: String
     /// Masks the password in libpq's connection messages.
-    private let location: PostgresLocation
+    let location: PostgresLocation
+    var schema: String { location.schema }
     /// How far this connection's server had replayed the primary's WAL when last asked
     /// (StandbyReads.swift); `UInt64.max` on a server not in recovery.
     var replayed: UInt64 = 0
@@ -44,10 +49,12 @@ final class PostgresConnection {
     /// deadline of the call that needed the connection.
     static let connectLimit: Double = 10
 
-    /// Connects and prepares the session: the store's schema first on the search path, byte
-    /// values in hex, floats in their shortest exact form, and server-side bounds on statements
-    /// and locks. Every value storefs sends is a bound parameter, so no setting changes how a
-    /// statement's text is read.
+    /// Connects and prepares the session: UTF-8, UTC and standard strings for the session; the
+    /// store's schema first on the search path, byte values in hex, floats in their shortest exact
+    /// form, and server-side bounds on statements and locks for every transaction, sent with its
+    /// first statement (PostgresConnection+Settings.swift), so that a transaction-mode pooler
+    /// (pgbouncer) that gives each transaction another server connection changes nothing. Every
+    /// value storefs sends is a bound parameter, so no setting changes how a statement's text is read.
     ///
     /// The connection is made with libpq's non-blocking calls and waited for with poll(2), so
     /// it ends by `deadline` (or within ``connectLimit``), whatever the network or the server does.
@@ -69,19 +76,21 @@ final class PostgresConnection {
         }
         do throws(ObjectGraphError) {
             if hosts == nil { try connect(until: limit) }
-            let milliseconds = Int(timeout * 1000)
-            // One statement, one round trip, every value bound.
-            let settings: [(String, String)] = [
-                ("search_path", SQL.identifier(location.schema)), ("standard_conforming_strings", "on"),
-                ("bytea_output", "hex"), ("extra_float_digits", "1"), ("client_encoding", "UTF8"),
-                ("statement_timeout", String(max(1000, milliseconds - 1000))),
-                ("lock_timeout", String(Self.lockTimeout)),
-                ("idle_in_transaction_session_timeout", String(Self.idleInTransactionTimeout)), ("TimeZone", "UTC")
-            ]
+            // First the settings a transaction-mode pooler carries from one server connection to
+            // the next (pgbouncer re-sends these reported ones), and whether there is one; then,
+            // on a session of its own, the rest for the session; behind a pooler they go with
+            // every transaction instead (PostgresConnection+Settings.swift).
+            let until = min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture)
+            let settings = Self.sessionSettings
             let calls = settings.indices.map { "set_config($\(2 * $0 + 1), $\(2 * $0 + 2), false)" }
-            _ = try run(
-                "SELECT " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
-                deadline: min(limit.addingTimeInterval(timeout), deadline ?? .distantFuture))
+            let answer = try run(
+                "SELECT pg_backend_pid(), " + calls.joined(separator: ", "), settings.flatMap { [$0.0, $0.1] },
+                deadline: until, settingUp: true)
+            isPooled = answer.integer(0, 0) != Int64(serverProcess)
+            if !isPooled {
+                let (sql, parameters) = transactionSettingsStatement(local: false)
+                _ = try run(sql, parameters, deadline: until, settingUp: true)
+            }
         } catch {
             // Fully initialized here: deinit finishes the connection.
             isBroken = true
@@ -159,10 +168,16 @@ final class PostgresConnection {
     }
 
     /// Sends `sql` with its parameters and collects its results; the last one is returned.
-    private func run(_ sql: String, _ parameters: [String?], deadline: Date) throws(ObjectGraphError)
-        -> PostgresResult
+    /// Outside a transaction block the transaction's settings go with it, in the same round trip.
+    private func run(_ sql: String, _ parameters: [String?], deadline: Date, settingUp: Bool = false)
+        throws(ObjectGraphError) -> PostgresResult
     {
         guard !isBroken else { throw ObjectGraphError(.io, "\(place): the connection to PostgreSQL was lost") }
+        if !settingUp, let order = transactionSettingsOrder(for: sql) {
+            return try runPipelined(
+                order.map { $0 ? (sql, parameters) : transactionSettingsStatement() }, deadline: deadline,
+                returning: order.firstIndex(of: true) ?? 0)
+        }
         let sent: Int32 = withParameters(parameters) { values in
             PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
@@ -201,7 +216,7 @@ final class PostgresConnection {
 
     /// Waits until the socket is ready or the deadline passes; false when it passed (the
     /// connection is then broken: an answer may still be on its way and cannot be told apart).
-    private func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError)
+    func wait(for events: Int16, until deadline: Date) throws(ObjectGraphError)
         -> Bool
     {
         let socket = PQsocket(handle)
@@ -273,7 +288,7 @@ final class PostgresConnection {
         return found
     }
 
-    private func brokenError() -> ObjectGraphError {
+    func brokenError() -> ObjectGraphError {
         isBroken = true
         return ObjectGraphError(
             .io,
@@ -287,7 +302,7 @@ final class PostgresConnection {
     }
 
     /// Calls `body` with the parameters as C strings (nil for NULL) that live for the call.
-    private func withParameters<T>(_ parameters: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+    func withParameters<T>(_ parameters: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
         guard !parameters.isEmpty else { return body(nil) }
         var storage: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { for pointer in storage { free(pointer) } }

@@ -50,11 +50,15 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public let namesSeveralHosts: Bool
     /// Whether reads go to a standby where one is up: several hosts and no `reads=primary`.
     public let readsFromStandby: Bool
+    /// What libpq is given for the connections that need a server session of their own (file
+    /// locks, LISTEN) when the URL names a transaction-mode pooler: storefs's parameter
+    /// `session=URL` (PostgresLocation+Pooler.swift); nil: the same as ``connectionURL``.
+    var sessionConnectionURL: String?
     /// The URL without its password, for logs, messages and /proc/mounts.
     public let description: String
     /// The password the URL holds, as written and decoded: libpq quotes parts of a URL it
     /// refuses in its messages, which ``hidingPassword(in:)`` masks.
-    private let passwords: [String]
+    private var passwords: [String]
 
     /// Settings every connection gets unless the URL sets them, each for a reason:
     /// a server that cannot be reached fails a connect within 10 s; a connection whose peer
@@ -123,6 +127,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             pollInterval = Self.defaultPollInterval
         }
 
+        let session = try Self.takeSession(from: &items)
         let reads = try Self.takeReads(from: &items)
         namesSeveralHosts = Self.hostCount(components, items) > 1
         readsFromStandby = namesSeveralHosts && reads != "primary"
@@ -155,8 +160,11 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             + (followsByPolling ? [URLQueryItem(name: "follow", value: "poll")] : [])
             + (pollInterval == Self.defaultPollInterval
                 ? [] : [URLQueryItem(name: "poll", value: String(Int((pollInterval * 1000).rounded())))])
+            + (session == nil ? [] : [URLQueryItem(name: "session", value: session?.description)])
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
         description = StoreURL.redacting(shown.string ?? "postgresql://(unprintable URL)")
+        sessionConnectionURL = session?.connectionURL
+        passwords += session?.passwords ?? []
     }
 
     /// `text` (a message of libpq's) with the URL's password masked wherever it appears.

@@ -172,7 +172,11 @@ extension PostgresStore: RepairableStore {
     /// `VACUUM (ANALYZE)` of each table of the store's schema: dead rows' space is reused (the
     /// files do not shrink; `VACUUM FULL` would lock every table against the mounts).
     public func reclaimSpace() throws(ObjectGraphError) {
-        for table in try tableBytes().keys.sorted() { _ = try read("VACUUM (ANALYZE) \(q(table))") }
+        // Named with its schema: VACUUM runs outside any transaction, so without the
+        // search path each transaction is given (PostgresConnection+Settings.swift).
+        for table in try tableBytes().keys.sorted() {
+            _ = try read("VACUUM (ANALYZE) \(q(location.schema)).\(q(table))")
+        }
     }
 
     /// A copy of every table of the store's schema in a new schema of the same database,

@@ -37,11 +37,16 @@ extension PostgresStore {
             }
             var number: Int64?
             var transactionID: String?
+            var serverProcess = connection.serverProcess
             let timestamp = Date()
             var committing = false
             do throws(ObjectGraphError) {
                 // The transaction's id, for learning its outcome if COMMIT's answer is lost.
-                transactionID = try run(connection, "SELECT txid_current()").text(0, 0)
+                // And the server process that runs it: behind a pooler, libpq's PQbackendPID is the
+                // pooler's key, not a process the server knows.
+                let identity = try run(connection, "SELECT txid_current(), pg_backend_pid()")
+                transactionID = identity.text(0, 0)
+                serverProcess = identity.integer(0, 1).flatMap { Int32(exactly: $0) } ?? connection.serverProcess
                 // A large save (a migration, a big copy) works between its statements for longer
                 // than a vanished client should hold locks (PostgresConnection.idleInTransactionTimeout).
                 if request.inserted.count + request.updated.count + request.deleted.count + request.toManyChanges.count
@@ -73,7 +78,7 @@ extension PostgresStore {
                 pool.dropIdle()
                 guard committing, let transactionID else { throw error }
                 let lost = LostCommit(
-                    transaction: transactionID, serverProcess: connection.serverProcess, history: number,
+                    transaction: transactionID, serverProcess: serverProcess, history: number,
                     timestamp: String(timestamp.timeIntervalSinceReferenceDate))
                 guard try outcome(of: lost, error) else {
                     logger.notice(

@@ -250,8 +250,10 @@ public final class PostgresStore: PersistentStore, ChangeAnnouncingStore {
             if let listener { return listener }
             // Where reads come from: a follower that hears of a commit before its reads can see
             // it would read the old rows again and keep them.
+            // Else where sessions go: LISTEN needs one (PostgresLocation+Pooler.swift).
             let started = ChangeListener(
-                location: location.forReads, layout: layout, instance: instance, logger: logger)
+                location: location.readsFromStandby ? location.forReads : location.forSession, layout: layout,
+                instance: instance, logger: logger)
             listener = started
             return started
         }

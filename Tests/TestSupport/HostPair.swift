@@ -96,6 +96,21 @@ public final class HostPair: Sendable {
         return (namespace, clientSide)
     }
 
+    /// Routes between a client host from ``addClient()`` and the first client host, through the
+    /// server host (which forwards): a machine that reaches a service (a pooler) on the other
+    /// client host. ``cut()`` then cuts that path too, since it runs over the server's cable.
+    public func route(between added: (namespace: String, address: String)) throws {
+        let gateway = added.address.split(separator: ".").dropLast().joined(separator: ".") + ".1"
+        let forwarding = try runTool(
+            "timeout", ["30"] + Self.inside(serverNamespace, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]),
+            timeout: 60)
+        guard forwarding.status == 0 else {
+            throw TestServerError("the server host does not forward: \(forwarding.error)")
+        }
+        try Self.ip(["-n", added.namespace, "route", "add", "\(clientAddress)/32", "via", gateway])
+        try Self.ip(["-n", clientNamespace, "route", "add", "\(added.address)/32", "via", serverAddress])
+    }
+
     /// Makes `address` (in the pair's /24) a machine that vanished, as the client sees it: the
     /// client's neighbour table says it is there (a permanent entry for a hardware address nobody
     /// has), so packets to it leave on the cable and are dropped at the far end without an answer,

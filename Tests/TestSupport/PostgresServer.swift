@@ -81,7 +81,12 @@ public final class PostgresServer: Sendable {
             if let primary {
                 try asPostgres(
                     "\(bin)/pg_basebackup",
-                    ["-D", data, "-R", "-h", primary.folder.path, "-p", "5432", "-U", "postgres", "-X", "stream"])
+                    // A fast checkpoint: a spread one on a freshly loaded primary outlasted the harness's
+                    // timeout once.
+                    [
+                        "-D", data, "-R", "-c", "fast", "-h", primary.folder.path, "-p", "5432", "-U", "postgres",
+                        "-X", "stream",
+                    ])
             } else {
                 try asPostgres(
                     "\(bin)/initdb",
