@@ -155,6 +155,88 @@ import Testing
         _ = try? run("fusermount3", ["-u", "-z", a.path])
     }
 
+    /// `flock -o -x FILE -c "...; exec sleep 60"`: flock(1) closes the locked descriptor in its
+    /// child before running the command, so once flock(1) itself is killed no process has that open
+    /// file and the lock goes at once (the kernel's RELEASE with FUSE_RELEASE_FLOCK_UNLOCK), not
+    /// when the command ends. Checked through the same mount, then through another one.
+    @Test func flockDashOKilledLetsGoAtOnceNotWhenItsCommandEnds() throws {
+        let server = try PostgresServer.shared()
+        let url = try PostgresMountTests.sampleStore(objects: 5, server: server, name: "flocko")
+        let a = try URLMount(url)
+        defer { _ = try? a.unmount() }
+        let b = try URLMount(url)
+        defer { _ = try? b.unmount() }
+        let employee = try #require(try run("ls", [a.path + "/Employee"]).lines.first)
+        let fileA = "\(a.path)/Employee/\(employee)/lastName"
+        let fileB = "\(b.path)/Employee/\(employee)/lastName"
+        let scratch = try ScratchSpace.folder("flocko")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        for (through, file) in [("the same mount", fileA), ("another mount", fileB)] {
+            let pidFile = scratch.appendingPathComponent("sleeper-\(file == fileA ? "a" : "b")").path
+            let locker = Process()
+            locker.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+            // The command writes its pid (that of the `sleep` it becomes) so the test can end it;
+            // no pipe is shared with it, so nothing here waits for it to end.
+            locker.arguments = ["-o", "-x", fileA, "-c", "echo $$ > '\(pidFile)'; exec sleep 60"]
+            locker.standardOutput = FileHandle.nullDevice
+            locker.standardError = FileHandle.nullDevice
+            try locker.run()
+            var sleeper: Int32 = 0
+            _ = seconds(until: {
+                sleeper =
+                    Int32(
+                        (try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(
+                            in: .whitespacesAndNewlines) ?? "") ?? 0
+                return sleeper > 0
+            })
+            defer { if sleeper > 0 { kill(sleeper, SIGKILL) } }
+            #expect(sleeper > 0, "the command runs under the lock")
+            #expect(try tryFlock(file) == 75, "flock -o holds the lock through \(through)")
+            let killed = Date()
+            kill(locker.processIdentifier, SIGKILL)
+            _ = try seconds(until: { try tryFlock(file) == 0 }, limit: 10)
+            let released = Date().timeIntervalSince(killed)
+            #expect(released < 10, "killing flock(1) lets go of its lock (through \(through)) while its command runs")
+            print(
+                "postgresql locks: flock -o killed, its lock free through \(through) after \(String(format: "%.2f", released)) s"
+            )
+            #expect(kill(sleeper, 0) == 0, "the command (sleep) still runs: the lock went with flock(1), not with it")
+            // The command has no descriptor of the locked file (flock -o closed it).
+            let descriptors = try run("ls", ["-l", "/proc/\(sleeper)/fd"]).output
+            #expect(!descriptors.contains("lastName"), "\(descriptors)")
+            print("postgresql locks: the command's descriptors: \(descriptors)")
+            // Foundation's Process sees flock(1)'s end only once the command ends too (it keeps a
+            // descriptor the child inherits), so the command is ended first.
+            kill(sleeper, SIGKILL)
+            locker.waitUntilExit()
+        }
+
+        // Without -o the command keeps the descriptor, so the open file and its lock outlive
+        // flock(1) (as flock(2) says) and go only when the command ends.
+        let keeper = Process()
+        keeper.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        let pidFile = scratch.appendingPathComponent("keeper").path
+        keeper.arguments = ["-x", fileA, "-c", "echo $$ > '\(pidFile)'; exec sleep 60"]
+        keeper.standardOutput = FileHandle.nullDevice
+        try keeper.run()
+        var sleeper: Int32 = 0
+        _ = seconds(until: {
+            sleeper =
+                Int32(
+                    (try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(
+                        in: .whitespacesAndNewlines) ?? "") ?? 0
+            return sleeper > 0
+        })
+        defer { if sleeper > 0 { kill(sleeper, SIGKILL) } }
+        #expect(sleeper > 0)
+        kill(keeper.processIdentifier, SIGKILL)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try tryFlock(fileB) == 75, "without -o the command still holds the lock")
+        kill(sleeper, SIGKILL)
+        keeper.waitUntilExit()
+        #expect(try seconds { try tryFlock(fileB) == 0 } != nil, "and lets go of it when it ends")
+    }
+
     /// 2 mounts × 4 writers, each incrementing one counter `rounds` times under `flock` (read,
     /// write + 1, release): the counter ends exact. Also the figures of docs/benchmarks.md.
     @Test func writersOfTwoMountsIncrementACounterUnderFlockWithoutLosingOne() throws {
