@@ -637,8 +637,11 @@ private func configure(_ connection: UnsafeMutablePointer<fuse_conn_info>, _ con
     }
 
     // Zero-message open is not a `want` bit: offered in `capable`, it means the kernel takes ENOSYS
-    // from OPEN (OPENDIR) as success and stops sending them.
-    if context.wantsOpensWithoutRequests && capable & UInt64(FUSE_CAP_NO_OPEN_SUPPORT) != 0 {
+    // from OPEN (OPENDIR) as success and stops sending them. Files opened so are never RELEASEd, and
+    // RELEASE is where a flock ends: a filesystem holding file locks keeps file opens.
+    if context.wantsOpensWithoutRequests && !context.holdsFileLocks
+        && capable & UInt64(FUSE_CAP_NO_OPEN_SUPPORT) != 0
+    {
         context.opensWithoutRequests.store(true, ordering: .relaxed)
     }
     if context.wantsOpensWithoutRequests && capable & UInt64(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 {

@@ -155,6 +155,30 @@ import Testing
         _ = try? run("fusermount3", ["-u", "-z", a.path])
     }
 
+    /// A read-only mount lets the kernel open files without asking, and a file opened so is never
+    /// RELEASEd; a flock ends at RELEASE. So a mount that holds locks in the server keeps its file
+    /// opens even read-only: a flock through it ends with its holder, for the other mount too.
+    @Test func aFlockThroughAReadOnlyMountEndsWithItsHolder() throws {
+        let server = try PostgresServer.shared()
+        let url = try PostgresMountTests.sampleStore(objects: 5, server: server, name: "readonlylocks")
+        let readOnly = try URLMount(url, options: ["ro"])
+        defer { _ = try? readOnly.unmount() }
+        let other = try URLMount(url)
+        defer { _ = try? other.unmount() }
+        let employee = try #require(try run("ls", [readOnly.path + "/Employee"]).lines.first)
+        let file = "\(readOnly.path)/Employee/\(employee)/lastName"
+        let otherFile = "\(other.path)/Employee/\(employee)/lastName"
+        for round in 1...2 {
+            let holder = try Holder(file)
+            #expect(holder.holds(), "round \(round): the read-only mount grants the flock")
+            #expect(try tryFlock(otherFile) == 75, "round \(round): the other mount sees it held")
+            holder.kill()
+            #expect(
+                try seconds { try tryFlock(otherFile) == 0 && tryFlock(file) == 0 } != nil,
+                "round \(round): the lock ends with its holder, seen through both mounts")
+        }
+    }
+
     /// `flock -o -x FILE -c "...; exec sleep 60"`: flock(1) closes the locked descriptor in its
     /// child before running the command, so once flock(1) itself is killed no process has that open
     /// file and the lock goes at once (the kernel's RELEASE with FUSE_RELEASE_FLOCK_UNLOCK), not
