@@ -95,6 +95,12 @@ public protocol FileSystem: AnyObject, Sendable {
     /// every request behind it), and binds ``RequestInterruption/current`` for them.
     func mayTakeLong(_ inode: InodeNumber) -> Bool
 
+    /// Whether the value of extended attribute `name` may grow between a reader's two getxattr
+    /// calls without anyone writing it (counters that count those very calls). Tools such as
+    /// getfattr ask the size, then read with a buffer of that size, and fail on ERANGE: for such
+    /// values FuseKit answers the size with 4 KiB of room to grow.
+    func extendedAttributeChangesBetweenReads(_ name: String) -> Bool
+
     /// Whether this filesystem holds flock and POSIX locks itself (FileLocks.swift): asked once,
     /// at INIT. False: the kernel keeps them, on this machine only, and the methods below are
     /// never called.
@@ -140,6 +146,7 @@ extension KernelCacheInvalidator {
 
 extension FileSystem {
     public func mayTakeLong(_ inode: InodeNumber) -> Bool { false }
+    public func extendedAttributeChangesBetweenReads(_ name: String) -> Bool { false }
     public var holdsFileLocks: Bool { false }
     public func setLock(
         _ inode: InodeNumber, family: FileLockFamily, mode: FileLockMode?, requester: FileLockRequester, wait: Bool

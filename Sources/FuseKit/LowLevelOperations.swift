@@ -246,7 +246,11 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.getxattr = { request, inode, name, size in
         let decoded = Result { () throws(FileSystemError) in try FileName.decodeAttributeName(name, for: .existing) }
         serve(request, .getxattr, mayTakeLong: inode) { context throws(FileSystemError) in
-            let value = try context.fileSystem.extendedAttribute(try decoded.get(), of: InodeNumber(inode))
+            let name = try decoded.get()
+            let value = try context.fileSystem.extendedAttribute(name, of: InodeNumber(inode))
+            if size == 0 && context.fileSystem.extendedAttributeChangesBetweenReads(name) {
+                return .attributeSize(min(value.count + volatileAttributeHeadroom, largestAttributeValue))
+            }
             return try sized(value, for: size)
         }
     }
@@ -473,6 +477,13 @@ private func undoLookup(_ entry: Entry, _ context: SessionContext) {
     guard entry.attributes.inode.rawValue != 0 else { return }
     context.fileSystem.forget(entry.attributes.inode, count: 1)
 }
+
+/// Bytes a value that changes between reads may grow by between a reader's size query and its
+/// read (``FileSystem/extendedAttributeChangesBetweenReads(_:)``): the read answers the value's
+/// own length, so the room costs the reader a larger buffer, nothing else.
+private let volatileAttributeHeadroom = 4096
+/// The kernel's XATTR_SIZE_MAX (linux/limits.h, which Glibc's module does not show).
+private let largestAttributeValue = 65536
 
 /// The getxattr/listxattr size protocol: size 0 asks for the length; a smaller buffer is ERANGE.
 private func sized(_ value: Data, for size: Int) throws(FileSystemError) -> Reply {
