@@ -86,7 +86,9 @@ final class AdvisoryLockSession: Sendable {
                 if state.connection != nil {
                     logger.error("\(location): the connection holding file locks broke; the locks it held are gone")
                 }
-                let made = try PostgresConnection(location.forSession, timeout: location.statementTimeout)
+                // On the primary of the URL connected to: a `session=` URL that names several hosts
+                // and prefers a standby would otherwise put the locks where they exclude nobody.
+                let made = try PostgresConnection(location.forSession.forLocks, timeout: location.statementTimeout)
                 // A lock taken through a transaction-mode pooler would stay on a server
                 // connection other clients get, and its unlock would go to another.
                 guard !made.isPooled else {

@@ -33,10 +33,14 @@ extension PostgresLocation {
     public var hasSessionURL: Bool { sessionConnectionURL != nil }
 
     /// This location for the connections that need a session of their own (file locks, LISTEN):
-    /// the `session=` URL with this store's schema and timeouts; itself without one.
+    /// the `session=` URL with this store's schema and timeouts, and its own host count (so that
+    /// ``forLocks`` and HostList.swift judge the URL that is connected to); itself without one.
     var forSession: PostgresLocation {
         var copy = self
-        if let sessionConnectionURL { copy.connectionURL = sessionConnectionURL }
+        if let sessionConnectionURL {
+            copy.connectionURL = sessionConnectionURL
+            copy.namesSeveralHosts = sessionNamesSeveralHosts
+        }
         return copy
     }
 }

@@ -46,14 +46,17 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// of ``connectionDefaults`` where the URL sets none.
     var connectionURL: String
     /// Whether the URL names several servers (libpq's `host=A,B` or `postgresql://A,B/...`): a
-    /// primary and its standbys (PostgresLocation+Standbys.swift).
-    public let namesSeveralHosts: Bool
+    /// primary and its standbys (PostgresLocation+Standbys.swift). Of the `session=` URL in
+    /// ``forSession``'s copy, which connects there.
+    public internal(set) var namesSeveralHosts: Bool
     /// Whether reads go to a standby where one is up: several hosts and no `reads=primary`.
     public let readsFromStandby: Bool
     /// What libpq is given for the connections that need a server session of their own (file
     /// locks, LISTEN) when the URL names a transaction-mode pooler: storefs's parameter
     /// `session=URL` (PostgresLocation+Pooler.swift); nil: the same as ``connectionURL``.
     var sessionConnectionURL: String?
+    /// Whether the `session=` URL names several servers.
+    var sessionNamesSeveralHosts = false
     /// The URL without its password, for logs, messages and /proc/mounts.
     public let description: String
     /// The password the URL holds, as written and decoded: libpq quotes parts of a URL it
@@ -164,6 +167,7 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         if shown.queryItems?.isEmpty == true { shown.queryItems = nil }
         description = StoreURL.redacting(shown.string ?? "postgresql://(unprintable URL)")
         sessionConnectionURL = session?.connectionURL
+        sessionNamesSeveralHosts = session?.namesSeveralHosts ?? false
         passwords += session?.passwords ?? []
     }
 

@@ -93,6 +93,20 @@ import Testing
         #expect(try other.lockHeldElsewhere(name, excluding: .shared) == .exclusive)
         #expect(try store.changeLock(name, from: .exclusive, to: nil).granted)
         #expect(try other.changeLock(name, from: nil, to: .exclusive).granted)
+        #expect(try other.changeLock(name, from: .exclusive, to: nil).granted)
+
+        // The same through `session=` (where locks go behind a pooler), its URL naming the
+        // standby first and asking for one: the locks are still the primary's.
+        let session = PostgresServer.url(
+            schema: schema, servers: [standby, primary], extra: "target_session_attrs=prefer-standby")
+        let encoded = try #require(session.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let throughSession = try Cluster().open(
+            try #require(URL(string: primary.url(schema: schema).absoluteString + "&session=" + encoded)))
+        defer { throughSession.close() }
+        #expect(try throughSession.changeLock(name, from: nil, to: .exclusive).granted)
+        #expect(try primary.value(advisory) == "1", "the session= lock is held in the primary")
+        #expect(try standby.value(advisory) == "0", "not in the standby the session= URL prefers")
+        #expect(try other.changeLock(name, from: nil, to: .exclusive).granted == false)
     }
 
     // MARK: - Read-your-writes with two standbys
