@@ -82,6 +82,27 @@ import Testing
         return try run("python3", ["-c", script, path]).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// flock(1) with `options` running `sleep 60` under the lock; the command writes its pid (that
+    /// of the `sleep` it becomes) to `pidFile` so the test can end it, and no pipe is shared with
+    /// it, so nothing here waits for it to end. The sleep's pid is 0 when it did not start in 10 s.
+    func flockRunningSleep(_ options: [String], pidFile: String) throws -> (Process, Int32) {
+        let locker = Process()
+        locker.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        locker.arguments = options + ["-c", "echo $$ > '\(pidFile)'; exec sleep 60"]
+        locker.standardOutput = FileHandle.nullDevice
+        locker.standardError = FileHandle.nullDevice
+        try locker.run()
+        var sleeper: Int32 = 0
+        _ = seconds(until: {
+            sleeper =
+                Int32(
+                    (try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(
+                        in: .whitespacesAndNewlines) ?? "") ?? 0
+            return sleeper > 0
+        })
+        return (locker, sleeper)
+    }
+
     /// Seconds until `condition` holds (polled every 20 ms), nil after `limit`.
     func seconds(until condition: () throws -> Bool, limit: Double = 10) rethrows -> Double? {
         try PostgresMountTests.seconds(until: condition, limit: limit)
@@ -197,22 +218,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: scratch) }
         for (through, file) in [("the same mount", fileA), ("another mount", fileB)] {
             let pidFile = scratch.appendingPathComponent("sleeper-\(file == fileA ? "a" : "b")").path
-            let locker = Process()
-            locker.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-            // The command writes its pid (that of the `sleep` it becomes) so the test can end it;
-            // no pipe is shared with it, so nothing here waits for it to end.
-            locker.arguments = ["-o", "-x", fileA, "-c", "echo $$ > '\(pidFile)'; exec sleep 60"]
-            locker.standardOutput = FileHandle.nullDevice
-            locker.standardError = FileHandle.nullDevice
-            try locker.run()
-            var sleeper: Int32 = 0
-            _ = seconds(until: {
-                sleeper =
-                    Int32(
-                        (try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(
-                            in: .whitespacesAndNewlines) ?? "") ?? 0
-                return sleeper > 0
-            })
+            let (locker, sleeper) = try flockRunningSleep(["-o", "-x", fileA], pidFile: pidFile)
             defer { if sleeper > 0 { kill(sleeper, SIGKILL) } }
             #expect(sleeper > 0, "the command runs under the lock")
             #expect(try tryFlock(file) == 75, "flock -o holds the lock through \(through)")
@@ -237,20 +243,8 @@ import Testing
 
         // Without -o the command keeps the descriptor, so the open file and its lock outlive
         // flock(1) (as flock(2) says) and go only when the command ends.
-        let keeper = Process()
-        keeper.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        let pidFile = scratch.appendingPathComponent("keeper").path
-        keeper.arguments = ["-x", fileA, "-c", "echo $$ > '\(pidFile)'; exec sleep 60"]
-        keeper.standardOutput = FileHandle.nullDevice
-        try keeper.run()
-        var sleeper: Int32 = 0
-        _ = seconds(until: {
-            sleeper =
-                Int32(
-                    (try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(
-                        in: .whitespacesAndNewlines) ?? "") ?? 0
-            return sleeper > 0
-        })
+        let (keeper, sleeper) = try flockRunningSleep(
+            ["-x", fileA], pidFile: scratch.appendingPathComponent("keeper").path)
         defer { if sleeper > 0 { kill(sleeper, SIGKILL) } }
         #expect(sleeper > 0)
         kill(keeper.processIdentifier, SIGKILL)
