@@ -103,19 +103,27 @@ import Testing
         return (locker, sleeper)
     }
 
+    /// Two mounts of a fresh sample store of `objects` objects on the shared server (the first
+    /// with `options`), and the name of an employee's folder both show.
+    func twoMounts(of name: String, objects: Int, firstOptions: [String] = []) throws -> (URLMount, URLMount, String) {
+        let url = try PostgresMountTests.sampleStore(objects: objects, server: try PostgresServer.shared(), name: name)
+        let first = try URLMount(url, options: firstOptions)
+        let second = try URLMount(url)
+        let employee = try #require(try run("ls", [first.path + "/Employee"]).lines.first)
+        return (first, second, employee)
+    }
+
     /// Seconds until `condition` holds (polled every 20 ms), nil after `limit`.
     func seconds(until condition: () throws -> Bool, limit: Double = 10) rethrows -> Double? {
         try PostgresMountTests.seconds(until: condition, limit: limit)
     }
 
     @Test func locksThroughOneMountExcludeTheOthersProcesses() throws {
-        let server = try PostgresServer.shared()
-        let url = try PostgresMountTests.sampleStore(objects: 20, server: server, name: "locks")
-        let a = try URLMount(url)
-        defer { _ = try? a.unmount() }
-        let b = try URLMount(url)
-        defer { _ = try? b.unmount() }
-        let employee = try #require(try run("ls", [a.path + "/Employee"]).lines.first)
+        let (a, b, employee) = try twoMounts(of: "locks", objects: 20)
+        defer {
+            _ = try? a.unmount()
+            _ = try? b.unmount()
+        }
         let fileA = "\(a.path)/Employee/\(employee)/lastName"
         let fileB = "\(b.path)/Employee/\(employee)/lastName"
         let folderA = "\(a.path)/Employee/\(employee)"
@@ -180,13 +188,11 @@ import Testing
     /// RELEASEd; a flock ends at RELEASE. So a mount that holds locks in the server keeps its file
     /// opens even read-only: a flock through it ends with its holder, for the other mount too.
     @Test func aFlockThroughAReadOnlyMountEndsWithItsHolder() throws {
-        let server = try PostgresServer.shared()
-        let url = try PostgresMountTests.sampleStore(objects: 5, server: server, name: "readonlylocks")
-        let readOnly = try URLMount(url, options: ["ro"])
-        defer { _ = try? readOnly.unmount() }
-        let other = try URLMount(url)
-        defer { _ = try? other.unmount() }
-        let employee = try #require(try run("ls", [readOnly.path + "/Employee"]).lines.first)
+        let (readOnly, other, employee) = try twoMounts(of: "readonlylocks", objects: 5, firstOptions: ["ro"])
+        defer {
+            _ = try? readOnly.unmount()
+            _ = try? other.unmount()
+        }
         let file = "\(readOnly.path)/Employee/\(employee)/lastName"
         let otherFile = "\(other.path)/Employee/\(employee)/lastName"
         for round in 1...2 {
@@ -205,13 +211,11 @@ import Testing
     /// file and the lock goes at once (the kernel's RELEASE with FUSE_RELEASE_FLOCK_UNLOCK), not
     /// when the command ends. Checked through the same mount, then through another one.
     @Test func flockDashOKilledLetsGoAtOnceNotWhenItsCommandEnds() throws {
-        let server = try PostgresServer.shared()
-        let url = try PostgresMountTests.sampleStore(objects: 5, server: server, name: "flocko")
-        let a = try URLMount(url)
-        defer { _ = try? a.unmount() }
-        let b = try URLMount(url)
-        defer { _ = try? b.unmount() }
-        let employee = try #require(try run("ls", [a.path + "/Employee"]).lines.first)
+        let (a, b, employee) = try twoMounts(of: "flocko", objects: 5)
+        defer {
+            _ = try? a.unmount()
+            _ = try? b.unmount()
+        }
         let fileA = "\(a.path)/Employee/\(employee)/lastName"
         let fileB = "\(b.path)/Employee/\(employee)/lastName"
         let scratch = try ScratchSpace.folder("flocko")
@@ -258,13 +262,11 @@ import Testing
     /// 2 mounts × 4 writers, each incrementing one counter `rounds` times under `flock` (read,
     /// write + 1, release): the counter ends exact. Also the figures of docs/benchmarks.md.
     @Test func writersOfTwoMountsIncrementACounterUnderFlockWithoutLosingOne() throws {
-        let server = try PostgresServer.shared()
-        let url = try PostgresMountTests.sampleStore(objects: 5, server: server, name: "counter")
-        let a = try URLMount(url)
-        defer { _ = try? a.unmount() }
-        let b = try URLMount(url)
-        defer { _ = try? b.unmount() }
-        let employee = try #require(try run("ls", [a.path + "/Employee"]).lines.first)
+        let (a, b, employee) = try twoMounts(of: "counter", objects: 5)
+        defer {
+            _ = try? a.unmount()
+            _ = try? b.unmount()
+        }
         let relative = "Employee/\(employee)/lastName"
 
         // The lock's round trip: LOCK_EX and LOCK_UN of an open file, 200 times.
