@@ -198,4 +198,33 @@ import Testing
         #expect(try store.count(of: employee) == Self.employees)
         #expect(try store.persistentHistory().count == 1, "only the save that committed is in history")
     }
+
+    /// More rows than one COPY carries (20,000): several statements, every row once, in order.
+    @Test func aSaveOfMoreRowsThanOneCopyTakesSeveralAndKeepsThemAll() throws {
+        let server = try PostgresServer.shared()
+        let store = try PostgresStore(
+            location: try PostgresLocation(server.url(schema: PostgresServer.uniqueSchema("bulkmany"))),
+            model: SampleModel.make(), options: StoreOptions(createIfMissing: true))
+        defer { store.close() }
+        let employee = store.model.entityID(named: "Employee")!
+        var request = SaveRequest()
+        let count = 20_000 + 1_234
+        for i in 0..<count {
+            request.inserted.append(
+                Snapshot(
+                    objectID: ObjectID(entity: employee, key: PrimaryKey(Int64(i + 1))), version: 1,
+                    attributes: ["firstName": .string(Self.strings[i % Self.strings.count] + "\(i)")]))
+        }
+        try store.save(request)
+        #expect(try store.count(of: employee) == count)
+        let ids = request.inserted.map(\.objectID)
+        let read = try store.snapshots(for: ids)
+        #expect(read.count == count)
+        let stored = Dictionary(uniqueKeysWithValues: read.map { ($0.objectID, $0.attributes["firstName"]) })
+        let differing = request.inserted.filter { stored[$0.objectID] != $0.attributes["firstName"] }
+        #expect(
+            differing.isEmpty, "\(differing.count) differ, the first: \(differing.first.map { "\($0.objectID)" } ?? "")"
+        )
+        #expect(try store.persistentHistory().first?.changes.count == count)
+    }
 }

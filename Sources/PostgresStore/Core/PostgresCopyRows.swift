@@ -20,25 +20,40 @@ extension PostgresSQLConnection {
         let names = columns.map(SQL.identifier).joined(separator: ", ")
         let sql = "COPY \(SQL.identifier(table)) (\(names)) FROM STDIN"
         var next = rows.startIndex
-        store.requests.add(1, ordering: .relaxed)
-        let copied = try connection.copyIn(sql) { (buffer) throws(ObjectGraphError) -> Bool in
-            while next < rows.endIndex && buffer.count < PostgresConnection.copyChunkBytes {
-                let row = rows[next]
-                guard row.count == columns.count else {
-                    throw ObjectGraphError(
-                        .io, "a row of \(row.count) values cannot go into \(columns.count) columns of \(table)")
+        // One COPY per ``rowsPerCopy`` rows or ``bytesPerCopy`` bytes: the server bounds each
+        // statement by its statement_timeout, and a COPY runs from its start to its last row.
+        while next < rows.endIndex {
+            let first = next
+            var sent = 0
+            store.requests.add(1, ordering: .relaxed)
+            let copied = try connection.copyIn(sql) { (buffer) throws(ObjectGraphError) -> Bool in
+                while next < rows.endIndex && buffer.count < PostgresConnection.copyChunkBytes
+                    && next - first < Self.rowsPerCopy && sent + buffer.count < Self.bytesPerCopy
+                {
+                    let row = rows[next]
+                    guard row.count == columns.count else {
+                        throw ObjectGraphError(
+                            .io, "a row of \(row.count) values cannot go into \(columns.count) columns of \(table)")
+                    }
+                    Self.appendLine(of: row, to: &buffer)
+                    next += 1
                 }
-                Self.appendLine(of: row, to: &buffer)
-                next += 1
+                sent += buffer.count
+                return next < rows.endIndex && next - first < Self.rowsPerCopy && sent < Self.bytesPerCopy
             }
-            return next < rows.endIndex
-        }
-        guard copied == rows.count else {
-            throw ObjectGraphError(
-                .io, "\(connection.place): PostgreSQL copied \(copied) of \(rows.count) rows into \(table)")
+            guard copied == next - first else {
+                throw ObjectGraphError(
+                    .io, "\(connection.place): PostgreSQL copied \(copied) of \(next - first) rows into \(table)")
+            }
         }
         return true
     }
+
+    /// Rows and bytes one COPY carries at most: a few seconds of the server's work on a loaded
+    /// machine, far inside its statement timeout (PostgresConnection.swift), and few enough
+    /// statements that each costs nothing next to its rows.
+    static let rowsPerCopy = 20_000
+    static let bytesPerCopy = 32 << 20
 
     /// One row as a line of COPY's text format.
     static func appendLine(of row: [SQLValue], to buffer: inout [UInt8]) {
