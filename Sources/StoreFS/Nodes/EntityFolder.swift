@@ -116,7 +116,8 @@ struct EntityFolder: NodeType {
                 try? context.setValue(zero, of: attribute.name, for: object)
             }
         }
-        mapping.changed(object)
+        // The MKDIR answer, made after this, carries the new folder's attributes.
+        mapping.changed(object, kernelUpdates: .object(object))
         mapping.session.copyIn.markFresh(object)
         mapping.resolveWaitingLinks(to: object)
         if requested == nil {
@@ -124,7 +125,9 @@ struct EntityFolder: NodeType {
                 "mkdir \(model[entity].name)/\(name): made \(mapping.describe(object)) (names are keys)")
             mapping.invalidateEntry(parent: node, name: name)
         }
-        mapping.invalidateAncestorDirectories(of: object)
+        // This folder's listing and attributes, and the new name in it, the kernel renews with
+        // the answer; the parent entities' folders (their links to it) are storefs's to drop.
+        mapping.invalidateAncestorDirectories(of: object, except: node.entity)
         return .object(object)
     }
 
