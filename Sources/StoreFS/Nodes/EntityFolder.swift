@@ -44,6 +44,11 @@ struct EntityFolder: NodeType {
             { () throws(ObjectGraphError) in
                 try context.objectIDs(of: node.entity, includingSubentities: true)
             }, "list \(mapping.model[node.entity].name)")
+        // A name this listing shows is found by the next lookup, even one another process added
+        // since the mount last learned the highest key (KeyBounds).
+        if let highest = ids.max(by: { $0.key.rawValue < $1.key.rawValue }) {
+            mapping.coordinator.keyBounds.raise(highest, root: mapping.model[node.entity].rootID)
+        }
         return .objects(EntityListing(ids))
     }
 
