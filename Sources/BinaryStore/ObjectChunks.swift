@@ -4,7 +4,7 @@ import ObjectGraph
 extension BinaryStoreFormat {
     /// How the objects of a block are decoded: in chunks of `chunkObjects` objects, by the
     /// reading thread and `helpers` more threads, while the reading thread puts the decoded
-    /// objects into the graph in the file's order (docs/BINARY_FORMAT.md, "Reading").
+    /// objects into the graph in the file's order (docs/BINARY_FORMAT.md, "Reading rules").
     struct Parallelism: Sendable {
         var chunkObjects: Int
         var helpers: Int
