@@ -288,6 +288,66 @@ import Testing
                 == "500000\n")
     }
 
+    /// A value kept in a file that cannot be read (here a folder stands where the file was) is an
+    /// error for what renders it (EIO), never a
+    /// value without renderings (ENOENT, which says there is nothing to look for).
+    @Test func aRenderingOfAValueWhoseFileCannotBeReadIsAnIOError() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
+        let file = Self.externalData(mount).appendingPathComponent(reference)
+        let made = try run(
+            "python3",
+            [
+                "-c",
+                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps({'title':'visible'},fmt=plistlib.FMT_BINARY))",
+                file.path
+            ])
+        try #require(made.status == 0, "\(made.error)")
+        try mount.mount(model: Self.model)
+        let object = "\(mount.path)/Attachment/p4"
+        let rendered = try run("cat", ["\(object)/data.json"])
+        try #require(
+            rendered.status == 0 && rendered.output.contains("visible"), "\(rendered.output) \(rendered.error)")
+        // A folder where the value's file was: it is there, and it cannot be read as the value.
+        try FileManager.default.removeItem(at: file)
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
+        let gone = try run("cat", ["\(object)/data.json"])
+        #expect(gone.status != 0 && gone.error.contains("Input/output error"), "\(gone.error)")
+        let renderings = try run("getfattr", ["-n", "user.attribute.renderings", "\(object)/data"])
+        #expect(
+            renderings.status != 0 && renderings.error.contains("Input/output error"),
+            "\(renderings.output) \(renderings.error)")
+    }
+
+    /// A query folder's `.json` of large records answers EFBIG at its 64 MiB limit without reading
+    /// or encoding every match first: 240 objects with a 1 MiB in-row thumbnail each (320 MiB of
+    /// base64) grow the server's peak memory by far less than they hold.
+    @Test func aQueryResultOfLargeRecordsStopsAtItsLimitWithoutHoldingThemAll() throws {
+        let mount = try Self.store()
+        defer { try? mount.unmount() }
+        let inserted = try run(
+            "sqlite3",
+            [
+                mount.store.path,
+                """
+                WITH RECURSIVE n(k) AS (SELECT 9 UNION ALL SELECT k + 1 FROM n WHERE k < 248)
+                INSERT INTO ZATTACHMENT (Z_PK, Z_ENT, Z_OPT, ZFOLDER, ZNAME, ZTHUMBNAIL)
+                SELECT k, 1, 1, 1, 'big', randomblob(1048576) FROM n;
+                UPDATE Z_PRIMARYKEY SET Z_MAX = 248 WHERE Z_NAME = 'Attachment';
+                """
+            ])
+        try #require(inserted.status == 0, "\(inserted.error)")
+        try mount.mount(model: Self.model)
+        let server = try Self.serverPID(mount)
+        let before = try Self.peakMemory(server)
+        let result = try run("cat", ["\(mount.path)/.query/Attachment/name == 'big'/.json"])
+        #expect(result.status != 0 && result.error.contains("File too large"), "\(result.error)")
+        let growth = (try Self.peakMemory(server) - before) / 1024
+        #expect(growth < 200, "the server's peak memory grew by \(growth) MiB for a result cut at 64 MiB")
+        #expect(try run("cat", ["\(mount.path)/.query/Attachment/name == 'big'/.count"]).output == "240\n")
+    }
+
     /// A read-only mount reads a value kept in a file from that file, a READ at a time, never
     /// into memory: a (sparse) value of 1.25 GiB, past the 1 GiB read whole elsewhere, reads whole.
     @Test func aValuePastOneGiBReadsOnAReadOnlyMount() throws {

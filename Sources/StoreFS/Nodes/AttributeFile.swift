@@ -48,7 +48,7 @@ struct AttributeFile: NodeType {
             result["user.attribute.transformer"] = Data(transformer.utf8)
         }
         // Renderings are not listed in the folder: this says which there are.
-        let renderings = RenderingFile.renderings(of: node.object, node.property, mapping)
+        let renderings = try RenderingFile.renderings(of: node.object, node.property, mapping)
         if !renderings.isEmpty { result["user.attribute.renderings"] = Data(renderings.joined(separator: ",").utf8) }
         return result
     }

@@ -57,7 +57,9 @@ struct ObjectFolder: NodeType {
         {
             return .fetched(object, index)
         }
-        if let rendering = RenderingFile.node(named: name, in: object, snapshot: snapshot, mapping) { return rendering }
+        if let rendering = try RenderingFile.node(named: name, in: object, snapshot: snapshot, mapping) {
+            return rendering
+        }
         throw .notFound
     }
 

@@ -95,7 +95,10 @@ struct QueryResultFile: NodeType {
             }, "count \(mapping.describe(folder))")
     }
 
-    /// The records of `ids`, read a batch at a time.
+    /// The records of `ids`, read a batch at a time: batches start at one record and double up
+    /// to 500, never past what the records read so far say is left of ``maximumResultBytes``, and
+    /// the result is checked after every record, so large records are never read or written far
+    /// past the limit before it answers EFBIG.
     private static func records(
         of ids: [ObjectID], entity: EntityID, format: ObjectRecordFormat, _ mapping: Mapping, name: String
     ) throws(FileSystemError) -> Data {
@@ -108,11 +111,12 @@ struct QueryResultFile: NodeType {
         var out: [UInt8] = []
         writer.begin(into: &out)
         var start = 0
+        var batchSize = 1
         while start < ids.count {
             // Reading the matches is part of the answer's cost (its time and an interrupt).
             try mapping.engine(
                 { () throws(ObjectGraphError) in try QueryBudget.current?.check() }, "read \(name)")
-            let batch = Array(ids[start..<min(start + 500, ids.count)])
+            let batch = Array(ids[start..<min(start + batchSize, ids.count)])
             start += batch.count
             let records = try mapping.engine(
                 { () throws(ObjectGraphError) in
@@ -122,14 +126,16 @@ struct QueryResultFile: NodeType {
                 // Values kept in files are shown as their bytes, within what a result may hold.
                 let shown = try mapping.shownRecord(record, limit: max(maximumResultBytes - out.count, 0))
                 writer.append(shown, into: &out)
+                guard out.count <= maximumResultBytes else {
+                    let message =
+                        "read \(name): more than \(maximumResultBytes >> 20) MiB; storefs export "
+                        + "--entity \(mapping.model[entity].name) --where PREDICATE streams any number of objects"
+                    mapping.logger.error("\(message)")
+                    throw .tooBig
+                }
             }
-            guard out.count <= maximumResultBytes else {
-                let message =
-                    "read \(name): more than \(maximumResultBytes >> 20) MiB; storefs export "
-                    + "--entity \(mapping.model[entity].name) --where PREDICATE streams any number of objects"
-                mapping.logger.error("\(message)")
-                throw .tooBig
-            }
+            let bytesPerRecord = max(out.count / max(start, 1), 1)
+            batchSize = max(1, min(batchSize * 2, 500, (maximumResultBytes - out.count) / bytesPerRecord))
         }
         writer.end(into: &out)
         return Data(out)

@@ -52,8 +52,11 @@ struct RenderingFile: NodeType {
     }
 
     /// The rendering node `name` names in `object`'s folder, if it is `ATTR.SUFFIX` of a
-    /// rendering of ``ValueRendering/all`` and the value of ATTR has it.
-    static func node(named name: String, in object: ObjectID, snapshot: Snapshot, _ mapping: Mapping) -> Node? {
+    /// rendering of ``ValueRendering/all`` and the value of ATTR has it; EIO when the value cannot
+    /// be read to say.
+    static func node(named name: String, in object: ObjectID, snapshot: Snapshot, _ mapping: Mapping)
+        throws(FileSystemError) -> Node?
+    {
         guard let (base, rendering) = ValueRendering.split(name),
             let renderer = ValueRendering.all.firstIndex(where: { $0.suffix == rendering.suffix })
         else { return nil }
@@ -63,7 +66,19 @@ struct RenderingFile: NodeType {
             !mapping.isHidden(base, in: object)
         else { return nil }
         let node = Node.rendering(object, index, renderer)
-        return (try? content(of: node, mapping)) == nil ? nil : node
+        return try hasContent(node, mapping) ? node : nil
+    }
+
+    /// Whether the rendering `node` stands for has bytes: false when the value has none (ENOENT
+    /// from ``content(of:_:)``); any other error, such as a value's file that cannot be read, is
+    /// the caller's.
+    private static func hasContent(_ node: Node, _ mapping: Mapping) throws(FileSystemError) -> Bool {
+        do {
+            _ = try content(of: node, mapping)
+            return true
+        } catch let error where error == .notFound {
+            return false
+        }
     }
 
     /// Whether `name` is where a rendering of one of `object`'s attributes would be (`ATTR.json`,
@@ -82,10 +97,16 @@ struct RenderingFile: NodeType {
         guard renderer < ValueRendering.all.count else { throw .notFound }
         let generation = mapping.renderedValues.generation
         let (attribute, value) = try mapping.attributeValue(node.object, index)
-        // A value kept in a file renders from its bytes; one past `max_value_size` has none.
-        guard isRenderable(attribute.type),
-            case .data(let bytes) = try? mapping.shownValue(value, limit: mapping.configuration.maximumValueSize)
-        else { throw .notFound }
+        guard isRenderable(attribute.type) else { throw .notFound }
+        // A value kept in a file renders from its bytes; one past `max_value_size` has none, and
+        // one whose file cannot be read is an error (EIO), not a value without renderings.
+        let shown: AttributeValue
+        do {
+            shown = try mapping.shownValue(value, limit: mapping.configuration.maximumValueSize)
+        } catch let error where error == .tooBig {
+            throw .notFound
+        }
+        guard case .data(let bytes) = shown else { throw .notFound }
         var rendered: Data?
         let content = mapping.renderedValues.render(node, generation: generation) {
             rendered = ValueRendering.all[renderer].render(bytes)
@@ -97,11 +118,16 @@ struct RenderingFile: NodeType {
 
     /// The names of the renderings an attribute file has (`json`, `inflated`, `pb.txt`, `plist`),
     /// for its xattrs.
-    static func renderings(of object: ObjectID, _ index: Int, _ mapping: Mapping) -> [String] {
+    static func renderings(of object: ObjectID, _ index: Int, _ mapping: Mapping) throws(FileSystemError) -> [String] {
         guard mapping.isValid(object.entity), index < mapping.model[object.entity].allAttributes.count,
             index < Node.maximumRenderedAttributes, isRenderable(mapping.model[object.entity].allAttributes[index].type)
         else { return [] }
-        return ValueRendering.all.indices.filter { (try? content(of: .rendering(object, index, $0), mapping)) != nil }
-            .map { String(ValueRendering.all[$0].suffix.dropFirst()) }
+        var names: [String] = []
+        for renderer in ValueRendering.all.indices {
+            if try hasContent(.rendering(object, index, renderer), mapping) {
+                names.append(String(ValueRendering.all[renderer].suffix.dropFirst()))
+            }
+        }
+        return names
     }
 }
