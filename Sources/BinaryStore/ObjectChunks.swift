@@ -219,13 +219,7 @@ extension BinaryStoreFormat {
             while true {
                 while !stopped, nextClaim < results.count, nextClaim >= taken + window { condition.wait() }
                 guard !stopped, nextClaim < results.count else { break }
-                let chunk = nextClaim
-                nextClaim += 1
-                condition.unlock()
-                let decoded = decoder.decode(chunk)
-                condition.lock()
-                results[chunk] = decoded
-                condition.broadcast()
+                decodeNextChunk()
             }
             helpersRunning -= 1
             condition.broadcast()
@@ -245,17 +239,22 @@ extension BinaryStoreFormat {
                     return done
                 }
                 if nextClaim < results.count, nextClaim < index + window {
-                    let chunk = nextClaim
-                    nextClaim += 1
-                    condition.unlock()
-                    let decoded = decoder.decode(chunk)
-                    condition.lock()
-                    results[chunk] = decoded
-                    condition.broadcast()
+                    decodeNextChunk()
                 } else {
                     condition.wait()
                 }
             }
+        }
+
+        /// Claims the next chunk and decodes it without holding the lock (held on entry and exit).
+        private func decodeNextChunk() {
+            let chunk = nextClaim
+            nextClaim += 1
+            condition.unlock()
+            let decoded = decoder.decode(chunk)
+            condition.lock()
+            results[chunk] = decoded
+            condition.broadcast()
         }
 
         /// Stops the helpers and waits until none is running: the bytes they read are the
