@@ -93,7 +93,7 @@ extension Mapping {
             session.schedule.didCommit(retry: outcome.storeError != nil)
             if !outcome.saved.isEmpty || outcome.savedMetadata {
                 dropFetchedResults()
-                rememberStoreToken()
+                rememberStoreToken(asOf: outcome.storeEffects.changeTokenAtSave)
                 logger.debug("committed \(outcome.saved.count) objects (\(reason))")
             }
             return outcome
