@@ -3,7 +3,9 @@
 //
 // The binary store reader: the input is a whole .binary store, opened read-only with no model and
 // walked; then once more with its sizes and three CRC-32C checksums made to match, so that
-// mutations reach the metadata and objects decoders instead of stopping at a checksum.
+// mutations reach the metadata and objects decoders instead of stopping at a checksum; and the fixed
+// bytes decoded in chunks of two objects on two threads must give what reading in one piece gives
+// (the same graph, or the same error).
 import Foundation
 import ObjectGraph
 @testable import BinaryStore
@@ -31,5 +33,20 @@ public func fuzzBinaryStore(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     bytes.withUnsafeBytes { all in put(UInt64(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: all[0..<36]))), at: 36, 4) }
     bytes.withUnsafeBytes { FuzzSupport.openAndWalk(FuzzSupport.file(named: "fixed.binary", $0), types: [BinaryStoreType()]) }
+    let fixed = Data(bytes)
+    func read(_ parallelism: BinaryStoreFormat.Parallelism) -> Result<StoreGraph, ObjectGraphError> {
+        Result { () throws(ObjectGraphError) in
+            try BinaryStoreFormat.decode(fixed, model: nil, path: "fixed.binary", parallelism: parallelism).1
+        }
+    }
+    switch (read(.sequential), read(BinaryStoreFormat.Parallelism(chunkObjects: 2, helpers: 1))) {
+    case (.success(let a), .success(let b)):
+        if a.snapshots != b.snapshots || a.toMany != b.toMany || a.keysByRoot != b.keysByRoot || a.maxKey != b.maxKey {
+            fatalError("decoding in chunks gave another graph")
+        }
+    case (.failure(let a), .failure(let b)):
+        if a.message != b.message { fatalError("decoding in chunks gave another error: \(b.message) vs \(a.message)") }
+    default: fatalError("decoding in chunks and in one piece disagree")
+    }
     return 0
 }

@@ -256,9 +256,9 @@ enum BinaryStoreFormat {
     }
 
     /// Decodes a whole file into a graph for `model`.
-    static func decode(_ data: Data, model: ManagedObjectModel?, path: String) throws(ObjectGraphError)
-        -> (ManagedObjectModel, StoreGraph)
-    {
+    static func decode(
+        _ data: Data, model: ManagedObjectModel?, path: String, parallelism: Parallelism = .automatic
+    ) throws(ObjectGraphError) -> (ManagedObjectModel, StoreGraph) {
         try data.withBytes { (bytes) throws(ObjectGraphError) in
             let header = try header(bytes, fileSize: bytes.count, path: path)
             let metadataBytes = UnsafeRawBufferPointer(rebasing: bytes[headerSize..<headerSize + header.metadataLength])
@@ -280,14 +280,14 @@ enum BinaryStoreFormat {
             metadata.storeType = BinaryStoreType.typeName
             if metadata.storeUUID == nil { metadata.storeUUID = StoreMetadata.newStoreUUID() }
             var reader = Reader(bytes: objects, path: path)
-            let graph = try decodeObjects(&reader, model: resolved, metadata: metadata)
+            let graph = try decodeObjects(&reader, model: resolved, metadata: metadata, parallelism: parallelism)
             return (resolved, graph)
         }
     }
 
-    private static func decodeObjects(_ r: inout Reader, model: ManagedObjectModel, metadata: StoreMetadata)
-        throws(ObjectGraphError) -> StoreGraph
-    {
+    private static func decodeObjects(
+        _ r: inout Reader, model: ManagedObjectModel, metadata: StoreMetadata, parallelism: Parallelism
+    ) throws(ObjectGraphError) -> StoreGraph {
         let nameCount = try r.count()
         var names: [String] = []
         names.reserveCapacity(nameCount)
@@ -370,54 +370,48 @@ enum BinaryStoreFormat {
             // Shared by every snapshot of the block; values go straight to their slots.
             let (attributeNames, attributeSlots) = PropertyNames.slotted(attributes)
             let (toOneNames, toOneSlots) = PropertyNames.slotted(toOnes)
+            let layout = BlockLayout(
+                entityID: entityID, entityName: description.name, attributes: attributes, types: types,
+                attributeNames: attributeNames, attributeSlots: attributeSlots, toOneNames: toOneNames,
+                toOneSlots: toOneSlots, toOneNumbers: toOneNumbers, toManys: toManys, toManyNumbers: toManyNumbers,
+                entityForName: entityForName, names: names)
             let objectCount = try r.count()
             // An object takes at least its key, its version and a byte per property, and a to-many
             // list at least its count: a count beyond what the bytes left can hold is a corrupt
             // file, found below, so the tables are sized only for what could be there.
             let left = r.bytes.count - r.position
-            let possible = min(objectCount, left / (2 + attributes.count + toOnes.count + toManys.count))
+            let possible = min(objectCount, left / layout.minimumObjectBytes)
             let lists = possible.multipliedReportingOverflow(by: toManys.count)
             graph.reserve(objects: possible, toManyLists: lists.overflow ? left : min(lists.partialValue, left))
             var run = graph.startLoading(root: description.rootID, expecting: possible)
-            for _ in 0..<objectCount {
-                let rawKey = try r.varint()
-                guard rawKey > 0, rawKey <= UInt64(Int64.max) else {
-                    throw r.corrupt("object key \(rawKey) is invalid")
-                }
-                let id = ObjectID(entity: entityID, key: PrimaryKey(Int64(rawKey)))
-                var snapshot = Snapshot(
-                    objectID: id, version: try r.signed(), attributes: PropertyValues(layout: attributeNames),
-                    toOne: PropertyValues(layout: toOneNames))
-                // By index: iterating the descriptions would copy each (a retain and release per field).
-                for i in types.indices {
-                    if let value = try r.value(as: types[i], named: { "\(description.name).\(attributes[i])" }) {
-                        snapshot.attributes.setValue(value, slot: attributeSlots[i])
+            // Decoded in chunks, on several threads when the block is large; put into the graph
+            // here, chunk by chunk in the file's order, so the first damage in the file is the
+            // one reported, with the same message as reading in one piece.
+            let (starts, counts) = chunkStarts(
+                r, count: objectCount, per: parallelism.chunkObjects, layout: layout)
+            let schedule = ChunkSchedule(
+                decoder: ChunkDecoder(bytes: r.bytes, path: r.path, layout: layout, starts: starts, counts: counts),
+                window: 2 * (parallelism.helpers + 1))
+            schedule.startHelpers(parallelism.helpers)
+            defer { schedule.finish() }
+            for index in starts.indices {
+                let chunk = schedule.take(index)
+                for n in chunk.snapshots.indices {
+                    let id = chunk.snapshots[n].objectID
+                    for i in toManys.indices {
+                        graph.toMany[.init(source: id, relationship: toManys[i])] = chunk.toMany[n * toManys.count + i]
                     }
-                }
-                for i in toOnes.indices {
-                    let present = try r.byte()
-                    guard present <= 1 else { throw r.corrupt("to-one marker \(present) is invalid") }
-                    if present == 1 {
-                        let target = ObjectID(entity: try entity(try r.count()), key: try r.key())
-                        snapshot.toOne.setValue(target, slot: toOneSlots[i])
-                        refs.append(Reference(source: id, relationship: toOneNumbers[i], target: target))
+                    guard graph.load(chunk.snapshots[n], into: &run) else {
+                        var at = r
+                        at.position = chunk.ends[n]
+                        throw at.corrupt(
+                            "\(description.name) \(id.key) appears twice (keys must be unique per root entity)")
                     }
+                    loaded.insert(id)
                 }
-                for i in toManys.indices {
-                    let n = try r.count()
-                    var list: [ObjectID] = []
-                    list.reserveCapacity(n)
-                    for _ in 0..<n {
-                        let target = ObjectID(entity: try entity(try r.count()), key: try r.key())
-                        list.append(target)
-                        refs.append(Reference(source: id, relationship: toManyNumbers[i], target: target))
-                    }
-                    graph.toMany[.init(source: id, relationship: toManys[i])] = list
-                }
-                guard graph.load(snapshot, into: &run) else {
-                    throw r.corrupt("\(description.name) \(id.key) appears twice (keys must be unique per root entity)")
-                }
-                loaded.insert(id)
+                refs.append(contentsOf: chunk.refs)
+                if let error = chunk.error { throw error }
+                r.position = chunk.end
             }
             graph.finishLoading(run)
         }

@@ -16,6 +16,9 @@ package struct WrittenChanges<Value> {
     /// Objects whose rows the store changed on its own (a key cleared so no relationship points
     /// two ways or at a deleted object).
     package var repaired: Set<ObjectID> = []
+    /// Updated objects whose rows the save found exactly as the request read them
+    /// (``SaveEffects/rowsAsRead``).
+    package var rowsAsRead: Set<ObjectID> = []
 
     private var insertedSet: Set<ObjectID> = []
 

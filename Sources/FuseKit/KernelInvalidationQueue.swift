@@ -15,6 +15,8 @@ import Synchronization
 ///
 /// Requests wait in one list and a dispatch job sends all that are waiting, so a burst (a new
 /// object invalidates about seven things) wakes the sending thread once rather than per request.
+/// What a FUSE request asks for is sent once the request is answered (``InvalidationBatches``):
+/// one wake-up per request that invalidates anything.
 ///
 /// Threading: all methods are safe from any thread. After ``close(waitingUpTo:)`` requests are
 /// dropped (the kernel's caches die with the mount anyway).
@@ -45,6 +47,8 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
         var list: [Notification] = []
         var inodes: Set<InodeNumber> = []
         var entries: Set<EntryName> = []
+        /// A drain job is queued and has not taken the list yet.
+        var drainQueued = false
     }
 
     private struct EntryName: Hashable {
@@ -98,7 +102,11 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
     /// stale. Never called from the invalidation queue itself.
     func waitUntilSent(timeout: Double) -> Bool {
         let sent = DispatchSemaphore(value: 0)
-        queue.async { sent.signal() }
+        // What a request still being served put off is sent now too.
+        queue.async { [self] in
+            drain()
+            sent.signal()
+        }
         return sent.wait(timeout: .now() + timeout) == .success
     }
 
@@ -106,21 +114,32 @@ final class KernelInvalidationQueue: KernelCacheInvalidator {
     @discardableResult
     private func enqueue(_ notification: Notification) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }
-        let first = waiting.withLock { waiting -> Bool? in
+        let undrained = waiting.withLock { waiting -> Bool in
             switch notification {
             case .inode(let inode):
-                guard waiting.inodes.insert(inode).inserted else { return nil }
+                guard waiting.inodes.insert(inode).inserted else { return false }
             case .entry(let parent, let name):
-                guard waiting.entries.insert(EntryName(parent: parent, name: name)).inserted else { return nil }
+                guard waiting.entries.insert(EntryName(parent: parent, name: name)).inserted else { return false }
             case .delete, .preload:
                 waiting.inodes = []
                 waiting.entries = []
             }
             waiting.list.append(notification)
-            return waiting.list.count == 1
+            return !waiting.drainQueued
         }
-        if first == true { queue.async { [self] in drain() } }
+        if undrained, !InvalidationBatches.putOff(self) { wakeIfWaiting() }
         return true
+    }
+
+    /// Queues a drain unless one is queued or nothing waits: at once from a thread that serves no
+    /// request, after the answer from one that does.
+    func wakeIfWaiting() {
+        let wake = waiting.withLock { waiting -> Bool in
+            guard !waiting.drainQueued, !waiting.list.isEmpty else { return false }
+            waiting.drainQueued = true
+            return true
+        }
+        if wake { queue.async { [self] in drain() } }
     }
 
     /// Sends what is waiting, in order. Runs on `queue`, so one drain at a time.

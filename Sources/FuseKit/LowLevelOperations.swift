@@ -304,9 +304,12 @@ private enum Reply {
     case ok
 }
 
-/// Counts `request`, runs `body` and answers with what it returns, or with its errno.
+/// Counts `request`, runs `body` and answers with what it returns, or with its errno. The
+/// invalidations `body` asks for go out in one batch once it returns, as the answer is sent
+/// (``InvalidationBatches``), unless it may wait long (`batchingInvalidations` false: an fsync's
+/// commit): those are sent at once, not after the wait.
 private func serve(
-    _ request: fuse_req_t?, _ operation: OperationCounters.Operation,
+    _ request: fuse_req_t?, _ operation: OperationCounters.Operation, batchingInvalidations: Bool = true,
     _ body: (SessionContext) throws(FileSystemError) -> Reply
 ) {
     let context = SessionContext.of(request)
@@ -317,7 +320,11 @@ private func serve(
     defer { timings?.record(operation, since: started) }
     let reply: Reply
     do throws(FileSystemError) {
-        reply = try body(context)
+        if batchingInvalidations {
+            reply = try InvalidationBatches.serving { () throws(FileSystemError) in try body(context) }
+        } else {
+            reply = try body(context)
+        }
     } catch {
         context.counters.record(.errors)
         fuse_reply_err(request, error.rawValue)
@@ -334,11 +341,14 @@ private func serveWaiting(
     _ body: @escaping @Sendable (SessionContext) throws(FileSystemError) -> Reply
 ) {
     let context = SessionContext.of(request)
-    if fuse_req_is_uring(request), context.fileSystem.mayWait(operation, inode: inode, handle: handle) {
+    let mayWait = context.fileSystem.mayWait(operation, inode: inode, handle: handle)
+    if fuse_req_is_uring(request), mayWait {
         let handed = HandedRequest(request: request)
-        if context.waitingRequests.start({ serve(handed.request, operation, body) }) { return }
+        if context.waitingRequests.start({ serve(handed.request, operation, batchingInvalidations: false, body) }) {
+            return
+        }
     }
-    serve(request, operation, body)
+    serve(request, operation, batchingInvalidations: !mayWait, body)
 }
 
 /// ``serve(_:_:_:)``, on FuseKit's own threads (``SlowRequests``) when the filesystem says work on

@@ -93,7 +93,7 @@ extension PostgresStore {
             noteCommitted(on: kept)
             var refreshed = written.repaired
             for (id, _) in written.deleted { refreshed.remove(id) }
-            return SaveEffects(refreshed: refreshed)
+            return SaveEffects(refreshed: refreshed, rowsAsRead: written.rowsAsRead.subtracting(refreshed))
         }
         analyzeAfterLargeSave(request)
         return effects

@@ -283,6 +283,8 @@ extension RelationalRules {
                 "UPDATE \(identifier: table) SET \(sets) WHERE \"Z_PK\" = \(id.key.rawValue) AND \"Z_ENT\" = \(zent)")
             if changed == 0 { throw conflict(id, deleted: true) }
             written.update(id, changedAttributes + changedToOne)
+            // The row as read, to the version: it now holds what this update wrote, nothing else.
+            if stored == update.original { written.rowsAsRead.insert(id) }
         }
     }
 

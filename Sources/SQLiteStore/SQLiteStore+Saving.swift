@@ -29,7 +29,11 @@ extension SQLiteStore {
                     try history.append(
                         HistoryRow.rows(of: written, slots: history.slots, layout: layout), on: connection)
                 }
-                return storeEffects(of: written, reports: mechanisms.effects.drain())
+                var effects = storeEffects(of: written, reports: mechanisms.effects.drain())
+                // Holding the write lock, nobody else commits until ours: the writer's
+                // data_version (which its own commits never move) is the token as of this save.
+                effects.changeTokenAtSave = try Int64.fetchOne(db, sql: "PRAGMA data_version")
+                return effects
             }
             extensions.files.committed(logger: logger)
             return effects
@@ -55,7 +59,9 @@ extension SQLiteStore {
             refreshed.insert(ObjectID(entity: entity, key: PrimaryKey(report.key)))
         }
         for (id, _) in written.deleted { refreshed.remove(id) }
-        return SaveEffects(refreshed: refreshed, refreshesEverything: reports.overflowed)
+        return SaveEffects(
+            refreshed: refreshed, refreshesEverything: reports.overflowed,
+            rowsAsRead: written.rowsAsRead.subtracting(refreshed))
     }
 
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)

@@ -354,7 +354,8 @@ public final class StoreFileSystem: SavingFileSystem {
             mapping.session.openFiles.close(handle)
             throw error
         }
-        mapping.changed(node.owner)
+        // The kernel renews the folder it made the file in when this answer comes.
+        mapping.changed(node.owner, kernelUpdates: folder)
         // A new attribute file has no value until its writer closes it: its entry is the empty
         // file being written.
         let attributes = isAttribute ? mapping.writtenFileAttributes(node, size: 0) : try mapping.attributes(of: node)

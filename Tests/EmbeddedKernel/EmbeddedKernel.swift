@@ -176,6 +176,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
                     let (entry, opened) = try fileSystem.create(
                         parent: directory, name: name, permissions: 0o644, flags: flags, context: requester)
                     took(entry, name, in: directory)
+                    directoryChanged(directory)
                     let file = OpenedFile(inode: entry.attributes.inode, handle: opened.handle)
                     openedFiles[opened.handle.rawValue] = file
                     return file
@@ -301,6 +302,14 @@ public final class EmbeddedKernel: @unchecked Sendable {
     private func forgetName(_ name: String, in parent: InodeNumber) {
         applyInvalidations()
         if let inode = names[parent]?.removeValue(forKey: name) { cachedAttributes[inode] = nil }
+        directoryChanged(parent)
+    }
+
+    /// What the kernel does to a folder after a change it made in it succeeded (CREATE, MKDIR,
+    /// SYMLINK, UNLINK, RMDIR, RENAME: fuse_dir_changed in fs/fuse/dir.c): it forgets the
+    /// folder's attributes (and its cached listing), without the filesystem asking.
+    private func directoryChanged(_ directory: InodeNumber) {
+        cachedAttributes[directory] = nil
     }
 
     private func fail(_ call: String, _ error: FileSystemError) -> KernelError {
@@ -463,6 +472,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
                     parent: directory, name: name, permissions: 0o644,
                     flags: .make(reading: false, writing: true, truncating: options.truncate), context: requester)
                 took(entry, name, in: directory)
+                directoryChanged(directory)
                 inode = entry.attributes.inode
                 handle = opened.handle
             } catch {
@@ -588,6 +598,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
             took(
                 try fileSystem.makeDirectory(parent: directory, name: name, permissions: 0o755, context: requester),
                 name, in: directory)
+            directoryChanged(directory)
         } catch {
             throw fail("mkdir", error)
         }
@@ -605,6 +616,7 @@ public final class EmbeddedKernel: @unchecked Sendable {
             took(
                 try fileSystem.makeSymbolicLink(parent: directory, name: name, target: target, context: requester),
                 name, in: directory)
+            directoryChanged(directory)
         } catch {
             throw fail("symlink", error)
         }
@@ -675,6 +687,8 @@ public final class EmbeddedKernel: @unchecked Sendable {
             names[destination]?[newName] = nil
         }
         applyInvalidations()
+        directoryChanged(source)
+        directoryChanged(destination)
     }
 
     /// `getxattr(2)`.

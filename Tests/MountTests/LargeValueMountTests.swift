@@ -33,6 +33,19 @@ import Testing
             in: .whitespacesAndNewlines)
     }
 
+    /// Writes `dictionary` (a Python expression) as a binary property list, by Python's
+    /// plistlib: an encoder that is not storefs's.
+    static func writeBinaryPropertyList(_ dictionary: String, to file: URL) throws {
+        let made = try run(
+            "python3",
+            [
+                "-c",
+                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps(\(dictionary),fmt=plistlib.FMT_BINARY))",
+                file.path
+            ])
+        try #require(made.status == 0, "\(made.error)")
+    }
+
     static func serverPID(_ mount: MountedStore) throws -> Int32 {
         let found = try run("pgrep", ["-f", "storefs mount \(mount.store.path) \(mount.path)"]).lines.compactMap {
             Int32($0)
@@ -242,14 +255,7 @@ import Testing
         defer { try? mount.unmount() }
         // A binary property list of 300 KB (past the 128 KiB kept in the row).
         let plist = mount.directory.appendingPathComponent("value.plist")
-        let made = try run(
-            "python3",
-            [
-                "-c",
-                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps({'title':'visible','blob':bytes(300000)},fmt=plistlib.FMT_BINARY))",
-                plist.path
-            ])
-        try #require(made.status == 0, "\(made.error)")
+        try Self.writeBinaryPropertyList("{'title':'visible','blob':bytes(300000)}", to: plist)
         // The model with a length range on `data` (Core Data's min/max length of binary data).
         let model = mount.directory.appendingPathComponent("Ranged.xcdatamodel")
         try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
@@ -296,14 +302,7 @@ import Testing
         defer { try? mount.unmount() }
         let reference = try Self.sqlite(mount.store, "SELECT substr(ZDATA, 2) FROM ZATTACHMENT WHERE Z_PK = 4")
         let file = Self.externalData(mount).appendingPathComponent(reference)
-        let made = try run(
-            "python3",
-            [
-                "-c",
-                "import plistlib,sys; open(sys.argv[1],'wb').write(plistlib.dumps({'title':'visible'},fmt=plistlib.FMT_BINARY))",
-                file.path
-            ])
-        try #require(made.status == 0, "\(made.error)")
+        try Self.writeBinaryPropertyList("{'title':'visible'}", to: file)
         try mount.mount(model: Self.model)
         let object = "\(mount.path)/Attachment/p4"
         let rendered = try run("cat", ["\(object)/data.json"])

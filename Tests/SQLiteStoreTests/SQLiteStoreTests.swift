@@ -421,6 +421,52 @@ import Testing
         #expect(try store.count(of: F.tag) == 2)
     }
 
+    /// A save says which updated rows it found exactly as they were read (the engine keeps those
+    /// as saved instead of reading them again) and the change token as of its commit: another
+    /// process's commit after it moves the token away from that one.
+    @Test func aSaveNamesTheRowsItFoundAsReadAndItsToken() throws {
+        let (store, url) = try F.newStore()
+        let name = F.attributeName(.string), number = F.attributeName(.integer32)
+        var insert = SaveRequest()
+        insert.inserted = [1, 2].map {
+            Snapshot(objectID: id(F.item, $0), version: 1, attributes: [name: .string("a"), number: .integer(1)])
+        }
+        try store.save(insert)
+        let read = Dictionary(
+            uniqueKeysWithValues: try store.snapshots(for: [id(F.item, 1), id(F.item, 2)]).map { ($0.objectID, $0) })
+        let first = try #require(read[id(F.item, 1)]), second = try #require(read[id(F.item, 2)])
+        // Another process changes the second row's number since it was read.
+        let other = try F.open(url, model: F.model())
+        var theirs = second
+        theirs.attributes[number] = .integer(7)
+        var request = SaveRequest()
+        request.updated = [SaveRequest.Update(snapshot: theirs, original: second)]
+        try other.save(request)
+        other.close()
+        // This store changes the names of both.
+        request.updated = [first, second].map { original in
+            var changed = original
+            changed.attributes[name] = .string("b")
+            return SaveRequest.Update(snapshot: changed, original: original)
+        }
+        let effects = try store.saveReportingEffects(request)
+        #expect(effects.rowsAsRead == [id(F.item, 1)], "the row another process changed is not as read")
+        let saved = try store.snapshots(for: [id(F.item, 1)])
+        var expected = first
+        expected.attributes[name] = .string("b")
+        expected.version += 1
+        #expect(saved == [expected], "the row found as read holds what the save wrote, one version on")
+        let token = try #require(effects.changeTokenAtSave)
+        #expect(try store.externalChangeToken() == token, "nobody committed since")
+        let later = try F.open(url, model: F.model())
+        var another = expected
+        another.attributes[number] = .integer(9)
+        request.updated = [SaveRequest.Update(snapshot: another, original: expected)]
+        try later.save(request)
+        later.close()
+        #expect(try store.externalChangeToken() != token, "a commit after the save moves the token")
+    }
+
     @Test func corruptFilesAreReportedClearly() throws {
         let directory = try F.temporaryDirectory()
         let text = directory.appendingPathComponent("notes.sqlite")

@@ -170,6 +170,76 @@ import AtomicStore
         }
     }
 
+    /// A store decoded in chunks on several threads is the store read in one piece, and a damaged
+    /// one is refused with the same message: bytes of the objects section are changed (the
+    /// checksums made to match, so that the decoder, not the checksum, meets the damage) and each
+    /// copy is read both ways. Chunks of a few objects, so that every block is split many times.
+    @Test func chunkedDecodingIsReadingInOnePiece() throws {
+        let good = try AtomicStoreScenarios.smallStoreBytes(type)
+        let model = SampleModel.make()
+        typealias Parallelism = BinaryStoreFormat.Parallelism
+        func read(_ bytes: Data, _ parallelism: Parallelism) -> Result<StoreGraph, ObjectGraphError> {
+            Result { () throws(ObjectGraphError) in
+                try BinaryStoreFormat.decode(bytes, model: model, path: "s", parallelism: parallelism).1
+            }
+        }
+        func same(_ a: Result<StoreGraph, ObjectGraphError>, _ b: Result<StoreGraph, ObjectGraphError>) -> Bool {
+            switch (a, b) {
+            case (.success(let x), .success(let y)):
+                return x.snapshots == y.snapshots && x.toMany == y.toMany && x.keysByRoot == y.keysByRoot
+                    && x.maxKey == y.maxKey
+            case (.failure(let x), .failure(let y)): return x.message == y.message && x.code == y.code
+            default: return false
+            }
+        }
+        func brief(_ result: Result<StoreGraph, ObjectGraphError>) -> String {
+            switch result {
+            case .success(let graph): "\(graph.snapshots.count) objects"
+            case .failure(let error): error.message
+            }
+        }
+        let ways = [
+            Parallelism(chunkObjects: 1, helpers: 0), Parallelism(chunkObjects: 3, helpers: 1),
+            Parallelism(chunkObjects: 7, helpers: 2)
+        ]
+        let whole = read(good, .sequential)
+        let graph = try whole.get()
+        #expect(graph.snapshots.count == 100)
+        for way in ways { #expect(same(read(good, way), whole)) }
+
+        let header = try good.withBytes { (b) throws(ObjectGraphError) in
+            try BinaryStoreFormat.header(b, fileSize: good.count, path: "s")
+        }
+        let objectsStart = BinaryStoreFormat.headerSize + header.metadataLength
+        func sealed(_ damaged: Data) -> Data {
+            var bytes = [UInt8](damaged)
+            func put(_ value: UInt32, at offset: Int) {
+                for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(i))) }
+            }
+            put(CRC32C.checksum(Array(bytes[objectsStart...])), at: 28)
+            put(CRC32C.checksum(Array(bytes[0..<36])), at: 36)
+            return Data(bytes)
+        }
+        var generator = SplitMix64(seed: 40)
+        var refused = 0
+        for trial in 0..<400 {
+            var damaged = good
+            // One byte or two neighbouring ones, to any value: keys, counts, tags, markers, lengths.
+            let at = Int.random(in: objectsStart..<good.count, using: &generator)
+            damaged[at] = UInt8.random(in: 0...255, using: &generator)
+            if trial % 3 == 0, at + 1 < good.count { damaged[at + 1] = UInt8.random(in: 0...255, using: &generator) }
+            let bytes = sealed(damaged)
+            let one = read(bytes, .sequential)
+            if case .failure = one { refused += 1 }
+            for way in ways {
+                let chunked = read(bytes, way)
+                #expect(same(chunked, one), "trial \(trial), byte \(at), \(way): \(brief(chunked)) vs \(brief(one))")
+            }
+        }
+        // Most changes are damage the reader must find (a changed value of the right type is not).
+        #expect(refused > 100)
+    }
+
     @Test func aLargeGraphLoadsWhole() throws {
         let dir = try StoreFixtures.tempDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -146,6 +146,9 @@ extension ObjectContext {
     /// relationships set later join.
     private func insertLocked(_ snapshot: Snapshot, _ state: inout State, touching: Bool = true) {
         let id = snapshot.objectID
+        // Before the object is visible: a lookup of its key must not be answered from a bound
+        // below it once it is saved.
+        coordinator.keyBounds.raise(id, root: model[id.entity].rootID)
         state.pending[id] = PendingObject(
             snapshot: snapshot, original: Snapshot(objectID: id, version: 0), isInserted: true)
         state.changeCount[id, default: 0] += 1

@@ -247,6 +247,11 @@ extension ObjectContext {
                 outcome.storeEffects.refreshed.formUnion(absorbed.refreshed)
                 outcome.storeEffects.refreshesEverything =
                     outcome.storeEffects.refreshesEverything || absorbed.refreshesEverything
+                // The first transaction's token: a commit of another process between two of them
+                // moved the later ones' past it, and must still be seen.
+                if outcome.storeEffects.changeTokenAtSave == nil {
+                    outcome.storeEffects.changeTokenAtSave = absorbed.changeTokenAtSave
+                }
                 outcome.saved += round.ids
                 if pendingMetadata != nil {
                     outcome.savedMetadata = true
@@ -474,9 +479,11 @@ extension ObjectContext {
     }
 
     /// Takes in a round the store saved: what was not changed again since it went in flight is
-    /// the store's now (inserted rows go to the cache, updated ones are read again when next
-    /// needed: another process may have changed what this save left alone); what was changed
-    /// again stays pending on top of what was saved. Then the store's own effects.
+    /// the store's now (inserted rows go to the cache; an updated row the store found exactly as
+    /// it was read (``SaveEffects/rowsAsRead``) goes to the cache as saved, with its new version;
+    /// other updated ones are read again when next needed: another process may have changed what
+    /// this save left alone); what was changed again stays pending on top of what was saved.
+    /// Then the store's own effects.
     @discardableResult
     func finish(_ round: SaveRound, effects: SaveEffects) -> SaveEffects {
         let (reported, toRebase) = changeLock.withLock { _ in
@@ -485,6 +492,8 @@ extension ObjectContext {
                 state.lastSave = FinishedSave()
                 var stale: [ObjectID] = []
                 var saved: [ObjectID] = []
+                // Updated rows the store holds exactly as this save left them (``keepsSavedRow``).
+                var kept: [Snapshot] = []
                 for id in round.ids {
                     guard let flight = state.inFlight.removeValue(forKey: id) else { continue }
                     guard let pending = flight.pending else {
@@ -503,6 +512,8 @@ extension ObjectContext {
                         if pending.isInserted {
                             cache.store([layer.snapshot])
                             for (name, list) in layer.toMany { cache.storeToMany(list, of: name, for: id) }
+                        } else if let row = Self.savedRow(pending, layer, effects) {
+                            kept.append(row)
                         } else if Self.writesRow(pending) || !pending.toMany.isEmpty {
                             stale.append(id)
                         }
@@ -514,7 +525,10 @@ extension ObjectContext {
                         if !pending.isInserted { stale.append(id) }
                     }
                 }
-                cache.remove(stale)
+                // Removed first: that moves the cache's generation, so a read that started before
+                // this save committed cannot put the row it read over the one kept.
+                cache.remove(stale + kept.map(\.objectID))
+                cache.store(kept)
                 forget(saved, &state)
                 if round.metadata != nil && state.metadata == round.metadata { state.metadata = nil }
                 regroup(&state)
@@ -527,6 +541,22 @@ extension ObjectContext {
         // does for another process's change.
         if !toRebase.isEmpty, let fresh = try? store.snapshots(for: toRebase) { rebasePendingChanges(on: fresh) }
         return reported
+    }
+
+    /// The row an update's save left in the store, when the store found the row exactly as it
+    /// was read (``SaveEffects/rowsAsRead``, checked in the save's transaction) and changed
+    /// nothing of it on its own: the values saved with the version one higher, which is the
+    /// layer ``begin(_:metadata:)`` made unless something moved it since. Nil otherwise (the
+    /// row is read again when next needed). Updates of to-many lists are read again too (their
+    /// lists are kept apart from the row).
+    static func savedRow(_ pending: PendingObject, _ layer: PendingObject, _ effects: SaveEffects) -> Snapshot? {
+        let id = pending.snapshot.objectID
+        guard effects.rowsAsRead.contains(id), !effects.refreshesEverything, !effects.refreshed.contains(id),
+            pending.toMany.isEmpty, writesRow(pending)
+        else { return nil }
+        var row = pending.snapshot
+        row.version = pending.original.version + 1
+        return layer.snapshot == row && layer.toMany.isEmpty ? row : nil
     }
 
     /// Puts back the changes of a round the store refused: each object in flight gets the change

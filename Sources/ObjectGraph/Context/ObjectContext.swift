@@ -219,14 +219,22 @@ public final class ObjectContext: Sendable {
     }
 
     /// The object with primary key `key` among the objects of `entity` and its subentities, or nil.
-    /// Costs at most one store request (keys are unique in an inheritance tree).
+    /// Costs at most one store request (keys are unique in an inheritance tree), and none for a
+    /// key above the tree's highest (``KeyBounds``), learned once with one request.
     public func objectID(forKey key: PrimaryKey, in entity: EntityID) throws(ObjectGraphError) -> ObjectID? {
         let candidates = model.entityAndSubentities(of: entity).map { ObjectID(entity: $0, key: key) }
+        let root = model[entity].rootID
+        if coordinator.keyBounds.highest(in: root) == nil, !isKnown(candidates) {
+            learnHighestKey(in: root)
+        }
         let lookup = state.withLock { state -> Lookup<ObjectID?> in
             if let found = candidates.first(where: { state.pending[$0] != nil }) { return .found(found) }
             let live = candidates.filter { state.deleted[$0] == nil }
             if let found = live.first(where: { cache.contains($0) }) { return .found(found) }
             guard !live.isEmpty else { return .found(nil) }
+            // Never handed out: no object has it (an insert here raises the bound before it
+            // shows, under this lock).
+            if let highest = coordinator.keyBounds.highest(in: root), key.rawValue > highest { return .found(nil) }
             // Read ahead as a row fault does: the keys that follow, in the same request; not
             // while changes are pending (a copy into the mount looks up keys that do not exist
             // yet, and each would fetch a batch of nothing).

@@ -11,6 +11,9 @@ import Foundation
 public final class PersistentStoreCoordinator: Sendable {
     public let store: any PersistentStore
     public let rowCache: RowCache
+    /// The highest key each tree handed out, as far as this process knows (negative lookups
+    /// answered from memory).
+    public let keyBounds = KeyBounds()
     public let configuration: EngineConfiguration
     /// The lock of a store opened for writing by ``open(at:types:model:options:configuration:metadata:)``.
     private let lock: StoreLock?
@@ -154,6 +157,9 @@ public final class PersistentStoreCoordinator: Sendable {
         return (try type.open(at: url, model: model, options: options, initialMetadata: initial), source)
     }
 
-    /// Forgets every cached row (after another process changed the store).
-    public func dropCaches() { rowCache.removeAll() }
+    /// Forgets every cached row and key bound (after another process changed the store).
+    public func dropCaches() {
+        rowCache.removeAll()
+        keyBounds.forgetAll()
+    }
 }

@@ -31,10 +31,13 @@ extension Mapping {
     }
 
     /// Records the store's change token after our own commit, so it is not taken for another
-    /// process's.
-    func rememberStoreToken() {
-        let token = try? coordinator.store.externalChangeToken()
-        storeToken.withLock { $0 = token ?? nil }
+    /// process's. `asOf`: the token the store read inside the save's transaction
+    /// (``SaveEffects/changeTokenAtSave``): a commit of another process after ours moves the store
+    /// away from it, and the next poll sees that commit even where it changed a row this mount
+    /// keeps as it saved it. Read afterwards, the token would take such a commit for ours.
+    func rememberStoreToken(asOf tokenAtSave: Int64? = nil) {
+        let token = tokenAtSave ?? (try? coordinator.store.externalChangeToken()) ?? nil
+        storeToken.withLock { $0 = token }
     }
 
     /// Compares the store's change token with the last one seen; when another process committed,

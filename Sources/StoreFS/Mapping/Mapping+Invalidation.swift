@@ -138,12 +138,15 @@ extension Mapping {
         }
     }
 
-    /// Invalidates the listings that show `object`: its entity's directory and its ancestors'.
-    func invalidateAncestorDirectories(of object: ObjectID) {
+    /// Invalidates the listings that show `object`: its entity's directory and its ancestors'
+    /// (but `renewedByKernel`'s, the folder a MKDIR the kernel is being answered made it in).
+    func invalidateAncestorDirectories(of object: ObjectID, except renewedByKernel: EntityID? = nil) {
         var entity: EntityID? = object.entity
         while let e = entity {
-            invalidate(.entity(e))
-            invalidateEntry(parent: .entity(e), name: object.key.description)
+            if e != renewedByKernel {
+                invalidate(.entity(e))
+                invalidateEntry(parent: .entity(e), name: object.key.description)
+            }
             entity = model[e].parentID
         }
     }

@@ -34,6 +34,8 @@ extension Mapping {
         var before: [Snapshot] = []
         for object in objects { if let cached = coordinator.rowCache.snapshot(for: object) { before.append(cached) } }
         coordinator.rowCache.remove(objects)
+        // Objects another mount inserted may lie above the keys this one knew of.
+        if !changes.insertedOrDeleted.isEmpty { coordinator.keyBounds.forgetAll() }
         invalidateRelated(objects)
         for object in changes.insertedOrDeleted { invalidateAncestorDirectories(of: object) }
         let after = (try? coordinator.store.snapshots(for: objects)) ?? []

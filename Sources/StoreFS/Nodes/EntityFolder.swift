@@ -44,6 +44,11 @@ struct EntityFolder: NodeType {
             { () throws(ObjectGraphError) in
                 try context.objectIDs(of: node.entity, includingSubentities: true)
             }, "list \(mapping.model[node.entity].name)")
+        // A name this listing shows is found by the next lookup, even one another process added
+        // since the mount last learned the highest key (KeyBounds).
+        if let highest = ids.max(by: { $0.key.rawValue < $1.key.rawValue }) {
+            mapping.coordinator.keyBounds.raise(highest, root: mapping.model[node.entity].rootID)
+        }
         return .objects(EntityListing(ids))
     }
 
@@ -116,7 +121,8 @@ struct EntityFolder: NodeType {
                 try? context.setValue(zero, of: attribute.name, for: object)
             }
         }
-        mapping.changed(object)
+        // The MKDIR answer, made after this, carries the new folder's attributes.
+        mapping.changed(object, kernelUpdates: .object(object))
         mapping.session.copyIn.markFresh(object)
         mapping.resolveWaitingLinks(to: object)
         if requested == nil {
@@ -124,7 +130,9 @@ struct EntityFolder: NodeType {
                 "mkdir \(model[entity].name)/\(name): made \(mapping.describe(object)) (names are keys)")
             mapping.invalidateEntry(parent: node, name: name)
         }
-        mapping.invalidateAncestorDirectories(of: object)
+        // This folder's listing and attributes, and the new name in it, the kernel renews with
+        // the answer; the parent entities' folders (their links to it) are storefs's to drop.
+        mapping.invalidateAncestorDirectories(of: object, except: node.entity)
         return .object(object)
     }
 

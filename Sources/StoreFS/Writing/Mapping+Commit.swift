@@ -11,9 +11,14 @@ import ObjectGraph
 /// unmount, what still cannot be saved goes to a recovery file beside the store.
 extension Mapping {
     /// Notes a change: the commit timer restarts, `object`'s folder shows a new time, and texts
-    /// kept for readers are not used again.
-    func changed(_ object: ObjectID? = nil) {
-        if let object { noteFolderChange(object) } else { session.schedule.noteChange(nil) }
+    /// kept for readers are not used again. `kernelUpdates`: a folder whose attributes the kernel
+    /// renews itself with this request (``noteFolderChange(_:kernelUpdates:)``).
+    func changed(_ object: ObjectID? = nil, kernelUpdates: Node? = nil) {
+        if let object {
+            noteFolderChange(object, kernelUpdates: kernelUpdates)
+        } else {
+            session.schedule.noteChange(nil)
+        }
         renderedValues.valuesChanged()
         // Any change may change what a predicate selects. (Results were kept until the commit: a
         // fetched folder evaluated while a copy was still setting its object's relationships kept
@@ -25,11 +30,20 @@ extension Mapping {
     /// composites' folders, which show the same time) shows the time of the change. The kernel is
     /// told at once: it keeps a folder's attributes for an hour, and would otherwise show the old
     /// time to one stat and the new one to a later, without a change between.
-    func noteFolderChange(_ object: ObjectID) {
+    ///
+    /// Except `kernelUpdates`, a folder the kernel renews by itself for the request that made the
+    /// change (issue 40: `cp -a` made two invalidations per new folder and one per file it
+    /// created): the folder a MKDIR made (its reply, made after this, carries its attributes) and
+    /// the folder a CREATE made a file in (the kernel drops that folder's attributes and cached
+    /// listing when the reply comes: fuse_dir_changed in the kernel's fs/fuse/dir.c).
+    func noteFolderChange(_ object: ObjectID, kernelUpdates: Node? = nil) {
         session.schedule.noteChange(object)
-        invalidate(.object(object))
+        if kernelUpdates != .object(object) { invalidate(.object(object)) }
         guard isValid(object.entity) else { return }
-        for index in model[object.entity].compositePaths.indices { invalidate(.compositeFolder(object, index)) }
+        for index in model[object.entity].compositePaths.indices where kernelUpdates != .compositeFolder(object, index)
+        {
+            invalidate(.compositeFolder(object, index))
+        }
     }
 
     /// Commits what can be committed as one transaction and records what could not.
@@ -79,7 +93,7 @@ extension Mapping {
             session.schedule.didCommit(retry: outcome.storeError != nil)
             if !outcome.saved.isEmpty || outcome.savedMetadata {
                 dropFetchedResults()
-                rememberStoreToken()
+                rememberStoreToken(asOf: outcome.storeEffects.changeTokenAtSave)
                 logger.debug("committed \(outcome.saved.count) objects (\(reason))")
             }
             return outcome
