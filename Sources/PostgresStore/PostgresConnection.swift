@@ -316,7 +316,7 @@ final class PostgresConnection {
 ///
 /// Threading: not thread-safe; owned by the caller that ran the statement.
 final class PostgresResult {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
 
     init(_ handle: OpaquePointer) { self.handle = handle }
     deinit { PQclear(handle) }

@@ -71,7 +71,23 @@ extension PostgresStore {
         guard let number, let base else {
             throw ObjectGraphError(.corruptStore, "\(location): Z_PRIMARYKEY lacks its history rows")
         }
-        // A large save (a migration): its changes in statements of many rows each.
+        // A large save (a migration): its changes in one COPY, numbered here as the statement
+        // above numbers them (c.base + 1, + 2, ...).
+        if !single {
+            let columns = [
+                "Z_PK", "Z_ENT", "Z_OPT", "ZCHANGETYPE", "ZENTITY", "ZENTITYPK", "ZTRANSACTIONID", "ZCOLUMNS"
+            ]
+            let values = rows.enumerated().map { (i, row) -> [SQLValue] in
+                [
+                    .integer(base + Int64(i) + 1), .integer(changeZent), .null, .integer(row.kind), .integer(row.zent),
+                    .integer(row.key), .integer(number), row.columns.map(SQLValue.blob) ?? .null
+                ] + tombstoneColumns.indices.map { $0 < row.tombstone.count ? Self.text(row.tombstone[$0]) : .null }
+            }
+            if try transaction.appendRows(values[...], into: "ACHANGE", columns: columns + tombstoneColumns) {
+                return number
+            }
+        }
+        // Else its changes in statements of many rows each.
         var start = single ? rows.count : 0
         while start < rows.count {
             let end = min(start + perStatement, rows.count)

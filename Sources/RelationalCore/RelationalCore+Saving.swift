@@ -95,6 +95,24 @@ extension RelationalRules {
             }
         }
         for (_, group) in groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            // Many rows: the engine's bulk path where it has one (PostgreSQL's COPY).
+            if group.rows.count >= Self.bulkRows {
+                let appended: Bool
+                do throws(ObjectGraphError) {
+                    appended = try connection.appendRows(
+                        group.rows[...], into: group.table, columns: ["Z_PK", "Z_ENT", "Z_OPT"] + group.columns)
+                } catch  where error.code == .exists {
+                    // Inserted meanwhile by another writer (between the check and the copy).
+                    let ids = group.rows.compactMap { values -> ObjectID? in
+                        guard case .integer(let key) = values[0] else { return nil }
+                        return keysByTable[group.table]?[key]
+                    }
+                    throw ObjectGraphError(
+                        .exists, "\(ids.first.map(name(of:)) ?? "an object") cannot be inserted: \(error.message)",
+                        objects: ids)
+                }
+                if appended { continue }
+            }
             let names = (["Z_PK", "Z_ENT", "Z_OPT"] + group.columns).map(SQL.identifier).joined(separator: ", ")
             let head = "INSERT INTO \(SQL.identifier(group.table)) (\(names)) VALUES "
             let row = "(" + Array(repeating: "?", count: group.columns.count + 3).joined(separator: ", ") + ")"
@@ -146,6 +164,11 @@ extension RelationalRules {
     func rowsPerStatement(columns: Int) -> Int {
         max(1, min(dialect.rowsPerStatement, Self.boundValuesPerStatement / max(columns, 1)))
     }
+
+    /// Rows of one table and set of columns from which a save takes the engine's bulk path
+    /// (``SQLConnection/appendRows(_:into:columns:)``): a COPY costs a round trip more than an
+    /// INSERT, and pays off past a few hundred values.
+    static let bulkRows = 100
 
     /// Values bound in one statement at most (SQLite takes 32,766, PostgreSQL 65,535).
     static let boundValuesPerStatement = 30_000

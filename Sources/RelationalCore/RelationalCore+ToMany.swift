@@ -106,7 +106,7 @@ extension RelationalRules {
             let rows = work.pairs.sorted { $0.key < $1.key }.map { entry in
                 entry.key.values + work.orderColumns.map { entry.value[$0].map(SQLValue.integer) ?? .null }
             }
-            let perInsert = rowsPerStatement(columns: work.keyColumns.count + work.orderColumns.count)
+            let perInsert = dialect.joinRowsPerStatement
             start = 0
             while start < rows.count {
                 let end = min(start + perInsert, rows.count)

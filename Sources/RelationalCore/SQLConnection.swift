@@ -13,9 +13,22 @@ package protocol SQLConnection {
 
     /// Runs a query and hands each row to `body`, in order, without keeping them.
     func query(_ statement: SQL, _ body: (any SQLRow) throws(ObjectGraphError) -> Void) throws(ObjectGraphError)
+
+    /// Appends `rows` (each one value per name of `columns`, in order) to `table` through the
+    /// engine's bulk path, exactly as a plain INSERT of them would (no ON CONFLICT: a key taken
+    /// fails the statement); false when the engine has no such path, and the caller INSERTs them.
+    func appendRows(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String]) throws(ObjectGraphError)
+        -> Bool
 }
 
 extension SQLConnection {
+    /// No bulk path: rows go in INSERTs (SQLite's are prepared once and cost no round trip).
+    package func appendRows(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String])
+        throws(ObjectGraphError) -> Bool
+    {
+        false
+    }
+
     /// The rows of a query as values, for the few small reads that keep them.
     package func values(_ statement: SQL, columns: Int) throws(ObjectGraphError) -> [[SQLValue]] {
         var rows: [[SQLValue]] = []

@@ -33,6 +33,10 @@ package protocol SQLDialect: Sendable {
     /// engine where other writers run at once, nothing where the transaction holds the file.
     var lockingSelectedRows: String { get }
 
+    /// Rows of a join table one ``joinRows(into:keys:orders:rows:)`` call takes (SQLite: one,
+    /// PostgreSQL: a whole save's, bound as arrays).
+    var joinRowsPerStatement: Int { get }
+
     /// The statements that put `rows` (each: the key columns' values, then the order columns')
     /// into join table `table`: a pair that is there already stays, with its order columns set
     /// where the row gives one.

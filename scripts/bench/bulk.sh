@@ -109,8 +109,24 @@ if [ -x "$PGBIN/initdb" ]; then
   timeout 120 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w -t 60 \
     -o "-k $PG -p 5432 -c listen_addresses=''" start >/dev/null
   pg="postgresql:///postgres?host=$PG&port=5432&user=postgres&schema=bulk"
-  s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.sqlite" "$pg")
-  row "migrate sqlite -> postgresql" "$s" "$ref_s"
+  # CPU seconds the server has used so far: its processes' own, and those of the connections
+  # that ended (counted in the postmaster's children times once it reaped them).
+  pg_cpu() {
+    local pm; pm=$(head -1 "$PG/data/postmaster.pid")
+    { awk '{print $16 + $17}' "/proc/$pm/stat"
+      for p in $pm $(pgrep -P "$pm"); do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done
+    } | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {printf "%.2f", s / hz}'
+  }
+  # A migration into PostgreSQL, timed, then where its CPU went: storefs's and the server's.
+  into_pg() {  # FROM
+    local c0 c1 s
+    c0=$(pg_cpu)
+    s=$(timed peak /usr/bin/time -f "%U %S" -o "$W/cpu" timeout 1800 "$STOREFS" migrate "$W/S.$1" "$pg")
+    sleep 0.2; c1=$(pg_cpu)
+    row "migrate $1 -> postgresql" "$s" "$ref_s"
+    python3 -c "u, s = open('$W/cpu').read().split()[-2:]; print(f'{\"\":4}CPU: storefs {float(u) + float(s):.2f} s, PostgreSQL server {$c1 - $c0:.2f} s')"
+  }
+  into_pg sqlite
   for to in sqlite xml binary; do
     rm -f "$W"/T.*
     s=$(timed peak timeout 1800 "$STOREFS" migrate "$pg" "$W/T.$to")
@@ -120,8 +136,7 @@ if [ -x "$PGBIN/initdb" ]; then
   done
   for from in xml binary; do
     PGOPTIONS="-c client_min_messages=warning" "$PGBIN/psql" -X -q -h "$PG" -p 5432 -U postgres -d postgres -c "DROP SCHEMA bulk CASCADE" >/dev/null
-    s=$(timed peak timeout 1800 "$STOREFS" migrate "$W/S.$from" "$pg")
-    row "migrate $from -> postgresql" "$s" "$ref_s"
+    into_pg "$from"
   done
   timeout 60 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w -t 60 stop >/dev/null
   rm -rf "$PG"

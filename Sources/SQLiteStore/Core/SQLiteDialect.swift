@@ -15,6 +15,8 @@ struct SQLiteDialect: SQLDialect {
 
     var rowsPerStatement: Int { 1 }
 
+    var joinRowsPerStatement: Int { 1 }
+
     func isObjectKey(_ key: String) -> SQL { SQL(text: "typeof(\(key)) = 'integer' AND \(key) > 0") }
 
     func column(_ column: String, isAnyOf keys: [Int64]) -> SQL {
