@@ -93,7 +93,11 @@ extension PostgresStore {
             noteCommitted(on: kept)
             var refreshed = written.repaired
             for (id, _) in written.deleted { refreshed.remove(id) }
-            return SaveEffects(refreshed: refreshed, rowsAsRead: written.rowsAsRead.subtracting(refreshed))
+            // No row is kept as saved (``SaveEffects/rowsAsRead``): another mount's change to it,
+            // committed as soon as this commit released the row, may be announced and applied
+            // before the saving thread takes the save in, and would then be overwritten in the
+            // cache by this mount's older row, with nothing left to refresh it.
+            return SaveEffects(refreshed: refreshed)
         }
         analyzeAfterLargeSave(request)
         return effects

@@ -22,6 +22,9 @@ struct CoreDataMechanisms: Sendable {
     let effects = TriggerEffects()
     /// Derived attributes the store's triggers compute, by entity: never written by storefs.
     let computedAttributes: [EntityID: Set<String>]
+    /// Entities whose table has columns a trigger sets: a save of one of their rows may leave
+    /// more changed than it wrote, whether or not the trigger reports it through a hook.
+    let triggerMaintainedEntities: Set<EntityID>
     let history: PersistentHistory?
     let externalData: ExternalDataFolder
 
@@ -29,6 +32,7 @@ struct CoreDataMechanisms: Sendable {
     init(url: URL, logger: Logger) {
         hooks = CoreDataFunctions.knownHooks
         computedAttributes = [:]
+        triggerMaintainedEntities = []
         history = nil
         externalData = ExternalDataFolder(store: url, logger: logger)
     }
@@ -48,10 +52,12 @@ struct CoreDataMechanisms: Sendable {
             )
         }
         var computed: [EntityID: Set<String>] = [:]
+        var maintainedEntities: Set<EntityID> = []
         for entity in layout.entities {
             guard let table = entity.table?.uppercased(), let maintained = check.maintainedColumns[table] else {
                 continue
             }
+            if !maintained.isEmpty { maintainedEntities.insert(entity.id) }
             for attribute in entity.attributes where attribute.attribute.derivationExpression != nil {
                 if let column = attribute.column?.uppercased(), maintained.contains(column) {
                     computed[entity.id, default: []].insert(attribute.attribute.name)
@@ -59,6 +65,7 @@ struct CoreDataMechanisms: Sendable {
             }
         }
         computedAttributes = computed
+        triggerMaintainedEntities = maintainedEntities
         do {
             history = try reader.read { db in
                 try PersistentHistory.find(

@@ -59,9 +59,12 @@ extension SQLiteStore {
             refreshed.insert(ObjectID(entity: entity, key: PrimaryKey(report.key)))
         }
         for (id, _) in written.deleted { refreshed.remove(id) }
-        return SaveEffects(
-            refreshed: refreshed, refreshesEverything: reports.overflowed,
-            rowsAsRead: written.rowsAsRead.subtracting(refreshed))
+        // A row a trigger may have changed too is read again: not every trigger reports its
+        // changes through a hook.
+        let rowsAsRead = written.rowsAsRead.subtracting(refreshed).filter {
+            !mechanisms.triggerMaintainedEntities.contains($0.entity)
+        }
+        return SaveEffects(refreshed: refreshed, refreshesEverything: reports.overflowed, rowsAsRead: rowsAsRead)
     }
 
     public func check(_ value: AttributeValue, for attribute: AttributeDescription, of entity: EntityID)

@@ -64,8 +64,10 @@ import Testing
         #expect(cat.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1700")
         let requests = try mount.storeRequests() - before
         let batch = EngineConfiguration().batchSize
+        // One fault per batch, and a few fixed costs: among them the highest key of the entity's
+        // tree, asked once at the first lookup of a name not yet read (KeyBounds).
         #expect(
-            requests <= (count + batch - 1) / batch + 4,
+            requests <= (count + batch - 1) / batch + 5,
             "\(requests) store requests for listing and reading \(count) objects")
     }
 

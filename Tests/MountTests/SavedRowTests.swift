@@ -89,4 +89,44 @@ import Testing
         try mount.unmount()
         #expect(try sqlite(mount, "select ZNAME, ZCODE from ZDEPARTMENT where Z_PK = 2") == "Edited|BEFORE")
     }
+
+    /// A value the store keeps otherwise than typed (a decimal as SQLite's REAL, −0 as +0) is not
+    /// kept as typed after its commit: the row is read again, so the file shows what the store
+    /// holds and the next edit of the value builds on it (it failed as a conflict when the row
+    /// was kept as typed).
+    @Test func aValueTheStoreKeepsOtherwiseIsReadAgainAndEditedAgain() throws {
+        let mount = try MountedStore(objects: 300)
+        defer { try? mount.unmount() }
+        let folder = "\(mount.path)/Employee/p1"
+        #expect(try run("cat", ["\(folder)/salary", "\(folder)/hoursPerWeek"]).status == 0)
+        #expect(try writeDurably("\(folder)/salary", "0.12345678901234567890\n") == "ok\n")
+        #expect(try writeDurably("\(folder)/hoursPerWeek", "-0\n") == "ok\n")
+        let stored = try sqlite(mount, "select ZSALARY from ZPERSON where Z_PK = 1")
+        #expect(
+            try run("cat", ["\(folder)/salary"]).output.hasPrefix(String(stored.prefix(12))),
+            "the file shows what the store holds (\(stored))")
+        #expect(try writeDurably("\(folder)/salary", "2\n") == "ok\n", "the next edit of the decimal saves")
+        #expect(try writeDurably("\(folder)/hoursPerWeek", "2\n") == "ok\n", "the next edit of the double saves")
+        try mount.unmount()
+        let final = try sqlite(mount, "select ZSALARY, ZHOURSPERWEEK from ZPERSON where Z_PK = 1")
+        #expect(final == "2|2.0", "\(final)")
+    }
+
+    /// A row of a table a trigger writes to is read again after the save: a trigger that does not
+    /// report its changes through Core Data's hooks (one written by hand) changed more than the
+    /// mount wrote, and the mount shows it.
+    @Test func aRowATriggerChangesTooIsReadAgainAfterTheSave() throws {
+        let mount = try MountedStore(objects: 300, mount: false)
+        defer { try? mount.unmount() }
+        #expect(
+            try sqlite(
+                mount,
+                "CREATE TRIGGER stamp AFTER UPDATE OF ZNAME ON ZDEPARTMENT BEGIN UPDATE ZDEPARTMENT SET ZCODE = 'STAMPED' WHERE Z_PK = NEW.Z_PK; END; select 1"
+            ) == "1")
+        try mount.mount()
+        let folder = "\(mount.path)/Department/p3"
+        #expect(try run("cat", ["\(folder)/code"]).output != "STAMPED\n")
+        #expect(try writeDurably("\(folder)/name", "Edited\n") == "ok\n")
+        #expect(try run("cat", ["\(folder)/code"]).output == "STAMPED\n", "the trigger's change shows")
+    }
 }
